@@ -1,0 +1,267 @@
+# TenSafe-HE SDK -- the one entry point.
+#
+#   make            libraries (static + shared), the tensafe tool, examples
+#   make test       deps, build, run every cmocka suite (CUDA suites skip without a GPU)
+#   make demo       deps, build, run `tensafe demo`
+#   make bench      benchmark tables (medians)
+#   make install    DESTDIR PREFIX LIBDIR INCLUDEDIR PKGCONFIGDIR BINDIR honoured
+#   make SAN=1 ...  ASan+UBSan build under build/san
+#   make TSAN=1 ... ThreadSanitizer build under build/tsan
+#   make CUDA=auto|0|1   build libtensafe-he-cuda when nvcc is found / never / always
+#   make fuzz FUZZ_SECONDS=N   libFuzzer targets (clang)
+
+VERSION_H := include/tensafe/version.h
+MAJOR := $(shell sed -n 's/^\#define TSAFE_VERSION_MAJOR \([0-9]*\)/\1/p' $(VERSION_H))
+MINOR := $(shell sed -n 's/^\#define TSAFE_VERSION_MINOR \([0-9]*\)/\1/p' $(VERSION_H))
+PATCH := $(shell sed -n 's/^\#define TSAFE_VERSION_PATCH \([0-9]*\)/\1/p' $(VERSION_H))
+VERSION := $(MAJOR).$(MINOR).$(PATCH)
+
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+BINDIR ?= $(PREFIX)/bin
+DESTDIR ?=
+
+CC ?= cc
+CXX ?= c++
+NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+CUDA ?= auto
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+
+OPT ?= -O2
+WARN := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -g -fPIC $(WARN) -Iinclude
+LIB_CFLAGS := -fvisibility=hidden -DTSAFE_BUILDING_LIBRARY
+SAN_FLAGS :=
+BUILD ?= build
+ifeq ($(SAN),1)
+  SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+  BUILD := build/san
+endif
+ifeq ($(TSAN),1)
+  SAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
+  BUILD := build/tsan
+endif
+CFLAGS_ALL = $(BASE_CFLAGS) $(SAN_FLAGS) $(CFLAGS)
+LDFLAGS_ALL = $(SAN_FLAGS) $(LDFLAGS)
+
+# Third-party libraries, in link order for each layer.
+CORE_DEPS := -lgmp -lfftw3 -lsodium -lz -lm -lpthread
+LORA_DEPS := -ljansson -llapacke -lopenblas
+MOE_DEPS :=
+
+# ------------------------------------------------------------------ CUDA
+ifeq ($(CUDA),0)
+  WITH_CUDA := 0
+else ifeq ($(CUDA),1)
+  WITH_CUDA := 1
+else
+  WITH_CUDA := $(if $(NVCC),1,0)
+endif
+ifneq ($(SAN)$(TSAN),)
+  WITH_CUDA := 0
+endif
+CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+             -gencode arch=compute_90,code=compute_90
+NVCCFLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC,-fvisibility=hidden -DTSAFE_BUILDING_LIBRARY \
+             -Iinclude $(CUDA_ARCH)
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lpthread -lstdc++
+
+# ------------------------------------------------------------- sources
+CORE_SRC := $(shell find libtensafe-he-core/src -name '*.c' | sort)
+LORA_SRC := $(shell find libtensafe-lora/src -name '*.c' 2>/dev/null | sort)
+MOE_SRC := $(shell find libtensafe-moe/src -name '*.c' 2>/dev/null | sort)
+CUDA_C_SRC := $(shell find libtensafe-he-cuda/src -name '*.c' 2>/dev/null | sort)
+CUDA_CU_SRC := $(shell find libtensafe-he-cuda/src -name '*.cu' 2>/dev/null | sort)
+TOOL_SRC := $(shell find tools/tensafe -name '*.c' 2>/dev/null | sort)
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+CORE_OBJ := $(call obj,$(CORE_SRC))
+LORA_OBJ := $(call obj,$(LORA_SRC))
+MOE_OBJ := $(call obj,$(MOE_SRC))
+CUDA_OBJ := $(call obj,$(CUDA_C_SRC)) $(patsubst %.cu,$(BUILD)/obj/%.o,$(CUDA_CU_SRC))
+TOOL_OBJ := $(call obj,$(TOOL_SRC))
+
+LIBD := $(BUILD)/lib
+# name -> static, shared (real file), soname link, dev link
+define libnames
+$(1)_A := $(LIBD)/lib$(1).a
+$(1)_SO := $(LIBD)/lib$(1).so.$(VERSION)
+$(1)_SONAME := lib$(1).so.$(MAJOR)
+endef
+$(eval $(call libnames,tensafe-he-core))
+$(eval $(call libnames,tensafe-lora))
+$(eval $(call libnames,tensafe-moe))
+$(eval $(call libnames,tensafe-he-cuda))
+
+LIBS_A := $(tensafe-he-core_A) $(tensafe-lora_A) $(tensafe-moe_A)
+LIBS_SO := $(tensafe-he-core_SO) $(tensafe-lora_SO) $(tensafe-moe_SO)
+PCS := $(BUILD)/pkgconfig/tensafe-he-core.pc $(BUILD)/pkgconfig/tensafe-lora.pc \
+       $(BUILD)/pkgconfig/tensafe-moe.pc
+ifeq ($(WITH_CUDA),1)
+  LIBS_A += $(tensafe-he-cuda_A)
+  LIBS_SO += $(tensafe-he-cuda_SO)
+  PCS += $(BUILD)/pkgconfig/tensafe-he-cuda.pc
+endif
+
+TOOL := $(BUILD)/bin/tensafe
+TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+TEST_SUPPORT := $(wildcard tests/support/*.c)
+TEST_SUPPORT_OBJ := $(call obj,$(TEST_SUPPORT))
+
+# Everything a test or the tool links, static, leaf layers first.
+LINK_STATIC := $(tensafe-moe_A) $(tensafe-lora_A) $(tensafe-he-core_A) \
+               $(MOE_DEPS) $(LORA_DEPS) $(CORE_DEPS)
+ifeq ($(WITH_CUDA),1)
+  LINK_STATIC := $(tensafe-he-cuda_A) $(LINK_STATIC) $(CUDA_LIBS)
+  TEST_CFLAGS := -DTSAFE_WITH_CUDA=1
+endif
+
+.PHONY: all libs tool tests test demo bench examples install uninstall clean deps \
+        fuzz fuzz-build plots check-tree
+.DEFAULT_GOAL := all
+
+all: libs tool examples
+
+libs: $(LIBS_A) $(LIBS_SO) $(PCS)
+
+# ---------------------------------------------------------------- deps
+deps:
+	@sh scripts/deps.sh
+
+# ------------------------------------------------------------- compile
+$(BUILD)/obj/libtensafe-%.o: libtensafe-%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) $(LIB_CFLAGS) -MMD -MP $(if $(findstring _ifma,$<),-mavx512f -mavx512vl -mavx512ifma -mavx512dq -mavx512bw) -c $< -o $@
+
+$(BUILD)/obj/libtensafe-he-cuda/%.o: libtensafe-he-cuda/%.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(BUILD)/obj/tools/%.o: tools/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/tests/%.o: tests/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) $(TEST_CFLAGS) -Itests -MMD -MP -c $< -o $@
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# ------------------------------------------------------------ archive
+$(tensafe-he-core_A): $(CORE_OBJ)
+$(tensafe-lora_A): $(LORA_OBJ)
+$(tensafe-moe_A): $(MOE_OBJ)
+$(tensafe-he-cuda_A): $(CUDA_OBJ)
+$(LIBD)/%.a:
+	@mkdir -p $(@D)
+	@rm -f $@
+	ar rcs $@ $^
+
+# shared libraries: SONAME = major, with .so.MAJOR and .so links
+define shared_rule
+$($(1)_SO): $(2) $(3)
+	@mkdir -p $$(@D)
+	$$(CC) -shared -Wl,-soname,$($(1)_SONAME) $$(LDFLAGS_ALL) -o $$@ $(2) -L$(LIBD) $(4)
+	ln -sf lib$(1).so.$(VERSION) $(LIBD)/$($(1)_SONAME)
+	ln -sf lib$(1).so.$(VERSION) $(LIBD)/lib$(1).so
+endef
+$(eval $(call shared_rule,tensafe-he-core,$(CORE_OBJ),,$(CORE_DEPS)))
+$(eval $(call shared_rule,tensafe-lora,$(LORA_OBJ),$(tensafe-he-core_SO),-ltensafe-he-core $(LORA_DEPS) $(CORE_DEPS)))
+$(eval $(call shared_rule,tensafe-moe,$(MOE_OBJ),$(tensafe-lora_SO),-ltensafe-lora -ltensafe-he-core $(LORA_DEPS) $(CORE_DEPS)))
+$(eval $(call shared_rule,tensafe-he-cuda,$(CUDA_OBJ),$(tensafe-he-core_SO),-ltensafe-he-core $(CORE_DEPS) $(CUDA_LIBS)))
+
+# pkg-config files from pkgconfig/*.pc.in
+$(BUILD)/pkgconfig/%.pc: pkgconfig/%.pc.in $(VERSION_H)
+	@mkdir -p $(@D)
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+
+# --------------------------------------------------------------- tool
+tool: $(TOOL)
+$(TOOL): $(TOOL_OBJ) $(LIBS_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(TOOL_OBJ) $(LINK_STATIC)
+
+# -------------------------------------------------------------- tests
+tests: $(TESTS)
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_SUPPORT_OBJ) $(LIBS_A)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS_ALL) -o $@ $< $(TEST_SUPPORT_OBJ) $(LINK_STATIC) -lcmocka
+
+# Runs every suite even when one fails, then reports; TESTS_FILTER=name
+# runs only suites whose name contains it.
+test: deps
+	@$(MAKE) --no-print-directory libs tests
+	@sh scripts/run-tests.sh $(BUILD)/tests "$(TESTS_FILTER)"
+
+# -------------------------------------------------------------- bench / demo
+bench: deps
+	@$(MAKE) --no-print-directory tool
+	$(TOOL) bench $(BENCH_ARGS)
+
+demo: deps
+	@$(MAKE) --no-print-directory tool
+	$(TOOL) demo $(DEMO_ARGS)
+
+# ------------------------------------------------------------ examples
+EXAMPLES_C := $(sort $(wildcard examples/*.c))
+EXAMPLES_CXX := $(sort $(wildcard examples/*.cpp))
+EXAMPLE_BINS := $(patsubst examples/%.c,$(BUILD)/examples/%,$(EXAMPLES_C)) \
+                $(patsubst examples/%.cpp,$(BUILD)/examples/%,$(EXAMPLES_CXX))
+examples: $(EXAMPLE_BINS)
+$(BUILD)/examples/%: examples/%.c $(LIBS_A)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(LINK_STATIC)
+$(BUILD)/examples/%: examples/%.cpp $(LIBS_A)
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 $(OPT) -g -Wall -Wextra -Iinclude $(SAN_FLAGS) -o $@ $< $(LINK_STATIC)
+
+# ------------------------------------------------------------ install
+HEADERS := $(wildcard include/tensafe/*.h)
+install: libs tool
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/tensafe $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(BINDIR)
+	install -m 644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/tensafe/
+	install -m 644 $(LIBS_A) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(LIBS_SO) $(DESTDIR)$(LIBDIR)/
+	for so in $(notdir $(LIBS_SO)); do base=$${so%.so.*}; \
+	  ln -sf $$so $(DESTDIR)$(LIBDIR)/$$base.so.$(MAJOR); \
+	  ln -sf $$so $(DESTDIR)$(LIBDIR)/$$base.so; done
+	install -m 644 $(PCS) $(DESTDIR)$(PKGCONFIGDIR)/
+	install -m 755 $(TOOL) $(DESTDIR)$(BINDIR)/
+
+uninstall:
+	rm -rf $(DESTDIR)$(INCLUDEDIR)/tensafe
+	for l in tensafe-he-core tensafe-lora tensafe-moe tensafe-he-cuda; do \
+	  rm -f $(DESTDIR)$(LIBDIR)/lib$$l.a $(DESTDIR)$(LIBDIR)/lib$$l.so \
+	        $(DESTDIR)$(LIBDIR)/lib$$l.so.$(MAJOR) $(DESTDIR)$(LIBDIR)/lib$$l.so.$(VERSION) \
+	        $(DESTDIR)$(PKGCONFIGDIR)/$$l.pc; done
+	rm -f $(DESTDIR)$(BINDIR)/tensafe
+
+# --------------------------------------------------------------- fuzz
+FUZZ_SECONDS ?= 30
+FUZZ_BUILD := build/fuzz
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRC))
+fuzz-build: deps
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang CUDA=0 \
+	  SAN_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" libs
+	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
+	  clang -std=c11 -D_GNU_SOURCE -O1 -g -Iinclude -Itests -fsanitize=fuzzer,address,undefined \
+	    -o $(FUZZ_BUILD)/$$n $$f $(FUZZ_BUILD)/lib/libtensafe-moe.a $(FUZZ_BUILD)/lib/libtensafe-lora.a \
+	    $(FUZZ_BUILD)/lib/libtensafe-he-core.a $(LORA_DEPS) $(CORE_DEPS) || exit 1; done
+fuzz: fuzz-build
+	@for f in $(FUZZ_BINS); do n=$$(basename $$f); mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
+	  dict=""; [ -f tests/fuzz/$$n.dict ] && dict="-dict=tests/fuzz/$$n.dict"; \
+	  echo "== $$n ($(FUZZ_SECONDS) s)"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$dict \
+	      $(FUZZ_BUILD)/corpus/$$n tests/corpus/$$n || exit 1; done
+
+# -------------------------------------------------------------- plots
+plots: deps
+	@sh scripts/plots.sh
+
+clean:
+	rm -rf build

@@ -1,0 +1,157 @@
+/* Ring layer (internal): modular arithmetic on word-size primes, prime
+ * generation and the negacyclic NTT. Knows nothing of CKKS.
+ *
+ * Conventions: every public result is fully reduced to [0, q) unless the
+ * name says `lazy`. Primes are odd, 20..61 bits, q = 1 mod 2N for NTT use.
+ * Tables are immutable after init and shareable between threads. */
+#ifndef TSAFE_RING_H
+#define TSAFE_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensafe/status.h"
+
+typedef unsigned __int128 tsafe_u128;
+
+/* ------------------------------------------------------------ modulus */
+
+typedef struct tsafe_modulus {
+    uint64_t q;
+    uint32_t bits;       /* ceil(log2 q) == bit length of q */
+    uint64_t barrett_hi; /* floor(2^128 / q), high word */
+    uint64_t barrett_lo; /* floor(2^128 / q), low word */
+} tsafe_modulus;
+
+void tsafe_modulus_init(tsafe_modulus *m, uint64_t q);
+
+static inline uint64_t tsafe_add_mod(uint64_t a, uint64_t b, uint64_t q)
+{
+    uint64_t s = a + b;
+    return s >= q ? s - q : s;
+}
+
+static inline uint64_t tsafe_sub_mod(uint64_t a, uint64_t b, uint64_t q)
+{
+    return a >= b ? a - b : a + q - b;
+}
+
+static inline uint64_t tsafe_neg_mod(uint64_t a, uint64_t q)
+{
+    return a ? q - a : 0;
+}
+
+/* Barrett reduction of a 128-bit value x < q * 2^64 (always true for a
+ * product of two reduced operands). Bound: with mu = floor(2^128/q) the
+ * quotient estimate is at most 2 below the true quotient, so two
+ * conditional subtractions finish the reduction. */
+uint64_t tsafe_reduce_128(tsafe_u128 x, const tsafe_modulus *m);
+
+static inline uint64_t tsafe_mul_mod(uint64_t a, uint64_t b,
+                                     const tsafe_modulus *m)
+{
+    return tsafe_reduce_128((tsafe_u128)a * b, m);
+}
+
+/* Shoup: w' = floor(w * 2^64 / q) for a fixed operand w < q. */
+static inline uint64_t tsafe_shoup_precompute(uint64_t w, uint64_t q)
+{
+    return (uint64_t)(((tsafe_u128)w << 64) / q);
+}
+
+/* x * w mod q in [0, 2q) for any x < 2^64 (Harvey's lazy form). */
+static inline uint64_t tsafe_mul_shoup_lazy(uint64_t x, uint64_t w,
+                                            uint64_t wp, uint64_t q)
+{
+    uint64_t hi = (uint64_t)(((tsafe_u128)x * wp) >> 64);
+    return x * w - hi * q;
+}
+
+static inline uint64_t tsafe_mul_shoup(uint64_t x, uint64_t w, uint64_t wp,
+                                       uint64_t q)
+{
+    uint64_t r = tsafe_mul_shoup_lazy(x, w, wp, q);
+    return r >= q ? r - q : r;
+}
+
+uint64_t tsafe_pow_mod(uint64_t base, uint64_t exp, const tsafe_modulus *m);
+/* Inverse of a (a != 0 mod q, q prime). */
+uint64_t tsafe_inv_mod(uint64_t a, const tsafe_modulus *m);
+
+/* ------------------------------------------------------------- primes */
+
+/* 1 if q is prime (GMP, 50 Miller-Rabin rounds after trial division). */
+int tsafe_is_prime(uint64_t q);
+
+/* For each i, the largest prime q < 2^bits[i] with q = 1 mod 2^(log_n+1)
+ * not already used by an earlier entry; TSAFE_E_NO_PRIME if none. */
+tsafe_status tsafe_primes_generate(uint32_t log_n, size_t count,
+                                   const uint32_t *bits, uint64_t *out);
+
+/* Smallest primitive 2N-th root of unity mod q (deterministic). */
+tsafe_status tsafe_primitive_2n_root(uint64_t q, uint32_t log_n,
+                                     uint64_t *psi);
+
+/* ---------------------------------------------------------------- NTT */
+
+typedef struct tsafe_ntt_table {
+    uint32_t log_n;
+    size_t n;
+    tsafe_modulus mod;
+    uint64_t psi;          /* primitive 2N-th root */
+    uint64_t *fwd;         /* psi powers, bit-reversed order, and Shoup */
+    uint64_t *fwd_shoup;
+    uint64_t *inv;         /* inverse psi powers for the inverse transform */
+    uint64_t *inv_shoup;
+    uint64_t n_inv;        /* N^-1 mod q and its Shoup quotient */
+    uint64_t n_inv_shoup;
+    int use_ifma;          /* IFMA path selected (CPU has it and q < 2^50) */
+    void *ifma;            /* IFMA-specific tables (52-bit Shoup), or NULL */
+} tsafe_ntt_table;
+
+/* Build tables for prime q (q = 1 mod 2N). allow_ifma = 0 forces scalar. */
+tsafe_status tsafe_ntt_table_init(tsafe_ntt_table *t, uint32_t log_n,
+                                  uint64_t q, int allow_ifma);
+void tsafe_ntt_table_free(tsafe_ntt_table *t);
+
+/* In place. Forward: natural-order coefficients in [0, q) -> evaluations at
+ * psi^(2*bitrev(k)+1) in slot k, in [0, q). Inverse: the exact inverse.
+ * Dispatch to the IFMA path when t->use_ifma. */
+void tsafe_ntt_forward(const tsafe_ntt_table *t, uint64_t *a);
+void tsafe_ntt_inverse(const tsafe_ntt_table *t, uint64_t *a);
+
+/* Explicit paths (tests compare them; the IFMA ones require
+ * tsafe_cpu_has_ifma() and q < 2^50 and t->ifma != NULL). */
+void tsafe_ntt_forward_scalar(const tsafe_ntt_table *t, uint64_t *a);
+void tsafe_ntt_inverse_scalar(const tsafe_ntt_table *t, uint64_t *a);
+void tsafe_ntt_forward_ifma(const tsafe_ntt_table *t, uint64_t *a);
+void tsafe_ntt_inverse_ifma(const tsafe_ntt_table *t, uint64_t *a);
+
+/* 1 when the running CPU (and OS) supports AVX-512F + IFMA. Cached. The
+ * environment variable TSAFE_DISABLE_IFMA=1 forces 0. */
+int tsafe_cpu_has_ifma(void);
+
+/* ------------------------------------------------ element-wise vectors */
+
+/* out[k] = a[k] * w[k] mod q with Shoup quotients wp (fixed operand w). */
+void tsafe_vec_mul_shoup(uint64_t *out, const uint64_t *a, const uint64_t *w,
+                         const uint64_t *wp, size_t n, uint64_t q);
+/* out[k] = a[k] * b[k] mod q (Barrett). */
+void tsafe_vec_mul(uint64_t *out, const uint64_t *a, const uint64_t *b,
+                   size_t n, const tsafe_modulus *m);
+/* out[k] += a[k] * b[k] mod q (Barrett). */
+void tsafe_vec_mul_add(uint64_t *out, const uint64_t *a, const uint64_t *b,
+                       size_t n, const tsafe_modulus *m);
+void tsafe_vec_add(uint64_t *out, const uint64_t *a, const uint64_t *b,
+                   size_t n, uint64_t q);
+void tsafe_vec_sub(uint64_t *out, const uint64_t *a, const uint64_t *b,
+                   size_t n, uint64_t q);
+void tsafe_vec_neg(uint64_t *out, const uint64_t *a, size_t n, uint64_t q);
+/* out[k] = a[k] * c mod q for a constant c < q. */
+void tsafe_vec_mul_scalar(uint64_t *out, const uint64_t *a, uint64_t c,
+                          size_t n, uint64_t q);
+/* Shoup quotients for a whole vector. */
+void tsafe_vec_shoup_precompute(uint64_t *wp, const uint64_t *w, size_t n,
+                                uint64_t q);
+
+#endif
