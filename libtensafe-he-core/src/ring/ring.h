@@ -42,9 +42,10 @@ static inline uint64_t tsafe_neg_mod(uint64_t a, uint64_t q)
 }
 
 /* Barrett reduction of a 128-bit value x < q * 2^64 (always true for a
- * product of two reduced operands). Bound: with mu = floor(2^128/q) the
- * quotient estimate is at most 2 below the true quotient, so two
- * conditional subtractions finish the reduction. */
+ * product of two reduced operands), any q < 2^63. Bound: with
+ * mu = floor(2^128/q) the quotient estimate floor(x*mu/2^128) (computed
+ * exactly, all carries kept) is at most 1 below the true quotient, so one
+ * conditional subtraction finishes the reduction (proof in modulus.c). */
 uint64_t tsafe_reduce_128(tsafe_u128 x, const tsafe_modulus *m);
 
 static inline uint64_t tsafe_mul_mod(uint64_t a, uint64_t b,
@@ -109,7 +110,12 @@ typedef struct tsafe_ntt_table {
     void *ifma;            /* IFMA-specific tables (52-bit Shoup), or NULL */
 } tsafe_ntt_table;
 
-/* Build tables for prime q (q = 1 mod 2N). allow_ifma = 0 forces scalar. */
+/* Build tables for prime q (q = 1 mod 2N, q < 2^62), log_n in 1..17.
+ * TSAFE_E_ARG for a bad q (composite, too large, not 1 mod 2N) or log_n,
+ * TSAFE_E_NOMEM on allocation failure (t is then zeroed). allow_ifma = 0
+ * forces scalar; otherwise use_ifma = CPU has IFMA && q < 2^50 && N >= 16.
+ * t is caller-owned storage; release with tsafe_ntt_table_free (which
+ * zeroes it, so a second free is harmless). */
 tsafe_status tsafe_ntt_table_init(tsafe_ntt_table *t, uint32_t log_n,
                                   uint64_t q, int allow_ifma);
 void tsafe_ntt_table_free(tsafe_ntt_table *t);
@@ -132,6 +138,14 @@ void tsafe_ntt_inverse_ifma(const tsafe_ntt_table *t, uint64_t *a);
 int tsafe_cpu_has_ifma(void);
 
 /* ------------------------------------------------ element-wise vectors */
+
+/* All inputs reduced (< q), n any length, out may alias an input.
+ * tsafe_vec_mul_shoup, tsafe_vec_mul, tsafe_vec_mul_add and
+ * tsafe_vec_mul_scalar dispatch internally to AVX-512 IFMA kernels when
+ * q < 2^50 and tsafe_cpu_has_ifma(); the 52-bit Shoup quotient is derived
+ * in-register as wp >> 12 (floor(w*2^52/q) == floor(w*2^64/q) >> 12), so
+ * callers keep the 64-bit quotients of tsafe_vec_shoup_precompute. Results
+ * are bit-identical to the scalar loops. */
 
 /* out[k] = a[k] * w[k] mod q with Shoup quotients wp (fixed operand w). */
 void tsafe_vec_mul_shoup(uint64_t *out, const uint64_t *a, const uint64_t *w,

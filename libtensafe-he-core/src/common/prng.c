@@ -1,0 +1,110 @@
+#include "prng.h"
+
+#include <string.h>
+
+#include <sodium.h>
+
+tsafe_status tsafe_sodium_ready(void)
+{
+    return sodium_init() < 0 ? TSAFE_E_CRYPTO : TSAFE_OK;
+}
+
+tsafe_status tsafe_seed_fresh(uint8_t seed[32])
+{
+    if (tsafe_sodium_ready() != TSAFE_OK)
+        return TSAFE_E_CRYPTO;
+    randombytes_buf(seed, 32);
+    return TSAFE_OK;
+}
+
+void tsafe_seed_derive(uint8_t out[32], const uint8_t seed[32],
+                       const char *label)
+{
+    crypto_generichash(out, 32, (const unsigned char *)label, strlen(label),
+                       seed, 32);
+}
+
+void tsafe_prng_init(tsafe_prng *p, const uint8_t seed[32], uint64_t stream)
+{
+    memcpy(p->key, seed, 32);
+    for (int i = 0; i < 8; i++)
+        p->nonce[i] = (uint8_t)(stream >> (8 * i));
+    p->block = 0;
+    p->pos = sizeof p->buf;
+}
+
+void tsafe_prng_clear(tsafe_prng *p)
+{
+    sodium_memzero(p, sizeof *p);
+}
+
+static void refill(tsafe_prng *p)
+{
+    memset(p->buf, 0, sizeof p->buf);
+    crypto_stream_chacha20_xor_ic(p->buf, p->buf, sizeof p->buf, p->nonce,
+                                  p->block, p->key);
+    p->block += sizeof p->buf / 64;
+    p->pos = 0;
+}
+
+void tsafe_prng_bytes(tsafe_prng *p, uint8_t *out, size_t len)
+{
+    while (len > 0) {
+        if (p->pos == sizeof p->buf)
+            refill(p);
+        size_t take = sizeof p->buf - p->pos;
+        if (take > len)
+            take = len;
+        memcpy(out, p->buf + p->pos, take);
+        p->pos += take;
+        out += take;
+        len -= take;
+    }
+}
+
+uint64_t tsafe_prng_u64(tsafe_prng *p)
+{
+    uint8_t b[8];
+    uint64_t v = 0;
+    tsafe_prng_bytes(p, b, 8);
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | b[i];
+    return v;
+}
+
+void tsafe_prng_uniform_mod(tsafe_prng *p, uint64_t q, uint64_t *out,
+                            size_t n)
+{
+    int bits = 64 - __builtin_clzll(q);
+    uint64_t mask = bits == 64 ? ~0ull : ((1ull << bits) - 1);
+    for (size_t i = 0; i < n;) {
+        uint64_t v = tsafe_prng_u64(p) & mask;
+        if (v < q)
+            out[i++] = v;
+    }
+}
+
+void tsafe_prng_ternary(tsafe_prng *p, int8_t *out, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        uint8_t b;
+        tsafe_prng_bytes(p, &b, 1);
+        if (b >= 243)
+            continue;
+        for (int t = 0; t < 5 && i < n; t++) {
+            out[i++] = (int8_t)(b % 3) - 1;
+            b /= 3;
+        }
+    }
+}
+
+void tsafe_prng_cbd(tsafe_prng *p, int8_t *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = tsafe_prng_u64(p);
+        int a = __builtin_popcountll(v & 0x1FFFFFull);
+        int b = __builtin_popcountll((v >> 21) & 0x1FFFFFull);
+        out[i] = (int8_t)(a - b);
+    }
+}

@@ -1,0 +1,49 @@
+/* Seed-expandable randomness (internal).
+ *
+ * Every random value in the core comes from a 32-byte seed: drawn from the
+ * OS CSPRNG (libsodium randombytes_buf) in production, or given by a test to
+ * reproduce a key or ciphertext bit for bit. The seed is expanded with
+ * ChaCha20 (libsodium crypto_stream_chacha20, 64-bit nonce used as a
+ * domain/stream label). Sub-seeds for independent purposes are derived with
+ * keyed BLAKE2b so that revealing one (e.g. the seed of a ciphertext's `a`)
+ * reveals nothing about another (its error). State is wiped on clear. */
+#ifndef TSAFE_PRNG_H
+#define TSAFE_PRNG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensafe/status.h"
+
+typedef struct tsafe_prng {
+    uint8_t key[32];
+    uint8_t nonce[8];
+    uint64_t block;       /* next ChaCha20 block counter */
+    uint8_t buf[1024];
+    size_t pos;           /* bytes of buf consumed */
+} tsafe_prng;
+
+/* libsodium ready (idempotent, thread-safe). */
+tsafe_status tsafe_sodium_ready(void);
+
+/* Fresh 32-byte seed from the OS CSPRNG. */
+tsafe_status tsafe_seed_fresh(uint8_t seed[32]);
+
+/* out = BLAKE2b-256(key = seed, message = label). */
+void tsafe_seed_derive(uint8_t out[32], const uint8_t seed[32],
+                       const char *label);
+
+void tsafe_prng_init(tsafe_prng *p, const uint8_t seed[32], uint64_t stream);
+void tsafe_prng_clear(tsafe_prng *p);
+void tsafe_prng_bytes(tsafe_prng *p, uint8_t *out, size_t len);
+uint64_t tsafe_prng_u64(tsafe_prng *p);
+
+/* Uniform in [0, q) by rejection on the low bit_length(q) bits. */
+void tsafe_prng_uniform_mod(tsafe_prng *p, uint64_t q, uint64_t *out,
+                            size_t n);
+/* Uniform ternary {-1, 0, 1} (rejection on bytes >= 243, 5 trits a byte). */
+void tsafe_prng_ternary(tsafe_prng *p, int8_t *out, size_t n);
+/* Centred binomial with k = 21 (sigma = sqrt(10.5) ~ 3.24). */
+void tsafe_prng_cbd(tsafe_prng *p, int8_t *out, size_t n);
+
+#endif

@@ -1,0 +1,63 @@
+/* Run-time CPU feature detection for the IFMA path. Kept out of the
+ * *_ifma.c files: those are compiled with AVX-512 flags and must only run
+ * after this check said yes. */
+#include "ring.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+
+static uint64_t read_xcr0(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+static int detect(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return 0;
+    if (!(c & (1u << 27))) /* OSXSAVE: XGETBV usable */
+        return 0;
+    /* The OS must save XMM (1), YMM (2), opmask (5), ZMM_Hi256 (6) and
+     * Hi16_ZMM (7) state. */
+    if ((read_xcr0() & 0xE6) != 0xE6)
+        return 0;
+    if (__get_cpuid_max(0, NULL) < 7)
+        return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    const unsigned need = (1u << 16)   /* AVX512F */
+                        | (1u << 17)   /* AVX512DQ */
+                        | (1u << 21)   /* AVX512_IFMA */
+                        | (1u << 30)   /* AVX512BW */
+                        | (1u << 31);  /* AVX512VL */
+    return (b & need) == need;
+}
+#else
+static int detect(void)
+{
+    return 0;
+}
+#endif
+
+/* -1 = not yet known. Racing first calls compute the same answer. */
+static atomic_int g_has_ifma = -1;
+
+int tsafe_cpu_has_ifma(void)
+{
+    int v = atomic_load_explicit(&g_has_ifma, memory_order_relaxed);
+    if (v >= 0)
+        return v;
+    const char *env = getenv("TSAFE_DISABLE_IFMA");
+    if (env && strcmp(env, "1") == 0)
+        v = 0;
+    else
+        v = detect();
+    atomic_store_explicit(&g_has_ifma, v, memory_order_relaxed);
+    return v;
+}
