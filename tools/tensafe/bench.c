@@ -1,0 +1,150 @@
+/* `tensafe bench [core|lora|moe|cuda] [--json] [--quick]` */
+#include "bench.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "commands.h"
+
+double bench_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_median_us(bench_fn fn, void *arg, int warmup, int reps)
+{
+    for (int i = 0; i < warmup; i++)
+        fn(arg);
+    if (reps < 1)
+        reps = 1;
+    double *t = malloc((size_t)reps * sizeof *t);
+    if (!t)
+        return -1;
+    for (int i = 0; i < reps; i++) {
+        double t0 = bench_now_us();
+        fn(arg);
+        t[i] = bench_now_us() - t0;
+    }
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    double m = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    free(t);
+    return m;
+}
+
+struct bench_report {
+    int json;
+    json_t *rows;
+    const char *last_group;
+};
+
+bench_report *bench_report_create(int json)
+{
+    bench_report *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->json = json;
+    r->rows = json_array();
+    return r;
+}
+
+static void print_group(bench_report *r, const char *group)
+{
+    if (r->json || (r->last_group && strcmp(r->last_group, group) == 0))
+        return;
+    printf("\n== %s\n%-34s %-34s %14s  %s\n", group, "benchmark", "params",
+           "median", "note");
+    r->last_group = group;
+}
+
+void bench_report_add(bench_report *r, const char *group, const char *name,
+                      const char *params, double median_us, const char *note)
+{
+    json_t *o = json_pack("{s:s, s:s, s:s, s:f}", "group", group, "name", name,
+                          "params", params, "median_us", median_us);
+    if (note)
+        json_object_set_new(o, "note", json_string(note));
+    json_array_append_new(r->rows, o);
+    print_group(r, group);
+    if (!r->json) {
+        printf("%-34s %-34s %11.2f us  %s\n", name, params, median_us,
+               note ? note : "");
+        fflush(stdout);
+    }
+}
+
+void bench_report_add_value(bench_report *r, const char *group,
+                            const char *name, const char *params,
+                            double value, const char *unit)
+{
+    json_t *o = json_pack("{s:s, s:s, s:s, s:f, s:s}", "group", group, "name",
+                          name, "params", params, "value", value, "unit", unit);
+    json_array_append_new(r->rows, o);
+    print_group(r, group);
+    if (!r->json) {
+        printf("%-34s %-34s %14.6g %s\n", name, params, value, unit);
+        fflush(stdout);
+    }
+}
+
+void bench_report_finish(bench_report *r)
+{
+    if (r->json) {
+        char *s = json_dumps(r->rows, JSON_INDENT(1));
+        if (s)
+            puts(s);
+        free(s);
+    }
+    json_decref(r->rows);
+    free(r);
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    int json = 0, quick = 0;
+    const char *which = "all";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else if (!strcmp(argv[i], "--quick"))
+            quick = 1;
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: tensafe bench [core|lora|moe|cuda|all] [--json] [--quick]\n"
+                   "Prints medians (µs) of the core CKKS operations, the per-token\n"
+                   "HE-LoRA delta, the MoE layer and the CUDA backend.\n");
+            return 0;
+        } else if (argv[i][0] != '-')
+            which = argv[i];
+        else
+            return tool_usage("bench: unknown option '%s'", argv[i]);
+    }
+    int all = !strcmp(which, "all");
+    if (!all && strcmp(which, "core") && strcmp(which, "lora") &&
+        strcmp(which, "moe") && strcmp(which, "cuda"))
+        return tool_usage("bench: unknown group '%s'", which);
+    bench_report *r = bench_report_create(json);
+    if (!r)
+        return tool_fail("bench", -10);
+    int rc = 0;
+    if (!rc && (all || !strcmp(which, "core")))
+        rc = bench_core(r, quick);
+    if (!rc && (all || !strcmp(which, "lora")))
+        rc = bench_lora(r, quick);
+    if (!rc && (all || !strcmp(which, "moe")))
+        rc = bench_moe(r, quick);
+    if (!rc && (all || !strcmp(which, "cuda")))
+        rc = bench_cuda(r, quick);
+    bench_report_finish(r);
+    return rc;
+}
