@@ -157,7 +157,7 @@ static inline uint64_t reduce_4q(uint64_t v, uint64_t q, uint64_t two_q)
 /* Two stages at once (gaps g and g/2) on four elements held in registers:
  * half the loads and stores of two radix-2 passes. `last` marks the pair
  * that ends with gap 1, which also reduces to [0, q). */
-static inline void fwd_pair(uint64_t *a, size_t n, size_t m, size_t gap,
+static inline void fwd_pair(uint64_t *a, size_t m, size_t gap,
                             const uint64_t *fw, const uint64_t *fwp,
                             uint64_t q, int last)
 {
@@ -188,7 +188,6 @@ static inline void fwd_pair(uint64_t *a, size_t n, size_t m, size_t gap,
             p[j + gap + h] = x3;
         }
     }
-    (void)n;
 }
 
 void tsafe_ntt_forward_scalar(const tsafe_ntt_table *t, uint64_t *a)
@@ -212,9 +211,9 @@ void tsafe_ntt_forward_scalar(const tsafe_ntt_table *t, uint64_t *a)
         gap >>= 1;
     }
     for (; gap > 2; m <<= 2, gap >>= 2)
-        fwd_pair(a, n, m, gap, fw, fwp, q, 0);
+        fwd_pair(a, m, gap, fw, fwp, q, 0);
     if (gap == 2)
-        fwd_pair(a, n, m, gap, fw, fwp, q, 1);
+        fwd_pair(a, m, gap, fw, fwp, q, 1);
 }
 
 /* ------------------------------------------------------ scalar inverse */

@@ -87,17 +87,42 @@ void tsafe_ntt_forward_ifma(const tsafe_ntt_table *t, uint64_t *a)
     const vconst c = make_const(t->mod.q);
     size_t m = 1, gap = n >> 1;
 
-    /* Strides of at least 8: whole vectors share one twiddle. */
-    for (; gap >= 8; m <<= 1, gap >>= 1) {
+    /* Strides of at least 8: whole vectors share one twiddle. An odd
+     * number of such stages starts with one radix-2 pass; the rest go two
+     * stages at a time (gaps g, g/2) on four registers. */
+    if ((t->log_n - 3) & 1) {
+        const __m512i w = _mm512_set1_epi64((long long)fw[1]);
+        const __m512i wp = _mm512_set1_epi64((long long)fwp[1]);
+        for (size_t j = 0; j < gap; j += 8) {
+            __m512i vx = LD(a + j), vy = LD(a + gap + j);
+            fwd_bfly(&vx, &vy, w, wp, &c);
+            ST(a + j, vx);
+            ST(a + gap + j, vy);
+        }
+        m = 2;
+        gap >>= 1;
+    }
+    for (; gap >= 16; m <<= 2, gap >>= 2) {
+        const size_t h = gap >> 1;
         for (size_t i = 0; i < m; i++) {
-            const __m512i w = _mm512_set1_epi64((long long)fw[m + i]);
-            const __m512i wp = _mm512_set1_epi64((long long)fwp[m + i]);
-            uint64_t *px = a + 2 * i * gap, *py = px + gap;
-            for (size_t j = 0; j < gap; j += 8) {
-                __m512i vx = LD(px + j), vy = LD(py + j);
-                fwd_bfly(&vx, &vy, w, wp, &c);
-                ST(px + j, vx);
-                ST(py + j, vy);
+            const __m512i w1 = _mm512_set1_epi64((long long)fw[m + i]);
+            const __m512i w1p = _mm512_set1_epi64((long long)fwp[m + i]);
+            const __m512i w2 = _mm512_set1_epi64((long long)fw[2 * m + 2 * i]);
+            const __m512i w2p = _mm512_set1_epi64((long long)fwp[2 * m + 2 * i]);
+            const __m512i w3 = _mm512_set1_epi64((long long)fw[2 * m + 2 * i + 1]);
+            const __m512i w3p = _mm512_set1_epi64((long long)fwp[2 * m + 2 * i + 1]);
+            uint64_t *p = a + 2 * i * gap;
+            for (size_t j = 0; j < h; j += 8) {
+                __m512i x0 = LD(p + j), x1 = LD(p + j + h);
+                __m512i x2 = LD(p + j + gap), x3 = LD(p + j + gap + h);
+                fwd_bfly(&x0, &x2, w1, w1p, &c);
+                fwd_bfly(&x1, &x3, w1, w1p, &c);
+                fwd_bfly(&x0, &x1, w2, w2p, &c);
+                fwd_bfly(&x2, &x3, w3, w3p, &c);
+                ST(p + j, x0);
+                ST(p + j + h, x1);
+                ST(p + j + gap, x2);
+                ST(p + j + gap + h, x3);
             }
         }
     }
@@ -157,11 +182,36 @@ void tsafe_ntt_inverse_ifma(const tsafe_ntt_table *t, uint64_t *a)
         ST(p + 8, v1);
     }
 
+    /* Gaps 8 .. N/4: two stages at a time (gaps g, 2g) on four
+     * registers, a radix-2 pass when one is left over. */
     size_t m = n >> 4, gap = 8;
-    for (; m > 1; m >>= 1, gap <<= 1) {
-        for (size_t i = 0; i < m; i++) {
-            const __m512i w = _mm512_set1_epi64((long long)iw[m + i]);
-            const __m512i wp = _mm512_set1_epi64((long long)iwp[m + i]);
+    for (; m >= 4; m >>= 2, gap <<= 2) {
+        for (size_t i = 0; i < m / 2; i++) {
+            const __m512i w0 = _mm512_set1_epi64((long long)iw[m + 2 * i]);
+            const __m512i w0p = _mm512_set1_epi64((long long)iwp[m + 2 * i]);
+            const __m512i w1 = _mm512_set1_epi64((long long)iw[m + 2 * i + 1]);
+            const __m512i w1p = _mm512_set1_epi64((long long)iwp[m + 2 * i + 1]);
+            const __m512i w2 = _mm512_set1_epi64((long long)iw[m / 2 + i]);
+            const __m512i w2p = _mm512_set1_epi64((long long)iwp[m / 2 + i]);
+            uint64_t *p = a + 4 * i * gap;
+            for (size_t j = 0; j < gap; j += 8) {
+                __m512i x0 = LD(p + j), x1 = LD(p + j + gap);
+                __m512i x2 = LD(p + j + 2 * gap), x3 = LD(p + j + 3 * gap);
+                inv_bfly(&x0, &x1, w0, w0p, &c);
+                inv_bfly(&x2, &x3, w1, w1p, &c);
+                inv_bfly(&x0, &x2, w2, w2p, &c);
+                inv_bfly(&x1, &x3, w2, w2p, &c);
+                ST(p + j, x0);
+                ST(p + j + gap, x1);
+                ST(p + j + 2 * gap, x2);
+                ST(p + j + 3 * gap, x3);
+            }
+        }
+    }
+    if (m == 2) {
+        for (size_t i = 0; i < 2; i++) {
+            const __m512i w = _mm512_set1_epi64((long long)iw[2 + i]);
+            const __m512i wp = _mm512_set1_epi64((long long)iwp[2 + i]);
             uint64_t *px = a + 2 * i * gap, *py = px + gap;
             for (size_t j = 0; j < gap; j += 8) {
                 __m512i vx = LD(px + j), vy = LD(py + j);

@@ -127,7 +127,8 @@ void tsafe_ntt_forward(const tsafe_ntt_table *t, uint64_t *a);
 void tsafe_ntt_inverse(const tsafe_ntt_table *t, uint64_t *a);
 
 /* Explicit paths (tests compare them; the IFMA ones require
- * tsafe_cpu_has_ifma() and q < 2^50 and t->ifma != NULL). */
+ * tsafe_cpu_has_ifma() and q < 2^50 and t->ifma != NULL, which init only
+ * builds for N >= 16). Same input ranges and bit-identical outputs. */
 void tsafe_ntt_forward_scalar(const tsafe_ntt_table *t, uint64_t *a);
 void tsafe_ntt_inverse_scalar(const tsafe_ntt_table *t, uint64_t *a);
 void tsafe_ntt_forward_ifma(const tsafe_ntt_table *t, uint64_t *a);

@@ -1,0 +1,334 @@
+/* Ring layer arithmetic against GMP: Barrett, Shoup, add/sub/neg, pow,
+ * inverse, prime generation and primitive roots. Random inputs, fresh seed
+ * per run (TSAFE_TEST_SEED=<n> replays one). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <gmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../libtensafe-he-core/src/ring/ring.h"
+#include "support/tsafe_test_rng.h"
+
+/* ------------------------------------------------------------ helpers */
+
+static uint64_t rnd(void)
+{
+    return tsafe_test_u64();
+}
+
+static void mpz_set_u64(mpz_t z, uint64_t v)
+{
+    mpz_import(z, 1, -1, sizeof v, 0, 0, &v);
+}
+
+static void mpz_set_u128(mpz_t z, tsafe_u128 v)
+{
+    uint64_t w[2] = {(uint64_t)v, (uint64_t)(v >> 64)};
+    mpz_import(z, 2, -1, sizeof w[0], 0, 0, w);
+}
+
+static uint64_t mpz_get_u64(const mpz_t z)
+{
+    uint64_t v = 0;
+    size_t cnt = 0;
+    assert_true(mpz_sizeinbase(z, 2) <= 64);
+    mpz_export(&v, &cnt, -1, sizeof v, 0, 0, z);
+    return v;
+}
+
+/* A random prime of exactly `bits` bits (GMP next prime). */
+static uint64_t random_prime(unsigned bits)
+{
+    mpz_t z;
+    mpz_init(z);
+    for (;;) {
+        uint64_t c = (rnd() >> (64 - bits)) | ((uint64_t)1 << (bits - 1));
+        mpz_set_u64(z, c);
+        mpz_nextprime(z, z);
+        if (mpz_sizeinbase(z, 2) == bits)
+            break;
+    }
+    uint64_t q = mpz_get_u64(z);
+    mpz_clear(z);
+    return q;
+}
+
+/* ------------------------------------------------------------- modulus */
+
+static void check_one_prime(uint64_t q)
+{
+    tsafe_modulus m;
+    tsafe_modulus_init(&m, q);
+    mpz_t zq, z, t, u;
+    mpz_inits(zq, z, t, u, NULL);
+    mpz_set_u64(zq, q);
+
+    /* Barrett constant floor(2^128 / q). */
+    mpz_set_ui(z, 1);
+    mpz_mul_2exp(z, z, 128);
+    mpz_fdiv_q(z, z, zq);
+    mpz_set_u128(t, ((tsafe_u128)m.barrett_hi << 64) | m.barrett_lo);
+    assert_int_equal(mpz_cmp(z, t), 0);
+    assert_int_equal(m.q, q);
+    assert_int_equal(m.bits, mpz_sizeinbase(zq, 2));
+
+    const uint64_t edge[] = {0, 1, 2, q - 1, q - 2, q / 2, q / 2 + 1};
+    const size_t ne = sizeof edge / sizeof edge[0];
+    for (size_t it = 0; it < 400; it++) {
+        uint64_t a = it < ne * ne ? edge[it % ne] : tsafe_test_below(q);
+        uint64_t b = it < ne * ne ? edge[it / ne] : tsafe_test_below(q);
+        mpz_t za, zb;
+        mpz_inits(za, zb, NULL);
+        mpz_set_u64(za, a);
+        mpz_set_u64(zb, b);
+
+        /* mul (Barrett) */
+        mpz_mul(z, za, zb);
+        mpz_mod(z, z, zq);
+        assert_int_equal(tsafe_mul_mod(a, b, &m), mpz_get_u64(z));
+        /* add, sub, neg */
+        mpz_add(z, za, zb);
+        mpz_mod(z, z, zq);
+        assert_int_equal(tsafe_add_mod(a, b, q), mpz_get_u64(z));
+        mpz_sub(z, za, zb);
+        mpz_mod(z, z, zq);
+        assert_int_equal(tsafe_sub_mod(a, b, q), mpz_get_u64(z));
+        mpz_neg(z, za);
+        mpz_mod(z, z, zq);
+        assert_int_equal(tsafe_neg_mod(a, q), mpz_get_u64(z));
+
+        /* Shoup: quotient and product for any 64-bit x. */
+        uint64_t wp = tsafe_shoup_precompute(b, q);
+        mpz_mul_2exp(z, zb, 64);
+        mpz_fdiv_q(z, z, zq);
+        assert_int_equal(wp, mpz_get_u64(z));
+        uint64_t x = (it & 1) ? rnd() : a;
+        if (it == 2)
+            x = UINT64_MAX;
+        mpz_set_u64(t, x);
+        mpz_mul(z, t, zb);
+        mpz_mod(z, z, zq);
+        uint64_t want = mpz_get_u64(z);
+        uint64_t lazy = tsafe_mul_shoup_lazy(x, b, wp, q);
+        assert_true(lazy < 2 * q);
+        assert_int_equal(lazy % q, want);
+        assert_int_equal(tsafe_mul_shoup(x, b, wp, q), want);
+
+        /* Barrett on arbitrary x < q * 2^64, including the top. */
+        tsafe_u128 xx = ((tsafe_u128)tsafe_test_below(q) << 64) | rnd();
+        if (it == 3)
+            xx = ((tsafe_u128)q << 64) - 1;
+        if (it == 4)
+            xx = 0;
+        mpz_set_u128(t, xx);
+        mpz_mod(z, t, zq);
+        assert_int_equal(tsafe_reduce_128(xx, &m), mpz_get_u64(z));
+
+        /* pow */
+        uint64_t e = (it % 3 == 0) ? rnd() : tsafe_test_below(1000);
+        if (it == 5)
+            e = 0;
+        mpz_set_u64(t, e);
+        mpz_powm(z, za, t, zq);
+        assert_int_equal(tsafe_pow_mod(a, e, &m), mpz_get_u64(z));
+
+        /* inverse */
+        if (a != 0) {
+            assert_true(mpz_invert(z, za, zq) != 0);
+            uint64_t inv = tsafe_inv_mod(a, &m);
+            assert_int_equal(inv, mpz_get_u64(z));
+            assert_int_equal(tsafe_mul_mod(a, inv, &m), 1);
+        } else {
+            assert_int_equal(tsafe_inv_mod(0, &m), 0);
+        }
+        mpz_clears(za, zb, NULL);
+    }
+    mpz_clears(zq, z, t, u, NULL);
+}
+
+static void test_modulus_vs_gmp(void **state)
+{
+    (void)state;
+    for (unsigned bits = 20; bits <= 61; bits++) {
+        check_one_prime(random_prime(bits));
+        check_one_prime(random_prime(bits));
+    }
+    /* The extremes of the range. */
+    check_one_prime(2305843009213693951ULL); /* 2^61 - 1, prime */
+    check_one_prime(1048583ULL);             /* smallest 21-bit prime */
+}
+
+/* ------------------------------------------------------------- primes */
+
+static int gmp_prime(uint64_t q)
+{
+    mpz_t z;
+    mpz_init(z);
+    mpz_set_u64(z, q);
+    int r = mpz_probab_prime_p(z, 40) > 0;
+    mpz_clear(z);
+    return r;
+}
+
+static void check_generated(uint32_t log_n, const uint32_t *bits, size_t n)
+{
+    uint64_t out[16];
+    assert_true(n <= 16);
+    assert_int_equal(tsafe_primes_generate(log_n, n, bits, out), TSAFE_OK);
+    uint64_t two_n = (uint64_t)2 << log_n;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t q = out[i];
+        assert_true(gmp_prime(q));
+        assert_int_equal(tsafe_is_prime(q), 1);
+        assert_int_equal(q % two_n, 1);
+        assert_int_equal(64 - __builtin_clzll(q), bits[i]);
+        for (size_t j = 0; j < i; j++) {
+            assert_true(out[j] != q);
+            if (bits[j] == bits[i])
+                assert_true(out[j] > q); /* descending per size */
+        }
+        /* No larger admissible prime was skipped unless used before. */
+        uint64_t top = (uint64_t)1 << bits[i];
+        for (uint64_t c = q + two_n; c < top; c += two_n) {
+            if (!gmp_prime(c))
+                continue;
+            int used = 0;
+            for (size_t j = 0; j < i; j++)
+                used |= out[j] == c;
+            assert_true(used);
+        }
+    }
+}
+
+static void test_primes_generate(void **state)
+{
+    (void)state;
+    const uint32_t seed16[] = {60, 40, 40, 60};
+    const uint32_t seed32[] = {60, 40, 40, 40, 60};
+    const uint32_t p4k[] = {50, 50};
+    const uint32_t p8k[] = {50, 50, 50};
+    const uint32_t p16k[] = {50, 40, 40, 40, 50};
+    const uint32_t mixed[] = {61, 20, 30, 61, 45, 20, 61, 55, 30};
+    const uint32_t mixed16[] = {61, 24, 30, 61, 45, 24, 61, 55, 30};
+    check_generated(14, seed16, 4);
+    check_generated(15, seed32, 5);
+    check_generated(12, p4k, 2);
+    check_generated(13, p8k, 3);
+    check_generated(14, p16k, 5);
+    check_generated(16, mixed16, 9);
+    check_generated(10, mixed, 9);
+    /* A few random lists. */
+    for (int r = 0; r < 4; r++) {
+        uint32_t b[6];
+        for (int i = 0; i < 6; i++)
+            b[i] = 28 + (uint32_t)tsafe_test_below(34);
+        check_generated(10 + (uint32_t)tsafe_test_below(7), b, 6);
+    }
+
+    /* Is-prime spot checks against GMP on random odd numbers. */
+    for (int i = 0; i < 2000; i++) {
+        uint64_t c = rnd() | 1;
+        assert_int_equal(tsafe_is_prime(c), gmp_prime(c));
+    }
+    assert_int_equal(tsafe_is_prime(0), 0);
+    assert_int_equal(tsafe_is_prime(1), 0);
+    assert_int_equal(tsafe_is_prime(2), 1);
+}
+
+static void test_primes_errors(void **state)
+{
+    (void)state;
+    uint64_t out[8];
+    const uint32_t low[] = {19};
+    const uint32_t high[] = {62};
+    const uint32_t ok[] = {40};
+    assert_int_equal(tsafe_primes_generate(10, 1, low, out), TSAFE_E_ARG);
+    assert_int_equal(tsafe_primes_generate(10, 1, high, out), TSAFE_E_ARG);
+    assert_int_equal(tsafe_primes_generate(0, 1, ok, out), TSAFE_E_ARG);
+    assert_int_equal(tsafe_primes_generate(10, 1, NULL, out), TSAFE_E_NULL);
+    assert_int_equal(tsafe_primes_generate(10, 1, ok, NULL), TSAFE_E_NULL);
+    assert_int_equal(tsafe_primes_generate(10, 0, NULL, NULL), TSAFE_OK);
+
+    /* 20-bit primes = 1 mod 2^17: count them with GMP, ask for one more. */
+    uint32_t b20[8];
+    for (int i = 0; i < 8; i++)
+        b20[i] = 20;
+    size_t avail = 0;
+    for (uint64_t c = (1u << 19) + 1; c < (1u << 20); c += 1u << 17)
+        avail += gmp_prime(c);
+    assert_true(avail < 8);
+    if (avail > 0)
+        assert_int_equal(tsafe_primes_generate(16, avail, b20, out), TSAFE_OK);
+    assert_int_equal(tsafe_primes_generate(16, avail + 1, b20, out),
+                     TSAFE_E_NO_PRIME);
+}
+
+/* ------------------------------------------------------ primitive root */
+
+static void check_root(uint64_t q, uint32_t log_n, int brute)
+{
+    uint64_t psi = 0;
+    assert_int_equal(tsafe_primitive_2n_root(q, log_n, &psi), TSAFE_OK);
+    mpz_t zq, z, e, p;
+    mpz_inits(zq, z, e, p, NULL);
+    mpz_set_u64(zq, q);
+    mpz_set_u64(p, psi);
+    mpz_set_u64(e, (uint64_t)1 << log_n);
+    mpz_powm(z, p, e, zq); /* psi^N == -1 */
+    assert_int_equal(mpz_get_u64(z), q - 1);
+    mpz_mul_2exp(e, e, 1);
+    mpz_powm(z, p, e, zq); /* psi^2N == 1 */
+    assert_int_equal(mpz_get_u64(z), 1);
+    if (brute) {
+        /* Smallest: no x < psi has x^N == -1 (those are exactly the
+         * primitive 2N-th roots). */
+        mpz_set_u64(e, (uint64_t)1 << log_n);
+        for (uint64_t x = 2; x < psi; x++) {
+            mpz_set_u64(p, x);
+            mpz_powm(z, p, e, zq);
+            assert_true(mpz_get_u64(z) != q - 1);
+        }
+    }
+    mpz_clears(zq, z, e, p, NULL);
+}
+
+static void test_primitive_root(void **state)
+{
+    (void)state;
+    const uint32_t b[] = {20, 22, 24, 61, 60, 50, 40, 30};
+    for (uint32_t log_n = 1; log_n <= 16; log_n++) {
+        for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) {
+            uint64_t q;
+            if (b[i] <= log_n + 2)
+                continue;
+            if (tsafe_primes_generate(log_n, 1, &b[i], &q) != TSAFE_OK)
+                continue; /* no 20-bit prime of that shape */
+            /* Brute-force minimality where psi is small enough. */
+            check_root(q, log_n, b[i] <= 24 && log_n >= 3);
+        }
+    }
+    uint64_t psi;
+    assert_int_equal(tsafe_primitive_2n_root(97, 10, &psi), TSAFE_E_ARG);
+    assert_int_equal(tsafe_primitive_2n_root(15361 * 3, 10, &psi),
+                     TSAFE_E_ARG); /* not 1 mod 2N */
+    assert_int_equal(tsafe_primitive_2n_root(2049ULL * 2049, 10, &psi),
+                     TSAFE_E_ARG); /* 1 mod 2048 but composite */
+    assert_int_equal(tsafe_primitive_2n_root(12289, 12, NULL), TSAFE_E_NULL);
+}
+
+int main(void)
+{
+    tsafe_test_rng_init("ring_arith");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_modulus_vs_gmp),
+        cmocka_unit_test(test_primes_generate),
+        cmocka_unit_test(test_primes_errors),
+        cmocka_unit_test(test_primitive_root),
+    };
+    return cmocka_run_group_tests_name("ring_arith", tests, NULL, NULL);
+}
