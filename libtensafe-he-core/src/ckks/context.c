@@ -275,6 +275,8 @@ void tsafe_context_fingerprint(const tsafe_context *c,
         memcpy(out, c->fingerprint, TSAFE_FINGERPRINT_BYTES);
 }
 
+int tsafe_ifma_available(void) { return tsafe_cpu_has_ifma(); }
+
 const char *tsafe_context_arith_path(const tsafe_context *c)
 {
     return c ? c->arith_path : "none";

@@ -1,0 +1,46 @@
+/* HE-LoRA internals shared by plan.c, site.c, local.c, client.c and
+ * server.c. Only public core API is used (the core is a separate shared
+ * library). */
+#ifndef TSAFE_LORA_HE_INTERNAL_H
+#define TSAFE_LORA_HE_INTERNAL_H
+
+#include "tensafe/lora_he.h"
+
+struct tsafe_lora_site {
+    const tsafe_context *ctx;
+    tsafe_lora_plan plan;
+    uint32_t d_out;
+    float scale;
+    float *A;               /* rank x d_in, kept for the plaintext reference */
+    float *B;               /* d_out x rank */
+    tsafe_plaintext **pts;  /* n_batches packed rows of A */
+};
+
+/* Microseconds on CLOCK_MONOTONIC. */
+double tsafe_lora_now_us(void);
+
+/* Same packing parameters (the site fits the plan). */
+int tsafe_lora_plan_compatible(const tsafe_lora_plan *a,
+                               const tsafe_lora_plan *b);
+
+/* Encode x (d_in floats) into pt per the packing; checks |x| bound. re/im
+ * are scratch of `slots` doubles each. */
+tsafe_status tsafe_lora_encode_x(const tsafe_context *ctx,
+                                 const tsafe_lora_plan *plan, const float *x,
+                                 double *re, double *im, tsafe_plaintext *pt);
+
+/* Trace read of one product: y[2*cols] decrypted strided coefficients ->
+ * u for rows b*cols .. b*cols+cols-1 (those < rank). */
+void tsafe_lora_read_batch(const tsafe_context *ctx,
+                           const tsafe_lora_plan *plan, uint32_t batch,
+                           const double *y, float *u);
+
+/* Stride and count for tsafe_ckks_decrypt_coeffs_strided. */
+size_t tsafe_lora_read_stride(const tsafe_context *ctx,
+                              const tsafe_lora_plan *plan);
+
+/* delta = scale * B u (OpenBLAS sgemv). */
+void tsafe_lora_apply_b(const tsafe_lora_site *site, const float *u,
+                        float *delta);
+
+#endif

@@ -1,0 +1,184 @@
+/* Local mode: one process holds the secret key and the adapter sites. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "he_internal.h"
+
+struct tsafe_lora_local {
+    tsafe_context *ctx;
+    tsafe_secret_key *sk;
+    tsafe_lora_plan plan;
+    tsafe_plaintext *pt;
+    tsafe_ciphertext *x_ct, *prod;
+    double *re, *im, *y;
+    float *u;
+    uint32_t u_cap;
+};
+
+tsafe_status tsafe_lora_local_create(const tsafe_lora_plan *plan,
+                                     const uint8_t *seed, tsafe_lora_local **out)
+{
+    if (!plan || !out)
+        return TSAFE_E_NULL;
+    *out = NULL;
+    tsafe_lora_local *l = calloc(1, sizeof *l);
+    if (!l)
+        return TSAFE_E_NOMEM;
+    l->plan = *plan;
+    tsafe_status st;
+    if ((st = tsafe_context_create(&plan->params, &l->ctx)) != TSAFE_OK)
+        goto fail;
+    st = TSAFE_E_PARAMS_MISMATCH;
+    if (plan->level > tsafe_context_max_level(l->ctx))
+        goto fail;
+    if ((st = tsafe_secret_key_generate(l->ctx, seed, &l->sk)) != TSAFE_OK ||
+        (st = tsafe_plaintext_create(l->ctx, &l->pt)) != TSAFE_OK ||
+        (st = tsafe_ciphertext_create(l->ctx, &l->x_ct)) != TSAFE_OK ||
+        (st = tsafe_ciphertext_create(l->ctx, &l->prod)) != TSAFE_OK)
+        goto fail;
+    size_t slots = tsafe_context_slots(l->ctx);
+    l->re = malloc(slots * sizeof *l->re);
+    l->im = malloc(slots * sizeof *l->im);
+    l->y = malloc(2 * plan->cols * sizeof *l->y);
+    st = TSAFE_E_NOMEM;
+    if (!l->re || !l->im || !l->y)
+        goto fail;
+    *out = l;
+    return TSAFE_OK;
+fail:
+    tsafe_lora_local_free(l);
+    return st;
+}
+
+void tsafe_lora_local_free(tsafe_lora_local *l)
+{
+    if (!l)
+        return;
+    tsafe_ciphertext_free(l->x_ct);
+    tsafe_ciphertext_free(l->prod);
+    tsafe_plaintext_free(l->pt);
+    tsafe_secret_key_free(l->sk);
+    tsafe_context_free(l->ctx);
+    free(l->re);
+    free(l->im);
+    free(l->y);
+    free(l->u);
+    free(l);
+}
+
+const tsafe_context *tsafe_lora_local_context(const tsafe_lora_local *l)
+{
+    return l ? l->ctx : NULL;
+}
+
+static tsafe_status check_sites(tsafe_lora_local *l,
+                                const tsafe_lora_site *const *sites, size_t n)
+{
+    if (!sites || n == 0)
+        return TSAFE_E_ARG;
+    for (size_t s = 0; s < n; s++) {
+        if (!sites[s])
+            return TSAFE_E_NULL;
+        if (sites[s]->ctx != l->ctx ||
+            !tsafe_lora_plan_compatible(&sites[s]->plan, &l->plan))
+            return TSAFE_E_PARAMS_MISMATCH;
+    }
+    return TSAFE_OK;
+}
+
+/* Shared body of _u and _delta: u_out[s] gets rank values per site. */
+static tsafe_status run(tsafe_lora_local *l, const tsafe_lora_site *const *sites,
+                        size_t n_sites, const float *x, float *const *u_out,
+                        tsafe_lora_stats *stats)
+{
+    tsafe_status st = check_sites(l, sites, n_sites);
+    if (st != TSAFE_OK)
+        return st;
+    double t0 = tsafe_lora_now_us();
+    if ((st = tsafe_lora_encode_x(l->ctx, &l->plan, x, l->re, l->im, l->pt)) != TSAFE_OK ||
+        (st = tsafe_ckks_encrypt_symmetric(l->ctx, l->sk, l->pt, NULL, l->x_ct)) != TSAFE_OK)
+        return st;
+    double t1 = tsafe_lora_now_us(), prod_us = 0, dec_us = 0, sum_us = 0;
+    size_t stride = tsafe_lora_read_stride(l->ctx, &l->plan), K = 2 * l->plan.cols;
+    uint64_t ops = 0;
+    for (size_t s = 0; s < n_sites; s++) {
+        const tsafe_lora_site *site = sites[s];
+        for (uint32_t b = 0; b < site->plan.n_batches; b++) {
+            double a = tsafe_lora_now_us();
+            if ((st = tsafe_ckks_mul_plain(l->ctx, l->x_ct, site->pts[b], l->prod)) != TSAFE_OK)
+                return st;
+            double m = tsafe_lora_now_us();
+            if ((st = tsafe_ckks_decrypt_coeffs_strided(l->ctx, l->sk, l->prod, stride,
+                                                        l->y, K)) != TSAFE_OK)
+                return st;
+            double d = tsafe_lora_now_us();
+            tsafe_lora_read_batch(l->ctx, &site->plan, b, l->y, u_out[s]);
+            double e = tsafe_lora_now_us();
+            prod_us += m - a;
+            dec_us += d - m;
+            sum_us += e - d;
+            ops++;
+        }
+    }
+    if (stats) {
+        stats->encrypt_us += t1 - t0;
+        stats->products_us += prod_us;
+        stats->decrypt_us += dec_us;
+        stats->sums_us += sum_us;
+        stats->he_ops += ops;
+        stats->tokens += 1;
+    }
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_lora_local_u(tsafe_lora_local *l,
+                                const tsafe_lora_site *const *sites, size_t n_sites,
+                                const float *x, float *const *u,
+                                tsafe_lora_stats *stats)
+{
+    if (!l || !x || !u)
+        return TSAFE_E_NULL;
+    for (size_t s = 0; s < n_sites; s++)
+        if (!u[s])
+            return TSAFE_E_NULL;
+    return run(l, sites, n_sites, x, u, stats);
+}
+
+tsafe_status tsafe_lora_local_delta(tsafe_lora_local *l,
+                                    const tsafe_lora_site *const *sites,
+                                    size_t n_sites, const float *x,
+                                    float *const *delta, tsafe_lora_stats *stats)
+{
+    if (!l || !x || !delta)
+        return TSAFE_E_NULL;
+    for (size_t s = 0; s < n_sites; s++)
+        if (!delta[s])
+            return TSAFE_E_NULL;
+    if (n_sites > 1024)
+        return TSAFE_E_RANGE;
+    size_t total = 0;
+    for (size_t s = 0; s < n_sites; s++) {
+        if (!sites[s])
+            return TSAFE_E_NULL;
+        total += sites[s]->plan.rank;
+    }
+    if (l->u_cap < total) {
+        float *nu = realloc(l->u, total * sizeof *nu);
+        if (!nu)
+            return TSAFE_E_NOMEM;
+        l->u = nu;
+        l->u_cap = (uint32_t)total;
+    }
+    float *u_ptrs[1024];
+    for (size_t s = 0, off = 0; s < n_sites; off += sites[s]->plan.rank, s++)
+        u_ptrs[s] = l->u + off;
+    tsafe_status st = run(l, sites, n_sites, x, u_ptrs, stats);
+    if (st != TSAFE_OK)
+        return st;
+    double t = tsafe_lora_now_us();
+    for (size_t s = 0; s < n_sites; s++)
+        tsafe_lora_apply_b(sites[s], u_ptrs[s], delta[s]);
+    if (stats)
+        stats->bu_us += tsafe_lora_now_us() - t;
+    return TSAFE_OK;
+}

@@ -1,0 +1,204 @@
+/* Two-party server: holds a context (public data) and reads sites; it has
+ * no secret-key field and calls no function that takes one. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensafe/lora_two_party.h"
+#include "he_internal.h"
+#include "wire.h"
+
+struct tsafe_lora_server {
+    tsafe_context *ctx;
+    tsafe_lora_plan plan;
+    tsafe_ciphertext *prod;
+    float *u;
+    size_t u_cap;
+};
+
+tsafe_status tsafe_lora_server_create(const tsafe_lora_plan *plan,
+                                      tsafe_lora_server **out)
+{
+    if (!plan || !out)
+        return TSAFE_E_NULL;
+    *out = NULL;
+    tsafe_lora_server *s = calloc(1, sizeof *s);
+    if (!s)
+        return TSAFE_E_NOMEM;
+    s->plan = *plan;
+    tsafe_status st;
+    if ((st = tsafe_context_create(&plan->params, &s->ctx)) != TSAFE_OK ||
+        (st = tsafe_ciphertext_create(s->ctx, &s->prod)) != TSAFE_OK) {
+        tsafe_lora_server_free(s);
+        return st;
+    }
+    *out = s;
+    return TSAFE_OK;
+}
+
+void tsafe_lora_server_free(tsafe_lora_server *s)
+{
+    if (!s)
+        return;
+    tsafe_ciphertext_free(s->prod);
+    tsafe_context_free(s->ctx);
+    free(s->u);
+    free(s);
+}
+
+const tsafe_context *tsafe_lora_server_context(const tsafe_lora_server *s)
+{
+    return s ? s->ctx : NULL;
+}
+
+static tsafe_status check_sites(tsafe_lora_server *s,
+                                const tsafe_lora_site *const *sites, size_t n)
+{
+    if (!sites)
+        return TSAFE_E_NULL;
+    if (n == 0 || n > TSAFE_MSG_MAX_SITES)
+        return TSAFE_E_RANGE;
+    for (size_t i = 0; i < n; i++) {
+        if (!sites[i])
+            return TSAFE_E_NULL;
+        if (sites[i]->ctx != s->ctx || !tsafe_lora_plan_compatible(&sites[i]->plan, &s->plan))
+            return TSAFE_E_PARAMS_MISMATCH;
+    }
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_lora_server_process(tsafe_lora_server *s,
+                                       const tsafe_lora_site *const *sites,
+                                       size_t n_sites, const uint8_t *request,
+                                       size_t len, uint8_t **response,
+                                       size_t *out_len, tsafe_lora_stats *stats)
+{
+    if (!s || !request || !response || !out_len)
+        return TSAFE_E_NULL;
+    *response = NULL;
+    *out_len = 0;
+    tsafe_status st = check_sites(s, sites, n_sites);
+    if (st != TSAFE_OK)
+        return st;
+    tsafe_rbuf r = {request, len, 0};
+    uint32_t clen;
+    const uint8_t *blob;
+    if ((st = tsafe_rbuf_header(&r, TSAFE_MSG_REQUEST)) != TSAFE_OK)
+        return st;
+    if (!tsafe_rbuf_u32(&r, &clen) || !(blob = tsafe_rbuf_take(&r, clen)))
+        return TSAFE_E_TRUNCATED;
+    if (r.pos != len)
+        return TSAFE_E_FORMAT;
+    tsafe_ciphertext *x = NULL;
+    if ((st = tsafe_ciphertext_deserialize(s->ctx, blob, clen, &x)) != TSAFE_OK)
+        return st;
+    if (tsafe_ciphertext_level(x) != s->plan.level ||
+        tsafe_ciphertext_scale(x) != s->plan.scale_x) {
+        tsafe_ciphertext_free(x);
+        return TSAFE_E_FORMAT;
+    }
+    double prod_us = 0, ser_us = 0;
+    uint64_t ops = 0;
+    tsafe_wbuf w = {0};
+    tsafe_wbuf_header(&w, TSAFE_MSG_RESPONSE);
+    tsafe_wbuf_u32(&w, (uint32_t)n_sites);
+    for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
+        const tsafe_lora_site *site = sites[i];
+        tsafe_wbuf_u32(&w, site->plan.rank);
+        tsafe_wbuf_u32(&w, site->plan.n_batches);
+        for (uint32_t b = 0; b < site->plan.n_batches && st == TSAFE_OK; b++) {
+            double t0 = tsafe_lora_now_us();
+            st = tsafe_ckks_mul_plain(s->ctx, x, site->pts[b], s->prod);
+            double t1 = tsafe_lora_now_us();
+            size_t n = 0, wr = 0;
+            if (st == TSAFE_OK)
+                st = tsafe_ciphertext_serialized_size(s->ctx, s->prod, &n);
+            if (st == TSAFE_OK && n > UINT32_MAX)
+                st = TSAFE_E_SIZE_OVERFLOW;
+            if (st == TSAFE_OK) {
+                tsafe_wbuf_u32(&w, (uint32_t)n);
+                uint8_t *p = tsafe_wbuf_reserve(&w, n);
+                st = p ? tsafe_ciphertext_serialize(s->ctx, s->prod, p, n, &wr) : TSAFE_E_NOMEM;
+            }
+            prod_us += t1 - t0;
+            ser_us += tsafe_lora_now_us() - t1;
+            ops++;
+        }
+    }
+    tsafe_ciphertext_free(x);
+    if (st == TSAFE_OK && w.failed)
+        st = TSAFE_E_NOMEM;
+    if (st != TSAFE_OK) {
+        free(w.buf);
+        return st;
+    }
+    *response = w.buf;
+    *out_len = w.len;
+    if (stats) {
+        stats->products_us += prod_us;
+        stats->reduce_us += ser_us;
+        stats->he_ops += ops;
+    }
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_lora_server_apply(tsafe_lora_server *s,
+                                     const tsafe_lora_site *const *sites,
+                                     size_t n_sites, const uint8_t *msg, size_t len,
+                                     float *const *delta, tsafe_lora_stats *stats)
+{
+    if (!s || !msg || !delta)
+        return TSAFE_E_NULL;
+    tsafe_status st = check_sites(s, sites, n_sites);
+    if (st != TSAFE_OK)
+        return st;
+    tsafe_rbuf r = {msg, len, 0};
+    uint32_t ns;
+    if ((st = tsafe_rbuf_header(&r, TSAFE_MSG_U)) != TSAFE_OK)
+        return st;
+    if (!tsafe_rbuf_u32(&r, &ns))
+        return TSAFE_E_TRUNCATED;
+    if (ns != n_sites)
+        return TSAFE_E_FORMAT;
+    uint32_t max_rank = 0;
+    for (size_t i = 0; i < n_sites; i++)
+        if (!delta[i])
+            return TSAFE_E_NULL;
+    for (size_t i = 0; i < n_sites; i++)
+        if (sites[i]->plan.rank > max_rank)
+            max_rank = sites[i]->plan.rank;
+    if (s->u_cap < max_rank) {
+        float *nu = realloc(s->u, max_rank * sizeof *nu);
+        if (!nu)
+            return TSAFE_E_NOMEM;
+        s->u = nu;
+        s->u_cap = max_rank;
+    }
+    /* validate the whole message before writing any delta */
+    size_t start = r.pos;
+    for (int pass = 0; pass < 2; pass++) {
+        r.pos = start;
+        for (size_t i = 0; i < n_sites; i++) {
+            uint32_t rank;
+            if (!tsafe_rbuf_u32(&r, &rank))
+                return TSAFE_E_TRUNCATED;
+            if (rank != sites[i]->plan.rank)
+                return TSAFE_E_FORMAT;
+            for (uint32_t k = 0; k < rank; k++) {
+                if (!tsafe_rbuf_f32(&r, &s->u[k]))
+                    return TSAFE_E_TRUNCATED;
+                if (!isfinite(s->u[k]))
+                    return TSAFE_E_FORMAT;
+            }
+            if (pass == 1) {
+                double t0 = tsafe_lora_now_us();
+                tsafe_lora_apply_b(sites[i], s->u, delta[i]);
+                if (stats)
+                    stats->bu_us += tsafe_lora_now_us() - t0;
+            }
+        }
+        if (r.pos != len)
+            return TSAFE_E_FORMAT;
+    }
+    return TSAFE_OK;
+}

@@ -1,0 +1,45 @@
+/* Two-party message framing (internal; format in docs/PROTOCOL.md).
+ *
+ *   header: "TSLR" | version u8 (=1) | kind u8 | reserved u16 (=0)
+ *   request  (kind 1): u32 len | ciphertext bytes
+ *   response (kind 2): u32 n_sites | per site: u32 rank | u32 n_batches |
+ *                      per batch: u32 len | ciphertext bytes
+ *   u'       (kind 3): u32 n_sites | per site: u32 rank | rank x f32
+ * All little-endian; a message must be consumed exactly. */
+#ifndef TSAFE_LORA_WIRE_H
+#define TSAFE_LORA_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensafe/status.h"
+
+enum { TSAFE_MSG_REQUEST = 1, TSAFE_MSG_RESPONSE = 2, TSAFE_MSG_U = 3 };
+#define TSAFE_MSG_HEADER 8
+#define TSAFE_MSG_MAX_SITES 4096u
+
+/* A growable output buffer; on allocation failure `failed` is set. */
+typedef struct {
+    uint8_t *buf;
+    size_t len, cap;
+    int failed;
+} tsafe_wbuf;
+
+void tsafe_wbuf_header(tsafe_wbuf *w, uint8_t kind);
+void tsafe_wbuf_u32(tsafe_wbuf *w, uint32_t v);
+void tsafe_wbuf_f32(tsafe_wbuf *w, float v);
+/* Reserve n bytes and return where to write them (NULL on failure). */
+uint8_t *tsafe_wbuf_reserve(tsafe_wbuf *w, size_t n);
+
+typedef struct {
+    const uint8_t *buf;
+    size_t len, pos;
+} tsafe_rbuf;
+
+tsafe_status tsafe_rbuf_header(tsafe_rbuf *r, uint8_t kind);
+int tsafe_rbuf_u32(tsafe_rbuf *r, uint32_t *v);
+int tsafe_rbuf_f32(tsafe_rbuf *r, float *v);
+/* Borrow n bytes (0 when fewer remain). */
+const uint8_t *tsafe_rbuf_take(tsafe_rbuf *r, size_t n);
+
+#endif
