@@ -1,0 +1,77 @@
+/* Signed package framing shared by create.c and open.c (hidden). The
+ * normative description is docs/PACKAGE_FORMAT.md. */
+#ifndef TSAFE_LORA_PACKAGE_FORMAT_H
+#define TSAFE_LORA_PACKAGE_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensafe/lora_package.h"
+
+#define PKG_MAGIC "TSPKG\0\r\n"
+#define PKG_MAGIC_BYTES 8u
+#define PKG_HEADER_BYTES 24u
+#define PKG_DIGEST_BYTES 32u
+#define PKG_SIG_BYTES 64u
+#define PKG_TRAILER_BYTES (PKG_DIGEST_BYTES + PKG_SIG_BYTES)
+/* Domain separation for the signature: these bytes INCLUDING the final
+ * NUL, then the 32-byte digest, form the signed message. */
+#define PKG_SIG_DOMAIN "TenSafe-HE adapter package v1"
+#define PKG_SIG_DOMAIN_BYTES (sizeof(PKG_SIG_DOMAIN)) /* 30, with NUL */
+#define PKG_FORMAT_NAME "tensafe-adapter-package"
+#define PKG_COMPRESSION "zlib"
+
+/* Header field offsets (little-endian integers). */
+#define PKG_OFF_VERSION 8u  /* u16 */
+#define PKG_OFF_FLAGS 10u   /* u16, must be 0 */
+#define PKG_OFF_MLEN 12u    /* u32 manifest bytes */
+#define PKG_OFF_CLEN 16u    /* u64 compressed payload bytes */
+
+/* zlib is fed at most this many bytes per call (its counters are uInt). */
+#define PKG_ZCHUNK ((size_t)1 << 30)
+
+static inline void pkg_put_u16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static inline void pkg_put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void pkg_put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint16_t pkg_get_u16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static inline uint32_t pkg_get_u32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static inline uint64_t pkg_get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* Digest of bytes[0..n) (BLAKE2b-256) and the signed message for it. */
+void tsafe_pkg_digest_(const uint8_t *bytes, size_t n, uint8_t out[32]);
+void tsafe_pkg_sig_message_(const uint8_t digest[32],
+                            uint8_t msg[PKG_SIG_DOMAIN_BYTES + 32]);
+
+#endif
