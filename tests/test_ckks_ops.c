@@ -298,6 +298,16 @@ static void test_seed_reproducibility(void **state)
     assert_memory_not_equal(b[0], b[3], len[0]);
     /* the stored `a` seed is not the caller's seed (error stays secret) */
     assert_memory_not_equal(b[0] + len[0] - 32, s1, 32);
+    /* the one-pass encode+encrypt is bit-identical to the two-step path */
+    double *xi = rand_vec(c->slots);
+    assert_int_equal(tsafe_ckks_encode_complex(c, x, xi, c->slots, 0x1p40, 1, pt), TSAFE_OK);
+    assert_int_equal(tsafe_ckks_encrypt_symmetric(c, k1, pt, s1, ct[0]), TSAFE_OK);
+    assert_int_equal(tsafe_ckks_encrypt_values_symmetric(c, k1, x, xi, c->slots, 0x1p40, 1, s1,
+                                                         ct[1]), TSAFE_OK);
+    assert_memory_equal(ct[0]->c0, ct[1]->c0, words);
+    assert_memory_equal(ct[0]->c1, ct[1]->c1, words);
+    assert_int_equal(tsafe_ciphertext_is_seeded(ct[1]), 1);
+    free(xi);
     /* public-key encryption reproduces too */
     assert_int_equal(tsafe_ckks_encrypt_public(c, p1, pt, s1, ct[0]), TSAFE_OK);
     assert_int_equal(tsafe_ckks_encrypt_public(c, p1, pt, s1, ct[1]), TSAFE_OK);

@@ -180,6 +180,14 @@ TSAFE_API int tsafe_ciphertext_is_seeded(const tsafe_ciphertext *ct);
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_ckks_encrypt_symmetric(
     const tsafe_context *ctx, const tsafe_secret_key *sk,
     const tsafe_plaintext *pt, const uint8_t *seed, tsafe_ciphertext *ct);
+/* Encode and encrypt in one pass with the secret key: the error is added in
+ * coefficient form, so each limb needs one NTT instead of two. The result
+ * is bit-identical to tsafe_ckks_encode_complex + encrypt_symmetric with the
+ * same seed (im may be NULL). */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_ckks_encrypt_values_symmetric(
+    const tsafe_context *ctx, const tsafe_secret_key *sk, const double *re,
+    const double *im, size_t count, double scale, uint32_t level,
+    const uint8_t *seed, tsafe_ciphertext *ct);
 /* Public-key encryption; seed as above (drives u, e0, e1). */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_ckks_encrypt_public(
     const tsafe_context *ctx, const tsafe_public_key *pk,
@@ -244,6 +252,12 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_ciphertext_serialize(
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_ciphertext_deserialize(
     const tsafe_context *ctx, const uint8_t *buf, size_t len,
     tsafe_ciphertext **out);
+
+/* Same, into an existing ciphertext (no allocation: for hot loops). On
+ * error ct is left invalid (unusable until written again). */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_ciphertext_deserialize_into(
+    const tsafe_context *ctx, const uint8_t *buf, size_t len,
+    tsafe_ciphertext *ct);
 
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_plaintext_serialized_size(
     const tsafe_context *ctx, const tsafe_plaintext *pt, size_t *size);

@@ -61,6 +61,7 @@ struct tsafe_secret_key {
     const tsafe_context *ctx;
     int8_t *s;        /* ternary coefficients, N */
     uint64_t *s_ntt;  /* n_data limbs, NTT form */
+    uint64_t *s_shoup; /* Shoup quotients of s_ntt (fixed operand) */
 };
 
 struct tsafe_public_key {
@@ -109,6 +110,11 @@ void tsafe_poly_from_i64(const tsafe_context *c, const int64_t *coeffs,
                          uint32_t level, uint64_t *out);
 void tsafe_poly_ntt(const tsafe_context *c, uint64_t *poly, uint32_t level);
 void tsafe_poly_intt(const tsafe_context *c, uint64_t *poly, uint32_t level);
+
+/* Encode slots into coefficient form (limbs 0..level of poly), no NTT. */
+tsafe_status tsafe_encode_coeffs(const tsafe_context *ctx, const double *re,
+                                 const double *im, size_t count, double scale,
+                                 uint32_t level, uint64_t *poly);
 
 /* Centred CRT of the residues res[0..level] (one coefficient) to double. */
 double tsafe_crt_to_double(const tsafe_context *c, const uint64_t *res,

@@ -19,6 +19,59 @@
 #include "ckks_internal.h"
 #include "../common/check.h"
 
+/* Per-thread FFT scratch: encode/decode run on the hot path of every token,
+ * and a fresh 16*N-byte buffer per call costs page faults (large mallocs
+ * are fresh mmaps). Freed by the key's destructor when the thread exits. */
+static pthread_key_t g_scratch_key;
+static pthread_once_t g_scratch_once = PTHREAD_ONCE_INIT;
+
+typedef struct {
+    fftw_complex *v;
+    size_t n;
+} fft_scratch;
+
+static void scratch_free(void *p)
+{
+    fft_scratch *s = p;
+    if (s) {
+        sodium_memzero(s->v, s->n * sizeof *s->v);
+        fftw_free(s->v);
+        free(s);
+    }
+}
+
+static void scratch_key_init(void)
+{
+    if (pthread_key_create(&g_scratch_key, scratch_free) != 0)
+        g_scratch_key = 0;
+}
+
+/* Borrow n complex values of zeroed scratch for this thread, or NULL. */
+static fftw_complex *scratch_get(size_t n)
+{
+    pthread_once(&g_scratch_once, scratch_key_init);
+    fft_scratch *s = pthread_getspecific(g_scratch_key);
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s || pthread_setspecific(g_scratch_key, s) != 0) {
+            free(s);
+            return NULL;
+        }
+    }
+    if (s->n < n) {
+        fftw_complex *v = fftw_malloc(n * sizeof *v);
+        if (!v)
+            return NULL;
+        if (s->v) {
+            sodium_memzero(s->v, s->n * sizeof *s->v);
+            fftw_free(s->v);
+        }
+        s->v = v;
+        s->n = n;
+    }
+    return s->v;
+}
+
 tsafe_status tsafe_plaintext_create(const tsafe_context *ctx,
                                     tsafe_plaintext **out)
 {
@@ -63,17 +116,28 @@ static void put_coeff(const tsafe_context *c, double v, uint32_t level,
 {
     if (fabs(v) < 9.2e18) {
         int64_t x = (int64_t)v;
+        uint64_t mag = x >= 0 ? (uint64_t)x : (uint64_t)(-(x + 1)) + 1;
         for (uint32_t i = 0; i <= level; i++) {
-            uint64_t q = c->mod[i].q;
-            uint64_t r = x >= 0 ? (uint64_t)x % q
-                                : q - 1 - (uint64_t)(-(x + 1)) % q;
-            tsafe_limb(poly, c, i)[k] = r;
+            const tsafe_modulus *m = &c->mod[i];
+            uint64_t r = mag < m->q ? mag : tsafe_reduce_128(mag, m);
+            tsafe_limb(poly, c, i)[k] = x >= 0 ? r : tsafe_neg_mod(r, m->q);
         }
         return;
     }
     mpz_set_d(big, v);
     for (uint32_t i = 0; i <= level; i++)
         tsafe_limb(poly, c, i)[k] = mpz_fdiv_ui(big, c->mod[i].q);
+}
+
+/* Round to nearest (ties to even) without a libm call on the hot path:
+ * adding 1.5*2^52 forces rounding at the units place for |x| < 2^51. */
+static inline double round_fast(double x)
+{
+    if (fabs(x) < 0x1p51) {
+        volatile double big = 0x1.8p52; /* volatile: keep the add/sub pair */
+        return (x + big) - big;
+    }
+    return nearbyint(x);
 }
 
 /* log2 of half the modulus at a level: scaled values must stay below it. */
@@ -85,24 +149,23 @@ static double log2_half_q(const tsafe_context *c, uint32_t level)
     return l;
 }
 
-tsafe_status tsafe_ckks_encode_complex(const tsafe_context *ctx,
-                                       const double *re, const double *im,
-                                       size_t count, double scale,
-                                       uint32_t level, tsafe_plaintext *pt)
+/* Encode into coefficient form (limbs 0..level of poly), no NTT. */
+tsafe_status tsafe_encode_coeffs(const tsafe_context *ctx, const double *re,
+                                 const double *im, size_t count, double scale,
+                                 uint32_t level, uint64_t *poly)
 {
     tsafe_status st = TSAFE_OK;
-    TSAFE_REQUIRE(ctx && pt && (re || count == 0), TSAFE_E_NULL);
-    TSAFE_REQUIRE(tsafe_same_context(ctx, pt->ctx), TSAFE_E_PARAMS_MISMATCH);
+    TSAFE_REQUIRE(ctx && (re || count == 0), TSAFE_E_NULL);
     TSAFE_REQUIRE(count <= ctx->slots, TSAFE_E_RANGE);
     TSAFE_REQUIRE(level < ctx->n_data, TSAFE_E_LEVEL);
     TSAFE_REQUIRE(isfinite(scale) && scale >= 1.0, TSAFE_E_SCALE);
     size_t n = ctx->n;
-    fftw_complex *v = fftw_malloc(n * sizeof *v);
+    fftw_complex *v = scratch_get(n);
     TSAFE_REQUIRE(v, TSAFE_E_NOMEM);
     memset(v, 0, n * sizeof *v);
     for (size_t j = 0; j < count; j++) {
         double a = re[j], b = im ? im[j] : 0.0;
-        TSAFE_CHECK(isfinite(a) && isfinite(b), TSAFE_E_VALUE_RANGE);
+        TSAFE_REQUIRE(isfinite(a) && isfinite(b), TSAFE_E_VALUE_RANGE);
         size_t s = ctx->slot_index[j];
         v[s] = a + I * b;
         v[n - 1 - s] = a - I * b; /* zeta^-t = conj: index N-1-s */
@@ -112,18 +175,32 @@ tsafe_status tsafe_ckks_encode_complex(const tsafe_context *ctx,
     double inv_n = scale / (double)n;
     mpz_t big;
     mpz_init(big);
-    pt->valid = 0;
     for (size_t k = 0; k < n; k++) {
         /* m_k = Re(v_k * zeta^-k) / N, times the scale */
-        double x = creal(v[k] * conj(ctx->twist[k])) * inv_n;
-        x = nearbyint(x);
+        double x = (creal(v[k]) * creal(ctx->twist[k]) +
+                    cimag(v[k]) * cimag(ctx->twist[k])) * inv_n;
+        x = round_fast(x);
         if (!(fabs(x) < limit)) {
-            mpz_clear(big);
-            TSAFE_CHECK(0, TSAFE_E_VALUE_RANGE);
+            st = TSAFE_E_VALUE_RANGE;
+            break;
         }
-        put_coeff(ctx, x, level, pt->data, k, big);
+        put_coeff(ctx, x, level, poly, k, big);
     }
     mpz_clear(big);
+    return st; /* scratch stays with the thread; it held public slot data */
+}
+
+tsafe_status tsafe_ckks_encode_complex(const tsafe_context *ctx,
+                                       const double *re, const double *im,
+                                       size_t count, double scale,
+                                       uint32_t level, tsafe_plaintext *pt)
+{
+    TSAFE_REQUIRE(ctx && pt, TSAFE_E_NULL);
+    TSAFE_REQUIRE(tsafe_same_context(ctx, pt->ctx), TSAFE_E_PARAMS_MISMATCH);
+    pt->valid = 0;
+    tsafe_status st = tsafe_encode_coeffs(ctx, re, im, count, scale, level, pt->data);
+    if (st != TSAFE_OK)
+        return st;
     tsafe_poly_ntt(ctx, pt->data, level);
     pt->level = level;
     pt->scale = scale;
@@ -132,10 +209,7 @@ tsafe_status tsafe_ckks_encode_complex(const tsafe_context *ctx,
         tsafe_poly_free(pt->shoup, ctx, ctx->n_data, 0);
         pt->shoup = NULL;
     }
-fail:
-    sodium_memzero(v, n * sizeof *v);
-    fftw_free(v);
-    return st;
+    return TSAFE_OK;
 }
 
 tsafe_status tsafe_ckks_encode(const tsafe_context *ctx, const double *values,
@@ -158,7 +232,7 @@ tsafe_status tsafe_ckks_decode_complex(const tsafe_context *ctx,
     size_t n = ctx->n;
     uint32_t level = pt->level;
     uint64_t *coef = tsafe_poly_alloc(ctx, level + 1);
-    fftw_complex *v = fftw_malloc(n * sizeof *v);
+    fftw_complex *v = scratch_get(n);
     TSAFE_CHECK(coef && v, TSAFE_E_NOMEM);
     memcpy(coef, pt->data, (size_t)(level + 1) * n * sizeof *coef);
     tsafe_poly_intt(ctx, coef, level);
@@ -180,10 +254,8 @@ tsafe_status tsafe_ckks_decode_complex(const tsafe_context *ctx,
 fail:
     if (coef)
         tsafe_poly_free(coef, ctx, level + 1, 1);
-    if (v) {
+    if (v) /* decoded (possibly secret) values: wipe, keep the buffer */
         sodium_memzero(v, n * sizeof *v);
-        fftw_free(v);
-    }
     return st;
 }
 

@@ -109,14 +109,15 @@ tsafe_status tsafe_ckks_encrypt_symmetric(const tsafe_context *ctx,
     tsafe_expand_uniform_ntt(ctx, ct->seed, level, ct->c1);
     TSAFE_TRY(tsafe_sample_error_ntt(ctx, e_seed, 3, level, ct->c0));
     for (uint32_t i = 0; i <= level; i++) {
-        const tsafe_modulus *m = &ctx->mod[i];
+        uint64_t q = ctx->mod[i].q;
         uint64_t *c0 = tsafe_limb(ct->c0, ctx, i);
         const uint64_t *a = tsafe_climb(ct->c1, ctx, i);
         const uint64_t *s = tsafe_climb(sk->s_ntt, ctx, i);
+        const uint64_t *sp = tsafe_climb(sk->s_shoup, ctx, i);
         const uint64_t *mm = tsafe_climb(pt->data, ctx, i);
         for (size_t k = 0; k < ctx->n; k++) {
-            uint64_t v = tsafe_add_mod(c0[k], mm[k], m->q);
-            c0[k] = tsafe_sub_mod(v, tsafe_mul_mod(a[k], s[k], m), m->q);
+            uint64_t v = tsafe_add_mod(c0[k], mm[k], q);
+            c0[k] = tsafe_sub_mod(v, tsafe_mul_shoup(a[k], s[k], sp[k], q), q);
         }
     }
     ct->level = level;
@@ -190,6 +191,56 @@ fail:
     return st;
 }
 
+tsafe_status tsafe_ckks_encrypt_values_symmetric(
+    const tsafe_context *ctx, const tsafe_secret_key *sk, const double *re,
+    const double *im, size_t count, double scale, uint32_t level,
+    const uint8_t *seed, tsafe_ciphertext *ct)
+{
+    tsafe_status st;
+    TSAFE_REQUIRE(ctx && sk && ct, TSAFE_E_NULL);
+    TSAFE_REQUIRE(tsafe_same_context(ctx, sk->ctx) &&
+                      tsafe_same_context(ctx, ct->ctx),
+                  TSAFE_E_PARAMS_MISMATCH);
+    uint8_t root[32], e_seed[32];
+    int8_t *e = malloc(ctx->n);
+    ct->valid = 0;
+    TSAFE_CHECK(e, TSAFE_E_NOMEM);
+    TSAFE_TRY(tsafe_encode_coeffs(ctx, re, im, count, scale, level, ct->c0));
+    TSAFE_TRY(tsafe_seed_or_fresh(seed, root));
+    tsafe_seed_derive(ct->seed, root, "tensafe ct a");
+    tsafe_seed_derive(e_seed, root, "tensafe ct e");
+    tsafe_prng p;
+    tsafe_prng_init(&p, e_seed, 3); /* the same error stream as encrypt_symmetric */
+    tsafe_prng_cbd(&p, e, ctx->n);
+    tsafe_prng_clear(&p);
+    tsafe_expand_uniform_ntt(ctx, ct->seed, level, ct->c1);
+    for (uint32_t i = 0; i <= level; i++) {
+        uint64_t q = ctx->mod[i].q;
+        uint64_t *c0 = tsafe_limb(ct->c0, ctx, i);
+        /* m + e in coefficient form: one NTT per limb instead of two */
+        for (size_t k = 0; k < ctx->n; k++)
+            c0[k] = tsafe_add_mod(c0[k], e[k] >= 0 ? (uint64_t)e[k] : q - (uint64_t)(-e[k]), q);
+        tsafe_ntt_forward(&ctx->ntt[i], c0);
+        const uint64_t *a = tsafe_climb(ct->c1, ctx, i);
+        const uint64_t *s = tsafe_climb(sk->s_ntt, ctx, i);
+        const uint64_t *sp = tsafe_climb(sk->s_shoup, ctx, i);
+        for (size_t k = 0; k < ctx->n; k++)
+            c0[k] = tsafe_sub_mod(c0[k], tsafe_mul_shoup(a[k], s[k], sp[k], q), q);
+    }
+    ct->level = level;
+    ct->scale = scale;
+    ct->seeded = 1;
+    ct->valid = 1;
+fail:
+    sodium_memzero(root, sizeof root);
+    sodium_memzero(e_seed, sizeof e_seed);
+    if (e) {
+        sodium_memzero(e, ctx->n);
+        free(e);
+    }
+    return st;
+}
+
 static tsafe_status check_decrypt(const tsafe_context *ctx,
                                   const tsafe_secret_key *sk,
                                   const tsafe_ciphertext *ct)
@@ -213,13 +264,13 @@ tsafe_status tsafe_ckks_decrypt(const tsafe_context *ctx,
     TSAFE_REQUIRE(pt, TSAFE_E_NULL);
     TSAFE_REQUIRE(tsafe_same_context(ctx, pt->ctx), TSAFE_E_PARAMS_MISMATCH);
     for (uint32_t i = 0; i <= ct->level; i++) {
-        const tsafe_modulus *m = &ctx->mod[i];
+        uint64_t q = ctx->mod[i].q;
         uint64_t *o = tsafe_limb(pt->data, ctx, i);
         const uint64_t *c0 = tsafe_climb(ct->c0, ctx, i);
         const uint64_t *c1 = tsafe_climb(ct->c1, ctx, i);
-        const uint64_t *s = tsafe_climb(sk->s_ntt, ctx, i);
-        for (size_t k = 0; k < ctx->n; k++)
-            o[k] = tsafe_add_mod(c0[k], tsafe_mul_mod(c1[k], s[k], m), m->q);
+        tsafe_vec_mul_shoup(o, c1, tsafe_climb(sk->s_ntt, ctx, i),
+                            tsafe_climb(sk->s_shoup, ctx, i), ctx->n, q);
+        tsafe_vec_add(o, o, c0, ctx->n, q);
     }
     if (pt->shoup) {
         tsafe_poly_free(pt->shoup, ctx, ctx->n_data, 0);
@@ -269,15 +320,15 @@ tsafe_status tsafe_ckks_decrypt_coeffs_strided(const tsafe_context *ctx,
         const uint64_t *c0 = tsafe_climb(ct->c0, ctx, i);
         const uint64_t *c1 = tsafe_climb(ct->c1, ctx, i);
         const uint64_t *s = tsafe_climb(sk->s_ntt, ctx, i);
+        const uint64_t *sp = tsafe_climb(sk->s_shoup, ctx, i);
         for (size_t b = 0; b < K; b++) {
-            uint64_t acc = 0;
+            /* lazy: each term < 3q < 2^63, summed in 128 bits, reduced once */
+            tsafe_u128 acc = 0;
             size_t base = b * block;
-            for (size_t k = 0; k < block; k++) {
-                uint64_t v = tsafe_add_mod(c0[base + k],
-                                           tsafe_mul_mod(c1[base + k], s[base + k], m), q);
-                acc = tsafe_add_mod(acc, v, q);
-            }
-            fold[bitrev((uint32_t)b, log_k)] = acc;
+            for (size_t k = 0; k < block; k++)
+                acc += c0[base + k] +
+                       tsafe_mul_shoup_lazy(c1[base + k], s[base + k], sp[base + k], q);
+            fold[bitrev((uint32_t)b, log_k)] = tsafe_reduce_128(acc, m); /* acc < N*3q < q*2^64 */
         }
         uint64_t psi_inv = tsafe_inv_mod(ctx->ntt[i].psi, m);
         uint64_t w = tsafe_pow_mod(psi_inv, 2 * stride, m); /* order K */

@@ -67,12 +67,22 @@ tsafe_status tsafe_secret_key_alloc(const tsafe_context *ctx,
     sk->ctx = ctx;
     sk->s = calloc(ctx->n, 1);
     sk->s_ntt = tsafe_poly_alloc(ctx, ctx->n_data);
-    if (!sk->s || !sk->s_ntt) {
+    sk->s_shoup = tsafe_poly_alloc(ctx, ctx->n_data);
+    if (!sk->s || !sk->s_ntt || !sk->s_shoup) {
         tsafe_secret_key_free(sk);
         return TSAFE_E_NOMEM;
     }
     *out = sk;
     return TSAFE_OK;
+}
+
+void tsafe_secret_key_finish(const tsafe_context *ctx, tsafe_secret_key *sk)
+{
+    tsafe_small_to_ntt(ctx, sk->s, ctx->n_data - 1, sk->s_ntt);
+    for (uint32_t i = 0; i < ctx->n_data; i++)
+        tsafe_vec_shoup_precompute(tsafe_limb(sk->s_shoup, ctx, i),
+                                   tsafe_climb(sk->s_ntt, ctx, i), ctx->n,
+                                   ctx->mod[i].q);
 }
 
 tsafe_status tsafe_secret_key_generate(const tsafe_context *ctx,
@@ -91,7 +101,7 @@ tsafe_status tsafe_secret_key_generate(const tsafe_context *ctx,
     tsafe_prng_init(&p, s_seed, 1);
     tsafe_prng_ternary(&p, sk->s, ctx->n);
     tsafe_prng_clear(&p);
-    tsafe_small_to_ntt(ctx, sk->s, ctx->n_data - 1, sk->s_ntt);
+    tsafe_secret_key_finish(ctx, sk);
     *out = sk;
     sk = NULL;
     st = TSAFE_OK;
@@ -111,6 +121,7 @@ void tsafe_secret_key_free(tsafe_secret_key *sk)
         free(sk->s);
     }
     tsafe_poly_free(sk->s_ntt, sk->ctx, sk->ctx->n_data, 1);
+    tsafe_poly_free(sk->s_shoup, sk->ctx, sk->ctx->n_data, 1);
     sodium_memzero(sk, sizeof *sk);
     free(sk);
 }

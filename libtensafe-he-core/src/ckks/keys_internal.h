@@ -20,6 +20,8 @@ tsafe_status tsafe_sample_error_ntt(const tsafe_context *c,
                                     uint32_t level, uint64_t *out);
 tsafe_status tsafe_secret_key_alloc(const tsafe_context *ctx,
                                     tsafe_secret_key **out);
+/* s_ntt and s_shoup from the ternary coefficients sk->s. */
+void tsafe_secret_key_finish(const tsafe_context *ctx, tsafe_secret_key *sk);
 tsafe_status tsafe_public_key_alloc(const tsafe_context *ctx,
                                     tsafe_public_key **out);
 

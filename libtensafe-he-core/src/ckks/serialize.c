@@ -88,22 +88,50 @@ static tsafe_status read_header(tsafe_reader *r, const tsafe_context *c,
     return TSAFE_OK;
 }
 
+static inline void store_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint64_t load_le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* LSB-first bit stream, 64 bits at a time; the caller reserved the exact
+ * limb size (checked against the capacity before any write). */
 static void pack_limb(tsafe_writer *w, const uint64_t *v, size_t n,
                       uint32_t bits)
 {
+    size_t len = (n * bits + 7) / 8;
+    if (w->pos > w->cap || len > w->cap - w->pos) {
+        w->pos = w->cap + 1;
+        return;
+    }
+    uint8_t *out = w->buf + w->pos;
     unsigned __int128 acc = 0;
     uint32_t have = 0;
+    size_t o = 0;
     for (size_t k = 0; k < n; k++) {
         acc |= (unsigned __int128)v[k] << have;
         have += bits;
-        while (have >= 8) {
-            tsafe_put_u8(w, (uint8_t)acc);
-            acc >>= 8;
-            have -= 8;
+        if (have >= 64) {
+            store_le64(out + o, (uint64_t)acc);
+            o += 8;
+            acc >>= 64;
+            have -= 64;
         }
     }
-    if (have)
-        tsafe_put_u8(w, (uint8_t)acc);
+    while (have > 0) {
+        out[o++] = (uint8_t)acc;
+        acc >>= 8;
+        have = have > 8 ? have - 8 : 0;
+    }
+    w->pos += len;
 }
 
 static tsafe_status unpack_limb(tsafe_reader *r, uint64_t *v, size_t n,
@@ -118,9 +146,17 @@ static tsafe_status unpack_limb(tsafe_reader *r, uint64_t *v, size_t n,
     size_t byte = 0;
     uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
     for (size_t k = 0; k < n; k++) {
-        while (have < bits) {
-            acc |= (unsigned __int128)p[byte++] << have;
-            have += 8;
+        if (have < bits) {
+            if (len - byte >= 8) {
+                acc |= (unsigned __int128)load_le64(p + byte) << have;
+                byte += 8;
+                have += 64;
+            } else {
+                while (have < bits) {
+                    acc |= (unsigned __int128)p[byte++] << have;
+                    have += 8;
+                }
+            }
         }
         uint64_t x = (uint64_t)acc & mask;
         acc >>= bits;
@@ -129,6 +165,8 @@ static tsafe_status unpack_limb(tsafe_reader *r, uint64_t *v, size_t n,
             return TSAFE_E_FORMAT;
         v[k] = x;
     }
+    while (byte < len) /* trailing padding byte(s) not yet loaded */
+        acc |= (unsigned __int128)p[byte++] << have, have += 8;
     if (acc != 0) /* padding bits must be zero */
         return TSAFE_E_FORMAT;
     r->pos += len;
@@ -208,16 +246,16 @@ tsafe_status tsafe_ciphertext_serialize(const tsafe_context *ctx,
     return w.pos == need ? TSAFE_OK : TSAFE_E_STATE;
 }
 
-tsafe_status tsafe_ciphertext_deserialize(const tsafe_context *ctx,
-                                          const uint8_t *buf, size_t len,
-                                          tsafe_ciphertext **out)
+tsafe_status tsafe_ciphertext_deserialize_into(const tsafe_context *ctx,
+                                               const uint8_t *buf, size_t len,
+                                               tsafe_ciphertext *ct)
 {
     tsafe_status st;
-    TSAFE_REQUIRE(ctx && buf && out, TSAFE_E_NULL);
-    *out = NULL;
+    TSAFE_REQUIRE(ctx && buf && ct, TSAFE_E_NULL);
+    TSAFE_REQUIRE(tsafe_same_context(ctx, ct->ctx), TSAFE_E_PARAMS_MISMATCH);
+    ct->valid = 0;
     tsafe_reader r = {buf, len, 0};
     header h;
-    tsafe_ciphertext *ct = NULL;
     TSAFE_TRY(read_header(&r, ctx, TSAFE_KIND_CIPHERTEXT, &h));
     TSAFE_CHECK(h.flags & FLAG_NTT, TSAFE_E_FORMAT);
     int seeded = (h.flags & FLAG_SEEDED) != 0;
@@ -225,7 +263,6 @@ tsafe_status tsafe_ciphertext_deserialize(const tsafe_context *ctx,
                   (seeded ? TSAFE_SEED_BYTES : poly_bytes(ctx, h.level));
     TSAFE_CHECK(len >= need, TSAFE_E_TRUNCATED);
     TSAFE_CHECK(len == need, TSAFE_E_FORMAT);
-    TSAFE_TRY(tsafe_ciphertext_create(ctx, &ct));
     TSAFE_TRY(unpack_poly(&r, ctx, ct->c0, h.level));
     if (seeded) {
         TSAFE_CHECK(tsafe_get_bytes(&r, ct->seed, TSAFE_SEED_BYTES),
@@ -238,11 +275,28 @@ tsafe_status tsafe_ciphertext_deserialize(const tsafe_context *ctx,
     ct->scale = h.scale;
     ct->seeded = seeded;
     ct->valid = 1;
-    *out = ct;
     return TSAFE_OK;
 fail:
-    tsafe_ciphertext_free(ct);
     return st;
+}
+
+tsafe_status tsafe_ciphertext_deserialize(const tsafe_context *ctx,
+                                          const uint8_t *buf, size_t len,
+                                          tsafe_ciphertext **out)
+{
+    TSAFE_REQUIRE(ctx && buf && out, TSAFE_E_NULL);
+    *out = NULL;
+    tsafe_ciphertext *ct = NULL;
+    tsafe_status st = tsafe_ciphertext_create(ctx, &ct);
+    if (st != TSAFE_OK)
+        return st;
+    st = tsafe_ciphertext_deserialize_into(ctx, buf, len, ct);
+    if (st != TSAFE_OK) {
+        tsafe_ciphertext_free(ct);
+        return st;
+    }
+    *out = ct;
+    return TSAFE_OK;
 }
 
 /* ------------------------------------------------------------- plaintext */
@@ -421,7 +475,7 @@ tsafe_status tsafe_secret_key_deserialize(const tsafe_context *ctx,
             sk->s[k + t] = (int8_t)v - 1;
         }
     }
-    tsafe_small_to_ntt(ctx, sk->s, ctx->n_data - 1, sk->s_ntt);
+    tsafe_secret_key_finish(ctx, sk);
     *out = sk;
     return TSAFE_OK;
 fail:

@@ -62,14 +62,23 @@ void tsafe_prng_bytes(tsafe_prng *p, uint8_t *out, size_t len)
     }
 }
 
+static inline uint64_t load_le64(const uint8_t *b)
+{
+    return (uint64_t)b[0] | (uint64_t)b[1] << 8 | (uint64_t)b[2] << 16 |
+           (uint64_t)b[3] << 24 | (uint64_t)b[4] << 32 | (uint64_t)b[5] << 40 |
+           (uint64_t)b[6] << 48 | (uint64_t)b[7] << 56;
+}
+
 uint64_t tsafe_prng_u64(tsafe_prng *p)
 {
+    if (p->pos + 8 <= sizeof p->buf) { /* fast path: whole word buffered */
+        uint64_t v = load_le64(p->buf + p->pos);
+        p->pos += 8;
+        return v;
+    }
     uint8_t b[8];
-    uint64_t v = 0;
     tsafe_prng_bytes(p, b, 8);
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | b[i];
-    return v;
+    return load_le64(b);
 }
 
 void tsafe_prng_uniform_mod(tsafe_prng *p, uint64_t q, uint64_t *out,
@@ -99,12 +108,21 @@ void tsafe_prng_ternary(tsafe_prng *p, int8_t *out, size_t n)
     }
 }
 
+/* SWAR popcount: the library is built for baseline x86-64 (no POPCNT). */
+static inline int popcount21(uint64_t v)
+{
+    v = v - ((v >> 1) & 0x5555555555555555ull);
+    v = (v & 0x3333333333333333ull) + ((v >> 2) & 0x3333333333333333ull);
+    v = (v + (v >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (int)((v * 0x0101010101010101ull) >> 56);
+}
+
 void tsafe_prng_cbd(tsafe_prng *p, int8_t *out, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         uint64_t v = tsafe_prng_u64(p);
-        int a = __builtin_popcountll(v & 0x1FFFFFull);
-        int b = __builtin_popcountll((v >> 21) & 0x1FFFFFull);
+        int a = popcount21(v & 0x1FFFFFull);
+        int b = popcount21((v >> 21) & 0x1FFFFFull);
         out[i] = (int8_t)(a - b);
     }
 }

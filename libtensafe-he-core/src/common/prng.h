@@ -19,7 +19,7 @@ typedef struct tsafe_prng {
     uint8_t key[32];
     uint8_t nonce[8];
     uint64_t block;       /* next ChaCha20 block counter */
-    uint8_t buf[1024];
+    uint8_t buf[4096];
     size_t pos;           /* bytes of buf consumed */
 } tsafe_prng;
 

@@ -77,8 +77,8 @@ tsafe_status tsafe_lora_client_encrypt(tsafe_lora_client *c, const float *x,
     *len = 0;
     double t0 = tsafe_lora_now_us();
     tsafe_status st;
-    if ((st = tsafe_lora_encode_x(c->ctx, &c->plan, x, c->re, c->im, c->pt)) != TSAFE_OK ||
-        (st = tsafe_ckks_encrypt_symmetric(c->ctx, c->sk, c->pt, NULL, c->ct)) != TSAFE_OK)
+    if ((st = tsafe_lora_encrypt_x(c->ctx, &c->plan, c->sk, x, c->re, c->im,
+                                    c->ct)) != TSAFE_OK)
         return st;
     size_t ct_len;
     if ((st = tsafe_ciphertext_serialized_size(c->ctx, c->ct, &ct_len)) != TSAFE_OK)
@@ -142,17 +142,14 @@ tsafe_status tsafe_lora_client_decode(tsafe_lora_client *c, const uint8_t *respo
             if (!tsafe_rbuf_u32(&r, &clen) || !(blob = tsafe_rbuf_take(&r, clen)))
                 return TSAFE_E_TRUNCATED;
             double t0 = tsafe_lora_now_us();
-            tsafe_ciphertext *ct = NULL;
-            if ((st = tsafe_ciphertext_deserialize(c->ctx, blob, clen, &ct)) != TSAFE_OK)
+            tsafe_ciphertext *ct = c->ct; /* reused: no allocation per batch */
+            if ((st = tsafe_ciphertext_deserialize_into(c->ctx, blob, clen, ct)) != TSAFE_OK)
                 return st;
             if (tsafe_ciphertext_level(ct) != c->plan.level ||
-                tsafe_ciphertext_scale(ct) != c->plan.scale_x * c->plan.scale_a) {
-                tsafe_ciphertext_free(ct);
+                tsafe_ciphertext_scale(ct) != c->plan.scale_x * c->plan.scale_a)
                 return TSAFE_E_FORMAT;
-            }
-            st = tsafe_ckks_decrypt_coeffs_strided(c->ctx, c->sk, ct, stride, c->y, K);
-            tsafe_ciphertext_free(ct);
-            if (st != TSAFE_OK)
+            if ((st = tsafe_ckks_decrypt_coeffs_strided(c->ctx, c->sk, ct, stride, c->y, K)) !=
+                TSAFE_OK)
                 return st;
             double t1 = tsafe_lora_now_us();
             tsafe_lora_read_batch(c->ctx, &p, b, c->y, u[s]);

@@ -23,11 +23,12 @@ double tsafe_lora_now_us(void);
 int tsafe_lora_plan_compatible(const tsafe_lora_plan *a,
                                const tsafe_lora_plan *b);
 
-/* Encode x (d_in floats) into pt per the packing; checks |x| bound. re/im
- * are scratch of `slots` doubles each. */
-tsafe_status tsafe_lora_encode_x(const tsafe_context *ctx,
-                                 const tsafe_lora_plan *plan, const float *x,
-                                 double *re, double *im, tsafe_plaintext *pt);
+/* Pack x (d_in floats) per the plan and encrypt it with sk (one pass,
+ * fresh CSPRNG seed); checks the |x| bound. re/im: `slots` doubles each. */
+tsafe_status tsafe_lora_encrypt_x(const tsafe_context *ctx,
+                                  const tsafe_lora_plan *plan,
+                                  const tsafe_secret_key *sk, const float *x,
+                                  double *re, double *im, tsafe_ciphertext *ct);
 
 /* Trace read of one product: y[2*cols] decrypted strided coefficients ->
  * u for rows b*cols .. b*cols+cols-1 (those < rank). */

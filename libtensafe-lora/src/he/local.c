@@ -95,8 +95,8 @@ static tsafe_status run(tsafe_lora_local *l, const tsafe_lora_site *const *sites
     if (st != TSAFE_OK)
         return st;
     double t0 = tsafe_lora_now_us();
-    if ((st = tsafe_lora_encode_x(l->ctx, &l->plan, x, l->re, l->im, l->pt)) != TSAFE_OK ||
-        (st = tsafe_ckks_encrypt_symmetric(l->ctx, l->sk, l->pt, NULL, l->x_ct)) != TSAFE_OK)
+    if ((st = tsafe_lora_encrypt_x(l->ctx, &l->plan, l->sk, x, l->re, l->im,
+                                    l->x_ct)) != TSAFE_OK)
         return st;
     double t1 = tsafe_lora_now_us(), prod_us = 0, dec_us = 0, sum_us = 0;
     size_t stride = tsafe_lora_read_stride(l->ctx, &l->plan), K = 2 * l->plan.cols;

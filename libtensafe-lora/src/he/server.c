@@ -11,6 +11,7 @@
 struct tsafe_lora_server {
     tsafe_context *ctx;
     tsafe_lora_plan plan;
+    tsafe_ciphertext *x;
     tsafe_ciphertext *prod;
     float *u;
     size_t u_cap;
@@ -28,7 +29,8 @@ tsafe_status tsafe_lora_server_create(const tsafe_lora_plan *plan,
     s->plan = *plan;
     tsafe_status st;
     if ((st = tsafe_context_create(&plan->params, &s->ctx)) != TSAFE_OK ||
-        (st = tsafe_ciphertext_create(s->ctx, &s->prod)) != TSAFE_OK) {
+        (st = tsafe_ciphertext_create(s->ctx, &s->prod)) != TSAFE_OK ||
+        (st = tsafe_ciphertext_create(s->ctx, &s->x)) != TSAFE_OK) {
         tsafe_lora_server_free(s);
         return st;
     }
@@ -41,6 +43,7 @@ void tsafe_lora_server_free(tsafe_lora_server *s)
     if (!s)
         return;
     tsafe_ciphertext_free(s->prod);
+    tsafe_ciphertext_free(s->x);
     tsafe_context_free(s->ctx);
     free(s->u);
     free(s);
@@ -89,17 +92,26 @@ tsafe_status tsafe_lora_server_process(tsafe_lora_server *s,
         return TSAFE_E_TRUNCATED;
     if (r.pos != len)
         return TSAFE_E_FORMAT;
-    tsafe_ciphertext *x = NULL;
-    if ((st = tsafe_ciphertext_deserialize(s->ctx, blob, clen, &x)) != TSAFE_OK)
+    tsafe_ciphertext *x = s->x;
+    if ((st = tsafe_ciphertext_deserialize_into(s->ctx, blob, clen, x)) != TSAFE_OK)
         return st;
     if (tsafe_ciphertext_level(x) != s->plan.level ||
-        tsafe_ciphertext_scale(x) != s->plan.scale_x) {
-        tsafe_ciphertext_free(x);
+        tsafe_ciphertext_scale(x) != s->plan.scale_x)
         return TSAFE_E_FORMAT;
-    }
+    /* size the response once: every product has the same size */
+    size_t prod_len = 0, total = 0;
+
     double prod_us = 0, ser_us = 0;
     uint64_t ops = 0;
     tsafe_wbuf w = {0};
+    if (tsafe_ckks_mul_plain(s->ctx, x, sites[0]->pts[0], s->prod) == TSAFE_OK &&
+        tsafe_ciphertext_serialized_size(s->ctx, s->prod, &prod_len) == TSAFE_OK) {
+        total = TSAFE_MSG_HEADER + 4;
+        for (size_t i = 0; i < n_sites; i++)
+            total += 8 + (size_t)sites[i]->plan.n_batches * (4 + prod_len);
+        if (tsafe_wbuf_reserve(&w, total))
+            w.len = 0;
+    }
     tsafe_wbuf_header(&w, TSAFE_MSG_RESPONSE);
     tsafe_wbuf_u32(&w, (uint32_t)n_sites);
     for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
@@ -125,7 +137,6 @@ tsafe_status tsafe_lora_server_process(tsafe_lora_server *s,
             ops++;
         }
     }
-    tsafe_ciphertext_free(x);
     if (st == TSAFE_OK && w.failed)
         st = TSAFE_E_NOMEM;
     if (st != TSAFE_OK) {

@@ -38,9 +38,10 @@ static tsafe_status encode_rows(const tsafe_context *ctx,
     return tsafe_ckks_encode_complex(ctx, re, im, slots, p->scale_a, p->level, pt);
 }
 
-tsafe_status tsafe_lora_encode_x(const tsafe_context *ctx,
-                                 const tsafe_lora_plan *p, const float *x,
-                                 double *re, double *im, tsafe_plaintext *pt)
+tsafe_status tsafe_lora_encrypt_x(const tsafe_context *ctx,
+                                  const tsafe_lora_plan *p,
+                                  const tsafe_secret_key *sk, const float *x,
+                                  double *re, double *im, tsafe_ciphertext *ct)
 {
     size_t slots = tsafe_context_slots(ctx);
     for (uint32_t i = 0; i < p->d_in; i++)
@@ -56,7 +57,8 @@ tsafe_status tsafe_lora_encode_x(const tsafe_context *ctx,
             im[s] = m;
         }
     }
-    return tsafe_ckks_encode_complex(ctx, re, im, slots, p->scale_x, p->level, pt);
+    return tsafe_ckks_encrypt_values_symmetric(ctx, sk, re, im, slots, p->scale_x,
+                                               p->level, NULL, ct);
 }
 
 size_t tsafe_lora_read_stride(const tsafe_context *ctx, const tsafe_lora_plan *p)

@@ -1,0 +1,167 @@
+/* `tensafe bench lora`: per-token HE-LoRA delta (median over tokens) with
+ * its per-stage breakdown, for d=2048 and d=1536 at rank 32, with the seeds'
+ * N=16384 preset and the planner's parameters, in local and two-party mode,
+ * against the plaintext LoRA time and one NTT of the same context. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "commands.h"
+#include "tensafe/lora_two_party.h"
+
+typedef struct {
+    const tsafe_lora_plan *plan;
+    tsafe_lora_local *local;
+    tsafe_lora_client *client;
+    tsafe_lora_server *server;
+    tsafe_lora_site *site;        /* in the local context */
+    tsafe_lora_site *server_site; /* in the server's context */
+    float *x, *delta, *u;
+    tsafe_lora_stats stats;
+    int failed;
+} lora_case;
+
+static void run_local(void *arg)
+{
+    lora_case *c = arg;
+    const tsafe_lora_site *sites[1] = {c->site};
+    float *out[1] = {c->delta};
+    if (tsafe_lora_local_delta(c->local, sites, 1, c->x, out, &c->stats) != TSAFE_OK)
+        c->failed = 1;
+}
+
+static void run_two_party(void *arg)
+{
+    lora_case *c = arg;
+    const tsafe_lora_site *sites[1] = {c->server_site};
+    uint32_t ranks[1] = {c->plan->rank};
+    float *us[1] = {c->u}, *ds[1] = {c->delta};
+    uint8_t *req = NULL, *resp = NULL, *um = NULL;
+    size_t rl, pl, ul;
+    if (tsafe_lora_client_encrypt(c->client, c->x, &req, &rl, &c->stats) != TSAFE_OK ||
+        tsafe_lora_server_process(c->server, sites, 1, req, rl, &resp, &pl, &c->stats) != TSAFE_OK ||
+        tsafe_lora_client_decode(c->client, resp, pl, 1, ranks, us, &c->stats) != TSAFE_OK ||
+        tsafe_lora_client_release(c->client, 1, ranks, us, NULL, &um, &ul, &c->stats) != TSAFE_OK ||
+        tsafe_lora_server_apply(c->server, sites, 1, um, ul, ds, &c->stats) != TSAFE_OK)
+        c->failed = 1;
+    tsafe_lora_bytes_free(req);
+    tsafe_lora_bytes_free(resp);
+    tsafe_lora_bytes_free(um);
+}
+
+static void run_plain(void *arg)
+{
+    lora_case *c = arg;
+    if (tsafe_lora_site_plain_delta(c->site, c->x, c->delta) != TSAFE_OK)
+        c->failed = 1;
+}
+
+static float *det_floats(size_t n, double amp, uint32_t seed)
+{
+    float *v = malloc(n * sizeof *v);
+    uint64_t s = 0x9e3779b97f4a7c15ull * (seed + 1);
+    for (size_t i = 0; v && i < n; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        v[i] = (float)(amp * ((double)(s >> 11) * 0x1p-53 * 2.0 - 1.0));
+    }
+    return v;
+}
+
+static void add_breakdown(bench_report *r, const char *group, const char *mode,
+                          const char *params, const tsafe_lora_stats *s, int tokens)
+{
+    char name[96];
+    const struct { const char *n; double v; } stage[] = {
+        {"encrypt", s->encrypt_us}, {"products", s->products_us},
+        {"serialize", s->reduce_us}, {"decrypt", s->decrypt_us},
+        {"sums", s->sums_us},       {"B*u", s->bu_us}};
+    for (size_t i = 0; i < sizeof stage / sizeof stage[0]; i++) {
+        if (stage[i].v == 0)
+            continue;
+        snprintf(name, sizeof name, "  %s: %s (mean)", mode, stage[i].n);
+        bench_report_add(r, group, name, params, stage[i].v / tokens, NULL);
+    }
+    if (s->bytes_up || s->bytes_down) {
+        snprintf(name, sizeof name, "  %s: bytes up/token", mode);
+        bench_report_add_value(r, group, name, params, (double)s->bytes_up / tokens, "B");
+        snprintf(name, sizeof name, "  %s: bytes down/token", mode);
+        bench_report_add_value(r, group, name, params, (double)s->bytes_down / tokens, "B");
+    }
+}
+
+static int bench_one(bench_report *r, const tsafe_lora_plan *plan, int quick)
+{
+    const char *group = "lora (per token, one site)";
+    lora_case c;
+    memset(&c, 0, sizeof c);
+    c.plan = plan;
+    uint32_t d = plan->d_in, rank = plan->rank, dout = d;
+    float *A = det_floats((size_t)rank * d, 0.05, 1), *B = det_floats((size_t)dout * rank, 0.05, 2);
+    c.x = det_floats(d, 1.0, 3);
+    c.delta = malloc(dout * sizeof *c.delta);
+    c.u = malloc(rank * sizeof *c.u);
+    int rc = 1;
+    tsafe_status st;
+    if (!A || !B || !c.x || !c.delta || !c.u)
+        goto out;
+    if ((st = tsafe_lora_local_create(plan, NULL, &c.local)) != TSAFE_OK ||
+        (st = tsafe_lora_site_create(tsafe_lora_local_context(c.local), plan, A, B, dout, 1.0f,
+                                     &c.site)) != TSAFE_OK ||
+        (st = tsafe_lora_client_create(plan, NULL, &c.client)) != TSAFE_OK ||
+        (st = tsafe_lora_server_create(plan, &c.server)) != TSAFE_OK ||
+        (st = tsafe_lora_site_create(tsafe_lora_server_context(c.server), plan, A, B, dout, 1.0f,
+                                     &c.server_site)) != TSAFE_OK) {
+        rc = tool_fail("bench lora: setup", st);
+        goto out;
+    }
+    char params[96], note[96];
+    snprintf(params, sizeof params, "%s d=%u r=%u b=%u", plan->name, d, rank, plan->n_batches);
+    int reps = quick ? 5 : 41;
+    double plain = bench_median_us(run_plain, &c, 3, quick ? 11 : 201);
+    bench_report_add(r, group, "plaintext LoRA s*B*(A*x)", params, plain, "OpenBLAS sgemv");
+
+    memset(&c.stats, 0, sizeof c.stats);
+    double local = bench_median_us(run_local, &c, 2, reps);
+    snprintf(note, sizeof note, "HE/plain %.1fx", local / plain);
+    bench_report_add(r, group, "HE-LoRA local (sk in host)", params, local, note);
+    add_breakdown(r, group, "local", params, &c.stats, reps + 2);
+
+    memset(&c.stats, 0, sizeof c.stats);
+    double two = bench_median_us(run_two_party, &c, 2, reps);
+    snprintf(note, sizeof note, "HE/plain %.1fx; vs SEAL yardstick 15000us: %.1fx",
+             two / plain, 15000.0 / two);
+    bench_report_add(r, group, "HE-LoRA two-party (bytes)", params, two, note);
+    add_breakdown(r, group, "two-party", params, &c.stats, reps + 2);
+    rc = c.failed ? tool_fail("bench lora: run", TSAFE_E_STATE) : 0;
+out:
+    tsafe_lora_site_free(c.site);
+    tsafe_lora_site_free(c.server_site);
+    tsafe_lora_local_free(c.local);
+    tsafe_lora_client_free(c.client);
+    tsafe_lora_server_free(c.server);
+    free(A); free(B); free(c.x); free(c.delta); free(c.u);
+    return rc;
+}
+
+int bench_lora(bench_report *r, int quick)
+{
+    static const uint32_t dims[] = {2048, 1536};
+    for (int i = 0; i < 2; i++) {
+        tsafe_lora_plan seed, planned;
+        tsafe_status st;
+        if ((st = tsafe_lora_plan_preset("seed-n16384", dims[i], 32, 1.0, 0.05, &seed)) != TSAFE_OK)
+            return tool_fail("bench lora: preset", st);
+        if ((st = tsafe_lora_plan_auto(dims[i], 32, 1.0, 0.05, 1e-6, &planned)) != TSAFE_OK)
+            return tool_fail("bench lora: planner", st);
+        int rc = bench_one(r, &seed, quick);
+        if (!rc)
+            rc = bench_one(r, &planned, quick);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
