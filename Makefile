@@ -139,7 +139,7 @@ $(BUILD)/obj/libtensafe-%.o: libtensafe-%.c
 
 $(BUILD)/obj/libtensafe-he-cuda/%.o: libtensafe-he-cuda/%.cu
 	@mkdir -p $(@D)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/tools/%.o: tools/%.c
 	@mkdir -p $(@D)

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cblas.h>
+
 #include "tensafe/tensafe.h"
 #include "commands.h"
 
@@ -54,6 +56,9 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    /* Per-token LoRA products are small (r x d): OpenBLAS worker threads
+     * only add wake-up latency and spin against the HE work. */
+    openblas_set_num_threads(1);
     if (argc < 2) {
         usage(stderr);
         return 2;

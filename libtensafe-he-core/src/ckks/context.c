@@ -9,6 +9,7 @@
 #include <gmp.h>
 #include <sodium.h>
 
+#include "tensafe/backend_impl.h" /* exports tsafe_context_psi/log_n */
 #include "ckks_internal.h"
 #include "../common/check.h"
 #include "../common/prng.h"

@@ -1,0 +1,144 @@
+/* CUDA backend (libtensafe-he-cuda): the core's backend vtable on NVIDIA
+ * GPUs. Entry points only; no CUDA type appears here, so a host program
+ * compiles against this header without the CUDA toolkit.
+ *
+ * A CUDA backend is created on one device for one context and then used
+ * through the generic calls of tensafe/backend.h (buffers, batched NTT,
+ * element-wise ops, rescale, synchronize). Results are bit-identical to the
+ * CPU backend's. Work is queued on the backend's own CUDA stream:
+ * tsafe_buffer_upload returns once the source array may be reused (the copy
+ * to the device may still be in flight), tsafe_buffer_download returns when
+ * the data is in the caller's array. Independent adapters run concurrently
+ * when each uses its own backend (one stream each).
+ *
+ * Device memory comes from a per-backend pool (slabs reserved at creation,
+ * grown rarely), never from one cudaMalloc per buffer.
+ *
+ * Errors: every CUDA failure becomes a status (TSAFE_E_DEVICE,
+ * TSAFE_E_NO_DEVICE, TSAFE_E_NOMEM, ...) and a readable message available
+ * through tsafe_cuda_last_error() on the failing thread. Nothing aborts or
+ * prints.
+ *
+ * Thread safety: the free functions here are thread-safe. A backend and its
+ * buffers belong to one thread at a time (as every backend). The backend
+ * borrows its context, which must outlive it.
+ *
+ * Build: present when the SDK was built with nvcc (`make CUDA=auto|1`);
+ * machine code for sm_80 and sm_90 plus compute_90 PTX. */
+#ifndef TENSAFE_CUDA_H
+#define TENSAFE_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensafe/backend.h"
+#include "tensafe/ckks.h"
+#include "tensafe/export.h"
+#include "tensafe/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Number of usable CUDA devices. Returns TSAFE_OK with *count = 0 when
+ * there is no driver or no device (the reason is then in
+ * tsafe_cuda_last_error()); TSAFE_E_NULL when count is NULL. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_device_count(int *count);
+
+/* Name of device `device` ("NVIDIA H100 80GB HBM3") into buf (cap bytes,
+ * NUL-terminated, truncated when longer), with its compute capability. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_device_name(
+    int device, char *buf, size_t cap, int *cc_major, int *cc_minor);
+
+/* Free and total memory of device `device` in bytes. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_mem_info(int device,
+                                                           size_t *free_bytes,
+                                                           size_t *total_bytes);
+
+/* Create a CUDA backend for ctx on device `device` (0-based). Uploads the
+ * NTT tables once and reserves the buffer pool and pinned staging buffers.
+ * TSAFE_E_NO_DEVICE when there is no such (or no supported) device,
+ * TSAFE_E_NOMEM when device or pinned memory runs out, TSAFE_E_DEVICE for
+ * other CUDA failures. Free with tsafe_backend_free. The calling thread's
+ * current device is left unchanged. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_cuda_create(
+    const tsafe_context *ctx, int device, tsafe_backend **out);
+
+/* 1 when b is a CUDA backend. */
+TSAFE_API int tsafe_backend_is_cuda(const tsafe_backend *b);
+
+/* The device address of a CUDA backend buffer (a `uint64_t *` in device
+ * memory, layout of tensafe/backend.h), for hosts whose model runs on the
+ * same GPU. Borrowed: valid until tsafe_buffer_free. Work queued on the
+ * backend's stream may still be writing it: call tsafe_backend_synchronize
+ * first. TSAFE_E_ARG when buf does not belong to a CUDA backend. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_buffer_device_pointer(
+    const tsafe_buffer *buf, void **out);
+
+/* Graph capture of a per-token pipeline (CUDA graphs): between begin and
+ * end, the backend's NTT / element-wise / rescale calls are recorded
+ * instead of run; launch replays the recorded work (asynchronously; a
+ * download or tsafe_backend_synchronize waits for it). During a capture,
+ * buffer alloc/upload/download and synchronize are refused with
+ * TSAFE_E_STATE: allocate and fill buffers before begin (a buffer freed
+ * during a capture keeps its device memory reserved until the backend is
+ * freed: the graph may still use it). The replay reads
+ * and writes the same buffers as the capture, so upload new inputs into
+ * them between launches. A second end replaces the previous graph. The
+ * buffers a graph uses must outlive its last launch. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_graph_begin(tsafe_backend *b);
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_graph_end(tsafe_backend *b);
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_graph_launch(tsafe_backend *b);
+
+/* Message of the last failing CUDA-backend call on this thread (""
+ * when none). Static thread-local storage; never NULL. */
+TSAFE_API const char *tsafe_cuda_last_error(void);
+
+/* ------------------------------------------------------------ benchmark */
+
+/* Zero fields take defaults. */
+typedef struct tsafe_cuda_bench_config {
+    size_t min_buffer_bytes; /* large-op buffer size; default 4 x L2 size */
+    uint32_t reps;           /* timed repetitions (median); default 21 */
+    uint32_t warmup;         /* untimed runs first; default 3 */
+    uint32_t pipeline_iters; /* pipeline runs per timing; default 100 */
+} tsafe_cuda_bench_config;
+
+/* Medians over `reps` runs, timed with CUDA events on the backend stream. */
+typedef struct tsafe_cuda_bench_result {
+    char device_name[256];
+    int cc_major, cc_minor;
+    int sm_count;
+    size_t l2_bytes;
+    uint32_t log_n;           /* ring degree N = 2^log_n */
+    uint32_t n_limbs;         /* limbs per polynomial in the big buffers */
+    size_t n_polys;           /* polynomials in the big buffers */
+    double buffer_mib;        /* size of one big buffer */
+    uint32_t ntt_passes;      /* 1 = fused shared-memory kernel */
+    double ntt_fwd_us_per_limb;  /* batched forward NTT, per (poly, limb) */
+    double ntt_inv_us_per_limb;
+    double ntt_fwd_gbps;      /* bytes read + written / time */
+    double mul_us_per_limb;   /* element-wise product (ct x pt) */
+    double mul_gbps;          /* 3 words moved per coefficient */
+    double add_us_per_limb;
+    double rescale_us_per_poly; /* per polynomial of n_limbs limbs */
+    /* small per-token pipeline (one 2-poly ciphertext times 8 plaintexts,
+     * sum, rescale): plain launches vs one graph replay, per pipeline */
+    double pipeline_plain_us;
+    double pipeline_graph_us;
+    double upload_gbps;       /* host -> device via pinned staging */
+    double download_gbps;
+    int roundtrip_ok;         /* forward then inverse NTT returned the input */
+    uint32_t reps;
+} tsafe_cuda_bench_result;
+
+/* Run the benchmark on device `device` with ctx's parameters (cfg NULL =
+ * defaults). Allocates and frees its own backend and buffers. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_bench(
+    const tsafe_context *ctx, int device, const tsafe_cuda_bench_config *cfg,
+    tsafe_cuda_bench_result *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,271 @@
+/* GPU benchmark behind `tensafe bench cuda`: medians of CUDA-event timings
+ * of the backend's kernels on buffers larger than L2, a small per-token
+ * pipeline with plain launches vs a graph replay, and transfer rates. */
+#include <algorithm>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <vector>
+
+#include "cuda_internal.cuh"
+
+namespace {
+
+struct bench_env {
+    tsafe_cuda_backend *cb;
+    cudaEvent_t ev0, ev1;
+    uint32_t reps, warmup;
+};
+
+double now_s()
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Median time in microseconds of `op` (queued on the backend stream). */
+template <class F>
+tsafe_status time_op(bench_env &env, F op, double *us)
+{
+    std::vector<double> t;
+    cudaStream_t s = env.cb->stream;
+    for (uint32_t r = 0; r < env.warmup + env.reps; r++) {
+        cudaError_t e = cudaEventRecord(env.ev0, s);
+        if (e != cudaSuccess)
+            return tsafe_cuda_fail(e, "cudaEventRecord");
+        tsafe_status st = op();
+        if (st != TSAFE_OK)
+            return st;
+        e = cudaEventRecord(env.ev1, s);
+        if (e == cudaSuccess)
+            e = cudaEventSynchronize(env.ev1);
+        float ms = 0;
+        if (e == cudaSuccess)
+            e = cudaEventElapsedTime(&ms, env.ev0, env.ev1);
+        if (e != cudaSuccess)
+            return tsafe_cuda_fail(e, "benchmark timing");
+        if (r >= env.warmup)
+            t.push_back(1e3 * (double)ms);
+    }
+    std::sort(t.begin(), t.end());
+    *us = t[t.size() / 2];
+    return TSAFE_OK;
+}
+
+void random_limbs(const tsafe_cuda_tables &tb, uint64_t *w, size_t n_polys,
+                  uint32_t n_limbs)
+{
+    randombytes_buf(w, n_polys * n_limbs * tb.n * sizeof(uint64_t));
+    for (size_t p = 0; p < n_polys; p++)
+        for (uint32_t i = 0; i < n_limbs; i++) {
+            uint64_t q = tb.primes[i].q;
+            uint64_t *l = w + (p * n_limbs + i) * tb.n;
+            for (size_t k = 0; k < tb.n; k++)
+                l[k] %= q; /* benchmark data: the slight bias is irrelevant */
+        }
+}
+
+} // namespace
+
+extern "C" TSAFE_API tsafe_status tsafe_cuda_bench(
+    const tsafe_context *ctx, int device, const tsafe_cuda_bench_config *cfg,
+    tsafe_cuda_bench_result *out)
+{
+    if (!ctx || !out)
+        return TSAFE_E_NULL;
+    memset(out, 0, sizeof(*out));
+    tsafe_cuda_bench_config c;
+    memset(&c, 0, sizeof(c));
+    if (cfg)
+        c = *cfg;
+    if (!c.reps)
+        c.reps = 21;
+    if (!c.warmup)
+        c.warmup = 3;
+    if (!c.pipeline_iters)
+        c.pipeline_iters = 100;
+    if (sodium_init() < 0)
+        return TSAFE_E_CRYPTO;
+
+    tsafe_backend *be = NULL;
+    tsafe_status st = tsafe_backend_cuda_create(ctx, device, &be);
+    if (st != TSAFE_OK)
+        return st;
+    tsafe_cuda_backend *cb = tsafe_cuda_state(be);
+    tsafe_cuda_device_guard g(device);
+    bench_env env = {cb, NULL, NULL, c.reps, c.warmup};
+    tsafe_buffer *A = NULL, *B = NULL, *C = NULL, *ct = NULL, *pts = NULL,
+                 *prod = NULL, *res = NULL;
+    uint64_t *host = NULL, *host2 = NULL;
+    const tsafe_cuda_tables &tb = cb->tables;
+    uint32_t L = tsafe_context_max_level(ctx) + 1;
+    size_t limb_bytes = tb.n * sizeof(uint64_t), words, P;
+    const uint32_t n_pt = 8;
+    double t0, us = 0;
+    cudaDeviceProp prop;
+    size_t free_b = 0, total_b = 0;
+
+    TSAFE_CUDA_TRY(cudaGetDeviceProperties(&prop, device));
+    snprintf(out->device_name, sizeof(out->device_name), "%s", prop.name);
+    out->cc_major = prop.major;
+    out->cc_minor = prop.minor;
+    out->sm_count = prop.multiProcessorCount;
+    out->l2_bytes = (size_t)prop.l2CacheSize;
+    out->log_n = tb.log_n;
+    out->n_limbs = L;
+    out->reps = c.reps;
+    out->ntt_passes = cb->plan.n_passes;
+    TSAFE_CUDA_TRY(cudaEventCreate(&env.ev0));
+    TSAFE_CUDA_TRY(cudaEventCreate(&env.ev1));
+    TSAFE_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+
+    if (!c.min_buffer_bytes)
+        c.min_buffer_bytes = out->l2_bytes ? 4 * out->l2_bytes : (256u << 20);
+    P = (c.min_buffer_bytes + L * limb_bytes - 1) / (L * limb_bytes);
+    if (P < 2)
+        P = 2;
+    /* three big buffers within half of the free memory */
+    while (P > 2 && 3 * P * L * limb_bytes > free_b / 2)
+        P /= 2;
+    out->n_polys = P;
+    words = P * L * tb.n;
+    out->buffer_mib = (double)(words * sizeof(uint64_t)) / (1 << 20);
+
+    TSAFE_TRY(tsafe_buffer_alloc(be, P, L, &A));
+    TSAFE_TRY(tsafe_buffer_alloc(be, P, L, &B));
+    TSAFE_TRY(tsafe_buffer_alloc(be, P, L, &C));
+    host = (uint64_t *)malloc(words * sizeof(uint64_t));
+    host2 = (uint64_t *)malloc(words * sizeof(uint64_t));
+    TSAFE_CHECK(host && host2, TSAFE_E_NOMEM);
+
+    /* transfers (host clock around synchronous completion) */
+    random_limbs(tb, host, P, L);
+    TSAFE_TRY(tsafe_backend_synchronize(be));
+    t0 = now_s();
+    /* the vtable slot: without the dispatcher's host-side range check */
+    TSAFE_TRY(be->iface->buffer_upload(be, A->mem, host, words));
+    TSAFE_TRY(tsafe_backend_synchronize(be));
+    out->upload_gbps = (double)(words * 8) / (now_s() - t0) / 1e9;
+    t0 = now_s();
+    TSAFE_TRY(tsafe_buffer_download(A, host2, words));
+    out->download_gbps = (double)(words * 8) / (now_s() - t0) / 1e9;
+    TSAFE_CHECK(memcmp(host, host2, words * 8) == 0, TSAFE_E_DEVICE);
+    random_limbs(tb, host2, P, L);
+    TSAFE_TRY(tsafe_buffer_upload(B, host2, words));
+
+    /* correctness spot check: inverse(forward(x)) == x */
+    TSAFE_CUDA_TRY(cudaMemcpyAsync(C->mem, A->mem, words * 8,
+                                   cudaMemcpyDeviceToDevice, cb->stream));
+    TSAFE_TRY(tsafe_backend_ntt_forward(be, C));
+    TSAFE_TRY(tsafe_backend_ntt_inverse(be, C));
+    TSAFE_TRY(tsafe_buffer_download(C, host2, words));
+    out->roundtrip_ok = memcmp(host, host2, words * 8) == 0;
+
+    {
+        uint64_t *a = (uint64_t *)A->mem, *b = (uint64_t *)B->mem,
+                 *o = (uint64_t *)C->mem;
+        uint64_t stride = (uint64_t)L * tb.n;
+        double limbs = (double)(P * L);
+        TSAFE_TRY(time_op(env, [&] {
+            return tsafe_cuda_ntt_launch(cb, 1, a, stride, a, stride, P, L, 0,
+                                         NULL);
+        }, &us));
+        out->ntt_fwd_us_per_limb = us / limbs;
+        out->ntt_fwd_gbps = 2.0 * cb->plan.n_passes * (double)(words * 8) /
+                            (us * 1e-6) / 1e9;
+        TSAFE_TRY(time_op(env, [&] {
+            return tsafe_cuda_ntt_launch(cb, 0, a, stride, a, stride, P, L, 0,
+                                         NULL);
+        }, &us));
+        out->ntt_inv_us_per_limb = us / limbs;
+        TSAFE_TRY(time_op(env, [&] {
+            return tsafe_cuda_elementwise_launch(cb, TSAFE_OP_MUL, o, a, b, P,
+                                                 P, L);
+        }, &us));
+        out->mul_us_per_limb = us / limbs;
+        out->mul_gbps = 3.0 * (double)(words * 8) / (us * 1e-6) / 1e9;
+        TSAFE_TRY(time_op(env, [&] {
+            return tsafe_cuda_elementwise_launch(cb, TSAFE_OP_ADD, o, a, b, P,
+                                                 P, L);
+        }, &us));
+        out->add_us_per_limb = us / limbs;
+        if (L >= 2) {
+            TSAFE_TRY(time_op(env, [&] {
+                return tsafe_cuda_rescale_launch(cb, o, a, P, L);
+            }, &us));
+            out->rescale_us_per_poly = us / (double)P;
+        }
+    }
+
+    /* per-token pipeline: ct (2 polys) x n_pt plaintexts, rescale each */
+    TSAFE_TRY(tsafe_buffer_alloc(be, 2, L, &ct));
+    TSAFE_TRY(tsafe_buffer_alloc(be, n_pt, L, &pts));
+    TSAFE_TRY(tsafe_buffer_alloc(be, 2 * n_pt, L, &prod));
+    if (L >= 2)
+        TSAFE_TRY(tsafe_buffer_alloc(be, 2 * n_pt, L - 1, &res));
+    random_limbs(tb, host, 2, L);
+    TSAFE_TRY(tsafe_buffer_upload(ct, host, 2 * L * tb.n));
+    random_limbs(tb, host, n_pt, L);
+    TSAFE_TRY(tsafe_buffer_upload(pts, host, n_pt * L * tb.n));
+    {
+        size_t pw = (size_t)L * tb.n; /* words per polynomial */
+        auto pipeline = [&]() -> tsafe_status {
+            tsafe_status s2 = TSAFE_OK;
+            for (uint32_t j = 0; j < n_pt && s2 == TSAFE_OK; j++)
+                s2 = tsafe_cuda_elementwise_launch(
+                    cb, TSAFE_OP_MUL, (uint64_t *)prod->mem + 2 * j * pw,
+                    (const uint64_t *)ct->mem, (const uint64_t *)pts->mem + j * pw,
+                    2, 1, L);
+            if (s2 == TSAFE_OK && res)
+                s2 = tsafe_cuda_rescale_launch(cb, (uint64_t *)res->mem,
+                                               (const uint64_t *)prod->mem,
+                                               2 * n_pt, L);
+            return s2;
+        };
+        uint32_t iters = c.pipeline_iters;
+        TSAFE_TRY(time_op(env, [&] {
+            tsafe_status s2 = TSAFE_OK;
+            for (uint32_t it = 0; it < iters && s2 == TSAFE_OK; it++)
+                s2 = pipeline();
+            return s2;
+        }, &us));
+        out->pipeline_plain_us = us / iters;
+        TSAFE_TRY(tsafe_cuda_graph_begin(be));
+        st = pipeline();
+        {
+            tsafe_status s_end = tsafe_cuda_graph_end(be);
+            if (st == TSAFE_OK)
+                st = s_end;
+        }
+        if (st != TSAFE_OK)
+            goto fail;
+        TSAFE_TRY(time_op(env, [&] {
+            for (uint32_t it = 0; it < iters; it++) {
+                cudaError_t e = cudaGraphLaunch(cb->graph_exec, cb->stream);
+                if (e != cudaSuccess)
+                    return tsafe_cuda_fail(e, "cudaGraphLaunch");
+            }
+            return TSAFE_OK;
+        }, &us));
+        out->pipeline_graph_us = us / iters;
+    }
+    st = TSAFE_OK;
+fail:
+    tsafe_buffer_free(res);
+    tsafe_buffer_free(prod);
+    tsafe_buffer_free(pts);
+    tsafe_buffer_free(ct);
+    tsafe_buffer_free(C);
+    tsafe_buffer_free(B);
+    tsafe_buffer_free(A);
+    free(host);
+    free(host2);
+    if (env.ev0)
+        (void)cudaEventDestroy(env.ev0);
+    if (env.ev1)
+        (void)cudaEventDestroy(env.ev1);
+    tsafe_backend_free(be);
+    return st;
+}

@@ -1,0 +1,123 @@
+/* CUDA backend internals shared by its .cu files (not installed). */
+#ifndef TSAFE_CUDA_INTERNAL_CUH
+#define TSAFE_CUDA_INTERNAL_CUH
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensafe/backend_impl.h"
+#include "tensafe/cuda.h"
+#include "ntt.cuh"
+#include "pool.h"
+#include "tables.h"
+
+/* Pinned staging: two halves for double-buffered copies. */
+#define TSAFE_CUDA_STAGING_WORDS (1u << 19) /* 4 MiB per half */
+/* Pool: reserved at creation, then grown geometrically. */
+#define TSAFE_CUDA_POOL_INITIAL (64u << 20)
+
+typedef struct tsafe_cuda_backend {
+    int device;
+    char name[64];
+    cudaStream_t stream;
+    tsafe_cuda_tables tables;          /* host copy */
+    uint64_t *d_tw_fwd, *d_tw_inv;     /* device twiddles */
+    tsafe_cuda_prime *d_primes;
+    tsafe_cuda_rescale_const *d_rescale;
+    tsafe_ntt_plan plan;
+    tsafe_cuda_pool pool;
+    uint64_t *staging[2];
+    cudaEvent_t staging_ev[2];
+    int staging_next;
+    /* graph capture */
+    int capturing;
+    tsafe_status capture_status;       /* first failure inside the capture */
+    cudaGraphExec_t graph_exec;
+} tsafe_cuda_backend;
+
+/* ------------------------------------------------------------- errors */
+
+/* Record "what: <CUDA message> (<name>)" and return the mapped status
+ * (TSAFE_E_NOMEM, TSAFE_E_NO_DEVICE or TSAFE_E_DEVICE). */
+tsafe_status tsafe_cuda_fail(cudaError_t e, const char *what);
+/* Record a message for a non-CUDA failure and return st. */
+tsafe_status tsafe_cuda_fail_msg(tsafe_status st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+tsafe_status tsafe_cuda_map_error(cudaError_t e);
+
+#ifndef TSAFE_TRY
+#define TSAFE_TRY(expr)                                                      \
+    do {                                                                     \
+        st = (expr);                                                         \
+        if (st != TSAFE_OK)                                                  \
+            goto fail;                                                       \
+    } while (0)
+#endif
+#ifndef TSAFE_CHECK
+#define TSAFE_CHECK(cond, code)                                              \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            st = (code);                                                     \
+            goto fail;                                                       \
+        }                                                                    \
+    } while (0)
+#endif
+
+#define TSAFE_CUDA_TRY(call)                                                 \
+    do {                                                                     \
+        cudaError_t e_ = (call);                                             \
+        if (e_ != cudaSuccess) {                                             \
+            st = tsafe_cuda_fail(e_, #call);                                 \
+            goto fail;                                                       \
+        }                                                                    \
+    } while (0)
+
+/* Makes the backend's device current for the scope (restores after). */
+struct tsafe_cuda_device_guard {
+    int prev = -1;
+    cudaError_t err = cudaSuccess;
+    explicit tsafe_cuda_device_guard(int dev)
+    {
+        err = cudaGetDevice(&prev);
+        if (err == cudaSuccess && prev != dev)
+            err = cudaSetDevice(dev);
+        else
+            prev = -1; /* nothing to restore */
+    }
+    ~tsafe_cuda_device_guard()
+    {
+        if (prev >= 0)
+            (void)cudaSetDevice(prev);
+    }
+};
+
+/* ------------------------------------------------------------ launches */
+/* Each returns TSAFE_OK or the launch error (message recorded). Work is
+ * queued on st->stream. */
+
+tsafe_status tsafe_cuda_ntt_setup(tsafe_cuda_backend *cb); /* smem limits */
+
+/* NTT of n_polys x n_limbs limbs read from src (poly stride src_stride),
+ * written to dst (poly stride dst_stride); src == dst is allowed (and
+ * required to be the same layout then). limb i uses prime prime_base + i.
+ * epi: optional fused epilogue (ntt.cuh), NULL for a plain NTT. */
+tsafe_status tsafe_cuda_ntt_launch(tsafe_cuda_backend *cb, int forward,
+                                   const uint64_t *src, uint64_t src_stride,
+                                   uint64_t *dst, uint64_t dst_stride,
+                                   size_t n_polys, uint32_t n_limbs,
+                                   uint32_t prime_base, const tsafe_ntt_epi *epi);
+
+tsafe_status tsafe_cuda_elementwise_launch(tsafe_cuda_backend *cb, int op,
+                                           uint64_t *out, const uint64_t *a,
+                                           const uint64_t *b, size_t n_polys,
+                                           size_t b_polys, uint32_t n_limbs);
+
+tsafe_status tsafe_cuda_rescale_launch(tsafe_cuda_backend *cb, uint64_t *out,
+                                       const uint64_t *in, size_t n_polys,
+                                       uint32_t n_limbs_in);
+
+/* The backend state behind a handle, or NULL when b is not a CUDA backend. */
+tsafe_cuda_backend *tsafe_cuda_state(const tsafe_backend *b);
+
+#endif

@@ -1,0 +1,49 @@
+/* Host emulation of the CUDA backend's kernels (internal, for tests).
+ *
+ * Runs the kernels' own per-thread functions (ntt.cuh, elementwise.cuh)
+ * block by block and thread by thread on the host, with the same tables
+ * and pass plans, so that the index arithmetic and the modular arithmetic
+ * of the device code are checked against the CPU backend on machines
+ * without a GPU. Between two barriers of a kernel the threads of a block
+ * touch disjoint shared-memory words, so running them one after another
+ * gives exactly the parallel result. Not a substitute for a GPU run (it
+ * cannot see races, launch limits or device faults). */
+#ifndef TSAFE_CUDA_EMULATE_H
+#define TSAFE_CUDA_EMULATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensafe/backend.h"
+#include "tensafe/ckks.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tsafe_cuda_emu tsafe_cuda_emu;
+
+/* fused_log_max: the largest fused tile as on a device (14 for 128 KiB of
+ * shared memory); smaller values force the two-pass NTT at small N. */
+tsafe_status tsafe_cuda_emu_create(const tsafe_context *ctx,
+                                   uint32_t fused_log_max,
+                                   tsafe_cuda_emu **out);
+void tsafe_cuda_emu_free(tsafe_cuda_emu *e);
+/* Number of NTT passes the plan uses. */
+uint32_t tsafe_cuda_emu_ntt_passes(const tsafe_cuda_emu *e);
+
+/* Same arguments and layouts as the vtable slots. */
+tsafe_status tsafe_cuda_emu_ntt(tsafe_cuda_emu *e, int forward, uint64_t *data,
+                                size_t n_polys, uint32_t n_limbs);
+tsafe_status tsafe_cuda_emu_elementwise(tsafe_cuda_emu *e, int op,
+                                        uint64_t *out, const uint64_t *a,
+                                        const uint64_t *b, size_t n_polys,
+                                        size_t b_polys, uint32_t n_limbs);
+tsafe_status tsafe_cuda_emu_rescale(tsafe_cuda_emu *e, uint64_t *out,
+                                    const uint64_t *in, size_t n_polys,
+                                    uint32_t n_limbs_in);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
