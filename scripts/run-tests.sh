@@ -7,9 +7,13 @@ for t in "$dir"/test_*; do
   [ -x "$t" ] || continue
   case "$t" in *.o|*.d) continue;; esac
   name=$(basename "$t")
-  [ -n "$filter" ] && case "$name" in *"$filter"*) ;; *) continue;; esac
+  if [ -n "$filter" ]; then  # space-separated substrings: run if any matches
+    hit=0
+    for f in $filter; do case "$name" in *"$f"*) hit=1;; esac; done
+    [ "$hit" = 1 ] || continue
+  fi
   echo "=== $name"
   if "$t"; then pass=$((pass+1)); else fail=$((fail+1)); failed="$failed $name"; fi
 done
-echo "test suites: $pass passed, $fail failed"
+echo "suites: $pass passed, $fail failed"
 [ "$fail" -eq 0 ] || { echo "failed suites:$failed"; exit 1; }
