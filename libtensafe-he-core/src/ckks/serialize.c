@@ -59,6 +59,14 @@ static void write_header(tsafe_writer *w, const tsafe_context *c,
     tsafe_put_f64(w, h->scale);
 }
 
+/* The scales a reader accepts; writers refuse others (TSAFE_E_SCALE) so that
+ * every emitted byte string reads back (rescale can take a scale below 1,
+ * repeated products above 2^1000). */
+static int scale_ok(double s)
+{
+    return isfinite(s) && s >= 1.0 && s <= 0x1p1000;
+}
+
 /* Parse and validate the common header for an expected kind. */
 static tsafe_status read_header(tsafe_reader *r, const tsafe_context *c,
                                 uint8_t kind, header *h)
@@ -83,7 +91,7 @@ static tsafe_status read_header(tsafe_reader *r, const tsafe_context *c,
         return TSAFE_E_PARAMS_MISMATCH;
     if (h->level >= c->n_data)
         return TSAFE_E_FORMAT;
-    if (!isfinite(h->scale) || h->scale < 1.0 || h->scale > 0x1p1000)
+    if (!scale_ok(h->scale))
         return TSAFE_E_FORMAT;
     return TSAFE_OK;
 }
@@ -218,6 +226,7 @@ tsafe_status tsafe_ciphertext_serialized_size(const tsafe_context *ctx,
     TSAFE_REQUIRE(ctx && ct && size, TSAFE_E_NULL);
     TSAFE_REQUIRE(tsafe_same_context(ctx, ct->ctx), TSAFE_E_PARAMS_MISMATCH);
     TSAFE_REQUIRE(ct->valid, TSAFE_E_STATE);
+    TSAFE_REQUIRE(scale_ok(ct->scale), TSAFE_E_SCALE);
     *size = ct_size(ctx, ct);
     return TSAFE_OK;
 }
@@ -308,6 +317,7 @@ tsafe_status tsafe_plaintext_serialized_size(const tsafe_context *ctx,
     TSAFE_REQUIRE(ctx && pt && size, TSAFE_E_NULL);
     TSAFE_REQUIRE(tsafe_same_context(ctx, pt->ctx), TSAFE_E_PARAMS_MISMATCH);
     TSAFE_REQUIRE(pt->valid, TSAFE_E_STATE);
+    TSAFE_REQUIRE(scale_ok(pt->scale), TSAFE_E_SCALE);
     *size = SER_HEADER + poly_bytes(ctx, pt->level);
     return TSAFE_OK;
 }

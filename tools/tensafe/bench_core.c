@@ -1,0 +1,341 @@
+/* `tensafe bench core`: medians (µs) of the CKKS core operations at the
+ * seeds' presets and the <=50-bit (IFMA) presets, plus ciphertext sizes.
+ *
+ * The "SEAL 4.4" figures in the note column are the reference yardsticks
+ * quoted in DESIGN.md §6 (SEAL 4.4 without HEXL, N=16384, [60,40,40,60],
+ * one core); they are NOT measured by this tool. The ratio is
+ * yardstick / ours (> 1 means faster than the reference figure). */
+#include "bench.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "commands.h"
+#include "tensafe/ckks.h"
+/* internal ring/context layout: the tool links the static libraries, so the
+ * hidden NTT entry points resolve */
+#include "../../libtensafe-he-core/src/ckks/ckks_internal.h"
+#include "../../libtensafe-he-core/src/ring/ring.h"
+
+#define GROUP "core"
+
+/* DESIGN.md §6 reference figures (µs) for N=16384; 0 = none quoted. */
+enum { REF_NTT_FWD, REF_NTT_INV, REF_ENC_SK, REF_MUL_PLAIN, REF_RESCALE,
+       REF_DECODE, REF_NONE };
+static const double k_ref_us[] = {190, 140, 2200, 240, 1000, 1600, 0};
+
+typedef struct {
+    const tsafe_context *c;
+    const tsafe_ntt_table *t;
+    uint64_t *limb;
+    tsafe_secret_key *sk;
+    tsafe_public_key *pk;
+    tsafe_plaintext *pt, *pt_mul, *dec;
+    tsafe_ciphertext *ct, *ct_low, *out, *prod;
+    double *values, *decoded;
+    size_t slots;
+    uint32_t top;
+    double scale;
+    tsafe_status st; /* first failure inside a timed call */
+} bench_state;
+
+static void note_status(bench_state *s, tsafe_status st)
+{
+    if (st != TSAFE_OK && s->st == TSAFE_OK)
+        s->st = st;
+}
+
+static void f_ntt_fwd_scalar(void *a) { bench_state *s = a; tsafe_ntt_forward_scalar(s->t, s->limb); }
+static void f_ntt_inv_scalar(void *a) { bench_state *s = a; tsafe_ntt_inverse_scalar(s->t, s->limb); }
+static void f_ntt_fwd_ifma(void *a) { bench_state *s = a; tsafe_ntt_forward_ifma(s->t, s->limb); }
+static void f_ntt_inv_ifma(void *a) { bench_state *s = a; tsafe_ntt_inverse_ifma(s->t, s->limb); }
+
+static void f_encode(void *a)
+{
+    bench_state *s = a;
+    note_status(s, tsafe_ckks_encode(s->c, s->values, s->slots, s->scale, s->top, s->pt));
+}
+
+static void f_decode(void *a)
+{
+    bench_state *s = a;
+    note_status(s, tsafe_ckks_decode(s->c, s->pt, s->decoded, s->slots));
+}
+
+static void f_enc_sk(void *a)
+{
+    bench_state *s = a;
+    note_status(s, tsafe_ckks_encrypt_symmetric(s->c, s->sk, s->pt, NULL, s->out));
+}
+
+static void f_enc_pk(void *a)
+{
+    bench_state *s = a;
+    note_status(s, tsafe_ckks_encrypt_public(s->c, s->pk, s->pt, NULL, s->out));
+}
+
+static void f_add(void *a)
+{
+    bench_state *s = a;
+    note_status(s, tsafe_ckks_add(s->c, s->ct, s->ct, s->out));
+}
+
+static void f_mul_plain(void *a)
+{
+    bench_state *s = a;
+    note_status(s, tsafe_ckks_mul_plain(s->c, s->ct, s->pt_mul, s->out));
+}
+
+static void f_mul_plain_unprepared(void *a)
+{
+    bench_state *s = a;
+    note_status(s, tsafe_ckks_mul_plain(s->c, s->ct, s->pt, s->out));
+}
+
+static void f_rescale(void *a)
+{
+    bench_state *s = a;
+    note_status(s, tsafe_ckks_rescale(s->c, s->prod, s->out));
+}
+
+static void f_decrypt_top(void *a)
+{
+    bench_state *s = a;
+    note_status(s, tsafe_ckks_decrypt(s->c, s->sk, s->ct, s->dec));
+}
+
+static void f_decrypt_decode_top(void *a)
+{
+    bench_state *s = a;
+    note_status(s, tsafe_ckks_decrypt(s->c, s->sk, s->ct, s->dec));
+    note_status(s, tsafe_ckks_decode(s->c, s->dec, s->decoded, s->slots));
+}
+
+static void f_decrypt_low(void *a)
+{
+    bench_state *s = a;
+    note_status(s, tsafe_ckks_decrypt(s->c, s->sk, s->ct_low, s->dec));
+}
+
+static void f_decrypt_decode_low(void *a)
+{
+    bench_state *s = a;
+    note_status(s, tsafe_ckks_decrypt(s->c, s->sk, s->ct_low, s->dec));
+    note_status(s, tsafe_ckks_decode(s->c, s->dec, s->decoded, s->slots));
+}
+
+/* Median with a repetition count sized to a time budget per row. */
+static double timed(bench_fn fn, void *arg, int quick)
+{
+    double t0 = bench_now_us();
+    fn(arg);
+    double one = bench_now_us() - t0;
+    double budget = quick ? 20e3 : 250e3;
+    int lo = quick ? 3 : 11, hi = quick ? 25 : 2001;
+    int reps = one > 0 ? (int)(budget / one) : hi;
+    reps = reps < lo ? lo : reps > hi ? hi : reps;
+    return bench_median_us(fn, arg, quick ? 1 : 2, reps);
+}
+
+static void row(bench_report *r, const char *name, const char *params,
+                bench_fn fn, bench_state *s, int quick, int ref, int n16384,
+                const char *ref_extra)
+{
+    double us = timed(fn, s, quick);
+    char note[160] = "";
+    if (n16384 && k_ref_us[ref] > 0)
+        snprintf(note, sizeof note,
+                 "SEAL 4.4 yardstick %.0f us (DESIGN.md §6 reference%s, not measured here): %.2fx",
+                 k_ref_us[ref], ref_extra, k_ref_us[ref] / us);
+    bench_report_add(r, GROUP, name, params, us, note[0] ? note : NULL);
+}
+
+/* Uniform enough for timing input (modulo bias irrelevant here). */
+static uint64_t rand_below(uint64_t q)
+{
+    uint64_t x;
+    randombytes_buf(&x, sizeof x);
+    return x % q;
+}
+
+static size_t ct_bytes(const tsafe_context *c, const tsafe_ciphertext *ct)
+{
+    size_t n = 0;
+    if (tsafe_ciphertext_serialized_size(c, ct, &n) != TSAFE_OK)
+        return 0;
+    return n;
+}
+
+static int bench_preset(bench_report *r, const char *preset, int quick)
+{
+    tsafe_params p;
+    tsafe_context *c = NULL;
+    bench_state s;
+    memset(&s, 0, sizeof s);
+    tsafe_status st = tsafe_params_preset(preset, &p);
+    if (st == TSAFE_OK)
+        st = tsafe_context_create(&p, &c);
+    if (st != TSAFE_OK)
+        return tool_fail(preset, st);
+    s.c = c;
+    s.slots = tsafe_context_slots(c);
+    s.top = tsafe_context_max_level(c);
+    s.scale = p.scale;
+    size_t n = tsafe_context_n(c);
+    int n16384 = n == 16384;
+    /* the yardstick was taken at seed-n16384's parameters */
+    const char *ref_extra = strcmp(preset, "seed-n16384") == 0 ? "" : ", at seed-n16384 params";
+    int rc = 1;
+
+    s.limb = malloc(n * sizeof *s.limb);
+    s.values = malloc(s.slots * sizeof *s.values);
+    s.decoded = malloc(s.slots * sizeof *s.decoded);
+    if (!s.limb || !s.values || !s.decoded) {
+        tool_fail(preset, TSAFE_E_NOMEM);
+        goto done;
+    }
+    for (size_t i = 0; i < s.slots; i++)
+        s.values[i] = (double)randombytes_uniform(2000001) / 1e6 - 1.0;
+
+    char prm[96];
+    /* ---- NTT of one limb: scalar path on limb 0, IFMA on the first limb
+     * that has IFMA tables (prime < 2^50, CPU support) */
+    {
+        const tsafe_ntt_table *t = &c->ntt[0];
+        s.t = t;
+        for (size_t k = 0; k < n; k++)
+            s.limb[k] = rand_below(t->mod.q);
+        snprintf(prm, sizeof prm, "%s N=%zu q0 %ub scalar", preset, n, t->mod.bits);
+        row(r, "ntt forward (1 limb)", prm, f_ntt_fwd_scalar, &s, quick, REF_NTT_FWD, n16384, ref_extra);
+        row(r, "ntt inverse (1 limb)", prm, f_ntt_inv_scalar, &s, quick, REF_NTT_INV, n16384, ref_extra);
+        int found = 0;
+        for (uint32_t i = 0; i <= s.top && !found; i++) {
+            const tsafe_ntt_table *ti = &c->ntt[i];
+            if (!(tsafe_cpu_has_ifma() && ti->use_ifma && ti->ifma))
+                continue;
+            found = 1;
+            s.t = ti;
+            for (size_t k = 0; k < n; k++)
+                s.limb[k] = rand_below(ti->mod.q);
+            snprintf(prm, sizeof prm, "%s N=%zu q%u %ub ifma", preset, n, i, ti->mod.bits);
+            row(r, "ntt forward (1 limb)", prm, f_ntt_fwd_ifma, &s, quick, REF_NTT_FWD, n16384, ref_extra);
+            row(r, "ntt inverse (1 limb)", prm, f_ntt_inv_ifma, &s, quick, REF_NTT_INV, n16384, ref_extra);
+            if (i == 0) /* limb 0's scalar rows above are the comparison */
+                continue;
+            /* the scalar path on the same prime, for the comparison */
+            snprintf(prm, sizeof prm, "%s N=%zu q%u %ub scalar", preset, n, i, ti->mod.bits);
+            row(r, "ntt forward (1 limb)", prm, f_ntt_fwd_scalar, &s, quick, REF_NTT_FWD, n16384, ref_extra);
+            row(r, "ntt inverse (1 limb)", prm, f_ntt_inv_scalar, &s, quick, REF_NTT_INV, n16384, ref_extra);
+        }
+        if (!found) {
+            snprintf(prm, sizeof prm, "%s N=%zu", preset, n);
+            bench_report_add(r, GROUP, "ntt ifma path", prm, 0.0,
+                             tsafe_cpu_has_ifma() ? "skipped: no prime below 2^50"
+                                                  : "skipped: CPU lacks AVX-512 IFMA");
+        }
+    }
+
+    /* ---- keys and objects */
+    if ((st = tsafe_secret_key_generate(c, NULL, &s.sk)) ||
+        (st = tsafe_public_key_generate(c, s.sk, NULL, &s.pk)) ||
+        (st = tsafe_plaintext_create(c, &s.pt)) ||
+        (st = tsafe_plaintext_create(c, &s.pt_mul)) ||
+        (st = tsafe_plaintext_create(c, &s.dec)) ||
+        (st = tsafe_ciphertext_create(c, &s.ct)) ||
+        (st = tsafe_ciphertext_create(c, &s.ct_low)) ||
+        (st = tsafe_ciphertext_create(c, &s.out)) ||
+        (st = tsafe_ciphertext_create(c, &s.prod)) ||
+        (st = tsafe_ckks_encode(c, s.values, s.slots, s.scale, s.top, s.pt)) ||
+        (st = tsafe_ckks_encode(c, s.values, s.slots, s.scale, s.top, s.pt_mul)) ||
+        (st = tsafe_plaintext_prepare_mul(c, s.pt_mul)) ||
+        (st = tsafe_ckks_encrypt_public(c, s.pk, s.pt, NULL, s.ct)) ||
+        (st = tsafe_ckks_drop_to_level(c, s.ct, 0, s.ct_low)) ||
+        (st = tsafe_ckks_mul_plain(c, s.ct, s.pt_mul, s.prod))) {
+        tool_fail(preset, st);
+        goto done;
+    }
+
+    snprintf(prm, sizeof prm, "%s N=%zu L=%u (top)", preset, n, s.top + 1);
+    row(r, "encode", prm, f_encode, &s, quick, REF_NONE, n16384, ref_extra);
+    row(r, "decode", prm, f_decode, &s, quick, REF_DECODE, n16384, ref_extra);
+    row(r, "encrypt (secret key, seeded)", prm, f_enc_sk, &s, quick, REF_ENC_SK, n16384, ref_extra);
+    row(r, "encrypt (public key)", prm, f_enc_pk, &s, quick, REF_NONE, n16384, ref_extra);
+    row(r, "add (ct + ct)", prm, f_add, &s, quick, REF_NONE, n16384, ref_extra);
+    row(r, "ct x pt (prepared plaintext)", prm, f_mul_plain, &s, quick, REF_MUL_PLAIN, n16384, ref_extra);
+    row(r, "ct x pt (unprepared plaintext)", prm, f_mul_plain_unprepared, &s, quick, REF_NONE,
+        n16384, ref_extra);
+    if (s.top > 0)
+        row(r, "rescale", prm, f_rescale, &s, quick, REF_RESCALE, n16384, ref_extra);
+    row(r, "decrypt + decode", prm, f_decrypt_decode_top, &s, quick, REF_NONE, n16384, ref_extra);
+    row(r, "decrypt only", prm, f_decrypt_top, &s, quick, REF_NONE, n16384, ref_extra);
+    snprintf(prm, sizeof prm, "%s N=%zu L=1 (lowest)", preset, n);
+    row(r, "decrypt + decode", prm, f_decrypt_decode_low, &s, quick, REF_NONE, n16384, ref_extra);
+    row(r, "decrypt only", prm, f_decrypt_low, &s, quick, REF_NONE, n16384, ref_extra);
+    if (s.st != TSAFE_OK) {
+        tool_fail(preset, s.st);
+        goto done;
+    }
+
+    /* ---- ciphertext sizes: unseeded (public-key / evaluated) and seeded
+     * (fresh secret-key encryption) at the top and the lowest level */
+    {
+        tsafe_ciphertext *seeded = NULL, *seeded_low = NULL;
+        if ((st = tsafe_ciphertext_create(c, &seeded)) ||
+            (st = tsafe_ciphertext_create(c, &seeded_low)) ||
+            (st = tsafe_ckks_encrypt_symmetric(c, s.sk, s.pt, NULL, seeded)) ||
+            (st = tsafe_ckks_drop_to_level(c, seeded, 0, seeded_low))) {
+            tsafe_ciphertext_free(seeded);
+            tsafe_ciphertext_free(seeded_low);
+            tool_fail(preset, st);
+            goto done;
+        }
+        snprintf(prm, sizeof prm, "%s N=%zu L=%u", preset, n, s.top + 1);
+        bench_report_add_value(r, GROUP, "ciphertext bytes (top)", prm,
+                               (double)ct_bytes(c, s.ct), "bytes");
+        bench_report_add_value(r, GROUP, "ciphertext bytes (top, seeded)", prm,
+                               (double)ct_bytes(c, seeded), "bytes");
+        snprintf(prm, sizeof prm, "%s N=%zu L=1", preset, n);
+        bench_report_add_value(r, GROUP, "ciphertext bytes (lowest)", prm,
+                               (double)ct_bytes(c, s.ct_low), "bytes");
+        bench_report_add_value(r, GROUP, "ciphertext bytes (lowest, seeded)", prm,
+                               (double)ct_bytes(c, seeded_low), "bytes");
+        tsafe_ciphertext_free(seeded);
+        tsafe_ciphertext_free(seeded_low);
+    }
+    rc = 0;
+done:
+    tsafe_ciphertext_free(s.prod);
+    tsafe_ciphertext_free(s.out);
+    tsafe_ciphertext_free(s.ct_low);
+    tsafe_ciphertext_free(s.ct);
+    tsafe_plaintext_free(s.dec);
+    tsafe_plaintext_free(s.pt_mul);
+    tsafe_plaintext_free(s.pt);
+    tsafe_public_key_free(s.pk);
+    tsafe_secret_key_free(s.sk);
+    free(s.limb);
+    free(s.values);
+    free(s.decoded);
+    tsafe_context_free(c);
+    return rc;
+}
+
+int bench_core(bench_report *r, int quick)
+{
+    static const char *presets[] = {"seed-n16384", "seed-n32768", "ifma-n16384",
+                                    "ifma-n4096"};
+    if (sodium_init() < 0)
+        return tool_fail("bench core", TSAFE_E_CRYPTO);
+    bench_report_add_value(r, GROUP, "cpu has AVX-512 IFMA", "runtime detection",
+                           (double)tsafe_cpu_has_ifma(), "bool");
+    for (size_t i = 0; i < sizeof presets / sizeof *presets; i++) {
+        int rc = bench_preset(r, presets[i], quick);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
