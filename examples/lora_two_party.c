@@ -44,8 +44,9 @@ int main(void)
     CHECK(tsafe_lora_server_create(&plan, &server));
     CHECK(tsafe_lora_site_create(tsafe_lora_server_context(server), &plan, A, B, D, 2.0f, &site));
 
-    tsafe_dp_params dpp = {.clip_norm = 20.0, .eps = 2.0, .delta = 1e-6,
-                           .eps_total = 50.0, .delta_total = 1e-5};
+    /* clip u to L2 norm 1 (|u| is about 0.4 here), eps = 8 per token */
+    tsafe_dp_params dpp = {.clip_norm = 1.0, .eps = 8.0, .delta = 1e-6,
+                           .eps_total = 100.0, .delta_total = 1e-5};
     tsafe_dp_session *dp = NULL;
     CHECK(tsafe_dp_session_create(&dpp, &dp));
 
@@ -58,20 +59,31 @@ int main(void)
     CHECK(tsafe_lora_client_encrypt(client, x, &req, &req_n, &stats));
     CHECK(tsafe_lora_server_process(server, sites, 1, req, req_n, &resp, &resp_n, &stats));
     CHECK(tsafe_lora_client_decode(client, resp, resp_n, 1, ranks, us, &stats));
-    float exact_u0 = u[0];
-    CHECK(tsafe_lora_client_release(client, 1, ranks, us, dp, &umsg, &umsg_n, &stats));
-    CHECK(tsafe_lora_server_apply(server, sites, 1, umsg, umsg_n, ds, &stats));
     CHECK(tsafe_lora_site_plain_delta(site, x, plain));
 
+    /* 1) without DP: the HE path alone, u revealed to the server as is */
+    float u_exact[R], *ue[1] = {u_exact};
+    for (int i = 0; i < R; i++) u_exact[i] = u[i];
+    CHECK(tsafe_lora_client_release(client, 1, ranks, ue, NULL, &umsg, &umsg_n, &stats));
+    CHECK(tsafe_lora_server_apply(server, sites, 1, umsg, umsg_n, ds, &stats));
+    tsafe_lora_bytes_free(umsg);
     double num = 0, den = 0;
     for (int i = 0; i < D; i++) {
         num += (delta[i] - plain[i]) * (delta[i] - plain[i]);
         den += plain[i] * plain[i];
     }
+    printf("HE delta vs plaintext (no DP): relative L2 %.3g\n", sqrt(num / den));
+
+    /* 2) with DP: what the server sees is clip(u) + N(0, sigma^2) */
+    CHECK(tsafe_lora_client_release(client, 1, ranks, us, dp, &umsg, &umsg_n, &stats));
+    CHECK(tsafe_lora_server_apply(server, sites, 1, umsg, umsg_n, ds, &stats));
+    num = 0;
+    for (int i = 0; i < D; i++)
+        num += (delta[i] - plain[i]) * (delta[i] - plain[i]);
     tsafe_dp_stats ds_;
     CHECK(tsafe_dp_session_stats(dp, &ds_));
-    printf("u[0]: exact %.5f, released %.5f (sigma %.3f)\n", exact_u0, u[0], ds_.sigma);
-    printf("delta vs plaintext: relative L2 %.3g (DP noise included)\n", sqrt(num / den));
+    printf("with DP (C=%.1f, sigma=%.3f): u[0] exact %.5f, released %.5f, delta rel L2 %.3g\n",
+           ds_.clip_norm, ds_.sigma, u_exact[0], u[0], sqrt(num / den));
     printf("bytes: up %llu, down %llu; privacy spent eps=%.3f of %.1f\n",
            (unsigned long long)stats.bytes_up, (unsigned long long)stats.bytes_down,
            ds_.eps_spent, ds_.eps_total);
