@@ -195,7 +195,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_SUPPORT_OBJ) $(LIBS_A)
 # Runs every suite even when one fails, then reports; TESTS_FILTER=name
 # runs only suites whose name contains it.
 test: deps
-	@$(MAKE) --no-print-directory libs tests
+	@$(MAKE) --no-print-directory libs tests tool
 	@sh scripts/run-tests.sh $(BUILD)/tests "$(TESTS_FILTER)"
 
 # -------------------------------------------------------------- bench / demo
