@@ -261,7 +261,8 @@ fuzz: fuzz-build
 
 # -------------------------------------------------------------- plots
 plots: deps
-	@sh scripts/plots.sh
+	@$(MAKE) --no-print-directory tool
+	@sh scripts/plots.sh $(TOOL)
 
 clean:
 	rm -rf build

@@ -45,6 +45,7 @@ double bench_median_us(bench_fn fn, void *arg, int warmup, int reps)
 
 struct bench_report {
     int json;
+    int tsv; /* group<TAB>name<TAB>params<TAB>value<TAB>unit, for scripts/plots.sh */
     json_t *rows;
     const char *last_group;
 };
@@ -63,9 +64,11 @@ static void print_group(bench_report *r, const char *group)
 {
     if (r->json || (r->last_group && strcmp(r->last_group, group) == 0))
         return;
+    r->last_group = group;
+    if (r->tsv)
+        return;
     printf("\n== %s\n%-34s %-34s %14s  %s\n", group, "benchmark", "params",
            "median", "note");
-    r->last_group = group;
 }
 
 void bench_report_add(bench_report *r, const char *group, const char *name,
@@ -77,7 +80,9 @@ void bench_report_add(bench_report *r, const char *group, const char *name,
         json_object_set_new(o, "note", json_string(note));
     json_array_append_new(r->rows, o);
     print_group(r, group);
-    if (!r->json) {
+    if (r->tsv)
+        printf("%s\t%s\t%s\t%.3f\tus\n", group, name, params, median_us);
+    else if (!r->json) {
         printf("%-34s %-34s %11.2f us  %s\n", name, params, median_us,
                note ? note : "");
         fflush(stdout);
@@ -92,8 +97,10 @@ void bench_report_add_value(bench_report *r, const char *group,
                           name, "params", params, "value", value, "unit", unit);
     json_array_append_new(r->rows, o);
     print_group(r, group);
-    if (!r->json) {
-        printf("%-34s %-34s %14.6g %s\n", name, params, value, unit);
+    if (r->tsv)
+        printf("%s\t%s\t%s\t%.3f\t%s\n", group, name, params, value, unit);
+    else if (!r->json) {
+        printf("%-34s %-34s %14.0f %s\n", name, params, value, unit);
         fflush(stdout);
     }
 }
@@ -112,15 +119,17 @@ void bench_report_finish(bench_report *r)
 
 int cmd_bench(int argc, char **argv)
 {
-    int json = 0, quick = 0;
+    int json = 0, quick = 0, tsv = 0;
     const char *which = "all";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json"))
             json = 1;
+        else if (!strcmp(argv[i], "--tsv"))
+            tsv = 1;
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: tensafe bench [core|lora|moe|cuda|all] [--json] [--quick]\n"
+            printf("usage: tensafe bench [core|lora|lora-sweep|moe|cuda|all] [--json|--tsv] [--quick]\n"
                    "Prints medians (µs) of the core CKKS operations, the per-token\n"
                    "HE-LoRA delta, the MoE layer and the CUDA backend.\n");
             return 0;
@@ -131,16 +140,19 @@ int cmd_bench(int argc, char **argv)
     }
     int all = !strcmp(which, "all");
     if (!all && strcmp(which, "core") && strcmp(which, "lora") &&
-        strcmp(which, "moe") && strcmp(which, "cuda"))
+        strcmp(which, "moe") && strcmp(which, "cuda") && strcmp(which, "lora-sweep"))
         return tool_usage("bench: unknown group '%s'", which);
     bench_report *r = bench_report_create(json);
     if (!r)
         return tool_fail("bench", -10);
+    r->tsv = tsv && !json;
     int rc = 0;
     if (!rc && (all || !strcmp(which, "core")))
         rc = bench_core(r, quick);
     if (!rc && (all || !strcmp(which, "lora")))
         rc = bench_lora(r, quick);
+    if (!rc && !strcmp(which, "lora-sweep"))
+        rc = bench_lora_sweep(r, quick);
     if (!rc && (all || !strcmp(which, "moe")))
         rc = bench_moe(r, quick);
     if (!rc && (all || !strcmp(which, "cuda")))

@@ -29,6 +29,8 @@ void bench_report_finish(bench_report *r);
 /* Bench groups (each adds rows; returns 0 or an exit code). */
 int bench_core(bench_report *r, int quick);
 int bench_lora(bench_report *r, int quick);
+/* local-mode delta vs rank and parameter set (for docs/plots) */
+int bench_lora_sweep(bench_report *r, int quick);
 int bench_moe(bench_report *r, int quick);
 int bench_cuda(bench_report *r, int quick);
 

@@ -165,3 +165,49 @@ int bench_lora(bench_report *r, int quick)
     }
     return 0;
 }
+
+/* Local-mode per-token delta at d=2048 for ranks 8..64 under the seeds'
+ * presets and the planner, plus the plaintext time: the data of the
+ * "latency vs N and rank" plot. */
+int bench_lora_sweep(bench_report *r, int quick)
+{
+    static const uint32_t ranks[] = {8, 16, 32, 64};
+    static const char *sets[] = {"auto", "ifma-n8192", "seed-n16384", "seed-n32768"};
+    for (size_t si = 0; si < sizeof sets / sizeof sets[0]; si++)
+        for (size_t ri = 0; ri < sizeof ranks / sizeof ranks[0]; ri++) {
+            tsafe_lora_plan plan;
+            tsafe_status st = !strcmp(sets[si], "auto")
+                ? tsafe_lora_plan_auto(2048, ranks[ri], 1.0, 0.05, 1e-6, &plan)
+                : tsafe_lora_plan_preset(sets[si], 2048, ranks[ri], 1.0, 0.05, &plan);
+            if (st != TSAFE_OK)
+                return tool_fail("bench lora-sweep: plan", st);
+            lora_case c;
+            memset(&c, 0, sizeof c);
+            c.plan = &plan;
+            float *A = det_floats((size_t)ranks[ri] * 2048, 0.05, 1);
+            float *B = det_floats((size_t)2048 * ranks[ri], 0.05, 2);
+            c.x = det_floats(2048, 1.0, 3);
+            c.delta = malloc(2048 * sizeof *c.delta);
+            int ok = A && B && c.x && c.delta &&
+                     tsafe_lora_local_create(&plan, NULL, &c.local) == TSAFE_OK &&
+                     tsafe_lora_site_create(tsafe_lora_local_context(c.local), &plan, A, B,
+                                            2048, 1.0f, &c.site) == TSAFE_OK;
+            if (ok) {
+                char params[96];
+                snprintf(params, sizeof params, "%s N=%u r=%u", plan.name,
+                         1u << plan.params.log_n, ranks[ri]);
+                double t = bench_median_us(run_local, &c, 1, quick ? 3 : 15);
+                bench_report_add(r, "lora sweep (local, d=2048)", sets[si], params, t, NULL);
+                if (si == 0) {
+                    double p = bench_median_us(run_plain, &c, 3, quick ? 11 : 101);
+                    bench_report_add(r, "lora sweep (local, d=2048)", "plaintext", params, p, NULL);
+                }
+            }
+            tsafe_lora_site_free(c.site);
+            tsafe_lora_local_free(c.local);
+            free(A); free(B); free(c.x); free(c.delta);
+            if (!ok || c.failed)
+                return tool_fail("bench lora-sweep", TSAFE_E_STATE);
+        }
+    return 0;
+}
