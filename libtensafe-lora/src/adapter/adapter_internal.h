@@ -1,0 +1,41 @@
+/* Internal layout of tsafe_lora_adapter (libtensafe-lora only). */
+#ifndef TSAFE_ADAPTER_INTERNAL_H
+#define TSAFE_ADAPTER_INTERNAL_H
+
+#include <stddef.h>
+
+#include "tensafe/lora_adapter.h"
+
+typedef struct {
+    char *name;
+    const char *proj; /* points into name */
+    int layer;
+    int expert;
+    size_t rank, in_dim, out_dim;
+    double alpha, scale;
+    tsafe_dtype source_dtype;
+    float *A, *B;
+} tsafe_lora_mod;
+
+struct tsafe_lora_adapter {
+    tsafe_lora_config cfg;
+    tsafe_lora_mod *m; /* sorted by tsafe_lora_name_cmp */
+    size_t n, cap;
+    char **targets;
+    size_t n_targets;
+};
+
+/* Natural order: digit runs compared as numbers, the rest bytewise. */
+int tsafe_lora_name_cmp(const char *a, const char *b);
+
+/* Inserts a module taking ownership of A and B (malloc'd) on success; on
+ * error they are NOT freed. Checks name uniqueness and finiteness. */
+tsafe_status tsafe_lora_adapter_insert(tsafe_lora_adapter *a, const char *name,
+                                       size_t rank, size_t in_dim,
+                                       size_t out_dim, float *A, float *B,
+                                       double alpha, tsafe_dtype src);
+
+/* Scale for (alpha, rank) under the adapter's use_rslora. */
+double tsafe_lora_scale(const tsafe_lora_adapter *a, double alpha, size_t rank);
+
+#endif

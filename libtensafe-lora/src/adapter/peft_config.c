@@ -1,0 +1,174 @@
+/* adapter_config.json: the fields that change what the weights mean. */
+#include <math.h>
+#include <string.h>
+
+#include "peft_internal.h"
+#include "safetensors_internal.h"
+
+void tsafe_peft_config_clear(tsafe_peft_config *c)
+{
+    if (!c)
+        return;
+    json_decref(c->root);
+    json_decref(c->targets);
+    json_decref(c->target_params);
+    memset(c, 0, sizeof *c);
+}
+
+/* Optional boolean: absent or null -> 0. */
+static tsafe_status opt_bool(json_t *root, const char *field, int *out)
+{
+    json_t *v = json_object_get(root, field);
+    *out = 0;
+    if (!v || json_is_null(v))
+        return TSAFE_OK;
+    if (!json_is_boolean(v))
+        return TSAFE_E_FORMAT;
+    *out = json_is_true(v);
+    return TSAFE_OK;
+}
+
+static int positive_rank(json_t *v, size_t *out)
+{
+    if (!json_is_integer(v))
+        return 0;
+    json_int_t x = json_integer_value(v);
+    if (x < 1 || x > (json_int_t)(1 << 24))
+        return 0;
+    *out = (size_t)x;
+    return 1;
+}
+
+static int finite_number(json_t *v, double *out)
+{
+    if (!json_is_number(v))
+        return 0;
+    double d = json_number_value(v);
+    if (!isfinite(d))
+        return 0;
+    *out = d;
+    return 1;
+}
+
+/* string | [string...] | null -> new array of strings. */
+static tsafe_status string_list(json_t *v, json_t **out)
+{
+    *out = json_array();
+    if (!*out)
+        return TSAFE_E_NOMEM;
+    if (!v || json_is_null(v))
+        return TSAFE_OK;
+    if (json_is_string(v))
+        return json_array_append(*out, v) == 0 ? TSAFE_OK : TSAFE_E_NOMEM;
+    if (!json_is_array(v))
+        return TSAFE_E_FORMAT;
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e) {
+        if (!json_is_string(e))
+            return TSAFE_E_FORMAT;
+        if (json_array_append(*out, e) != 0)
+            return TSAFE_E_NOMEM;
+    }
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_peft_config_parse(const char *text, size_t len,
+                                     tsafe_peft_config *c)
+{
+    tsafe_status st = TSAFE_OK;
+    memset(c, 0, sizeof *c);
+    json_error_t jerr;
+    c->root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    ST_CHECK(c->root, TSAFE_E_JSON);
+    ST_CHECK(json_is_object(c->root), TSAFE_E_FORMAT);
+    json_t *root = c->root;
+
+    /* DoRA first: the clearest answer for a DoRA adapter. */
+    int flag;
+    ST_TRY(opt_bool(root, "use_dora", &flag));
+    ST_CHECK(!flag, TSAFE_E_DORA);
+
+    json_t *pt = json_object_get(root, "peft_type");
+    ST_CHECK(pt, TSAFE_E_MISSING_FIELD);
+    ST_CHECK(json_is_string(pt), TSAFE_E_FORMAT);
+    ST_CHECK(strcmp(json_string_value(pt), "LORA") == 0, TSAFE_E_UNSUPPORTED);
+
+    json_t *r = json_object_get(root, "r");
+    json_t *alpha = json_object_get(root, "lora_alpha");
+    ST_CHECK(r && alpha, TSAFE_E_MISSING_FIELD);
+    ST_CHECK(positive_rank(r, &c->cfg.r), TSAFE_E_FORMAT);
+    ST_CHECK(finite_number(alpha, &c->cfg.lora_alpha), TSAFE_E_FORMAT);
+
+    ST_TRY(opt_bool(root, "use_rslora", &c->cfg.use_rslora));
+    ST_TRY(opt_bool(root, "fan_in_fan_out", &c->cfg.fan_in_fan_out));
+    ST_TRY(opt_bool(root, "lora_bias", &flag));
+    ST_CHECK(!flag, TSAFE_E_UNSUPPORTED);
+    ST_TRY(opt_bool(root, "use_qalora", &flag));
+    ST_CHECK(!flag, TSAFE_E_UNSUPPORTED);
+
+    const char *names[2] = {"rank_pattern", "alpha_pattern"};
+    for (int p = 0; p < 2; p++) {
+        json_t *pat = json_object_get(root, names[p]);
+        if (!pat || json_is_null(pat))
+            continue;
+        ST_CHECK(json_is_object(pat), TSAFE_E_FORMAT);
+        const char *k;
+        json_t *v;
+        json_object_foreach(pat, k, v) {
+            size_t rv;
+            double av;
+            ST_CHECK(k[0] != '\0', TSAFE_E_FORMAT);
+            ST_CHECK(p == 0 ? positive_rank(v, &rv) : finite_number(v, &av),
+                     TSAFE_E_FORMAT);
+        }
+        if (p == 0)
+            c->rank_pattern = pat;
+        else
+            c->alpha_pattern = pat;
+    }
+    ST_TRY(string_list(json_object_get(root, "target_modules"), &c->targets));
+    ST_TRY(string_list(json_object_get(root, "target_parameters"),
+                       &c->target_params));
+    return TSAFE_OK;
+fail:
+    tsafe_peft_config_clear(c);
+    return st;
+}
+
+int tsafe_peft_pattern_match(const char *key, const char *name)
+{
+    size_t kl = strlen(key), nl = strlen(name);
+    if (kl == nl)
+        return strcmp(key, name) == 0;
+    return nl > kl && name[nl - kl - 1] == '.' &&
+           strcmp(name + nl - kl, key) == 0;
+}
+
+json_t *tsafe_peft_pattern_value(json_t *pat, const char *peft_name)
+{
+    if (!pat)
+        return NULL;
+    json_t *exact = json_object_get(pat, peft_name); /* PEFT checks it first */
+    if (exact)
+        return exact;
+    const char *k;
+    json_t *v;
+    json_object_foreach(pat, k, v) {
+        if (tsafe_peft_pattern_match(k, peft_name))
+            return v;
+    }
+    return NULL;
+}
+
+size_t tsafe_peft_rank_for(const tsafe_peft_config *c, const char *peft_name)
+{
+    json_t *v = tsafe_peft_pattern_value(c->rank_pattern, peft_name);
+    return v ? (size_t)json_integer_value(v) : c->cfg.r;
+}
+
+double tsafe_peft_alpha_for(const tsafe_peft_config *c, const char *peft_name)
+{
+    json_t *v = tsafe_peft_pattern_value(c->alpha_pattern, peft_name);
+    return v ? json_number_value(v) : c->cfg.lora_alpha;
+}

@@ -1,0 +1,350 @@
+/* PEFT directory / memory loader: config + safetensors -> modules. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "peft_internal.h"
+#include "safetensors_internal.h"
+
+#define CONFIG_CAP ((size_t)16 << 20)
+
+typedef struct {
+    const tsafe_peft_config *cfg;
+    const tsafe_safetensors *st;
+    tsafe_lora_fused_layout layout;
+    tsafe_lora_adapter *a;
+} load_ctx;
+
+static int cmp_keys(const void *x, const void *y)
+{
+    const tsafe_peft_key *a = x, *b = y;
+    int c = strcmp(a->canonical, b->canonical);
+    if (c)
+        return c;
+    if (a->depth != b->depth)
+        return a->depth < b->depth ? -1 : 1;
+    return a->is_b - b->is_b;
+}
+
+/* Reads a 2-D F32/F16/BF16 factor into a new float array. */
+static tsafe_status read_factor(const load_ctx *c, const char *name,
+                                tsafe_tensor_info *ti, float **out)
+{
+    tsafe_status st = tsafe_safetensors_find(c->st, name, ti);
+    if (st != TSAFE_OK)
+        return st;
+    if (ti->dtype != TSAFE_DTYPE_F32 && ti->dtype != TSAFE_DTYPE_F16 &&
+        ti->dtype != TSAFE_DTYPE_BF16)
+        return TSAFE_E_DTYPE;
+    if (ti->ndim != 2 || ti->numel == 0)
+        return TSAFE_E_SHAPE;
+    if (ti->numel > SIZE_MAX / sizeof(float))
+        return TSAFE_E_SIZE_OVERFLOW;
+    float *v = malloc(ti->numel * sizeof *v);
+    if (!v)
+        return TSAFE_E_NOMEM;
+    st = tsafe_safetensors_read_f32(c->st, name, v, ti->numel);
+    if (st != TSAFE_OK) {
+        free(v);
+        return st;
+    }
+    *out = v;
+    return TSAFE_OK;
+}
+
+static int proj_order(const char *p)
+{
+    static const char *const known[] = {"gate_up_proj", "gate_proj", "up_proj",
+                                        "down_proj"};
+    for (int i = 0; i < 4; i++)
+        if (strcmp(p, known[i]) == 0)
+            return i;
+    return 4;
+}
+
+static int cmp_proj(const void *x, const void *y)
+{
+    const char *a = *(const char *const *)x, *b = *(const char *const *)y;
+    int oa = proj_order(a), ob = proj_order(b);
+    if (oa != ob)
+        return oa < ob ? -1 : 1;
+    return strcmp(a, b);
+}
+
+/* A Python identifier that cannot be mistaken for a PEFT component. */
+static int param_name_ok(const char *p)
+{
+    if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || *p == '_'))
+        return 0;
+    for (const char *q = p; *q; q++)
+        if (!((*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z') ||
+              (*q >= '0' && *q <= '9') || *q == '_'))
+            return 0;
+    return strstr(p, "lora_") == NULL && strstr(p, "base_layer") == NULL &&
+           strcmp(p, "experts") != 0;
+}
+
+/* Parameter name of a fused key from target_parameters (see the header). */
+static tsafe_status fused_proj(const load_ctx *c, const tsafe_peft_key *k,
+                               const char **proj)
+{
+    size_t n = json_array_size(c->cfg->target_params), m = 0;
+    const char **cand = calloc(n ? n : 1, sizeof *cand);
+    if (!cand)
+        return TSAFE_E_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const char *t = json_string_value(json_array_get(c->cfg->target_params, i));
+        const char *dot = strrchr(t, '.');
+        if (!dot || dot == t || !param_name_ok(dot + 1))
+            continue;
+        size_t ml = (size_t)(dot - t), pl = strlen(k->peft_name);
+        /* module part must be k->peft_name or a dot-suffix of it */
+        int ok = (pl == ml && strncmp(k->peft_name, t, ml) == 0) ||
+                 (pl > ml && k->peft_name[pl - ml - 1] == '.' &&
+                  strncmp(k->peft_name + pl - ml, t, ml) == 0);
+        if (!ok)
+            continue;
+        int dup = 0;
+        for (size_t j = 0; j < m; j++)
+            dup |= strcmp(cand[j], dot + 1) == 0;
+        if (!dup)
+            cand[m++] = dot + 1;
+    }
+    tsafe_status st = TSAFE_E_ADAPTER;
+    if (m > 0 && (size_t)k->depth < m) {
+        qsort(cand, m, sizeof *cand, cmp_proj);
+        *proj = cand[m - 1 - (size_t)k->depth];
+        st = TSAFE_OK;
+    }
+    free(cand);
+    return st;
+}
+
+static tsafe_status add_plain(load_ctx *c, const tsafe_peft_key *ka,
+                              const tsafe_peft_key *kb)
+{
+    tsafe_status st = TSAFE_OK;
+    float *A = NULL, *B = NULL;
+    tsafe_tensor_info ta, tb;
+    ST_TRY(read_factor(c, ka->key, &ta, &A));
+    ST_TRY(read_factor(c, kb->key, &tb, &B));
+    size_t r = (size_t)ta.shape[0], in = (size_t)ta.shape[1];
+    size_t out = (size_t)tb.shape[0];
+    ST_CHECK(tb.shape[1] == ta.shape[0], TSAFE_E_SHAPE);
+    ST_CHECK(r == tsafe_peft_rank_for(c->cfg, ka->peft_name), TSAFE_E_ADAPTER);
+    double alpha = tsafe_peft_alpha_for(c->cfg, ka->peft_name);
+    ST_TRY(tsafe_lora_adapter_insert(c->a, ka->canonical, r, in, out, A, B,
+                                     alpha, ta.dtype));
+    return TSAFE_OK;
+fail:
+    free(A);
+    free(B);
+    return st == TSAFE_E_ARG ? TSAFE_E_ADAPTER : st;
+}
+
+static tsafe_status add_fused(load_ctx *c, const tsafe_peft_key *ka,
+                              const tsafe_peft_key *kb)
+{
+    tsafe_status st = TSAFE_OK;
+    float *A = NULL, *B = NULL, *Ae = NULL, *Be = NULL;
+    char *name = NULL, *pname = NULL;
+    tsafe_tensor_info ta, tb;
+    const char *proj;
+    ST_TRY(fused_proj(c, ka, &proj));
+    ST_TRY(read_factor(c, ka->key, &ta, &A));
+    ST_TRY(read_factor(c, kb->key, &tb, &B));
+    ST_CHECK(tb.shape[1] == ta.shape[0], TSAFE_E_SHAPE);
+    size_t rE = (size_t)ta.shape[0], d1 = (size_t)ta.shape[1];
+    size_t d2 = (size_t)tb.shape[0];
+
+    size_t pl = strlen(ka->peft_name) + 1 + strlen(proj) + 1;
+    pname = malloc(pl);
+    ST_CHECK(pname, TSAFE_E_NOMEM);
+    snprintf(pname, pl, "%s.%s", ka->peft_name, proj);
+    size_t r = tsafe_peft_rank_for(c->cfg, pname);
+    double alpha = tsafe_peft_alpha_for(c->cfg, pname);
+    ST_CHECK(rE % r == 0, TSAFE_E_SHAPE);
+    size_t E = rE / r;
+    int swap = c->layout == TSAFE_LORA_FUSED_OUT_IN;
+    size_t in = swap ? d2 : d1, out = swap ? d1 : d2;
+
+    size_t nl = strlen(ka->canonical) + strlen(proj) + 32;
+    name = malloc(nl);
+    ST_CHECK(name, TSAFE_E_NOMEM);
+    for (size_t e = 0; e < E; e++) {
+        Ae = malloc(r * in * sizeof *Ae); /* r*d1 and r*d2 fit: sub-tensors */
+        Be = malloc(out * r * sizeof *Be);
+        ST_CHECK(Ae && Be, TSAFE_E_NOMEM);
+        for (size_t j = 0; j < r; j++) {
+            for (size_t i = 0; i < d1; i++) {
+                float a = A[(e * r + j) * d1 + i]; /* A_e[j][i], expert-major */
+                if (swap)
+                    Be[i * r + j] = a; /* B' = A_e^T : d1 x r */
+                else
+                    Ae[j * d1 + i] = a;
+            }
+            for (size_t o = 0; o < d2; o++) {
+                float b = B[o * rE + j * E + e]; /* B_e[o][j], expert-minor */
+                if (swap)
+                    Ae[j * d2 + o] = b; /* A' = B_e^T : r x d2 */
+                else
+                    Be[o * r + j] = b;
+            }
+        }
+        snprintf(name, nl, "%s.%zu.%s", ka->canonical, e, proj);
+        ST_TRY(tsafe_lora_adapter_insert(c->a, name, r, in, out, Ae, Be, alpha,
+                                         ta.dtype));
+        Ae = Be = NULL;
+    }
+fail:
+    free(A);
+    free(B);
+    free(Ae);
+    free(Be);
+    free(name);
+    free(pname);
+    return st == TSAFE_E_ARG ? TSAFE_E_ADAPTER : st;
+}
+
+static tsafe_status build(load_ctx *c)
+{
+    tsafe_status st = TSAFE_OK;
+    size_t n = tsafe_safetensors_tensor_count(c->st);
+    tsafe_peft_key *k = calloc(n ? n : 1, sizeof *k);
+    size_t nk = 0;
+    ST_CHECK(k, TSAFE_E_NOMEM);
+    for (size_t i = 0; i < n; i++) {
+        tsafe_tensor_info ti;
+        ST_TRY(tsafe_safetensors_tensor_at(c->st, i, &ti));
+        ST_TRY(tsafe_peft_parse_key(ti.name, &k[nk]));
+        nk++;
+    }
+    qsort(k, nk, sizeof *k, cmp_keys);
+    for (size_t i = 0; i < nk;) {
+        /* A group is one (canonical, depth): exactly one A then one B. */
+        int same_next = i + 1 < nk &&
+                        strcmp(k[i].canonical, k[i + 1].canonical) == 0 &&
+                        k[i].depth == k[i + 1].depth;
+        ST_CHECK(same_next && !k[i].is_b && k[i + 1].is_b, TSAFE_E_ADAPTER);
+        ST_CHECK(i + 2 >= nk || strcmp(k[i].canonical, k[i + 2].canonical) ||
+                     k[i].depth != k[i + 2].depth,
+                 TSAFE_E_ADAPTER); /* the same factor under two names */
+        if (k[i].fused)
+            ST_TRY(add_fused(c, &k[i], &k[i + 1]));
+        else
+            ST_TRY(add_plain(c, &k[i], &k[i + 1]));
+        i += 2;
+    }
+    ST_CHECK(c->a->n > 0, TSAFE_E_ADAPTER);
+fail:
+    for (size_t i = 0; i < nk; i++)
+        tsafe_peft_key_clear(&k[i]);
+    free(k);
+    return st;
+}
+
+static tsafe_status load_common(const char *config, size_t config_len,
+                                const tsafe_safetensors *sts,
+                                const tsafe_lora_load_options *opt,
+                                tsafe_lora_adapter **out)
+{
+    tsafe_status st = TSAFE_OK;
+    tsafe_peft_config cfg;
+    tsafe_lora_adapter *a = NULL;
+    ST_TRY(tsafe_peft_config_parse(config, config_len, &cfg));
+    ST_TRY(tsafe_lora_adapter_create(&cfg.cfg, &a));
+    size_t nt = json_array_size(cfg.targets);
+    if (nt) {
+        a->targets = calloc(nt, sizeof *a->targets);
+        ST_CHECK(a->targets, TSAFE_E_NOMEM);
+        for (size_t i = 0; i < nt; i++) {
+            a->targets[i] = strdup(json_string_value(json_array_get(cfg.targets, i)));
+            ST_CHECK(a->targets[i], TSAFE_E_NOMEM);
+            a->n_targets++;
+        }
+    }
+    load_ctx c = {&cfg, sts, opt ? opt->fused_layout : TSAFE_LORA_FUSED_IN_OUT, a};
+    ST_CHECK(c.layout == TSAFE_LORA_FUSED_IN_OUT ||
+                 c.layout == TSAFE_LORA_FUSED_OUT_IN,
+             TSAFE_E_ARG);
+    ST_TRY(build(&c));
+    tsafe_peft_config_clear(&cfg);
+    *out = a;
+    return TSAFE_OK;
+fail:
+    tsafe_peft_config_clear(&cfg);
+    tsafe_lora_adapter_free(a);
+    return st;
+}
+
+tsafe_status tsafe_lora_adapter_load_peft_memory(
+    const char *config_json, size_t config_len, const void *safetensors,
+    size_t safetensors_len, const tsafe_lora_load_options *opt,
+    tsafe_lora_adapter **out)
+{
+    if (!out || !config_json || (!safetensors && safetensors_len))
+        return TSAFE_E_NULL;
+    *out = NULL;
+    tsafe_safetensors *sts;
+    tsafe_status st =
+        tsafe_safetensors_parse_borrowed(safetensors, safetensors_len, &sts);
+    if (st != TSAFE_OK)
+        return st;
+    st = load_common(config_json, config_len, sts, opt, out);
+    tsafe_safetensors_free(sts);
+    return st;
+}
+
+static char *join(const char *dir, const char *file)
+{
+    size_t n = strlen(dir) + 1 + strlen(file) + 1;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", dir, file);
+    return p;
+}
+
+static int exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+tsafe_status tsafe_lora_adapter_load_peft_ex(const char *dir,
+                                             const tsafe_lora_load_options *opt,
+                                             tsafe_lora_adapter **out)
+{
+    if (!dir || !out)
+        return TSAFE_E_NULL;
+    *out = NULL;
+    tsafe_status st = TSAFE_OK;
+    char *pc = join(dir, "adapter_config.json");
+    char *ps = join(dir, "adapter_model.safetensors");
+    char *pb = join(dir, "adapter_model.bin");
+    uint8_t *text = NULL;
+    size_t text_len = 0;
+    tsafe_safetensors *sts = NULL;
+    ST_CHECK(pc && ps && pb, TSAFE_E_NOMEM);
+    if (!exists(ps)) {
+        ST_CHECK(!exists(pb), TSAFE_E_PICKLE);
+        ST_CHECK(0, TSAFE_E_NOT_FOUND);
+    }
+    ST_TRY(tsafe_read_file(pc, CONFIG_CAP, &text, &text_len));
+    ST_TRY(tsafe_safetensors_open_file(ps, &sts));
+    ST_TRY(load_common((const char *)text, text_len, sts, opt, out));
+fail:
+    tsafe_safetensors_free(sts);
+    free(text);
+    free(pc);
+    free(ps);
+    free(pb);
+    return st;
+}
+
+tsafe_status tsafe_lora_adapter_load_peft(const char *dir,
+                                          tsafe_lora_adapter **out)
+{
+    return tsafe_lora_adapter_load_peft_ex(dir, NULL, out);
+}

@@ -1,0 +1,48 @@
+/* Internal helpers shared by the safetensors and PEFT adapter code. */
+#ifndef TSAFE_ADAPTER_SAFETENSORS_INTERNAL_H
+#define TSAFE_ADAPTER_SAFETENSORS_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensafe/safetensors.h"
+
+/* Flat error-path macros (same shape as the core's check.h). */
+#define ST_CHECK(cond, code)                                                 \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            st = (code);                                                     \
+            goto fail;                                                       \
+        }                                                                    \
+    } while (0)
+#define ST_TRY(expr)                                                         \
+    do {                                                                     \
+        st = (expr);                                                         \
+        if (st != TSAFE_OK)                                                  \
+            goto fail;                                                       \
+    } while (0)
+
+static inline int tsafe_mul_size(size_t a, size_t b, size_t *out)
+{
+    if (a != 0 && b > SIZE_MAX / a)
+        return 0;
+    *out = a * b;
+    return 1;
+}
+
+/* Strict UTF-8 check (no overlongs, no surrogates, <= U+10FFFF). */
+int tsafe_utf8_valid(const uint8_t *s, size_t n);
+
+/* Converts `count` elements starting at raw (little-endian bytes of dtype
+ * F32/F16/BF16/F64) to float. Returns 0 for another dtype. */
+int tsafe_convert_to_f32(tsafe_dtype dtype, const uint8_t *raw, size_t count,
+                         float *out);
+
+/* Reads a whole file into malloc'd memory (max `cap` bytes, else
+ * TSAFE_E_SIZE_OVERFLOW). *len may be 0 (then *data is non-NULL anyway). */
+tsafe_status tsafe_read_file(const char *path, size_t cap, uint8_t **data,
+                             size_t *len);
+/* Writes (create/truncate) a whole file. */
+tsafe_status tsafe_write_file(const char *path, const void *data, size_t len);
+
+#endif
