@@ -109,6 +109,25 @@ typedef struct tsafe_lora_stats {
     uint64_t tokens;
 } tsafe_lora_stats;
 
+/* --------------------------------------------------------------- engines */
+
+/* Who computes deltas: a small interface so layers above (MoE expert LoRA,
+ * hosts) can run the same code in plaintext, local or two-party mode.
+ * fn computes delta[s] (d_out of site s) for n_sites sites sharing one
+ * input x; stats may be NULL. */
+typedef tsafe_status (*tsafe_lora_delta_fn)(void *user,
+                                            const tsafe_lora_site *const *sites,
+                                            size_t n_sites, const float *x,
+                                            float *const *delta,
+                                            tsafe_lora_stats *stats);
+typedef struct tsafe_lora_engine {
+    tsafe_lora_delta_fn fn;
+    void *user;
+} tsafe_lora_engine;
+
+/* Plaintext reference engine (tsafe_lora_site_plain_delta). */
+TSAFE_API tsafe_lora_engine tsafe_lora_engine_plain(void);
+
 /* ----------------------------------------------------------- local mode */
 
 /* Holds a context, a secret key and nothing else; sites are passed in. */
@@ -131,6 +150,9 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_local_delta(
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_local_u(
     tsafe_lora_local *l, const tsafe_lora_site *const *sites, size_t n_sites,
     const float *x, float *const *u, tsafe_lora_stats *stats);
+
+/* Local-mode engine over l (borrowed; sites must be built on its context). */
+TSAFE_API tsafe_lora_engine tsafe_lora_engine_local(tsafe_lora_local *l);
 
 #ifdef __cplusplus
 }

@@ -83,6 +83,20 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_server_apply(
     const uint8_t *msg, size_t len, float *const *delta,
     tsafe_lora_stats *stats);
 
+/* ------------------------------------------------------ in-process pair */
+
+/* A client and a server in one process exchanging the real message bytes
+ * (for demos, tests and benchmarks: every byte that would cross the wire is
+ * produced, parsed and counted). Borrowed; sites are built on the server's
+ * context. dp may be NULL. */
+typedef struct tsafe_lora_pair {
+    tsafe_lora_client *client;
+    tsafe_lora_server *server;
+    tsafe_dp_session *dp;
+} tsafe_lora_pair;
+
+TSAFE_API tsafe_lora_engine tsafe_lora_engine_two_party(tsafe_lora_pair *pair);
+
 #ifdef __cplusplus
 }
 #endif

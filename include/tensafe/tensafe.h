@@ -8,5 +8,14 @@
 #include "tensafe/status.h"
 #include "tensafe/ckks.h"
 #include "tensafe/backend.h"
+#include "tensafe/lora_adapter.h"
+#include "tensafe/lora_he.h"
+#include "tensafe/lora_two_party.h"
+#include "tensafe/lora_dp.h"
+#include "tensafe/lora_svd.h"
+#include "tensafe/lora_package.h"
+#include "tensafe/lora_registry.h"
+#include "tensafe/moe.h"
+#include "tensafe/moe_lora.h"
 
 #endif

@@ -1,0 +1,94 @@
+/* Delta engines: plaintext, local and in-process two-party behind one
+ * function-pointer interface (tsafe_lora_engine). */
+#include <stdlib.h>
+
+#include "tensafe/lora_two_party.h"
+#include "he_internal.h"
+
+static tsafe_status plain_fn(void *user, const tsafe_lora_site *const *sites,
+                             size_t n, const float *x, float *const *delta,
+                             tsafe_lora_stats *stats)
+{
+    (void)user;
+    if (!sites || !x || !delta)
+        return TSAFE_E_NULL;
+    double t0 = tsafe_lora_now_us();
+    for (size_t s = 0; s < n; s++) {
+        tsafe_status st = tsafe_lora_site_plain_delta(sites[s], x, delta[s]);
+        if (st != TSAFE_OK)
+            return st;
+    }
+    if (stats) {
+        stats->bu_us += tsafe_lora_now_us() - t0;
+        stats->tokens += 1;
+    }
+    return TSAFE_OK;
+}
+
+tsafe_lora_engine tsafe_lora_engine_plain(void)
+{
+    tsafe_lora_engine e = {plain_fn, NULL};
+    return e;
+}
+
+static tsafe_status local_fn(void *user, const tsafe_lora_site *const *sites,
+                             size_t n, const float *x, float *const *delta,
+                             tsafe_lora_stats *stats)
+{
+    return tsafe_lora_local_delta(user, sites, n, x, delta, stats);
+}
+
+tsafe_lora_engine tsafe_lora_engine_local(tsafe_lora_local *l)
+{
+    tsafe_lora_engine e = {local_fn, l};
+    return e;
+}
+
+#define PAIR_MAX_SITES 256
+
+static tsafe_status pair_fn(void *user, const tsafe_lora_site *const *sites,
+                            size_t n, const float *x, float *const *delta,
+                            tsafe_lora_stats *stats)
+{
+    tsafe_lora_pair *p = user;
+    if (!p || !p->client || !p->server || !sites || !x || !delta)
+        return TSAFE_E_NULL;
+    if (n == 0 || n > PAIR_MAX_SITES)
+        return TSAFE_E_RANGE;
+    uint32_t ranks[PAIR_MAX_SITES];
+    float *u[PAIR_MAX_SITES];
+    size_t total = 0;
+    for (size_t s = 0; s < n; s++) {
+        if (!sites[s])
+            return TSAFE_E_NULL;
+        ranks[s] = tsafe_lora_site_rank(sites[s]);
+        total += ranks[s];
+    }
+    float *ubuf = malloc(total * sizeof *ubuf);
+    if (!ubuf)
+        return TSAFE_E_NOMEM;
+    for (size_t s = 0, off = 0; s < n; off += ranks[s], s++)
+        u[s] = ubuf + off;
+    uint8_t *req = NULL, *resp = NULL, *umsg = NULL;
+    size_t rl = 0, pl = 0, ul = 0;
+    tsafe_status st;
+    if ((st = tsafe_lora_client_encrypt(p->client, x, &req, &rl, stats)) == TSAFE_OK &&
+        (st = tsafe_lora_server_process(p->server, sites, n, req, rl, &resp, &pl, stats)) == TSAFE_OK &&
+        (st = tsafe_lora_client_decode(p->client, resp, pl, n, ranks, u, stats)) == TSAFE_OK &&
+        (st = tsafe_lora_client_release(p->client, n, ranks, u, p->dp, &umsg, &ul, stats)) == TSAFE_OK)
+        st = tsafe_lora_server_apply(p->server, sites, n, umsg, ul, delta, stats);
+    if (st == TSAFE_OK && stats) /* delta travels back to the client */
+        for (size_t s = 0; s < n; s++)
+            stats->bytes_down += (uint64_t)tsafe_lora_site_d_out(sites[s]) * 4;
+    tsafe_lora_bytes_free(req);
+    tsafe_lora_bytes_free(resp);
+    tsafe_lora_bytes_free(umsg);
+    free(ubuf);
+    return st;
+}
+
+tsafe_lora_engine tsafe_lora_engine_two_party(tsafe_lora_pair *pair)
+{
+    tsafe_lora_engine e = {pair_fn, pair};
+    return e;
+}
