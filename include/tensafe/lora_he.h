@@ -45,6 +45,9 @@ extern "C" {
 typedef struct tsafe_lora_plan {
     tsafe_params params;      /* context parameters (explicit primes) */
     uint32_t level;           /* ciphertext level used (level + 1 limbs) */
+    uint32_t response_level;  /* two-party: the server rescales products down
+                                 to this level before sending (fewer bytes);
+                                 == level: products sent as computed */
     double scale_x;           /* encoding scale of x */
     double scale_a;           /* encoding scale of A */
     uint32_t d_in, rank;
@@ -60,7 +63,7 @@ typedef struct tsafe_lora_plan {
     char name[48];            /* "auto-n4096-2x50" or the preset name */
 } tsafe_lora_plan;
 
-/* The cheapest secure parameters (N in 2^11..2^14, one or two primes) for
+/* The cheapest secure parameters (N in 2^11..2^15, one or two primes) for
  * depth-one HE-LoRA at this shape whose modelled error is at most
  * target_error, with room for |x| <= max_abs_x and |A| <= max_abs_a
  * without overflow. TSAFE_E_VALUE_RANGE when nothing fits. */

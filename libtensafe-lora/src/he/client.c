@@ -33,7 +33,8 @@ tsafe_status tsafe_lora_client_create(const tsafe_lora_plan *plan,
     if ((st = tsafe_context_create(&plan->params, &c->ctx)) != TSAFE_OK)
         goto fail;
     st = TSAFE_E_PARAMS_MISMATCH;
-    if (plan->level > tsafe_context_max_level(c->ctx) || plan->cols == 0)
+    if (plan->level > tsafe_context_max_level(c->ctx) || plan->cols == 0 ||
+        plan->response_level > plan->level)
         goto fail;
     if ((st = tsafe_secret_key_generate(c->ctx, seed, &c->sk)) != TSAFE_OK ||
         (st = tsafe_plaintext_create(c->ctx, &c->pt)) != TSAFE_OK ||
@@ -145,8 +146,8 @@ tsafe_status tsafe_lora_client_decode(tsafe_lora_client *c, const uint8_t *respo
             tsafe_ciphertext *ct = c->ct; /* reused: no allocation per batch */
             if ((st = tsafe_ciphertext_deserialize_into(c->ctx, blob, clen, ct)) != TSAFE_OK)
                 return st;
-            if (tsafe_ciphertext_level(ct) != c->plan.level ||
-                tsafe_ciphertext_scale(ct) != c->plan.scale_x * c->plan.scale_a)
+            if (tsafe_ciphertext_level(ct) != c->plan.response_level ||
+                tsafe_ciphertext_scale(ct) != tsafe_lora_response_scale(c->ctx, &c->plan))
                 return TSAFE_E_FORMAT;
             if ((st = tsafe_ckks_decrypt_coeffs_strided(c->ctx, c->sk, ct, stride, c->y, K)) !=
                 TSAFE_OK)

@@ -40,6 +40,11 @@ void tsafe_lora_read_batch(const tsafe_context *ctx,
 size_t tsafe_lora_read_stride(const tsafe_context *ctx,
                               const tsafe_lora_plan *plan);
 
+/* Scale of a product ciphertext as the server sends it (after its
+ * response rescales), computed exactly as the core computes it. */
+double tsafe_lora_response_scale(const tsafe_context *ctx,
+                                 const tsafe_lora_plan *plan);
+
 /* delta = scale * B u (OpenBLAS sgemv). */
 void tsafe_lora_apply_b(const tsafe_lora_site *site, const float *u,
                         float *delta);

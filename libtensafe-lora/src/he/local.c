@@ -29,7 +29,7 @@ tsafe_status tsafe_lora_local_create(const tsafe_lora_plan *plan,
     if ((st = tsafe_context_create(&plan->params, &l->ctx)) != TSAFE_OK)
         goto fail;
     st = TSAFE_E_PARAMS_MISMATCH;
-    if (plan->level > tsafe_context_max_level(l->ctx))
+    if (plan->level > tsafe_context_max_level(l->ctx) || plan->cols == 0)
         goto fail;
     if ((st = tsafe_secret_key_generate(l->ctx, seed, &l->sk)) != TSAFE_OK ||
         (st = tsafe_plaintext_create(l->ctx, &l->pt)) != TSAFE_OK ||
@@ -136,8 +136,10 @@ tsafe_status tsafe_lora_local_u(tsafe_lora_local *l,
                                 const float *x, float *const *u,
                                 tsafe_lora_stats *stats)
 {
-    if (!l || !x || !u)
+    if (!l || !x || !u || !sites)
         return TSAFE_E_NULL;
+    if (n_sites > 1024) /* before reading u[] / sites[] */
+        return TSAFE_E_RANGE;
     for (size_t s = 0; s < n_sites; s++)
         if (!u[s])
             return TSAFE_E_NULL;
@@ -149,13 +151,13 @@ tsafe_status tsafe_lora_local_delta(tsafe_lora_local *l,
                                     size_t n_sites, const float *x,
                                     float *const *delta, tsafe_lora_stats *stats)
 {
-    if (!l || !x || !delta)
+    if (!l || !x || !delta || !sites)
         return TSAFE_E_NULL;
+    if (n_sites > 1024) /* before reading delta[] / sites[] */
+        return TSAFE_E_RANGE;
     for (size_t s = 0; s < n_sites; s++)
         if (!delta[s])
             return TSAFE_E_NULL;
-    if (n_sites > 1024)
-        return TSAFE_E_RANGE;
     size_t total = 0;
     for (size_t s = 0; s < n_sites; s++) {
         if (!sites[s])

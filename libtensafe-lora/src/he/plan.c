@@ -33,6 +33,7 @@ double tsafe_lora_now_us(void)
 int tsafe_lora_plan_compatible(const tsafe_lora_plan *a, const tsafe_lora_plan *b)
 {
     return a->d_in == b->d_in && a->level == b->level && a->cols == b->cols &&
+           a->response_level == b->response_level &&
            a->half == b->half && a->scale_x == b->scale_x &&
            a->scale_a == b->scale_a && a->params.log_n == b->params.log_n;
 }
@@ -157,6 +158,17 @@ tsafe_status tsafe_lora_plan_auto(uint32_t d_in, uint32_t rank,
     }
     if (!found)
         return TSAFE_E_VALUE_RANGE;
+    /* Two-party responses: with two primes below 2^50 (IFMA), rescaling a
+     * product by the second prime halves its bytes for less CPU than
+     * serializing the extra limb, and keeps ample precision when the
+     * rescaled scale stays >= 2^30 with the values' headroom below q0/2. */
+    best.response_level = best.level;
+    if (best.level == 1 && best.params.prime_bits[1] <= 50) {
+        double after = log2(best.scale_x) + log2(best.scale_a) - best.params.prime_bits[1];
+        if (after >= 30 &&
+            after + log2(2.0 * max_abs_x * max_abs_a) + MARGIN_BITS + 1 <= best.params.prime_bits[0] - 0.01)
+            best.response_level = 0;
+    }
     /* fix the primes so client and server build the same context */
     tsafe_context *ctx = NULL;
     tsafe_status st = tsafe_context_create(&best.params, &ctx);
@@ -219,6 +231,7 @@ tsafe_status tsafe_lora_plan_preset(const char *preset, uint32_t d_in,
         }
         p.scale_x = ldexp(1.0, (int)floor(sx));
     }
+    p.response_level = p.level; /* parity with the seeds: no response rescale */
     p.expected_error = model_error(&p, (double)tsafe_context_n(ctx));
     p.log2_q = tsafe_context_log2_q(ctx);
     p.max_log2_q = tsafe_params_max_log_q(p.params.log_n);

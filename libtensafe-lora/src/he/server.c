@@ -28,7 +28,9 @@ tsafe_status tsafe_lora_server_create(const tsafe_lora_plan *plan,
         return TSAFE_E_NOMEM;
     s->plan = *plan;
     tsafe_status st;
-    if ((st = tsafe_context_create(&plan->params, &s->ctx)) != TSAFE_OK ||
+    st = plan->response_level > plan->level ? TSAFE_E_PARAMS : TSAFE_OK;
+    if (st != TSAFE_OK ||
+        (st = tsafe_context_create(&plan->params, &s->ctx)) != TSAFE_OK ||
         (st = tsafe_ciphertext_create(s->ctx, &s->prod)) != TSAFE_OK ||
         (st = tsafe_ciphertext_create(s->ctx, &s->x)) != TSAFE_OK) {
         tsafe_lora_server_free(s);
@@ -105,6 +107,7 @@ tsafe_status tsafe_lora_server_process(tsafe_lora_server *s,
     uint64_t ops = 0;
     tsafe_wbuf w = {0};
     if (tsafe_ckks_mul_plain(s->ctx, x, sites[0]->pts[0], s->prod) == TSAFE_OK &&
+        tsafe_ckks_drop_to_level(s->ctx, s->prod, s->plan.response_level, s->prod) == TSAFE_OK &&
         tsafe_ciphertext_serialized_size(s->ctx, s->prod, &prod_len) == TSAFE_OK) {
         total = TSAFE_MSG_HEADER + 4;
         for (size_t i = 0; i < n_sites; i++)
@@ -121,6 +124,8 @@ tsafe_status tsafe_lora_server_process(tsafe_lora_server *s,
         for (uint32_t b = 0; b < site->plan.n_batches && st == TSAFE_OK; b++) {
             double t0 = tsafe_lora_now_us();
             st = tsafe_ckks_mul_plain(s->ctx, x, site->pts[b], s->prod);
+            while (st == TSAFE_OK && tsafe_ciphertext_level(s->prod) > s->plan.response_level)
+                st = tsafe_ckks_rescale(s->ctx, s->prod, s->prod);
             double t1 = tsafe_lora_now_us();
             size_t n = 0, wr = 0;
             if (st == TSAFE_OK)

@@ -44,6 +44,11 @@ tsafe_status tsafe_lora_encrypt_x(const tsafe_context *ctx,
                                   double *re, double *im, tsafe_ciphertext *ct)
 {
     size_t slots = tsafe_context_slots(ctx);
+    /* a plan is a plain struct the caller may have edited: the packing
+     * must fit the slots before anything is written */
+    if (p->cols == 0 || p->half != ((uint64_t)p->d_in + 1) / 2 ||
+        (uint64_t)p->cols * p->half > slots)
+        return TSAFE_E_PARAMS_MISMATCH;
     for (uint32_t i = 0; i < p->d_in; i++)
         if (!(fabsf(x[i]) <= p->max_abs_x))
             return TSAFE_E_VALUE_RANGE; /* also refuses NaN */
@@ -59,6 +64,14 @@ tsafe_status tsafe_lora_encrypt_x(const tsafe_context *ctx,
     }
     return tsafe_ckks_encrypt_values_symmetric(ctx, sk, re, im, slots, p->scale_x,
                                                p->level, NULL, ct);
+}
+
+double tsafe_lora_response_scale(const tsafe_context *ctx, const tsafe_lora_plan *p)
+{
+    double scale = p->scale_x * p->scale_a;
+    for (uint32_t l = p->level; l > p->response_level; l--)
+        scale = scale / (double)tsafe_context_prime(ctx, l); /* as tsafe_ckks_rescale */
+    return scale;
 }
 
 size_t tsafe_lora_read_stride(const tsafe_context *ctx, const tsafe_lora_plan *p)
@@ -106,7 +119,9 @@ tsafe_status tsafe_lora_site_create(const tsafe_context *ctx,
         return TSAFE_E_ARG;
     if (tsafe_context_params(ctx)->log_n != plan->params.log_n ||
         plan->level > tsafe_context_max_level(ctx) || plan->cols == 0 ||
-        plan->n_batches != (plan->rank + plan->cols - 1) / plan->cols)
+        plan->n_batches != (plan->rank + plan->cols - 1) / plan->cols ||
+        plan->half != ((uint64_t)plan->d_in + 1) / 2 ||
+        (uint64_t)plan->cols * plan->half > tsafe_context_slots(ctx))
         return TSAFE_E_PARAMS_MISMATCH;
     size_t na = (size_t)plan->rank * plan->d_in, nb = (size_t)d_out * plan->rank;
     for (size_t i = 0; i < na; i++)

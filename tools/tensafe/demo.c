@@ -1,0 +1,513 @@
+/* `tensafe demo`: the main job, end to end.
+ *
+ * One Qwen3.5-35B-A3B-shaped decoder layer (hidden 2048, 256 experts, top-8
+ * + a gated shared expert; synthetic weights generated lazily for the
+ * experts actually routed to) and a rank-32 PEFT adapter generated
+ * deterministically for q/k/v/o and every expert's gate/up/down, written to
+ * a temporary PEFT directory and loaded back through the real loader. Then,
+ * for each token, in two-party mode (the client holds the CKKS keys, the
+ * server only the adapter; they exchange the real message bytes):
+ *   q, k, v deltas share one encryption of the attention input,
+ *   o's delta runs on the attention output,
+ *   the MoE layer runs with expert LoRA on the routed experts only (one
+ *   encryption of h for all gate/up adapters, one per routed expert's down).
+ * Everything is checked against the plaintext LoRA computed from the same
+ * loaded adapter. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "bench.h"
+#include "commands.h"
+#include "tensafe/tensafe.h"
+
+#define RANK 32
+#define ALPHA 64.0
+#define MAX_ABS_X 8.0
+
+typedef struct {
+    int tokens;
+    int json;
+    int local;
+    const char *params; /* "auto" or a preset name */
+    uint64_t seed;
+} demo_opts;
+
+/* Deterministic generator for the synthetic adapter and inputs (not secret). */
+static uint64_t mix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void fill(float *v, size_t n, double amp, uint64_t *s)
+{
+    for (size_t i = 0; i < n; i++)
+        v[i] = (float)(amp * ((double)(mix(s) >> 11) * 0x1p-52 - 1.0));
+}
+
+static int progress_on(void) { return isatty(2); }
+
+static void progress(const char *fmt, int a, int b)
+{
+    if (!progress_on())
+        return;
+    fprintf(stderr, "\r");
+    fprintf(stderr, fmt, a, b);
+    fflush(stderr);
+}
+
+/* ------------------------------------------------------------ adapter */
+
+typedef struct {
+    const char *name;
+    uint32_t in, out;
+} module_shape;
+
+static tsafe_status build_adapter(const tsafe_moe_config *cfg, uint64_t seed,
+                                  const char *dir)
+{
+    tsafe_lora_config lc = {RANK, ALPHA, 0, 0};
+    tsafe_lora_adapter *ad = NULL;
+    tsafe_status st = tsafe_lora_adapter_create(&lc, &ad);
+    if (st != TSAFE_OK)
+        return st;
+    uint32_t d = cfg->hidden_size, hd = cfg->head_dim ? cfg->head_dim : d / cfg->n_heads;
+    uint32_t q_out = cfg->n_heads * hd, kv_out = cfg->n_kv_heads * hd, I = cfg->expert_intermediate;
+    const module_shape attn[] = {{"q_proj", d, q_out}, {"k_proj", d, kv_out},
+                                 {"v_proj", d, kv_out}, {"o_proj", q_out, d}};
+    size_t max_elems = (size_t)RANK * (q_out > d ? q_out : d) * 2;
+    float *A = malloc(max_elems * sizeof *A), *B = malloc(max_elems * sizeof *B);
+    char name[128];
+    uint64_t s = seed;
+    if (!A || !B) {
+        st = TSAFE_E_NOMEM;
+        goto out;
+    }
+    /* PEFT-like statistics: A ~ kaiming-uniform 1/sqrt(in), trained B small */
+    for (size_t i = 0; i < 4 && st == TSAFE_OK; i++) {
+        fill(A, (size_t)RANK * attn[i].in, 1.0 / sqrt(attn[i].in), &s);
+        fill(B, (size_t)attn[i].out * RANK, 0.02, &s);
+        snprintf(name, sizeof name, "layers.0.self_attn.%s", attn[i].name);
+        st = tsafe_lora_adapter_add_module(ad, name, RANK, attn[i].in, attn[i].out, A, B, ALPHA);
+    }
+    static const char *proj[3] = {"gate_proj", "up_proj", "down_proj"};
+    for (uint32_t e = 0; e < cfg->n_experts && st == TSAFE_OK; e++)
+        for (int p = 0; p < 3 && st == TSAFE_OK; p++) {
+            uint32_t in = p == 2 ? I : d, outd = p == 2 ? d : I;
+            fill(A, (size_t)RANK * in, 1.0 / sqrt(in), &s);
+            fill(B, (size_t)outd * RANK, 0.02, &s);
+            snprintf(name, sizeof name, "layers.0.mlp.experts.%u.%s", e, proj[p]);
+            st = tsafe_lora_adapter_add_module(ad, name, RANK, in, outd, A, B, ALPHA);
+        }
+    if (st == TSAFE_OK)
+        st = tsafe_lora_adapter_save_peft(ad, dir, TSAFE_DTYPE_BF16);
+out:
+    free(A);
+    free(B);
+    tsafe_lora_adapter_free(ad);
+    return st;
+}
+
+/* -------------------------------------------------------------- state */
+
+typedef struct {
+    tsafe_lora_plan plan;
+    tsafe_lora_pair pair;      /* two-party */
+    tsafe_lora_local *local;   /* local mode */
+    tsafe_lora_engine engine;
+} party;
+
+typedef struct {
+    demo_opts o;
+    tsafe_moe_config cfg;
+    tsafe_moe_layer *layer;
+    tsafe_lora_adapter *adapter;
+    party h, o_in, act;        /* inputs of size hidden, q_out, expert dim */
+    tsafe_lora_site *attn[4];  /* q k v o */
+    tsafe_lora_site **expert;  /* [n_experts * 3], built for routed experts */
+    tsafe_moe_lora *mlora;
+    tsafe_lora_stats attn_stats;
+    tsafe_moe_lora_stats moe_stats;
+    uint32_t experts_with_sites;
+} demo;
+
+static tsafe_status party_open(party *p, int local)
+{
+    tsafe_status st;
+    if (local) {
+        if ((st = tsafe_lora_local_create(&p->plan, NULL, &p->local)) != TSAFE_OK)
+            return st;
+        p->engine = tsafe_lora_engine_local(p->local);
+        return TSAFE_OK;
+    }
+    if ((st = tsafe_lora_client_create(&p->plan, NULL, &p->pair.client)) != TSAFE_OK ||
+        (st = tsafe_lora_server_create(&p->plan, &p->pair.server)) != TSAFE_OK)
+        return st;
+    p->engine = tsafe_lora_engine_two_party(&p->pair);
+    return TSAFE_OK;
+}
+
+static void party_close(party *p)
+{
+    tsafe_lora_client_free(p->pair.client);
+    tsafe_lora_server_free(p->pair.server);
+    tsafe_lora_local_free(p->local);
+}
+
+/* Sites live on the server's context (two-party) or the local one. */
+static const tsafe_context *party_ctx(const party *p)
+{
+    return p->local ? tsafe_lora_local_context(p->local) : tsafe_lora_server_context(p->pair.server);
+}
+
+static tsafe_status module_site(demo *D, party *p, const char *name, tsafe_lora_site **out)
+{
+    size_t idx;
+    tsafe_lora_module_info m;
+    tsafe_status st = tsafe_lora_adapter_find(D->adapter, name, &idx);
+    if (st == TSAFE_OK)
+        st = tsafe_lora_adapter_module(D->adapter, idx, &m);
+    if (st != TSAFE_OK)
+        return st;
+    return tsafe_lora_site_create(party_ctx(p), &p->plan, m.A, m.B, (uint32_t)m.out_dim,
+                                  (float)m.scale, out);
+}
+
+static double max_abs_a(const tsafe_lora_adapter *ad, size_t in_dim)
+{
+    double m = 0;
+    for (size_t i = 0; i < tsafe_lora_adapter_module_count(ad); i++) {
+        tsafe_lora_module_info info;
+        if (tsafe_lora_adapter_module(ad, i, &info) != TSAFE_OK || info.in_dim != in_dim)
+            continue;
+        for (size_t k = 0; k < info.rank * info.in_dim; k++)
+            m = fmax(m, fabs(info.A[k]));
+    }
+    return m;
+}
+
+static tsafe_status make_plan(const demo *D, uint32_t d_in, party *p)
+{
+    double a = max_abs_a(D->adapter, d_in);
+    if (!strcmp(D->o.params, "auto"))
+        return tsafe_lora_plan_auto(d_in, RANK, MAX_ABS_X, a, 1e-6, &p->plan);
+    return tsafe_lora_plan_preset(D->o.params, d_in, RANK, MAX_ABS_X, a, &p->plan);
+}
+
+/* Build the three sites of every expert some token is routed to. */
+static tsafe_status expert_sites(demo *D, const tsafe_moe_route *routes, int n_tokens)
+{
+    static const char *proj[3] = {"gate_proj", "up_proj", "down_proj"};
+    char name[128];
+    tsafe_status st;
+    for (int t = 0; t < n_tokens; t++)
+        for (uint32_t i = 0; i < routes[t].k; i++) {
+            uint32_t e = routes[t].expert[i];
+            if (D->expert[e * 3])
+                continue;
+            for (int p = 0; p < 3; p++) {
+                snprintf(name, sizeof name, "layers.0.mlp.experts.%u.%s", e, proj[p]);
+                if ((st = module_site(D, p == 2 ? &D->act : &D->h, name, &D->expert[e * 3 + p])) !=
+                        TSAFE_OK ||
+                    (st = tsafe_moe_lora_set_site(D->mlora, (int32_t)e, (tsafe_moe_proj)p,
+                                                  D->expert[e * 3 + p])) != TSAFE_OK)
+                    return st;
+            }
+            D->experts_with_sites++;
+        }
+    return TSAFE_OK;
+}
+
+/* ---------------------------------------------------------------- run */
+
+typedef struct {
+    double he_us, plain_us;
+    double err_num, err_den;
+} totals;
+
+static void accumulate_err(totals *T, const float *he, const float *plain, const float *base,
+                           size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        double r = base ? (double)plain[i] - base[i] : plain[i];
+        T->err_num += ((double)he[i] - plain[i]) * ((double)he[i] - plain[i]);
+        T->err_den += r * r;
+    }
+}
+
+static tsafe_status run_tokens(demo *D, totals *T)
+{
+    uint32_t d = D->cfg.hidden_size;
+    uint32_t q_out = tsafe_lora_site_d_out(D->attn[0]), kv_out = tsafe_lora_site_d_out(D->attn[1]);
+    int n = D->o.tokens;
+    size_t sz_out[4] = {q_out, kv_out, kv_out, d};
+    float *x = malloc((size_t)n * d * sizeof *x), *ao = malloc((size_t)n * q_out * sizeof *ao);
+    float *dh[4], *dp[4], *moe_he = malloc(d * sizeof(float)), *moe_plain = malloc(d * sizeof(float));
+    float *moe_base = malloc(d * sizeof(float));
+    tsafe_moe_route *routes = calloc((size_t)n, sizeof *routes);
+    tsafe_status st = TSAFE_E_NOMEM;
+    for (int i = 0; i < 4; i++) {
+        dh[i] = malloc(sz_out[i] * sizeof(float));
+        dp[i] = malloc(sz_out[i] * sizeof(float));
+    }
+    if (!x || !ao || !moe_he || !moe_plain || !moe_base || !routes || !dh[0] || !dh[1] ||
+        !dh[2] || !dh[3] || !dp[0] || !dp[1] || !dp[2] || !dp[3])
+        goto out;
+    uint64_t s = D->o.seed ^ 0x5151;
+    fill(x, (size_t)n * d, 2.0, &s);
+    fill(ao, (size_t)n * q_out, 2.0, &s);
+    /* route every token first: sites exist only for routed experts */
+    if ((st = tsafe_moe_layer_route(D->layer, x, (size_t)n, routes)) != TSAFE_OK ||
+        (st = expert_sites(D, routes, n)) != TSAFE_OK)
+        goto out;
+    tsafe_lora_engine plain = tsafe_lora_engine_plain();
+    for (int t = 0; t < n && st == TSAFE_OK; t++) {
+        const float *xt = x + (size_t)t * d, *at = ao + (size_t)t * q_out;
+        const tsafe_lora_site *qkv[3] = {D->attn[0], D->attn[1], D->attn[2]};
+        const tsafe_lora_site *o[1] = {D->attn[3]};
+        /* base layer first: it also materialises the routed experts' lazily
+         * generated weights, which must not be timed as HE or LoRA work */
+        if ((st = tsafe_moe_layer_forward(D->layer, xt, 1, moe_base, NULL)) != TSAFE_OK)
+            break;
+        double t0 = bench_now_us();
+        /* HE path: q,k,v share one encryption; o; MoE with expert LoRA */
+        if ((st = D->h.engine.fn(D->h.engine.user, qkv, 3, xt, dh, &D->attn_stats)) != TSAFE_OK ||
+            (st = D->o_in.engine.fn(D->o_in.engine.user, o, 1, at, dh + 3, &D->attn_stats)) != TSAFE_OK ||
+            (st = tsafe_moe_lora_forward(D->layer, D->mlora, &D->h.engine, &D->act.engine, xt, 1,
+                                         moe_he, NULL, &D->moe_stats)) != TSAFE_OK)
+            break;
+        double t1 = bench_now_us();
+        /* plaintext path: the same LoRA from the same loaded adapter */
+        if ((st = plain.fn(NULL, qkv, 3, xt, dp, NULL)) != TSAFE_OK ||
+            (st = plain.fn(NULL, o, 1, at, dp + 3, NULL)) != TSAFE_OK ||
+            (st = tsafe_moe_lora_forward(D->layer, D->mlora, &plain, &plain, xt, 1, moe_plain,
+                                         NULL, NULL)) != TSAFE_OK)
+            break;
+        double t2 = bench_now_us();
+        T->he_us += t1 - t0;
+        T->plain_us += t2 - t1;
+        for (int i = 0; i < 4; i++)
+            accumulate_err(T, dh[i], dp[i], NULL, sz_out[i]);
+        accumulate_err(T, moe_he, moe_plain, moe_base, d);
+        progress("tensafe demo: token %d/%d", t + 1, n);
+    }
+    if (progress_on())
+        fprintf(stderr, "\n");
+out:
+    for (int i = 0; i < 4; i++) {
+        free(dh[i]);
+        free(dp[i]);
+    }
+    free(x); free(ao); free(moe_he); free(moe_plain); free(moe_base); free(routes);
+    return st;
+}
+
+/* ------------------------------------------------------------- report */
+
+static void add_stats(tsafe_lora_stats *a, const tsafe_lora_stats *b)
+{
+    a->encrypt_us += b->encrypt_us;
+    a->products_us += b->products_us;
+    a->reduce_us += b->reduce_us;
+    a->decrypt_us += b->decrypt_us;
+    a->sums_us += b->sums_us;
+    a->bu_us += b->bu_us;
+    a->bytes_up += b->bytes_up;
+    a->bytes_down += b->bytes_down;
+    a->he_ops += b->he_ops;
+    a->tokens += b->tokens;
+}
+
+static void report(const demo *D, const totals *T, double setup_s)
+{
+    int n = D->o.tokens;
+    tsafe_lora_stats all = D->attn_stats;
+    add_stats(&all, &D->moe_stats.he);
+    double rel = sqrt(T->err_num / T->err_den);
+    double per_token_ms = T->he_us / n / 1000.0, plain_ms = T->plain_us / n / 1000.0;
+    const char *mode = D->o.local ? "local" : "two-party";
+    uint64_t sites = 4 * (uint64_t)n + D->moe_stats.expert_runs * 2 + D->moe_stats.engine_calls_act;
+    if (D->o.json) {
+        json_t *j = json_pack(
+            "{s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:{s:s, s:s, s:s}, s:s, s:I, s:I, s:I, s:I, s:I,"
+            " s:{s:f, s:f, s:f, s:f, s:f, s:f}, s:f}",
+            "mode", mode, "tokens", n, "rel_error", rel, "per_token_ms", per_token_ms,
+            "plaintext_ms", plain_ms, "tokens_per_s", 1000.0 / per_token_ms,
+            "he_over_plain", per_token_ms / plain_ms, "params", "attention_and_gate_up",
+            D->h.plan.name, "o_proj", D->o_in.plan.name, "expert_down", D->act.plan.name,
+            "model", D->cfg.name, "bytes_up", (json_int_t)all.bytes_up, "bytes_down",
+            (json_int_t)all.bytes_down, "he_products", (json_int_t)all.he_ops, "sites_evaluated",
+            (json_int_t)sites, "experts_with_adapters_touched", (json_int_t)D->experts_with_sites,
+            "stage_ms_per_token", "encrypt", all.encrypt_us / n / 1000, "products",
+            all.products_us / n / 1000, "serialize", all.reduce_us / n / 1000, "decrypt",
+            all.decrypt_us / n / 1000, "sums", all.sums_us / n / 1000, "B_u",
+            all.bu_us / n / 1000, "setup_s", setup_s);
+        char *txt = json_dumps(j, JSON_INDENT(2));
+        if (txt)
+            puts(txt);
+        free(txt);
+        json_decref(j);
+        return;
+    }
+    printf("TenSafe-HE demo -- %s layer (hidden %u, %u experts, top-%u + shared), %s mode\n",
+           D->cfg.name, D->cfg.hidden_size, D->cfg.n_experts, D->cfg.top_k, mode);
+    printf("adapter: rank %d PEFT (BF16), q/k/v/o + gate/up/down of all %u experts, loaded "
+           "from a temporary PEFT directory\n", RANK, D->cfg.n_experts);
+    printf("params: q/k/v + expert gate/up %s | o_proj %s | expert down %s%s\n", D->h.plan.name,
+           D->o_in.plan.name, D->act.plan.name,
+           D->h.plan.response_level < D->h.plan.level ? " (responses rescaled to 1 limb)" : "");
+    printf("tokens %d: %llu adapter sites evaluated under HE, %u of %u experts' adapters "
+           "touched (routed ones only)\n\n", n, (unsigned long long)sites,
+           D->experts_with_sites, D->cfg.n_experts);
+    printf("%-28s %12s %8s\n", "stage (per token)", "ms", "share");
+    const struct { const char *name; double us; } stage[] = {
+        {"encrypt (client)", all.encrypt_us},    {"ct x pt products (server)", all.products_us},
+        {"serialize (server)", all.reduce_us},   {"decrypt + parse (client)", all.decrypt_us},
+        {"trace sums -> u (client)", all.sums_us}, {"B * u (server)", all.bu_us}};
+    double sum = 0;
+    for (size_t i = 0; i < 6; i++)
+        sum += stage[i].us;
+    for (size_t i = 0; i < 6; i++)
+        printf("%-28s %12.3f %7.1f%%\n", stage[i].name, stage[i].us / n / 1000,
+               100 * stage[i].us / sum);
+    printf("%-28s %12.3f\n", "HE path total", per_token_ms);
+    printf("%-28s %12.3f   (same LoRA in plaintext, incl. the MoE layer)\n", "plaintext path",
+           plain_ms);
+    printf("\nHE tokens/s: %.1f   HE/plaintext: %.1fx   bytes up %.2f MB, down %.2f MB per token\n",
+           1000.0 / per_token_ms, per_token_ms / plain_ms, all.bytes_up / 1e6 / n,
+           all.bytes_down / 1e6 / n);
+    printf("error vs plaintext LoRA: relative L2 %.3g (%s)\n", rel,
+           rel <= 1e-5 ? "ok, <= 1e-5" : "ABOVE 1e-5");
+    printf("setup (adapter generation, PEFT write + load, keys, plaintext encoding): %.1f s\n",
+           setup_s);
+}
+
+static void remove_dir(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/adapter_config.json", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+int cmd_demo(int argc, char **argv)
+{
+    demo D;
+    memset(&D, 0, sizeof D);
+    D.o.tokens = 24;
+    D.o.params = "auto";
+    D.o.seed = 2026;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            D.o.json = 1;
+        else if (!strcmp(argv[i], "--local"))
+            D.o.local = 1;
+        else if (!strcmp(argv[i], "--mode") && i + 1 < argc) {
+            const char *m = argv[++i];
+            if (strcmp(m, "local") && strcmp(m, "two-party"))
+                return tool_usage("demo: --mode must be local or two-party");
+            D.o.local = !strcmp(m, "local");
+        } else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) {
+            D.o.tokens = atoi(argv[++i]);
+            if (D.o.tokens < 1 || D.o.tokens > 4096)
+                return tool_usage("demo: --tokens must be 1..4096");
+        } else if (!strcmp(argv[i], "--params") && i + 1 < argc)
+            D.o.params = argv[++i];
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            D.o.seed = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: tensafe demo [--tokens N] [--mode two-party|local] [--params auto|PRESET]\n"
+                   "                    [--seed S] [--json]\n"
+                   "Runs HE-LoRA on q, k, v, o and the routed experts of one\n"
+                   "Qwen3.5-35B-A3B-shaped layer and compares with plaintext LoRA.\n");
+            return 0;
+        } else
+            return tool_usage("demo: unknown option '%s'", argv[i]);
+    }
+    double t0 = bench_now_us();
+    tsafe_status st;
+    char dir[] = "/tmp/tensafe-demo-XXXXXX";
+    int rc = 1;
+    if ((st = tsafe_moe_config_preset("qwen3.5-35b-a3b", &D.cfg)) != TSAFE_OK)
+        return tool_fail("demo: config", st);
+    if (!mkdtemp(dir))
+        return tool_fail("demo: temporary directory", TSAFE_E_IO);
+    if (progress_on())
+        fprintf(stderr, "tensafe demo: generating the adapter into %s\n", dir);
+    tsafe_moe_layer_options lo = {0, TSAFE_MOE_WEIGHTS_LAZY};
+    if ((st = build_adapter(&D.cfg, D.o.seed, dir)) != TSAFE_OK) {
+        rc = tool_fail("demo: writing the PEFT adapter", st);
+        goto out;
+    }
+    if ((st = tsafe_lora_adapter_load_peft(dir, &D.adapter)) != TSAFE_OK) {
+        rc = tool_fail("demo: loading the PEFT adapter", st);
+        goto out;
+    }
+    if ((st = tsafe_moe_layer_create_random_ex(&D.cfg, D.o.seed, &lo, &D.layer)) != TSAFE_OK ||
+        (st = tsafe_moe_lora_create(D.layer, &D.mlora)) != TSAFE_OK) {
+        rc = tool_fail("demo: MoE layer", st);
+        goto out;
+    }
+    uint32_t d = D.cfg.hidden_size;
+    uint32_t hd = D.cfg.head_dim ? D.cfg.head_dim : d / D.cfg.n_heads;
+    if ((st = make_plan(&D, d, &D.h)) != TSAFE_OK ||
+        (st = make_plan(&D, D.cfg.n_heads * hd, &D.o_in)) != TSAFE_OK ||
+        (st = make_plan(&D, D.cfg.expert_intermediate, &D.act)) != TSAFE_OK) {
+        rc = tool_fail("demo: parameter planning", st);
+        goto out;
+    }
+    if ((st = party_open(&D.h, D.o.local)) != TSAFE_OK ||
+        (st = party_open(&D.o_in, D.o.local)) != TSAFE_OK ||
+        (st = party_open(&D.act, D.o.local)) != TSAFE_OK) {
+        rc = tool_fail("demo: keys and contexts", st);
+        goto out;
+    }
+    static const char *attn[4] = {"q_proj", "k_proj", "v_proj", "o_proj"};
+    for (int i = 0; i < 4; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "layers.0.self_attn.%s", attn[i]);
+        if ((st = module_site(&D, i == 3 ? &D.o_in : &D.h, name, &D.attn[i])) != TSAFE_OK) {
+            rc = tool_fail("demo: attention adapter sites", st);
+            goto out;
+        }
+    }
+    D.expert = calloc((size_t)D.cfg.n_experts * 3, sizeof *D.expert);
+    if (!D.expert) {
+        rc = tool_fail("demo", TSAFE_E_NOMEM);
+        goto out;
+    }
+    totals T = {0};
+    double t_setup = bench_now_us();
+    if ((st = run_tokens(&D, &T)) != TSAFE_OK) {
+        rc = tool_fail("demo: running tokens", st);
+        goto out;
+    }
+    /* setup = everything before the first token minus the token loop */
+    report(&D, &T, (t_setup - t0) / 1e6);
+    rc = sqrt(T.err_num / T.err_den) <= 1e-5 ? 0 : 1;
+out:
+    if (D.expert)
+        for (uint32_t i = 0; i < D.cfg.n_experts * 3; i++)
+            tsafe_lora_site_free(D.expert[i]);
+    free(D.expert);
+    for (int i = 0; i < 4; i++)
+        tsafe_lora_site_free(D.attn[i]);
+    tsafe_moe_lora_free(D.mlora);
+    party_close(&D.h);
+    party_close(&D.o_in);
+    party_close(&D.act);
+    tsafe_moe_layer_free(D.layer);
+    tsafe_lora_adapter_free(D.adapter);
+    remove_dir(dir);
+    return rc;
+}
