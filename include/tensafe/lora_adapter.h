@@ -69,8 +69,10 @@
  * (TSAFE_E_DORA); peft_type other than "LORA", lora_embedding_* keys,
  * LoRA bias keys, modules_to_save weights or other unknown keys
  * (TSAFE_E_UNSUPPORTED); missing r / lora_alpha / peft_type
- * (TSAFE_E_MISSING_FIELD); unparsable JSON (TSAFE_E_JSON); a field of the
- * wrong type or value (TSAFE_E_FORMAT); A without B or B without A
+ * (TSAFE_E_MISSING_FIELD); unparsable JSON or duplicate keys
+ * (TSAFE_E_JSON); a field of the wrong type or value, e.g. r not an integer
+ * in [1, 2^24] (TSAFE_E_FORMAT); A without B or B without A, one factor
+ * under two spellings, two keys giving the same module, or no module at all
  * (TSAFE_E_ADAPTER); A rows != B columns, not 2-D, or fused rows not a
  * multiple of r (TSAFE_E_SHAPE); a factor whose rank disagrees with the
  * configured rank for its module (TSAFE_E_ADAPTER); non-finite values
@@ -191,6 +193,19 @@ tsafe_lora_adapter_save_peft_memory(const tsafe_lora_adapter *adapter,
                                     tsafe_dtype dtype, char **config_json,
                                     uint8_t **safetensors,
                                     size_t *safetensors_len);
+
+/* From a signed adapter package (docs/PACKAGE_FORMAT.md): verifies the
+ * package against trusted_pk (a key the caller trusts, never one found in
+ * the package) and only then loads its safetensors payload, with r and
+ * lora_alpha from the verified manifest. Errors: those of tsafe_package_open
+ * (TSAFE_E_VERIFY for a bad signature or digest, TSAFE_E_FORMAT...), then
+ * those of tsafe_lora_adapter_load_peft_memory. Defined in libtensafe-lora's
+ * package folder (declared here to keep adapter loading in one header). */
+TSAFE_API TSAFE_NODISCARD tsafe_status
+tsafe_lora_adapter_load_package(const uint8_t *bytes, size_t len,
+                                const uint8_t trusted_pk[32],
+                                const tsafe_lora_load_options *opt,
+                                tsafe_lora_adapter **out);
 
 /* NULL is a no-op. The adapter must no longer be in use by any thread. */
 TSAFE_API void tsafe_lora_adapter_free(tsafe_lora_adapter *adapter);
