@@ -91,8 +91,10 @@ void tsafe_poly_rescale(const tsafe_context *c, const uint64_t *in,
     for (uint32_t i = 0; i < level; i++) {
         const tsafe_modulus *m = &c->mod[i];
         uint64_t q = m->q, h = c->half_last[level][i];
-        for (size_t k = 0; k < n; k++)
-            tmp[k] = tsafe_sub_mod(last[k] % q, h, q);
+        for (size_t k = 0; k < n; k++) { /* last[k] < q_l: one Barrett at most */
+            uint64_t r = last[k] < q ? last[k] : tsafe_reduce_128(last[k], m);
+            tmp[k] = tsafe_sub_mod(r, h, q);
+        }
         tsafe_ntt_forward(&c->ntt[i], tmp);
         const uint64_t *a = tsafe_climb(in, c, i);
         uint64_t *o = tsafe_limb(out, c, i);
