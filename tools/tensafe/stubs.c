@@ -17,4 +17,3 @@ NOT_YET(cmd_lora)
 __attribute__((weak)) int bench_core(bench_report *r, int quick) { (void)r; (void)quick; return 0; }
 __attribute__((weak)) int bench_lora(bench_report *r, int quick) { (void)r; (void)quick; return 0; }
 __attribute__((weak)) int bench_moe(bench_report *r, int quick) { (void)r; (void)quick; return 0; }
-__attribute__((weak)) int bench_cuda(bench_report *r, int quick) { (void)r; (void)quick; return 0; }
