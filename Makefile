@@ -196,6 +196,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_SUPPORT_OBJ) $(LIBS_A)
 # runs only suites whose name contains it.
 test: deps
 	@$(MAKE) --no-print-directory libs tests tool
+	@sh scripts/check-api-coverage.sh $(BUILD)/lib
 	@sh scripts/run-tests.sh $(BUILD)/tests "$(TESTS_FILTER)"
 
 # -------------------------------------------------------------- bench / demo
@@ -247,16 +248,16 @@ FUZZ_BUILD := build/fuzz
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRC))
 fuzz-build: deps
 	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang CUDA=0 \
-	  SAN_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" libs
+	  SAN_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" libs
 	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
-	  clang -std=c11 -D_GNU_SOURCE -O1 -g -Iinclude -Itests -fsanitize=fuzzer,address,undefined \
+	  clang -std=c11 -D_GNU_SOURCE -O1 -g -Iinclude -Itests -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	    -o $(FUZZ_BUILD)/$$n $$f $(FUZZ_BUILD)/lib/libtensafe-moe.a $(FUZZ_BUILD)/lib/libtensafe-lora.a \
 	    $(FUZZ_BUILD)/lib/libtensafe-he-core.a $(LORA_DEPS) $(CORE_DEPS) || exit 1; done
 fuzz: fuzz-build
 	@for f in $(FUZZ_BINS); do n=$$(basename $$f); mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
 	  dict=""; [ -f tests/fuzz/$$n.dict ] && dict="-dict=tests/fuzz/$$n.dict"; \
 	  echo "== $$n ($(FUZZ_SECONDS) s)"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$dict \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/ $$dict \
 	      $(FUZZ_BUILD)/corpus/$$n tests/corpus/$$n || exit 1; done
 
 # -------------------------------------------------------------- plots

@@ -103,7 +103,10 @@ tsafe_safetensors_parse_borrowed(const void *data, size_t len,
                                  tsafe_safetensors **out);
 
 /* Opens a file read-only (memory-mapped when possible, else read into
- * memory) and validates it. TSAFE_E_IO / TSAFE_E_NOT_FOUND on file errors. */
+ * memory) and validates it. TSAFE_E_IO / TSAFE_E_NOT_FOUND on file errors.
+ * The file must not be truncated or rewritten while the handle is open
+ * (a mapping would see the change; writers should replace files by
+ * rename). */
 TSAFE_API TSAFE_NODISCARD tsafe_status
 tsafe_safetensors_open_file(const char *path, tsafe_safetensors **out);
 

@@ -131,10 +131,11 @@ static size_t lower_bound(const tsafe_lora_adapter *a, const char *name,
     return lo;
 }
 
-tsafe_status tsafe_lora_adapter_insert(tsafe_lora_adapter *a, const char *name,
-                                       size_t rank, size_t in_dim,
-                                       size_t out_dim, float *A, float *B,
-                                       double alpha, tsafe_dtype src)
+/* Validates a module and fills *m (name copied; A, B adopted). */
+static tsafe_status make_mod(const tsafe_lora_adapter *a, const char *name,
+                             size_t rank, size_t in_dim, size_t out_dim,
+                             float *A, float *B, double alpha, tsafe_dtype src,
+                             tsafe_lora_mod *m)
 {
     size_t na, nb;
     if (!name[0] || !tsafe_utf8_valid((const uint8_t *)name, strlen(name)))
@@ -145,23 +146,9 @@ tsafe_status tsafe_lora_adapter_insert(tsafe_lora_adapter *a, const char *name,
         return TSAFE_E_SIZE_OVERFLOW;
     if (!isfinite(alpha) || !all_finite(A, na) || !all_finite(B, nb))
         return TSAFE_E_VALUE_RANGE;
-    int found;
-    size_t pos = lower_bound(a, name, &found);
-    if (found)
-        return TSAFE_E_ARG;
-    if (a->n == a->cap) {
-        size_t nc = a->cap ? 2 * a->cap : 16;
-        tsafe_lora_mod *nm = realloc(a->m, nc * sizeof *nm);
-        if (!nm)
-            return TSAFE_E_NOMEM;
-        a->m = nm;
-        a->cap = nc;
-    }
     char *nm = strdup(name);
     if (!nm)
         return TSAFE_E_NOMEM;
-    memmove(&a->m[pos + 1], &a->m[pos], (a->n - pos) * sizeof *a->m);
-    tsafe_lora_mod *m = &a->m[pos];
     memset(m, 0, sizeof *m);
     m->name = nm;
     const char *dot = strrchr(nm, '.');
@@ -176,7 +163,74 @@ tsafe_status tsafe_lora_adapter_insert(tsafe_lora_adapter *a, const char *name,
     m->source_dtype = src;
     m->A = A;
     m->B = B;
+    return TSAFE_OK;
+}
+
+static tsafe_status reserve(tsafe_lora_adapter *a)
+{
+    if (a->n < a->cap)
+        return TSAFE_OK;
+    size_t nc = a->cap ? 2 * a->cap : 16;
+    if (nc > SIZE_MAX / sizeof *a->m)
+        return TSAFE_E_SIZE_OVERFLOW;
+    tsafe_lora_mod *nm = realloc(a->m, nc * sizeof *nm);
+    if (!nm)
+        return TSAFE_E_NOMEM;
+    a->m = nm;
+    a->cap = nc;
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_lora_adapter_insert(tsafe_lora_adapter *a, const char *name,
+                                       size_t rank, size_t in_dim,
+                                       size_t out_dim, float *A, float *B,
+                                       double alpha, tsafe_dtype src)
+{
+    int found;
+    size_t pos = lower_bound(a, name, &found);
+    if (found)
+        return TSAFE_E_ARG;
+    tsafe_status st = reserve(a);
+    if (st != TSAFE_OK)
+        return st;
+    tsafe_lora_mod m;
+    st = make_mod(a, name, rank, in_dim, out_dim, A, B, alpha, src, &m);
+    if (st != TSAFE_OK)
+        return st;
+    memmove(&a->m[pos + 1], &a->m[pos], (a->n - pos) * sizeof *a->m);
+    a->m[pos] = m;
     a->n++;
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_lora_adapter_append(tsafe_lora_adapter *a, const char *name,
+                                       size_t rank, size_t in_dim,
+                                       size_t out_dim, float *A, float *B,
+                                       double alpha, tsafe_dtype src)
+{
+    tsafe_status st = reserve(a);
+    if (st != TSAFE_OK)
+        return st;
+    st = make_mod(a, name, rank, in_dim, out_dim, A, B, alpha, src, &a->m[a->n]);
+    if (st != TSAFE_OK)
+        return st;
+    a->n++;
+    return TSAFE_OK;
+}
+
+static int cmp_mods(const void *x, const void *y)
+{
+    return tsafe_lora_name_cmp(((const tsafe_lora_mod *)x)->name,
+                               ((const tsafe_lora_mod *)y)->name);
+}
+
+tsafe_status tsafe_lora_adapter_finish(tsafe_lora_adapter *a)
+{
+    if (a->n > 1)
+        qsort(a->m, a->n, sizeof *a->m, cmp_mods);
+    for (size_t i = 1; i < a->n; i++)
+        if (tsafe_lora_name_cmp(a->m[i - 1].name, a->m[i].name) == 0)
+            return TSAFE_E_ADAPTER;
     return TSAFE_OK;
 }
 

@@ -35,6 +35,15 @@ tsafe_status tsafe_lora_adapter_insert(tsafe_lora_adapter *a, const char *name,
                                        size_t out_dim, float *A, float *B,
                                        double alpha, tsafe_dtype src);
 
+/* Appends without keeping the order (bulk loading); same ownership rules.
+ * tsafe_lora_adapter_finish then sorts and refuses duplicate names
+ * (TSAFE_E_ADAPTER). */
+tsafe_status tsafe_lora_adapter_append(tsafe_lora_adapter *a, const char *name,
+                                       size_t rank, size_t in_dim,
+                                       size_t out_dim, float *A, float *B,
+                                       double alpha, tsafe_dtype src);
+tsafe_status tsafe_lora_adapter_finish(tsafe_lora_adapter *a);
+
 /* Scale for (alpha, rank) under the adapter's use_rslora. */
 double tsafe_lora_scale(const tsafe_lora_adapter *a, double alpha, size_t rank);
 

@@ -135,7 +135,7 @@ static tsafe_status add_plain(load_ctx *c, const tsafe_peft_key *ka,
     ST_CHECK(tb.shape[1] == ta.shape[0], TSAFE_E_SHAPE);
     ST_CHECK(r == tsafe_peft_rank_for(c->cfg, ka->peft_name), TSAFE_E_ADAPTER);
     double alpha = tsafe_peft_alpha_for(c->cfg, ka->peft_name);
-    ST_TRY(tsafe_lora_adapter_insert(c->a, ka->canonical, r, in, out, A, B,
+    ST_TRY(tsafe_lora_adapter_append(c->a, ka->canonical, r, in, out, A, B,
                                      alpha, ta.dtype));
     return TSAFE_OK;
 fail:
@@ -194,7 +194,7 @@ static tsafe_status add_fused(load_ctx *c, const tsafe_peft_key *ka,
             }
         }
         snprintf(name, nl, "%s.%zu.%s", ka->canonical, e, proj);
-        ST_TRY(tsafe_lora_adapter_insert(c->a, name, r, in, out, Ae, Be, alpha,
+        ST_TRY(tsafe_lora_adapter_append(c->a, name, r, in, out, Ae, Be, alpha,
                                          ta.dtype));
         Ae = Be = NULL;
     }
@@ -238,6 +238,7 @@ static tsafe_status build(load_ctx *c)
         i += 2;
     }
     ST_CHECK(c->a->n > 0, TSAFE_E_ADAPTER);
+    ST_TRY(tsafe_lora_adapter_finish(c->a));
 fail:
     for (size_t i = 0; i < nk; i++)
         tsafe_peft_key_clear(&k[i]);

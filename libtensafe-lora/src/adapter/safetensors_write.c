@@ -17,7 +17,8 @@ typedef struct {
 struct tsafe_safetensors_writer {
     wr_tensor *t;
     size_t n, cap;
-    json_t *meta; /* object of strings */
+    json_t *meta;  /* object of strings */
+    json_t *names; /* set of tensor names (O(1) duplicate check) */
 };
 
 tsafe_status tsafe_safetensors_writer_create(tsafe_safetensors_writer **out)
@@ -29,7 +30,10 @@ tsafe_status tsafe_safetensors_writer_create(tsafe_safetensors_writer **out)
     if (!w)
         return TSAFE_E_NOMEM;
     w->meta = json_object();
-    if (!w->meta) {
+    w->names = json_object();
+    if (!w->meta || !w->names) {
+        json_decref(w->meta);
+        json_decref(w->names);
         free(w);
         return TSAFE_E_NOMEM;
     }
@@ -48,6 +52,7 @@ void tsafe_safetensors_writer_free(tsafe_safetensors_writer *w)
     }
     free(w->t);
     json_decref(w->meta);
+    json_decref(w->names);
     free(w);
 }
 
@@ -59,9 +64,8 @@ static tsafe_status check_new(const tsafe_safetensors_writer *w,
     if (!name[0] || strcmp(name, "__metadata__") == 0 ||
         !tsafe_utf8_valid((const uint8_t *)name, strlen(name)))
         return TSAFE_E_ARG;
-    for (size_t i = 0; i < w->n; i++)
-        if (strcmp(w->t[i].name, name) == 0)
-            return TSAFE_E_ARG;
+    if (json_object_get(w->names, name))
+        return TSAFE_E_ARG;
     size_t es = tsafe_dtype_size(dtype);
     if (es == 0)
         return TSAFE_E_DTYPE;
@@ -83,11 +87,15 @@ static tsafe_status append(tsafe_safetensors_writer *w, const char *name,
                            tsafe_dtype dtype, const uint64_t *shape,
                            size_t ndim, uint8_t *data, size_t nbytes)
 {
+    if (json_object_set_new(w->names, name, json_null()) != 0)
+        return TSAFE_E_NOMEM;
     if (w->n == w->cap) {
         size_t nc = w->cap ? 2 * w->cap : 8;
         wr_tensor *nt = realloc(w->t, nc * sizeof *nt);
-        if (!nt)
+        if (!nt) {
+            json_object_del(w->names, name);
             return TSAFE_E_NOMEM;
+        }
         w->t = nt;
         w->cap = nc;
     }
@@ -99,6 +107,7 @@ static tsafe_status append(tsafe_safetensors_writer *w, const char *name,
     if (!t->name || (ndim && !t->shape)) {
         free(t->name);
         free(t->shape);
+        json_object_del(w->names, name);
         return TSAFE_E_NOMEM;
     }
     if (ndim)

@@ -1,0 +1,2891 @@
+/* Every exported function, given NULL pointers and out-of-range arguments,
+ * returns an error status (or, for free(NULL) and getters, does nothing /
+ * returns its documented default) instead of crashing.
+ *
+ * Table-driven per public header: each header has a table of
+ * {function name, check}. test_header_coverage reads include/tensafe/ *.h,
+ * extracts every TSAFE_API function and fails when one has no entry in its
+ * header's table (so a new function without a case fails the suite);
+ * scripts/check-api-coverage.sh does the same against the symbols the
+ * shared libraries export. Run from the repository root (or set
+ * TSAFE_INCLUDE_DIR). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "tensafe/backend.h"
+#include "tensafe/backend_impl.h"
+#include "tensafe/ckks.h"
+#include "tensafe/lora_adapter.h"
+#include "tensafe/lora_dp.h"
+#include "tensafe/lora_he.h"
+#include "tensafe/lora_package.h"
+#include "tensafe/lora_registry.h"
+#include "tensafe/lora_svd.h"
+#include "tensafe/lora_two_party.h"
+#include "tensafe/moe.h"
+#include "tensafe/moe_lora.h"
+#include "tensafe/safetensors.h"
+#include "tensafe/status.h"
+#include "tensafe/version.h"
+#if defined(TSAFE_WITH_CUDA)
+#include "tensafe/cuda.h"
+#endif
+
+/* ------------------------------------------------------------ macros */
+
+/* The call must return an error status (< 0). */
+#define ERR(call)                                                               \
+    do {                                                                        \
+        tsafe_status s_ = (call);                                               \
+        if (s_ >= 0)                                                            \
+            fail_msg("%s:%d: %s returned %d, want an error", __FILE__, __LINE__, \
+                     #call, (int)s_);                                           \
+    } while (0)
+
+/* The call must return exactly `code`. */
+#define IS(code, call)                                                        \
+    do {                                                                      \
+        tsafe_status s_ = (call);                                             \
+        if (s_ != (code))                                                     \
+            fail_msg("%s:%d: %s returned %s, want %s", __FILE__, __LINE__,    \
+                     #call, tsafe_status_name(s_), tsafe_status_name(code));  \
+    } while (0)
+
+#define OK(call) IS(TSAFE_OK, call)
+
+/* ----------------------------------------------------------- fixture */
+
+#define LD 64u /* LoRA d_in */
+#define LR 4u  /* LoRA rank */
+
+typedef struct {
+    tsafe_params params;
+    tsafe_context *ctx, *ctx2;       /* ctx2: other parameters */
+    tsafe_secret_key *sk;
+    tsafe_public_key *pk;
+    tsafe_plaintext *pt, *pt0;       /* top level / level 0 */
+    tsafe_ciphertext *ct, *ct0, *out; /* top level / level 0 / scratch */
+    uint8_t *ct_bytes;
+    size_t ct_len;
+    tsafe_backend *be;
+    tsafe_buffer *buf, *buf1;        /* 2 polys x 2 limbs / 1 limb */
+    tsafe_lora_plan plan;
+    tsafe_lora_client *client;
+    tsafe_lora_server *server;
+    tsafe_lora_site *site;
+    tsafe_lora_local *local;
+    float A[LR * LD], B[LD * LR], x[LD], u[LR], delta[LD];
+    uint8_t *req, *resp, *umsg;
+    size_t req_len, resp_len, umsg_len;
+    tsafe_dp_session *dp;
+    uint8_t pkg_pk[32], pkg_sk[64];
+    uint8_t *pkg;
+    size_t pkg_len;
+    tsafe_package *package;
+    tsafe_registry *reg;
+    tsafe_registry_ref *ref;
+    uint8_t *st_bytes;
+    size_t st_len;
+    tsafe_safetensors *st;
+    tsafe_safetensors_writer *stw;
+    tsafe_lora_adapter *adapter;
+    tsafe_moe_config moecfg;
+    tsafe_moe_layer *layer;
+    tsafe_stepgate *gate;
+    tsafe_stepgate_session *gs;
+    int destroyed; /* registry destroy callback count */
+} fixture;
+
+static fixture F;
+
+static void count_destroy(void *obj)
+{
+    (void)obj;
+    F.destroyed++;
+}
+
+static int setup_fixture(void **state)
+{
+    fixture *f = &F;
+    memset(f, 0, sizeof *f);
+    uint8_t seed[32];
+    memset(seed, 0x5A, sizeof seed);
+    /* CKKS: N = 1024, two 30-bit primes, insecure (fast) */
+    f->params.log_n = 10;
+    f->params.n_primes = 2;
+    f->params.prime_bits[0] = 30;
+    f->params.prime_bits[1] = 30;
+    f->params.scale = 0x1p20;
+    f->params.flags = TSAFE_PARAMS_INSECURE_FOR_TESTS;
+    tsafe_params p2 = f->params;
+    p2.log_n = 11;
+    double v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    if (tsafe_context_create(&f->params, &f->ctx) || tsafe_context_create(&p2, &f->ctx2) ||
+        tsafe_secret_key_generate(f->ctx, seed, &f->sk) ||
+        tsafe_public_key_generate(f->ctx, f->sk, seed, &f->pk) ||
+        tsafe_plaintext_create(f->ctx, &f->pt) ||
+        tsafe_ckks_encode(f->ctx, v, 8, 0x1p20, 1, f->pt) ||
+        tsafe_plaintext_create(f->ctx, &f->pt0) ||
+        tsafe_ckks_encode(f->ctx, v, 8, 0x1p20, 0, f->pt0) ||
+        tsafe_ciphertext_create(f->ctx, &f->ct) ||
+        tsafe_ckks_encrypt_symmetric(f->ctx, f->sk, f->pt, seed, f->ct) ||
+        tsafe_ciphertext_create(f->ctx, &f->ct0) ||
+        tsafe_ckks_encrypt_public(f->ctx, f->pk, f->pt0, seed, f->ct0) ||
+        tsafe_ciphertext_create(f->ctx, &f->out))
+        return -1;
+    if (tsafe_ciphertext_serialized_size(f->ctx, f->ct, &f->ct_len))
+        return -1;
+    f->ct_bytes = malloc(f->ct_len);
+    size_t w = 0;
+    if (!f->ct_bytes ||
+        tsafe_ciphertext_serialize(f->ctx, f->ct, f->ct_bytes, f->ct_len, &w))
+        return -1;
+    if (tsafe_backend_cpu_create(f->ctx, &f->be) ||
+        tsafe_buffer_alloc(f->be, 2, 2, &f->buf) || tsafe_buffer_alloc(f->be, 2, 1, &f->buf1))
+        return -1;
+    /* LoRA */
+    for (size_t i = 0; i < LR * LD; i++) {
+        f->A[i] = (float)(0.04 * sin((double)i));
+        f->B[i] = (float)(0.04 * cos((double)i));
+    }
+    for (size_t i = 0; i < LD; i++)
+        f->x[i] = (float)(0.5 * sin(0.3 * (double)i));
+    const tsafe_lora_site *sites[1];
+    float *us[1] = {f->u};
+    uint32_t ranks[1] = {LR};
+    if (tsafe_lora_plan_auto(LD, LR, 1.0, 0.05, 1e-4, &f->plan) ||
+        tsafe_lora_client_create(&f->plan, seed, &f->client) ||
+        tsafe_lora_server_create(&f->plan, &f->server) ||
+        tsafe_lora_site_create(tsafe_lora_server_context(f->server), &f->plan, f->A, f->B, LD,
+                               1.0f, &f->site) ||
+        tsafe_lora_local_create(&f->plan, seed, &f->local))
+        return -1;
+    sites[0] = f->site;
+    if (tsafe_lora_client_encrypt(f->client, f->x, &f->req, &f->req_len, NULL) ||
+        tsafe_lora_server_process(f->server, sites, 1, f->req, f->req_len, &f->resp,
+                                  &f->resp_len, NULL) ||
+        tsafe_lora_client_decode(f->client, f->resp, f->resp_len, 1, ranks, us, NULL) ||
+        tsafe_lora_client_release(f->client, 1, ranks, us, NULL, &f->umsg, &f->umsg_len, NULL))
+        return -1;
+    /* DP */
+    tsafe_dp_params dpp;
+    memset(&dpp, 0, sizeof dpp);
+    dpp.clip_norm = 1.0;
+    dpp.eps = 1.0;
+    dpp.delta = 1e-6;
+    dpp.eps_total = 10.0;
+    dpp.delta_total = 1e-5;
+    if (tsafe_dp_session_create(&dpp, &f->dp))
+        return -1;
+    /* safetensors + adapter */
+    uint64_t shape_a[2] = {2, 8}, shape_b[2] = {8, 2};
+    float vals[16];
+    for (int i = 0; i < 16; i++)
+        vals[i] = 0.01f * (float)i;
+    if (tsafe_safetensors_writer_create(&f->stw) ||
+        tsafe_safetensors_writer_add_f32(f->stw, "a", TSAFE_DTYPE_F32, shape_a, 2, vals) ||
+        tsafe_safetensors_writer_add(f->stw, "i", TSAFE_DTYPE_I32, shape_a, 1, vals, 8) ||
+        tsafe_safetensors_writer_set_metadata(f->stw, "format", "pt") ||
+        tsafe_safetensors_writer_serialize(f->stw, &f->st_bytes, &f->st_len) ||
+        tsafe_safetensors_parse(f->st_bytes, f->st_len, &f->st))
+        return -1;
+    tsafe_lora_config lc = {2, 4.0, 0, 0};
+    if (tsafe_lora_adapter_create(&lc, &f->adapter) ||
+        tsafe_lora_adapter_add_module(f->adapter, "layers.0.self_attn.q_proj", 2, 8, 8, vals,
+                                      vals, 4.0))
+        return -1;
+    (void)shape_b;
+    /* package */
+    static const char *const targets[1] = {"q_proj"};
+    tsafe_package_manifest m = {"id", "banking", 2, 4.0, targets, 1, 0.5, "me"};
+    if (tsafe_package_keypair(f->pkg_pk, f->pkg_sk) ||
+        tsafe_package_create(&m, f->st_bytes, f->st_len, f->pkg_sk, &f->pkg, &f->pkg_len) ||
+        tsafe_package_open(f->pkg, f->pkg_len, f->pkg_pk, &f->package))
+        return -1;
+    /* registry */
+    static int object;
+    tsafe_registry_meta meta = {"adapter-1", 0.5};
+    if (tsafe_registry_create(&f->reg) ||
+        tsafe_registry_put(f->reg, "slot", &object, count_destroy, &meta) ||
+        tsafe_registry_acquire(f->reg, "slot", &f->ref))
+        return -1;
+    /* MoE: a tiny MoE with a gated shared expert */
+    memset(&f->moecfg, 0, sizeof f->moecfg);
+    strcpy(f->moecfg.name, "tiny");
+    f->moecfg.hidden_size = 16;
+    f->moecfg.n_layers = 1;
+    f->moecfg.n_heads = 2;
+    f->moecfg.n_kv_heads = 2;
+    f->moecfg.n_experts = 4;
+    f->moecfg.top_k = 2;
+    f->moecfg.expert_intermediate = 8;
+    f->moecfg.shared_expert_intermediate = 8;
+    f->moecfg.shared_expert_gate = 1;
+    f->moecfg.full_attention_interval = 1;
+    if (tsafe_moe_layer_create_random(&f->moecfg, 1, 0, &f->layer) ||
+        tsafe_stepgate_create_default(&f->gate) ||
+        tsafe_stepgate_session_create(f->gate, &f->gs))
+        return -1;
+    (void)state; /* tests read F; a group state would override their tables */
+    return 0;
+}
+
+static int teardown_fixture(void **state)
+{
+    (void)state;
+    fixture *f = &F;
+    tsafe_stepgate_session_free(f->gs);
+    tsafe_stepgate_free(f->gate);
+    tsafe_moe_layer_free(f->layer);
+    tsafe_registry_release(f->ref);
+    tsafe_registry_free(f->reg);
+    tsafe_package_free(f->package);
+    tsafe_package_bytes_free(f->pkg);
+    sodium_memzero(f->pkg_sk, sizeof f->pkg_sk);
+    tsafe_lora_adapter_free(f->adapter);
+    tsafe_safetensors_free(f->st);
+    tsafe_safetensors_bytes_free(f->st_bytes);
+    tsafe_safetensors_writer_free(f->stw);
+    tsafe_dp_session_free(f->dp);
+    tsafe_lora_bytes_free(f->req);
+    tsafe_lora_bytes_free(f->resp);
+    tsafe_lora_bytes_free(f->umsg);
+    tsafe_lora_local_free(f->local);
+    tsafe_lora_site_free(f->site);
+    tsafe_lora_server_free(f->server);
+    tsafe_lora_client_free(f->client);
+    tsafe_buffer_free(f->buf1);
+    tsafe_buffer_free(f->buf);
+    tsafe_backend_free(f->be);
+    free(f->ct_bytes);
+    tsafe_ciphertext_free(f->out);
+    tsafe_ciphertext_free(f->ct0);
+    tsafe_ciphertext_free(f->ct);
+    tsafe_plaintext_free(f->pt0);
+    tsafe_plaintext_free(f->pt);
+    tsafe_public_key_free(f->pk);
+    tsafe_secret_key_free(f->sk);
+    tsafe_context_free(f->ctx2);
+    tsafe_context_free(f->ctx);
+    return 0;
+}
+
+/* ------------------------------------------------------------ tables */
+
+typedef void (*api_check)(fixture *f);
+
+typedef struct {
+    const char *name;
+    api_check check;
+} api_case;
+
+typedef struct {
+    const char *header;   /* file name in include/tensafe/ */
+    const api_case *cases;
+    size_t n;
+    int skipped;          /* header not built in this configuration */
+} api_table;
+
+#define CHECK_FN(fn) static void check_##fn(fixture *f)
+#define ENTRY(fn) {#fn, check_##fn}
+
+/* ----------------------------------------------------------- status.h */
+
+static const int k_codes[] = {0, -1, -2, -47, -92, -93, 1, 42, -1000, INT_MIN, INT_MAX};
+
+CHECK_FN(tsafe_strerror)
+{
+    for (size_t i = 0; i < sizeof k_codes / sizeof k_codes[0]; i++)
+        assert_non_null(tsafe_strerror(k_codes[i]));
+}
+
+CHECK_FN(tsafe_status_name)
+{
+    for (size_t i = 0; i < sizeof k_codes / sizeof k_codes[0]; i++)
+        assert_non_null(tsafe_status_name(k_codes[i]));
+    assert_string_equal(tsafe_status_name(TSAFE_E_FORMAT), "TSAFE_E_FORMAT");
+}
+
+static const api_case k_status[] = {ENTRY(tsafe_strerror), ENTRY(tsafe_status_name)};
+
+/* ---------------------------------------------------------- version.h */
+
+CHECK_FN(tsafe_version_number)
+{
+    assert_int_equal(tsafe_version_number(), TSAFE_VERSION_NUMBER);
+}
+
+CHECK_FN(tsafe_version_string)
+{
+    assert_non_null(tsafe_version_string());
+}
+
+static const api_case k_version[] = {ENTRY(tsafe_version_number), ENTRY(tsafe_version_string)};
+
+/* ------------------------------------------------------------- ckks.h */
+
+CHECK_FN(tsafe_params_preset)
+{
+    tsafe_params p;
+    ERR(tsafe_params_preset(NULL, &p));
+    ERR(tsafe_params_preset("seed-n16384", NULL));
+    IS(TSAFE_E_NOT_FOUND, tsafe_params_preset("no-such-preset", &p));
+    IS(TSAFE_E_NOT_FOUND, tsafe_params_preset("", &p));
+}
+
+CHECK_FN(tsafe_params_preset_count)
+{
+    assert_true(tsafe_params_preset_count() > 0);
+}
+
+CHECK_FN(tsafe_params_preset_name)
+{
+    assert_null(tsafe_params_preset_name(tsafe_params_preset_count()));
+    assert_null(tsafe_params_preset_name(SIZE_MAX));
+    assert_non_null(tsafe_params_preset_name(0));
+}
+
+CHECK_FN(tsafe_params_max_log_q)
+{
+    assert_int_equal(tsafe_params_max_log_q(0), 0);
+    assert_int_equal(tsafe_params_max_log_q(9), 0);
+    assert_int_equal(tsafe_params_max_log_q(17), 0);
+    assert_int_equal(tsafe_params_max_log_q(UINT32_MAX), 0);
+}
+
+CHECK_FN(tsafe_params_serialize)
+{
+    uint8_t buf[512];
+    size_t w = 0;
+    tsafe_params p = f->params;
+    ERR(tsafe_params_serialize(NULL, buf, sizeof buf, &w));
+    ERR(tsafe_params_serialize(&p, buf, sizeof buf, NULL));
+    ERR(tsafe_params_serialize(&p, NULL, sizeof buf, &w));
+    IS(TSAFE_E_BUFFER_SMALL, tsafe_params_serialize(&p, buf, 1, &w));
+    p.n_primes = 0;
+    ERR(tsafe_params_serialize(&p, buf, sizeof buf, &w));
+    p.n_primes = TSAFE_MAX_PRIMES + 1;
+    ERR(tsafe_params_serialize(&p, buf, sizeof buf, &w));
+    p.n_primes = UINT32_MAX;
+    ERR(tsafe_params_serialize(&p, buf, sizeof buf, &w));
+}
+
+CHECK_FN(tsafe_params_deserialize)
+{
+    uint8_t buf[512];
+    size_t w = 0;
+    tsafe_params p;
+    OK(tsafe_params_serialize(&f->params, buf, sizeof buf, &w));
+    ERR(tsafe_params_deserialize(NULL, w, &p));
+    ERR(tsafe_params_deserialize(buf, w, NULL));
+    ERR(tsafe_params_deserialize(buf, 0, &p));
+    ERR(tsafe_params_deserialize(buf, w - 1, &p));
+}
+
+CHECK_FN(tsafe_context_create)
+{
+    tsafe_context *c = NULL;
+    ERR(tsafe_context_create(NULL, &c));
+    ERR(tsafe_context_create(&f->params, NULL));
+    tsafe_params p;
+    p = f->params; p.log_n = 9;  ERR(tsafe_context_create(&p, &c));
+    p = f->params; p.log_n = 17; ERR(tsafe_context_create(&p, &c));
+    p = f->params; p.log_n = UINT32_MAX; ERR(tsafe_context_create(&p, &c));
+    p = f->params; p.n_primes = 0; ERR(tsafe_context_create(&p, &c));
+    p = f->params; p.n_primes = TSAFE_MAX_PRIMES + 1; ERR(tsafe_context_create(&p, &c));
+    p = f->params; p.n_special = 2; ERR(tsafe_context_create(&p, &c));
+    p = f->params; p.n_special = 1; p.n_primes = 1; ERR(tsafe_context_create(&p, &c));
+    p = f->params; p.scale = NAN; ERR(tsafe_context_create(&p, &c));
+    p = f->params; p.scale = 0.0; ERR(tsafe_context_create(&p, &c));
+    p = f->params; p.scale = -1.0; ERR(tsafe_context_create(&p, &c));
+    p = f->params; p.prime_bits[0] = 0; ERR(tsafe_context_create(&p, &c));
+    p = f->params; p.prime_bits[0] = 62; ERR(tsafe_context_create(&p, &c));
+    p = f->params; p.prime_bits[1] = UINT32_MAX; ERR(tsafe_context_create(&p, &c));
+    p = f->params; p.primes[0] = 4; p.primes[1] = 6; ERR(tsafe_context_create(&p, &c));
+    p = f->params; p.primes[0] = 1; p.primes[1] = UINT64_MAX; ERR(tsafe_context_create(&p, &c));
+    p = f->params; p.flags = 0; IS(TSAFE_E_INSECURE, tsafe_context_create(&p, &c));
+    p = f->params; p.flags = 0x80; ERR(tsafe_context_create(&p, &c));
+    assert_null(c);
+}
+
+CHECK_FN(tsafe_context_free)
+{
+    tsafe_context_free(NULL);
+}
+
+CHECK_FN(tsafe_context_n)
+{
+    assert_int_equal(tsafe_context_n(NULL), 0);
+    assert_int_equal(tsafe_context_n(f->ctx), 1024);
+}
+
+CHECK_FN(tsafe_context_slots)
+{
+    assert_int_equal(tsafe_context_slots(NULL), 0);
+}
+
+CHECK_FN(tsafe_context_max_level)
+{
+    assert_int_equal(tsafe_context_max_level(NULL), 0);
+}
+
+CHECK_FN(tsafe_context_prime)
+{
+    assert_int_equal(tsafe_context_prime(NULL, 0), 0);
+    assert_int_equal(tsafe_context_prime(f->ctx, 2), 0);
+    assert_int_equal(tsafe_context_prime(f->ctx, UINT32_MAX), 0);
+}
+
+CHECK_FN(tsafe_context_log2_q)
+{
+    assert_true(tsafe_context_log2_q(NULL) == 0.0);
+}
+
+CHECK_FN(tsafe_context_params)
+{
+    assert_null(tsafe_context_params(NULL));
+}
+
+CHECK_FN(tsafe_context_fingerprint)
+{
+    uint8_t fp[TSAFE_FINGERPRINT_BYTES];
+    tsafe_context_fingerprint(NULL, fp);
+    tsafe_context_fingerprint(f->ctx, NULL);
+}
+
+CHECK_FN(tsafe_context_arith_path)
+{
+    (void)tsafe_context_arith_path(NULL);
+    assert_non_null(tsafe_context_arith_path(f->ctx));
+}
+
+CHECK_FN(tsafe_ifma_available)
+{
+    int a = tsafe_ifma_available();
+    assert_true(a == 0 || a == 1);
+}
+
+CHECK_FN(tsafe_secret_key_generate)
+{
+    tsafe_secret_key *sk = NULL;
+    ERR(tsafe_secret_key_generate(NULL, NULL, &sk));
+    ERR(tsafe_secret_key_generate(f->ctx, NULL, NULL));
+    assert_null(sk);
+}
+
+CHECK_FN(tsafe_secret_key_free)
+{
+    tsafe_secret_key_free(NULL);
+}
+
+CHECK_FN(tsafe_public_key_generate)
+{
+    tsafe_public_key *pk = NULL;
+    ERR(tsafe_public_key_generate(NULL, f->sk, NULL, &pk));
+    ERR(tsafe_public_key_generate(f->ctx, NULL, NULL, &pk));
+    ERR(tsafe_public_key_generate(f->ctx, f->sk, NULL, NULL));
+    ERR(tsafe_public_key_generate(f->ctx2, f->sk, NULL, &pk)); /* other context */
+    assert_null(pk);
+}
+
+CHECK_FN(tsafe_public_key_free)
+{
+    tsafe_public_key_free(NULL);
+}
+
+CHECK_FN(tsafe_plaintext_create)
+{
+    tsafe_plaintext *pt = NULL;
+    ERR(tsafe_plaintext_create(NULL, &pt));
+    ERR(tsafe_plaintext_create(f->ctx, NULL));
+    assert_null(pt);
+}
+
+CHECK_FN(tsafe_plaintext_free)
+{
+    tsafe_plaintext_free(NULL);
+}
+
+CHECK_FN(tsafe_plaintext_level)
+{
+    assert_int_equal(tsafe_plaintext_level(NULL), 0);
+}
+
+CHECK_FN(tsafe_plaintext_scale)
+{
+    (void)tsafe_plaintext_scale(NULL);
+}
+
+static void bad_encode(fixture *f, int complex_)
+{
+    double v[4] = {1, 2, 3, 4}, big[1] = {1e300}, nan_[1] = {NAN};
+    size_t slots = tsafe_context_slots(f->ctx);
+    tsafe_plaintext *pt;
+    OK(tsafe_plaintext_create(f->ctx, &pt));
+#define ENC(ctx, vals, n, scale, level, out)                                            \
+    (complex_ ? tsafe_ckks_encode_complex(ctx, vals, NULL, n, scale, level, out)        \
+              : tsafe_ckks_encode(ctx, vals, n, scale, level, out))
+    ERR(ENC(NULL, v, 4, 0x1p20, 0, pt));
+    ERR(ENC(f->ctx, NULL, 4, 0x1p20, 0, pt));
+    ERR(ENC(f->ctx, v, 4, 0x1p20, 0, NULL));
+    ERR(ENC(f->ctx, v, slots + 1, 0x1p20, 0, pt));
+    ERR(ENC(f->ctx, v, SIZE_MAX, 0x1p20, 0, pt));
+    ERR(ENC(f->ctx, v, 4, 0x1p20, 2, pt));
+    ERR(ENC(f->ctx, v, 4, 0x1p20, UINT32_MAX, pt));
+    ERR(ENC(f->ctx, v, 4, NAN, 0, pt));
+    ERR(ENC(f->ctx, v, 4, 0.0, 0, pt));
+    ERR(ENC(f->ctx, v, 4, -0x1p20, 0, pt));
+    ERR(ENC(f->ctx, v, 4, INFINITY, 0, pt));
+    ERR(ENC(f->ctx, big, 1, 0x1p20, 0, pt));
+    ERR(ENC(f->ctx, nan_, 1, 0x1p20, 0, pt));
+    ERR(ENC(f->ctx2, v, 4, 0x1p20, 0, pt)); /* plaintext of another context */
+#undef ENC
+    if (complex_)
+        ERR(tsafe_ckks_encode_complex(f->ctx, v, nan_, 1, 0x1p20, 0, pt));
+    tsafe_plaintext_free(pt);
+}
+
+CHECK_FN(tsafe_ckks_encode) { bad_encode(f, 0); }
+CHECK_FN(tsafe_ckks_encode_complex) { bad_encode(f, 1); }
+
+CHECK_FN(tsafe_ckks_decode)
+{
+    double v[8];
+    size_t slots = tsafe_context_slots(f->ctx);
+    ERR(tsafe_ckks_decode(NULL, f->pt, v, 8));
+    ERR(tsafe_ckks_decode(f->ctx, NULL, v, 8));
+    ERR(tsafe_ckks_decode(f->ctx, f->pt, NULL, 8));
+    ERR(tsafe_ckks_decode(f->ctx, f->pt, v, slots + 1));
+    ERR(tsafe_ckks_decode(f->ctx2, f->pt, v, 8));
+}
+
+CHECK_FN(tsafe_ckks_decode_complex)
+{
+    double re[8], im[8];
+    size_t slots = tsafe_context_slots(f->ctx);
+    ERR(tsafe_ckks_decode_complex(NULL, f->pt, re, im, 8));
+    ERR(tsafe_ckks_decode_complex(f->ctx, NULL, re, im, 8));
+    ERR(tsafe_ckks_decode_complex(f->ctx, f->pt, NULL, NULL, 8)); /* one may be NULL */
+    ERR(tsafe_ckks_decode_complex(f->ctx, f->pt, re, im, slots + 1));
+}
+
+CHECK_FN(tsafe_plaintext_prepare_mul)
+{
+    ERR(tsafe_plaintext_prepare_mul(NULL, f->pt));
+    ERR(tsafe_plaintext_prepare_mul(f->ctx, NULL));
+    ERR(tsafe_plaintext_prepare_mul(f->ctx2, f->pt));
+}
+
+CHECK_FN(tsafe_ciphertext_create)
+{
+    tsafe_ciphertext *ct = NULL;
+    ERR(tsafe_ciphertext_create(NULL, &ct));
+    ERR(tsafe_ciphertext_create(f->ctx, NULL));
+    assert_null(ct);
+}
+
+CHECK_FN(tsafe_ciphertext_free)
+{
+    tsafe_ciphertext_free(NULL);
+}
+
+CHECK_FN(tsafe_ciphertext_copy)
+{
+    ERR(tsafe_ciphertext_copy(NULL, f->ct, f->out));
+    ERR(tsafe_ciphertext_copy(f->ctx, NULL, f->out));
+    ERR(tsafe_ciphertext_copy(f->ctx, f->ct, NULL));
+    ERR(tsafe_ciphertext_copy(f->ctx2, f->ct, f->out));
+}
+
+CHECK_FN(tsafe_ciphertext_level)
+{
+    assert_int_equal(tsafe_ciphertext_level(NULL), 0);
+}
+
+CHECK_FN(tsafe_ciphertext_scale)
+{
+    (void)tsafe_ciphertext_scale(NULL);
+}
+
+CHECK_FN(tsafe_ciphertext_is_seeded)
+{
+    assert_int_equal(tsafe_ciphertext_is_seeded(NULL), 0);
+}
+
+CHECK_FN(tsafe_ckks_encrypt_symmetric)
+{
+    ERR(tsafe_ckks_encrypt_symmetric(NULL, f->sk, f->pt, NULL, f->out));
+    ERR(tsafe_ckks_encrypt_symmetric(f->ctx, NULL, f->pt, NULL, f->out));
+    ERR(tsafe_ckks_encrypt_symmetric(f->ctx, f->sk, NULL, NULL, f->out));
+    ERR(tsafe_ckks_encrypt_symmetric(f->ctx, f->sk, f->pt, NULL, NULL));
+    ERR(tsafe_ckks_encrypt_symmetric(f->ctx2, f->sk, f->pt, NULL, f->out));
+}
+
+CHECK_FN(tsafe_ckks_encrypt_values_symmetric)
+{
+    double v[4] = {1, 2, 3, 4}, nan_[1] = {NAN};
+    size_t slots = tsafe_context_slots(f->ctx);
+    ERR(tsafe_ckks_encrypt_values_symmetric(NULL, f->sk, v, NULL, 4, 0x1p20, 0, NULL, f->out));
+    ERR(tsafe_ckks_encrypt_values_symmetric(f->ctx, NULL, v, NULL, 4, 0x1p20, 0, NULL, f->out));
+    ERR(tsafe_ckks_encrypt_values_symmetric(f->ctx, f->sk, NULL, NULL, 4, 0x1p20, 0, NULL,
+                                            f->out));
+    ERR(tsafe_ckks_encrypt_values_symmetric(f->ctx, f->sk, v, NULL, 4, 0x1p20, 0, NULL, NULL));
+    ERR(tsafe_ckks_encrypt_values_symmetric(f->ctx, f->sk, v, NULL, slots + 1, 0x1p20, 0, NULL,
+                                            f->out));
+    ERR(tsafe_ckks_encrypt_values_symmetric(f->ctx, f->sk, v, NULL, 4, 0x1p20, 2, NULL, f->out));
+    ERR(tsafe_ckks_encrypt_values_symmetric(f->ctx, f->sk, v, NULL, 4, NAN, 0, NULL, f->out));
+    ERR(tsafe_ckks_encrypt_values_symmetric(f->ctx, f->sk, v, NULL, 4, 0.5, 0, NULL, f->out));
+    ERR(tsafe_ckks_encrypt_values_symmetric(f->ctx, f->sk, nan_, NULL, 1, 0x1p20, 0, NULL,
+                                            f->out));
+    ERR(tsafe_ckks_encrypt_values_symmetric(f->ctx2, f->sk, v, NULL, 4, 0x1p20, 0, NULL,
+                                            f->out));
+}
+
+CHECK_FN(tsafe_ckks_encrypt_public)
+{
+    ERR(tsafe_ckks_encrypt_public(NULL, f->pk, f->pt, NULL, f->out));
+    ERR(tsafe_ckks_encrypt_public(f->ctx, NULL, f->pt, NULL, f->out));
+    ERR(tsafe_ckks_encrypt_public(f->ctx, f->pk, NULL, NULL, f->out));
+    ERR(tsafe_ckks_encrypt_public(f->ctx, f->pk, f->pt, NULL, NULL));
+    ERR(tsafe_ckks_encrypt_public(f->ctx2, f->pk, f->pt, NULL, f->out));
+}
+
+CHECK_FN(tsafe_ckks_decrypt)
+{
+    tsafe_plaintext *pt;
+    OK(tsafe_plaintext_create(f->ctx, &pt));
+    ERR(tsafe_ckks_decrypt(NULL, f->sk, f->ct, pt));
+    ERR(tsafe_ckks_decrypt(f->ctx, NULL, f->ct, pt));
+    ERR(tsafe_ckks_decrypt(f->ctx, f->sk, NULL, pt));
+    ERR(tsafe_ckks_decrypt(f->ctx, f->sk, f->ct, NULL));
+    ERR(tsafe_ckks_decrypt(f->ctx2, f->sk, f->ct, pt));
+    tsafe_plaintext_free(pt);
+}
+
+CHECK_FN(tsafe_ckks_decrypt_coeffs_strided)
+{
+    double out[1024];
+    size_t n = tsafe_context_n(f->ctx);
+    ERR(tsafe_ckks_decrypt_coeffs_strided(NULL, f->sk, f->ct, n / 4, out, 4));
+    ERR(tsafe_ckks_decrypt_coeffs_strided(f->ctx, NULL, f->ct, n / 4, out, 4));
+    ERR(tsafe_ckks_decrypt_coeffs_strided(f->ctx, f->sk, NULL, n / 4, out, 4));
+    ERR(tsafe_ckks_decrypt_coeffs_strided(f->ctx, f->sk, f->ct, n / 4, NULL, 4));
+    ERR(tsafe_ckks_decrypt_coeffs_strided(f->ctx, f->sk, f->ct, 0, out, 4));
+    ERR(tsafe_ckks_decrypt_coeffs_strided(f->ctx, f->sk, f->ct, 3, out, n / 3));
+    ERR(tsafe_ckks_decrypt_coeffs_strided(f->ctx, f->sk, f->ct, 2 * n, out, 1));
+    ERR(tsafe_ckks_decrypt_coeffs_strided(f->ctx, f->sk, f->ct, n / 4, out, 5));
+    ERR(tsafe_ckks_decrypt_coeffs_strided(f->ctx, f->sk, f->ct, SIZE_MAX, out, 0));
+}
+
+/* binary ops: NULLs, another context, mismatched levels */
+#define BINARY_CHECKS(op, b_ok, b_other)                          \
+    do {                                                          \
+        ERR(op(NULL, f->ct, b_ok, f->out));                       \
+        ERR(op(f->ctx, NULL, b_ok, f->out));                      \
+        ERR(op(f->ctx, f->ct, NULL, f->out));                     \
+        ERR(op(f->ctx, f->ct, b_ok, NULL));                       \
+        ERR(op(f->ctx2, f->ct, b_ok, f->out));                    \
+        ERR(op(f->ctx, f->ct, b_other, f->out));                  \
+    } while (0)
+
+CHECK_FN(tsafe_ckks_add) { BINARY_CHECKS(tsafe_ckks_add, f->ct, f->ct0); }
+CHECK_FN(tsafe_ckks_sub) { BINARY_CHECKS(tsafe_ckks_sub, f->ct, f->ct0); }
+CHECK_FN(tsafe_ckks_add_plain) { BINARY_CHECKS(tsafe_ckks_add_plain, f->pt, f->pt0); }
+CHECK_FN(tsafe_ckks_mul_plain) { BINARY_CHECKS(tsafe_ckks_mul_plain, f->pt, f->pt0); }
+
+CHECK_FN(tsafe_ckks_negate)
+{
+    ERR(tsafe_ckks_negate(NULL, f->ct, f->out));
+    ERR(tsafe_ckks_negate(f->ctx, NULL, f->out));
+    ERR(tsafe_ckks_negate(f->ctx, f->ct, NULL));
+    ERR(tsafe_ckks_negate(f->ctx2, f->ct, f->out));
+}
+
+CHECK_FN(tsafe_ckks_mul_const)
+{
+    ERR(tsafe_ckks_mul_const(NULL, f->ct, 2.0, 1.0, f->out));
+    ERR(tsafe_ckks_mul_const(f->ctx, NULL, 2.0, 1.0, f->out));
+    ERR(tsafe_ckks_mul_const(f->ctx, f->ct, 2.0, 1.0, NULL));
+    ERR(tsafe_ckks_mul_const(f->ctx, f->ct, NAN, 1.0, f->out));
+    ERR(tsafe_ckks_mul_const(f->ctx, f->ct, INFINITY, 1.0, f->out));
+    ERR(tsafe_ckks_mul_const(f->ctx, f->ct, 2.0, NAN, f->out));
+    ERR(tsafe_ckks_mul_const(f->ctx, f->ct, 2.0, 0.0, f->out));
+    ERR(tsafe_ckks_mul_const(f->ctx, f->ct, 2.0, -1.0, f->out));
+    ERR(tsafe_ckks_mul_const(f->ctx, f->ct, 1e300, 1e300, f->out));
+    ERR(tsafe_ckks_mul_const(f->ctx2, f->ct, 2.0, 1.0, f->out));
+}
+
+CHECK_FN(tsafe_ckks_rescale)
+{
+    ERR(tsafe_ckks_rescale(NULL, f->ct, f->out));
+    ERR(tsafe_ckks_rescale(f->ctx, NULL, f->out));
+    ERR(tsafe_ckks_rescale(f->ctx, f->ct, NULL));
+    IS(TSAFE_E_LEVEL, tsafe_ckks_rescale(f->ctx, f->ct0, f->out)); /* level 0 */
+    ERR(tsafe_ckks_rescale(f->ctx2, f->ct, f->out));
+}
+
+CHECK_FN(tsafe_ckks_drop_to_level)
+{
+    ERR(tsafe_ckks_drop_to_level(NULL, f->ct, 0, f->out));
+    ERR(tsafe_ckks_drop_to_level(f->ctx, NULL, 0, f->out));
+    ERR(tsafe_ckks_drop_to_level(f->ctx, f->ct, 0, NULL));
+    ERR(tsafe_ckks_drop_to_level(f->ctx, f->ct0, 1, f->out)); /* up */
+    ERR(tsafe_ckks_drop_to_level(f->ctx, f->ct, UINT32_MAX, f->out));
+    ERR(tsafe_ckks_drop_to_level(f->ctx2, f->ct, 0, f->out));
+}
+
+/* serialized_size / serialize / deserialize for one object kind */
+#define SER_CHECKS(kind, obj, objtype)                                                    \
+    do {                                                                                  \
+        size_t n_ = 0, w_ = 0;                                                            \
+        ERR(tsafe_##kind##_serialized_size(NULL, obj, &n_));                              \
+        ERR(tsafe_##kind##_serialized_size(f->ctx, NULL, &n_));                           \
+        ERR(tsafe_##kind##_serialized_size(f->ctx, obj, NULL));                           \
+        OK(tsafe_##kind##_serialized_size(f->ctx, obj, &n_));                             \
+        uint8_t *b_ = malloc(n_);                                                         \
+        assert_non_null(b_);                                                              \
+        ERR(tsafe_##kind##_serialize(NULL, obj, b_, n_, &w_));                            \
+        ERR(tsafe_##kind##_serialize(f->ctx, NULL, b_, n_, &w_));                         \
+        ERR(tsafe_##kind##_serialize(f->ctx, obj, NULL, n_, &w_));                        \
+        ERR(tsafe_##kind##_serialize(f->ctx, obj, b_, n_, NULL));                         \
+        IS(TSAFE_E_BUFFER_SMALL, tsafe_##kind##_serialize(f->ctx, obj, b_, n_ - 1, &w_)); \
+        ERR(tsafe_##kind##_serialize(f->ctx, obj, b_, 0, &w_));                           \
+        ERR(tsafe_##kind##_serialize(f->ctx2, obj, b_, n_, &w_));                         \
+        OK(tsafe_##kind##_serialize(f->ctx, obj, b_, n_, &w_));                           \
+        objtype *o_ = NULL;                                                               \
+        ERR(tsafe_##kind##_deserialize(NULL, b_, n_, &o_));                               \
+        ERR(tsafe_##kind##_deserialize(f->ctx, NULL, n_, &o_));                           \
+        ERR(tsafe_##kind##_deserialize(f->ctx, b_, n_, NULL));                            \
+        ERR(tsafe_##kind##_deserialize(f->ctx, b_, 0, &o_));                              \
+        ERR(tsafe_##kind##_deserialize(f->ctx, b_, n_ - 1, &o_));                         \
+        ERR(tsafe_##kind##_deserialize(f->ctx2, b_, n_, &o_));                            \
+        assert_null(o_);                                                                  \
+        sodium_memzero(b_, n_);                                                           \
+        free(b_);                                                                         \
+    } while (0)
+
+CHECK_FN(tsafe_ciphertext_serialized_size) { SER_CHECKS(ciphertext, f->ct, tsafe_ciphertext); }
+CHECK_FN(tsafe_ciphertext_serialize) { check_tsafe_ciphertext_serialized_size(f); }
+CHECK_FN(tsafe_ciphertext_deserialize) { check_tsafe_ciphertext_serialized_size(f); }
+
+CHECK_FN(tsafe_ciphertext_deserialize_into)
+{
+    ERR(tsafe_ciphertext_deserialize_into(NULL, f->ct_bytes, f->ct_len, f->out));
+    ERR(tsafe_ciphertext_deserialize_into(f->ctx, NULL, f->ct_len, f->out));
+    ERR(tsafe_ciphertext_deserialize_into(f->ctx, f->ct_bytes, f->ct_len, NULL));
+    ERR(tsafe_ciphertext_deserialize_into(f->ctx, f->ct_bytes, 0, f->out));
+    ERR(tsafe_ciphertext_deserialize_into(f->ctx, f->ct_bytes, f->ct_len - 1, f->out));
+    ERR(tsafe_ciphertext_deserialize_into(f->ctx2, f->ct_bytes, f->ct_len, f->out));
+}
+
+CHECK_FN(tsafe_plaintext_serialized_size) { SER_CHECKS(plaintext, f->pt, tsafe_plaintext); }
+CHECK_FN(tsafe_plaintext_serialize) { check_tsafe_plaintext_serialized_size(f); }
+CHECK_FN(tsafe_plaintext_deserialize) { check_tsafe_plaintext_serialized_size(f); }
+CHECK_FN(tsafe_public_key_serialized_size) { SER_CHECKS(public_key, f->pk, tsafe_public_key); }
+CHECK_FN(tsafe_public_key_serialize) { check_tsafe_public_key_serialized_size(f); }
+CHECK_FN(tsafe_public_key_deserialize) { check_tsafe_public_key_serialized_size(f); }
+CHECK_FN(tsafe_secret_key_serialized_size) { SER_CHECKS(secret_key, f->sk, tsafe_secret_key); }
+CHECK_FN(tsafe_secret_key_serialize) { check_tsafe_secret_key_serialized_size(f); }
+CHECK_FN(tsafe_secret_key_deserialize) { check_tsafe_secret_key_serialized_size(f); }
+
+static const api_case k_ckks[] = {
+    ENTRY(tsafe_params_preset), ENTRY(tsafe_params_preset_count),
+    ENTRY(tsafe_params_preset_name), ENTRY(tsafe_params_max_log_q),
+    ENTRY(tsafe_params_serialize), ENTRY(tsafe_params_deserialize),
+    ENTRY(tsafe_context_create), ENTRY(tsafe_context_free), ENTRY(tsafe_context_n),
+    ENTRY(tsafe_context_slots), ENTRY(tsafe_context_max_level), ENTRY(tsafe_context_prime),
+    ENTRY(tsafe_context_log2_q), ENTRY(tsafe_context_params), ENTRY(tsafe_context_fingerprint),
+    ENTRY(tsafe_context_arith_path), ENTRY(tsafe_ifma_available),
+    ENTRY(tsafe_secret_key_generate), ENTRY(tsafe_secret_key_free),
+    ENTRY(tsafe_public_key_generate), ENTRY(tsafe_public_key_free),
+    ENTRY(tsafe_plaintext_create), ENTRY(tsafe_plaintext_free), ENTRY(tsafe_plaintext_level),
+    ENTRY(tsafe_plaintext_scale), ENTRY(tsafe_ckks_encode), ENTRY(tsafe_ckks_encode_complex),
+    ENTRY(tsafe_ckks_decode), ENTRY(tsafe_ckks_decode_complex),
+    ENTRY(tsafe_plaintext_prepare_mul), ENTRY(tsafe_ciphertext_create),
+    ENTRY(tsafe_ciphertext_free), ENTRY(tsafe_ciphertext_copy), ENTRY(tsafe_ciphertext_level),
+    ENTRY(tsafe_ciphertext_scale), ENTRY(tsafe_ciphertext_is_seeded),
+    ENTRY(tsafe_ckks_encrypt_symmetric), ENTRY(tsafe_ckks_encrypt_values_symmetric),
+    ENTRY(tsafe_ckks_encrypt_public), ENTRY(tsafe_ckks_decrypt),
+    ENTRY(tsafe_ckks_decrypt_coeffs_strided), ENTRY(tsafe_ckks_add), ENTRY(tsafe_ckks_sub),
+    ENTRY(tsafe_ckks_negate), ENTRY(tsafe_ckks_add_plain), ENTRY(tsafe_ckks_mul_plain),
+    ENTRY(tsafe_ckks_mul_const), ENTRY(tsafe_ckks_rescale), ENTRY(tsafe_ckks_drop_to_level),
+    ENTRY(tsafe_ciphertext_serialized_size), ENTRY(tsafe_ciphertext_serialize),
+    ENTRY(tsafe_ciphertext_deserialize), ENTRY(tsafe_ciphertext_deserialize_into),
+    ENTRY(tsafe_plaintext_serialized_size), ENTRY(tsafe_plaintext_serialize),
+    ENTRY(tsafe_plaintext_deserialize), ENTRY(tsafe_public_key_serialized_size),
+    ENTRY(tsafe_public_key_serialize), ENTRY(tsafe_public_key_deserialize),
+    ENTRY(tsafe_secret_key_serialized_size), ENTRY(tsafe_secret_key_serialize),
+    ENTRY(tsafe_secret_key_deserialize),
+};
+
+/* ---------------------------------------------------------- backend.h */
+
+CHECK_FN(tsafe_backend_cpu_create)
+{
+    tsafe_backend *b = NULL;
+    ERR(tsafe_backend_cpu_create(NULL, &b));
+    ERR(tsafe_backend_cpu_create(f->ctx, NULL));
+    assert_null(b);
+}
+
+CHECK_FN(tsafe_backend_free)
+{
+    tsafe_backend_free(NULL);
+}
+
+CHECK_FN(tsafe_backend_name)
+{
+    (void)tsafe_backend_name(NULL);
+    assert_non_null(tsafe_backend_name(f->be));
+}
+
+CHECK_FN(tsafe_buffer_alloc)
+{
+    tsafe_buffer *b = NULL;
+    ERR(tsafe_buffer_alloc(NULL, 1, 1, &b));
+    ERR(tsafe_buffer_alloc(f->be, 1, 1, NULL));
+    ERR(tsafe_buffer_alloc(f->be, 0, 1, &b));
+    ERR(tsafe_buffer_alloc(f->be, 1, 0, &b));
+    ERR(tsafe_buffer_alloc(f->be, 1, 3, &b)); /* more limbs than primes */
+    ERR(tsafe_buffer_alloc(f->be, 1, UINT32_MAX, &b));
+    ERR(tsafe_buffer_alloc(f->be, SIZE_MAX, 2, &b));
+    ERR(tsafe_buffer_alloc(f->be, SIZE_MAX / 1024 + 1, 1, &b));
+    assert_null(b);
+}
+
+CHECK_FN(tsafe_buffer_free)
+{
+    tsafe_buffer_free(NULL);
+}
+
+CHECK_FN(tsafe_buffer_words)
+{
+    assert_int_equal(tsafe_buffer_words(NULL), 0);
+    assert_int_equal(tsafe_buffer_words(f->buf), 2 * 2 * 1024);
+}
+
+CHECK_FN(tsafe_buffer_upload)
+{
+    size_t n = tsafe_buffer_words(f->buf);
+    uint64_t *w = calloc(n + 1, sizeof *w);
+    ERR(tsafe_buffer_upload(NULL, w, n));
+    ERR(tsafe_buffer_upload(f->buf, NULL, n));
+    ERR(tsafe_buffer_upload(f->buf, w, n + 1));
+    ERR(tsafe_buffer_upload(f->buf, w, SIZE_MAX));
+    free(w);
+}
+
+CHECK_FN(tsafe_buffer_download)
+{
+    size_t n = tsafe_buffer_words(f->buf);
+    uint64_t *w = calloc(n + 1, sizeof *w);
+    ERR(tsafe_buffer_download(NULL, w, n));
+    ERR(tsafe_buffer_download(f->buf, NULL, n));
+    ERR(tsafe_buffer_download(f->buf, w, n + 1));
+    ERR(tsafe_buffer_download(f->buf, w, SIZE_MAX));
+    free(w);
+}
+
+CHECK_FN(tsafe_backend_ntt_forward)
+{
+    ERR(tsafe_backend_ntt_forward(NULL, f->buf));
+    ERR(tsafe_backend_ntt_forward(f->be, NULL));
+}
+
+CHECK_FN(tsafe_backend_ntt_inverse)
+{
+    ERR(tsafe_backend_ntt_inverse(NULL, f->buf));
+    ERR(tsafe_backend_ntt_inverse(f->be, NULL));
+}
+
+CHECK_FN(tsafe_backend_elementwise)
+{
+    ERR(tsafe_backend_elementwise(NULL, TSAFE_OP_ADD, f->buf, f->buf, f->buf));
+    ERR(tsafe_backend_elementwise(f->be, TSAFE_OP_ADD, NULL, f->buf, f->buf));
+    ERR(tsafe_backend_elementwise(f->be, TSAFE_OP_ADD, f->buf, NULL, f->buf));
+    ERR(tsafe_backend_elementwise(f->be, TSAFE_OP_ADD, f->buf, f->buf, NULL));
+    ERR(tsafe_backend_elementwise(f->be, (tsafe_elementwise_op)99, f->buf, f->buf, f->buf));
+    ERR(tsafe_backend_elementwise(f->be, (tsafe_elementwise_op)-1, f->buf, f->buf, f->buf));
+    ERR(tsafe_backend_elementwise(f->be, TSAFE_OP_MUL, f->buf, f->buf, f->buf1)); /* limbs */
+    ERR(tsafe_backend_elementwise(f->be, TSAFE_OP_MUL, f->buf1, f->buf, f->buf));
+}
+
+CHECK_FN(tsafe_backend_rescale)
+{
+    ERR(tsafe_backend_rescale(NULL, f->buf1, f->buf));
+    ERR(tsafe_backend_rescale(f->be, NULL, f->buf));
+    ERR(tsafe_backend_rescale(f->be, f->buf1, NULL));
+    ERR(tsafe_backend_rescale(f->be, f->buf, f->buf));  /* same limb count */
+    ERR(tsafe_backend_rescale(f->be, f->buf1, f->buf1)); /* one limb in */
+}
+
+CHECK_FN(tsafe_backend_synchronize)
+{
+    ERR(tsafe_backend_synchronize(NULL));
+}
+
+static const api_case k_backend[] = {
+    ENTRY(tsafe_backend_cpu_create), ENTRY(tsafe_backend_free), ENTRY(tsafe_backend_name),
+    ENTRY(tsafe_buffer_alloc), ENTRY(tsafe_buffer_free), ENTRY(tsafe_buffer_words),
+    ENTRY(tsafe_buffer_upload), ENTRY(tsafe_buffer_download), ENTRY(tsafe_backend_ntt_forward),
+    ENTRY(tsafe_backend_ntt_inverse), ENTRY(tsafe_backend_elementwise),
+    ENTRY(tsafe_backend_rescale), ENTRY(tsafe_backend_synchronize),
+};
+
+/* ----------------------------------------------------- backend_impl.h */
+
+CHECK_FN(tsafe_context_psi)
+{
+    assert_int_equal(tsafe_context_psi(NULL, 0), 0);
+    assert_int_equal(tsafe_context_psi(f->ctx, 2), 0);
+    assert_int_equal(tsafe_context_psi(f->ctx, UINT32_MAX), 0);
+}
+
+CHECK_FN(tsafe_context_log_n)
+{
+    assert_int_equal(tsafe_context_log_n(NULL), 0);
+    assert_int_equal(tsafe_context_log_n(f->ctx), 10);
+}
+
+CHECK_FN(tsafe_backend_init)
+{
+    static const struct tsafe_backend_i empty = {0};
+    tsafe_backend *b = NULL;
+    ERR(tsafe_backend_init(NULL, TSAFE_BACKEND_API_VERSION, f->be->iface, NULL, f->ctx));
+    ERR(tsafe_backend_init(&b, TSAFE_BACKEND_API_VERSION, NULL, NULL, f->ctx));
+    ERR(tsafe_backend_init(&b, TSAFE_BACKEND_API_VERSION + 1, f->be->iface, NULL, f->ctx));
+    ERR(tsafe_backend_init(&b, -1, f->be->iface, NULL, f->ctx));
+    ERR(tsafe_backend_init(&b, TSAFE_BACKEND_API_VERSION, f->be->iface, NULL, NULL));
+    ERR(tsafe_backend_init(&b, TSAFE_BACKEND_API_VERSION, &empty, NULL, f->ctx));
+    assert_null(b);
+}
+
+static const api_case k_backend_impl[] = {
+    ENTRY(tsafe_context_psi), ENTRY(tsafe_context_log_n), ENTRY(tsafe_backend_init),
+};
+
+/* ---------------------------------------------------------- lora_he.h */
+
+CHECK_FN(tsafe_lora_plan_auto)
+{
+    tsafe_lora_plan p;
+    ERR(tsafe_lora_plan_auto(LD, LR, 1.0, 0.05, 1e-4, NULL));
+    ERR(tsafe_lora_plan_auto(0, LR, 1.0, 0.05, 1e-4, &p));
+    ERR(tsafe_lora_plan_auto(LD, 0, 1.0, 0.05, 1e-4, &p));
+    ERR(tsafe_lora_plan_auto(UINT32_MAX, LR, 1.0, 0.05, 1e-4, &p));
+    ERR(tsafe_lora_plan_auto(LD, UINT32_MAX, 1.0, 0.05, 1e-4, &p));
+    ERR(tsafe_lora_plan_auto(LD, LR, NAN, 0.05, 1e-4, &p));
+    ERR(tsafe_lora_plan_auto(LD, LR, -1.0, 0.05, 1e-4, &p));
+    ERR(tsafe_lora_plan_auto(LD, LR, 1.0, 0.0, 1e-4, &p));
+    ERR(tsafe_lora_plan_auto(LD, LR, 1.0, INFINITY, 1e-4, &p));
+    ERR(tsafe_lora_plan_auto(LD, LR, 1.0, 0.05, 0.0, &p));
+    ERR(tsafe_lora_plan_auto(LD, LR, 1.0, 0.05, NAN, &p));
+    ERR(tsafe_lora_plan_auto(LD, LR, 1e300, 1e300, 1e-9, &p));
+}
+
+CHECK_FN(tsafe_lora_plan_preset)
+{
+    tsafe_lora_plan p;
+    ERR(tsafe_lora_plan_preset(NULL, LD, LR, 1.0, 0.05, &p));
+    ERR(tsafe_lora_plan_preset("seed-n16384", LD, LR, 1.0, 0.05, NULL));
+    ERR(tsafe_lora_plan_preset("no-such-preset", LD, LR, 1.0, 0.05, &p));
+    ERR(tsafe_lora_plan_preset("seed-n16384", 0, LR, 1.0, 0.05, &p));
+    ERR(tsafe_lora_plan_preset("seed-n16384", LD, 0, 1.0, 0.05, &p));
+    ERR(tsafe_lora_plan_preset("seed-n16384", UINT32_MAX, UINT32_MAX, 1.0, 0.05, &p));
+    ERR(tsafe_lora_plan_preset("seed-n16384", LD, LR, NAN, 0.05, &p));
+    ERR(tsafe_lora_plan_preset("seed-n16384", LD, LR, 1.0, -0.05, &p));
+}
+
+CHECK_FN(tsafe_lora_site_create)
+{
+    tsafe_lora_site *s = NULL;
+    const tsafe_context *c = tsafe_lora_server_context(f->server);
+    float bigA[LR * LD];
+    memcpy(bigA, f->A, sizeof bigA);
+    bigA[3] = 1.0f; /* above max_abs_a = 0.05 */
+    ERR(tsafe_lora_site_create(NULL, &f->plan, f->A, f->B, LD, 1.0f, &s));
+    ERR(tsafe_lora_site_create(c, NULL, f->A, f->B, LD, 1.0f, &s));
+    ERR(tsafe_lora_site_create(c, &f->plan, NULL, f->B, LD, 1.0f, &s));
+    ERR(tsafe_lora_site_create(c, &f->plan, f->A, NULL, LD, 1.0f, &s));
+    ERR(tsafe_lora_site_create(c, &f->plan, f->A, f->B, LD, 1.0f, NULL));
+    ERR(tsafe_lora_site_create(c, &f->plan, f->A, f->B, 0, 1.0f, &s));
+    IS(TSAFE_E_VALUE_RANGE, tsafe_lora_site_create(c, &f->plan, bigA, f->B, LD, 1.0f, &s));
+    bigA[3] = NAN;
+    ERR(tsafe_lora_site_create(c, &f->plan, bigA, f->B, LD, 1.0f, &s));
+    ERR(tsafe_lora_site_create(f->ctx, &f->plan, f->A, f->B, LD, 1.0f, &s)); /* other ctx */
+    ERR(tsafe_lora_site_create(c, &f->plan, f->A, f->B, LD, NAN, &s));
+    /* plans are plain structs: an edited one must not overrun the slots */
+    tsafe_lora_plan bad = f->plan;
+    bad.cols = 100000;
+    ERR(tsafe_lora_site_create(c, &bad, f->A, f->B, LD, 1.0f, &s));
+    bad = f->plan;
+    bad.half = 100000;
+    ERR(tsafe_lora_site_create(c, &bad, f->A, f->B, LD, 1.0f, &s));
+    bad = f->plan;
+    bad.n_batches = 0;
+    ERR(tsafe_lora_site_create(c, &bad, f->A, f->B, LD, 1.0f, &s));
+    assert_null(s);
+    tsafe_lora_client *cl = NULL;
+    uint8_t *req = NULL;
+    size_t len = 0;
+    bad = f->plan;
+    bad.half = 100000;
+    if (tsafe_lora_client_create(&bad, NULL, &cl) == TSAFE_OK) {
+        ERR(tsafe_lora_client_encrypt(cl, f->x, &req, &len, NULL));
+        tsafe_lora_client_free(cl);
+    }
+    assert_null(req);
+}
+
+CHECK_FN(tsafe_lora_site_free)
+{
+    tsafe_lora_site_free(NULL);
+}
+
+CHECK_FN(tsafe_lora_site_d_out)
+{
+    assert_int_equal(tsafe_lora_site_d_out(NULL), 0);
+    assert_int_equal(tsafe_lora_site_d_out(f->site), LD);
+}
+
+CHECK_FN(tsafe_lora_site_rank)
+{
+    assert_int_equal(tsafe_lora_site_rank(NULL), 0);
+    assert_int_equal(tsafe_lora_site_rank(f->site), LR);
+}
+
+CHECK_FN(tsafe_lora_site_plain_delta)
+{
+    ERR(tsafe_lora_site_plain_delta(NULL, f->x, f->delta));
+    ERR(tsafe_lora_site_plain_delta(f->site, NULL, f->delta));
+    ERR(tsafe_lora_site_plain_delta(f->site, f->x, NULL));
+}
+
+CHECK_FN(tsafe_lora_local_create)
+{
+    tsafe_lora_local *l = NULL;
+    tsafe_lora_plan bad = f->plan;
+    ERR(tsafe_lora_local_create(NULL, NULL, &l));
+    ERR(tsafe_lora_local_create(&f->plan, NULL, NULL));
+    bad.params.log_n = 0;
+    ERR(tsafe_lora_local_create(&bad, NULL, &l));
+    bad = f->plan;
+    bad.level = 7;
+    ERR(tsafe_lora_local_create(&bad, NULL, &l));
+    bad = f->plan;
+    bad.cols = 0;
+    ERR(tsafe_lora_local_create(&bad, NULL, &l));
+    assert_null(l);
+}
+
+CHECK_FN(tsafe_lora_local_free)
+{
+    tsafe_lora_local_free(NULL);
+}
+
+CHECK_FN(tsafe_lora_local_context)
+{
+    assert_null(tsafe_lora_local_context(NULL));
+    assert_non_null(tsafe_lora_local_context(f->local));
+}
+
+static void local_checks(fixture *f, int want_u)
+{
+    const tsafe_lora_site *sites[1] = {f->site}, *nulls[1] = {NULL};
+    float buf[LD];
+    float *outs[1] = {buf}, *nullouts[1] = {NULL};
+    float xbig[LD], xnan[LD];
+    memcpy(xbig, f->x, sizeof xbig);
+    memcpy(xnan, f->x, sizeof xnan);
+    xbig[1] = 1e6f;
+    xnan[1] = NAN;
+#define LOCAL(l, s, n, x, o) \
+    (want_u ? tsafe_lora_local_u(l, s, n, x, o, NULL) : tsafe_lora_local_delta(l, s, n, x, o, NULL))
+    ERR(LOCAL(NULL, sites, 1, f->x, outs));
+    ERR(LOCAL(f->local, NULL, 1, f->x, outs));
+    ERR(LOCAL(f->local, nulls, 1, f->x, outs));
+    ERR(LOCAL(f->local, sites, 1, NULL, outs));
+    ERR(LOCAL(f->local, sites, 1, f->x, NULL));
+    ERR(LOCAL(f->local, sites, 1, f->x, nullouts));
+    ERR(LOCAL(f->local, sites, 1, xbig, outs));
+    ERR(LOCAL(f->local, sites, 1, xnan, outs));
+    ERR(LOCAL(f->local, sites, SIZE_MAX, f->x, outs));
+#undef LOCAL
+}
+
+CHECK_FN(tsafe_lora_local_delta) { local_checks(f, 0); }
+CHECK_FN(tsafe_lora_local_u) { local_checks(f, 1); }
+
+/* An engine's function given NULLs / a NULL owner returns an error. */
+static void engine_checks(fixture *f, tsafe_lora_engine e, int null_user_ok)
+{
+    const tsafe_lora_site *sites[1] = {f->site}, *nulls[1] = {NULL};
+    float *ds[1] = {f->delta}, *nullds[1] = {NULL};
+    assert_non_null(e.fn);
+    ERR(e.fn(e.user, NULL, 1, f->x, ds, NULL));
+    ERR(e.fn(e.user, nulls, 1, f->x, ds, NULL));
+    ERR(e.fn(e.user, sites, 1, NULL, ds, NULL));
+    ERR(e.fn(e.user, sites, 1, f->x, NULL, NULL));
+    ERR(e.fn(e.user, sites, 1, f->x, nullds, NULL));
+    if (!null_user_ok)
+        ERR(e.fn(NULL, sites, 1, f->x, ds, NULL));
+}
+
+CHECK_FN(tsafe_lora_engine_plain)
+{
+    engine_checks(f, tsafe_lora_engine_plain(), 1);
+}
+
+CHECK_FN(tsafe_lora_engine_local)
+{
+    engine_checks(f, tsafe_lora_engine_local(NULL), 0);
+    engine_checks(f, tsafe_lora_engine_local(f->local), 0);
+}
+
+static const api_case k_lora_he[] = {
+    ENTRY(tsafe_lora_engine_plain), ENTRY(tsafe_lora_engine_local),
+    ENTRY(tsafe_lora_plan_auto), ENTRY(tsafe_lora_plan_preset), ENTRY(tsafe_lora_site_create),
+    ENTRY(tsafe_lora_site_free), ENTRY(tsafe_lora_site_d_out), ENTRY(tsafe_lora_site_rank),
+    ENTRY(tsafe_lora_site_plain_delta), ENTRY(tsafe_lora_local_create),
+    ENTRY(tsafe_lora_local_free), ENTRY(tsafe_lora_local_context),
+    ENTRY(tsafe_lora_local_delta), ENTRY(tsafe_lora_local_u),
+};
+
+/* --------------------------------------------------- lora_two_party.h */
+
+CHECK_FN(tsafe_lora_bytes_free)
+{
+    tsafe_lora_bytes_free(NULL);
+}
+
+CHECK_FN(tsafe_lora_client_create)
+{
+    tsafe_lora_client *c = NULL;
+    tsafe_lora_plan bad = f->plan;
+    ERR(tsafe_lora_client_create(NULL, NULL, &c));
+    ERR(tsafe_lora_client_create(&f->plan, NULL, NULL));
+    bad.params.n_primes = 0;
+    ERR(tsafe_lora_client_create(&bad, NULL, &c));
+    bad = f->plan;
+    bad.cols = 0;
+    ERR(tsafe_lora_client_create(&bad, NULL, &c));
+    assert_null(c);
+}
+
+CHECK_FN(tsafe_lora_client_free)
+{
+    tsafe_lora_client_free(NULL);
+}
+
+CHECK_FN(tsafe_lora_client_encrypt)
+{
+    uint8_t *req = NULL;
+    size_t len = 0;
+    float xbig[LD];
+    memcpy(xbig, f->x, sizeof xbig);
+    xbig[0] = 1e9f;
+    ERR(tsafe_lora_client_encrypt(NULL, f->x, &req, &len, NULL));
+    ERR(tsafe_lora_client_encrypt(f->client, NULL, &req, &len, NULL));
+    ERR(tsafe_lora_client_encrypt(f->client, f->x, NULL, &len, NULL));
+    ERR(tsafe_lora_client_encrypt(f->client, f->x, &req, NULL, NULL));
+    ERR(tsafe_lora_client_encrypt(f->client, xbig, &req, &len, NULL));
+    xbig[0] = NAN;
+    ERR(tsafe_lora_client_encrypt(f->client, xbig, &req, &len, NULL));
+    assert_null(req);
+}
+
+CHECK_FN(tsafe_lora_client_decode)
+{
+    float *us[1] = {f->u}, *nulls[1] = {NULL};
+    uint32_t ranks[1] = {LR}, bad_ranks[1] = {LR + 1}, zero[1] = {0};
+    ERR(tsafe_lora_client_decode(NULL, f->resp, f->resp_len, 1, ranks, us, NULL));
+    ERR(tsafe_lora_client_decode(f->client, NULL, f->resp_len, 1, ranks, us, NULL));
+    ERR(tsafe_lora_client_decode(f->client, f->resp, f->resp_len, 1, NULL, us, NULL));
+    ERR(tsafe_lora_client_decode(f->client, f->resp, f->resp_len, 1, ranks, NULL, NULL));
+    ERR(tsafe_lora_client_decode(f->client, f->resp, f->resp_len, 1, ranks, nulls, NULL));
+    ERR(tsafe_lora_client_decode(f->client, f->resp, 0, 1, ranks, us, NULL));
+    ERR(tsafe_lora_client_decode(f->client, f->resp, f->resp_len - 1, 1, ranks, us, NULL));
+    ERR(tsafe_lora_client_decode(f->client, f->resp, f->resp_len, 0, ranks, us, NULL));
+    ERR(tsafe_lora_client_decode(f->client, f->resp, f->resp_len, 2, ranks, us, NULL));
+    ERR(tsafe_lora_client_decode(f->client, f->resp, f->resp_len, SIZE_MAX, ranks, us, NULL));
+    ERR(tsafe_lora_client_decode(f->client, f->resp, f->resp_len, 1, bad_ranks, us, NULL));
+    ERR(tsafe_lora_client_decode(f->client, f->resp, f->resp_len, 1, zero, us, NULL));
+    ERR(tsafe_lora_client_decode(f->client, f->req, f->req_len, 1, ranks, us, NULL));
+}
+
+CHECK_FN(tsafe_lora_client_release)
+{
+    float u[LR] = {0.1f, 0.2f, 0.3f, 0.4f};
+    float *us[1] = {u}, *nulls[1] = {NULL};
+    uint32_t ranks[1] = {LR}, zero[1] = {0};
+    uint8_t *msg = NULL;
+    size_t len = 0;
+    ERR(tsafe_lora_client_release(NULL, 1, ranks, us, NULL, &msg, &len, NULL));
+    ERR(tsafe_lora_client_release(f->client, 1, NULL, us, NULL, &msg, &len, NULL));
+    ERR(tsafe_lora_client_release(f->client, 1, ranks, NULL, NULL, &msg, &len, NULL));
+    ERR(tsafe_lora_client_release(f->client, 1, ranks, nulls, NULL, &msg, &len, NULL));
+    ERR(tsafe_lora_client_release(f->client, 1, ranks, us, NULL, NULL, &len, NULL));
+    ERR(tsafe_lora_client_release(f->client, 1, ranks, us, NULL, &msg, NULL, NULL));
+    ERR(tsafe_lora_client_release(f->client, 0, ranks, us, NULL, &msg, &len, NULL));
+    ERR(tsafe_lora_client_release(f->client, SIZE_MAX, ranks, us, NULL, &msg, &len, NULL));
+    ERR(tsafe_lora_client_release(f->client, 1, zero, us, NULL, &msg, &len, NULL));
+    /* NOTE: a NaN in u is released as is (the server refuses it on apply) */
+    assert_null(msg);
+}
+
+CHECK_FN(tsafe_lora_server_create)
+{
+    tsafe_lora_server *s = NULL;
+    tsafe_lora_plan bad = f->plan;
+    ERR(tsafe_lora_server_create(NULL, &s));
+    ERR(tsafe_lora_server_create(&f->plan, NULL));
+    bad.params.log_n = 99;
+    ERR(tsafe_lora_server_create(&bad, &s));
+    assert_null(s);
+}
+
+CHECK_FN(tsafe_lora_server_free)
+{
+    tsafe_lora_server_free(NULL);
+}
+
+CHECK_FN(tsafe_lora_server_context)
+{
+    assert_null(tsafe_lora_server_context(NULL));
+}
+
+CHECK_FN(tsafe_lora_server_process)
+{
+    const tsafe_lora_site *sites[1] = {f->site}, *nulls[1] = {NULL};
+    uint8_t *resp = NULL;
+    size_t len = 0;
+    ERR(tsafe_lora_server_process(NULL, sites, 1, f->req, f->req_len, &resp, &len, NULL));
+    ERR(tsafe_lora_server_process(f->server, NULL, 1, f->req, f->req_len, &resp, &len, NULL));
+    ERR(tsafe_lora_server_process(f->server, nulls, 1, f->req, f->req_len, &resp, &len, NULL));
+    ERR(tsafe_lora_server_process(f->server, sites, 0, f->req, f->req_len, &resp, &len, NULL));
+    ERR(tsafe_lora_server_process(f->server, sites, SIZE_MAX, f->req, f->req_len, &resp, &len,
+                                  NULL));
+    ERR(tsafe_lora_server_process(f->server, sites, 1, NULL, f->req_len, &resp, &len, NULL));
+    ERR(tsafe_lora_server_process(f->server, sites, 1, f->req, 0, &resp, &len, NULL));
+    ERR(tsafe_lora_server_process(f->server, sites, 1, f->req, f->req_len - 1, &resp, &len,
+                                  NULL));
+    ERR(tsafe_lora_server_process(f->server, sites, 1, f->req, f->req_len, NULL, &len, NULL));
+    ERR(tsafe_lora_server_process(f->server, sites, 1, f->req, f->req_len, &resp, NULL, NULL));
+    ERR(tsafe_lora_server_process(f->server, sites, 1, f->resp, f->resp_len, &resp, &len,
+                                  NULL));
+    assert_null(resp);
+}
+
+CHECK_FN(tsafe_lora_server_apply)
+{
+    const tsafe_lora_site *sites[1] = {f->site}, *nulls[1] = {NULL};
+    float *ds[1] = {f->delta}, *nullds[1] = {NULL};
+    ERR(tsafe_lora_server_apply(NULL, sites, 1, f->umsg, f->umsg_len, ds, NULL));
+    ERR(tsafe_lora_server_apply(f->server, NULL, 1, f->umsg, f->umsg_len, ds, NULL));
+    ERR(tsafe_lora_server_apply(f->server, nulls, 1, f->umsg, f->umsg_len, ds, NULL));
+    ERR(tsafe_lora_server_apply(f->server, sites, 0, f->umsg, f->umsg_len, ds, NULL));
+    ERR(tsafe_lora_server_apply(f->server, sites, SIZE_MAX, f->umsg, f->umsg_len, ds, NULL));
+    ERR(tsafe_lora_server_apply(f->server, sites, 1, NULL, f->umsg_len, ds, NULL));
+    ERR(tsafe_lora_server_apply(f->server, sites, 1, f->umsg, 0, ds, NULL));
+    ERR(tsafe_lora_server_apply(f->server, sites, 1, f->umsg, f->umsg_len - 1, ds, NULL));
+    ERR(tsafe_lora_server_apply(f->server, sites, 1, f->umsg, f->umsg_len, NULL, NULL));
+    ERR(tsafe_lora_server_apply(f->server, sites, 1, f->umsg, f->umsg_len, nullds, NULL));
+    ERR(tsafe_lora_server_apply(f->server, sites, 1, f->req, f->req_len, ds, NULL));
+}
+
+CHECK_FN(tsafe_lora_engine_two_party)
+{
+    tsafe_lora_pair pair = {f->client, f->server, NULL}, half = {NULL, f->server, NULL};
+    engine_checks(f, tsafe_lora_engine_two_party(NULL), 0);
+    engine_checks(f, tsafe_lora_engine_two_party(&half), 0);
+    engine_checks(f, tsafe_lora_engine_two_party(&pair), 0);
+}
+
+static const api_case k_lora_two_party[] = {
+    ENTRY(tsafe_lora_engine_two_party),
+    ENTRY(tsafe_lora_bytes_free), ENTRY(tsafe_lora_client_create),
+    ENTRY(tsafe_lora_client_free), ENTRY(tsafe_lora_client_encrypt),
+    ENTRY(tsafe_lora_client_decode), ENTRY(tsafe_lora_client_release),
+    ENTRY(tsafe_lora_server_create), ENTRY(tsafe_lora_server_free),
+    ENTRY(tsafe_lora_server_context), ENTRY(tsafe_lora_server_process),
+    ENTRY(tsafe_lora_server_apply),
+};
+
+/* ---------------------------------------------------------- lora_dp.h */
+
+static const double k_bad_doubles[] = {0.0, -1.0, NAN, INFINITY, -INFINITY};
+
+CHECK_FN(tsafe_dp_sigma_analytic)
+{
+    double s = 0;
+    ERR(tsafe_dp_sigma_analytic(1.0, 1e-5, 1.0, NULL));
+    for (size_t i = 0; i < 5; i++) {
+        ERR(tsafe_dp_sigma_analytic(k_bad_doubles[i], 1e-5, 1.0, &s));
+        ERR(tsafe_dp_sigma_analytic(1.0, k_bad_doubles[i], 1.0, &s));
+        ERR(tsafe_dp_sigma_analytic(1.0, 1e-5, k_bad_doubles[i], &s));
+    }
+    ERR(tsafe_dp_sigma_analytic(1.0, 1.0, 1.0, &s));
+    ERR(tsafe_dp_sigma_analytic(1.0, 2.0, 1.0, &s));
+}
+
+CHECK_FN(tsafe_dp_gaussian_delta)
+{
+    double d = 0;
+    ERR(tsafe_dp_gaussian_delta(1.0, 1.0, NULL));
+    ERR(tsafe_dp_gaussian_delta(-1.0, 1.0, &d));
+    ERR(tsafe_dp_gaussian_delta(NAN, 1.0, &d));
+    ERR(tsafe_dp_gaussian_delta(1.0, 0.0, &d));
+    ERR(tsafe_dp_gaussian_delta(1.0, -1.0, &d));
+    ERR(tsafe_dp_gaussian_delta(1.0, NAN, &d));
+}
+
+CHECK_FN(tsafe_dp_epsilon_spent)
+{
+    double e = 0;
+    ERR(tsafe_dp_epsilon_spent(TSAFE_DP_ACCOUNTANT_RDP, 1.0, 1.0, 10, 1e-5, NULL));
+    ERR(tsafe_dp_epsilon_spent((tsafe_dp_accountant)7, 1.0, 1.0, 10, 1e-5, &e));
+    ERR(tsafe_dp_epsilon_spent((tsafe_dp_accountant)-1, 1.0, 1.0, 10, 1e-5, &e));
+    for (size_t i = 0; i < 5; i++) {
+        ERR(tsafe_dp_epsilon_spent(TSAFE_DP_ACCOUNTANT_GDP, k_bad_doubles[i], 1.0, 10, 1e-5, &e));
+        ERR(tsafe_dp_epsilon_spent(TSAFE_DP_ACCOUNTANT_RDP, 1.0, k_bad_doubles[i], 10, 1e-5, &e));
+        ERR(tsafe_dp_epsilon_spent(TSAFE_DP_ACCOUNTANT_RDP, 1.0, 1.0, 10, k_bad_doubles[i], &e));
+    }
+    ERR(tsafe_dp_epsilon_spent(TSAFE_DP_ACCOUNTANT_RDP, 1.0, 1.0, 10, 1.0, &e));
+}
+
+CHECK_FN(tsafe_dp_max_releases)
+{
+    uint64_t c = 0;
+    ERR(tsafe_dp_max_releases(TSAFE_DP_ACCOUNTANT_RDP, 1.0, 1.0, 1.0, 1e-5, NULL));
+    ERR(tsafe_dp_max_releases((tsafe_dp_accountant)7, 1.0, 1.0, 1.0, 1e-5, &c));
+    for (size_t i = 0; i < 5; i++) {
+        ERR(tsafe_dp_max_releases(TSAFE_DP_ACCOUNTANT_RDP, k_bad_doubles[i], 1.0, 1.0, 1e-5, &c));
+        ERR(tsafe_dp_max_releases(TSAFE_DP_ACCOUNTANT_GDP, 1.0, k_bad_doubles[i], 1.0, 1e-5, &c));
+        ERR(tsafe_dp_max_releases(TSAFE_DP_ACCOUNTANT_RDP, 1.0, 1.0, k_bad_doubles[i], 1e-5, &c));
+        ERR(tsafe_dp_max_releases(TSAFE_DP_ACCOUNTANT_GDP, 1.0, 1.0, 1.0, k_bad_doubles[i], &c));
+    }
+}
+
+CHECK_FN(tsafe_dp_clip_l2)
+{
+    float v[3] = {3, 4, 0};
+    double nb;
+    ERR(tsafe_dp_clip_l2(NULL, 3, 1.0, &nb));
+    for (size_t i = 0; i < 5; i++)
+        ERR(tsafe_dp_clip_l2(v, 3, k_bad_doubles[i], &nb));
+    v[2] = NAN;
+    IS(TSAFE_E_VALUE_RANGE, tsafe_dp_clip_l2(v, 3, 1.0, &nb));
+    assert_true(v[0] == 3.0f && v[1] == 4.0f); /* untouched */
+    v[2] = INFINITY;
+    IS(TSAFE_E_VALUE_RANGE, tsafe_dp_clip_l2(v, 3, 1.0, NULL));
+}
+
+CHECK_FN(tsafe_dp_gaussian_fill)
+{
+    double out[4];
+    ERR(tsafe_dp_gaussian_fill(NULL, 4, 1.0));
+    ERR(tsafe_dp_gaussian_fill(out, 4, -1.0));
+    ERR(tsafe_dp_gaussian_fill(out, 4, NAN));
+    ERR(tsafe_dp_gaussian_fill(out, 4, INFINITY));
+}
+
+CHECK_FN(tsafe_dp_add_gaussian_noise)
+{
+    float v[4] = {0};
+    ERR(tsafe_dp_add_gaussian_noise(NULL, 4, 1.0));
+    ERR(tsafe_dp_add_gaussian_noise(v, 4, -1.0));
+    ERR(tsafe_dp_add_gaussian_noise(v, 4, NAN));
+    ERR(tsafe_dp_add_gaussian_noise(v, 4, INFINITY));
+}
+
+CHECK_FN(tsafe_dp_session_create)
+{
+    tsafe_dp_session *s = NULL;
+    tsafe_dp_params base, p;
+    memset(&base, 0, sizeof base);
+    base.clip_norm = 1.0;
+    base.eps = 1.0;
+    base.delta = 1e-6;
+    base.eps_total = 10.0;
+    base.delta_total = 1e-5;
+    ERR(tsafe_dp_session_create(NULL, &s));
+    ERR(tsafe_dp_session_create(&base, NULL));
+    for (size_t i = 0; i < 5; i++) {
+        double b = k_bad_doubles[i];
+        p = base; p.clip_norm = b; ERR(tsafe_dp_session_create(&p, &s));
+        p = base; p.eps_total = b; ERR(tsafe_dp_session_create(&p, &s));
+        p = base; p.delta_total = b; ERR(tsafe_dp_session_create(&p, &s));
+        p = base; p.eps = b; ERR(tsafe_dp_session_create(&p, &s));
+        p = base; p.delta = b; ERR(tsafe_dp_session_create(&p, &s));
+        if (b != 0.0) {
+            p = base; p.sensitivity = b; ERR(tsafe_dp_session_create(&p, &s));
+            p = base; p.sigma = b; ERR(tsafe_dp_session_create(&p, &s));
+        }
+    }
+    p = base; p.delta_total = 1.0; ERR(tsafe_dp_session_create(&p, &s));
+    p = base; p.accountant = (tsafe_dp_accountant)9; ERR(tsafe_dp_session_create(&p, &s));
+    p = base; p.eps_total = 1e-9; IS(TSAFE_E_BUDGET, tsafe_dp_session_create(&p, &s));
+    assert_null(s);
+}
+
+CHECK_FN(tsafe_dp_session_free)
+{
+    tsafe_dp_session_free(NULL);
+}
+
+CHECK_FN(tsafe_dp_session_release)
+{
+    float v[4] = {1, 2, 3, NAN};
+    tsafe_dp_stats before, after;
+    OK(tsafe_dp_session_stats(f->dp, &before));
+    ERR(tsafe_dp_session_release(NULL, v, 3));
+    ERR(tsafe_dp_session_release(f->dp, NULL, 3));
+    ERR(tsafe_dp_session_release(f->dp, v, 4)); /* NaN */
+    OK(tsafe_dp_session_stats(f->dp, &after));
+    assert_true(after.releases == before.releases); /* nothing charged */
+}
+
+CHECK_FN(tsafe_dp_session_stats)
+{
+    tsafe_dp_stats st;
+    ERR(tsafe_dp_session_stats(NULL, &st));
+    ERR(tsafe_dp_session_stats(f->dp, NULL));
+}
+
+static const api_case k_lora_dp[] = {
+    ENTRY(tsafe_dp_sigma_analytic), ENTRY(tsafe_dp_gaussian_delta),
+    ENTRY(tsafe_dp_epsilon_spent), ENTRY(tsafe_dp_max_releases), ENTRY(tsafe_dp_clip_l2),
+    ENTRY(tsafe_dp_gaussian_fill), ENTRY(tsafe_dp_add_gaussian_noise),
+    ENTRY(tsafe_dp_session_create), ENTRY(tsafe_dp_session_free),
+    ENTRY(tsafe_dp_session_release), ENTRY(tsafe_dp_session_stats),
+};
+
+/* --------------------------------------------------------- lora_svd.h */
+
+CHECK_FN(tsafe_svd_reduce)
+{
+    float A[2 * 3] = {1, 2, 3, 4, 5, 6}, B[3 * 2] = {1, 0, 0, 1, 1, 1};
+    tsafe_svd_options o = {TSAFE_SVD_FIXED_RANK, 1, 0.0, 0}, bad;
+    tsafe_svd_result *r = NULL;
+    ERR(tsafe_svd_reduce(NULL, B, 2, 3, 3, &o, &r));
+    ERR(tsafe_svd_reduce(A, NULL, 2, 3, 3, &o, &r));
+    ERR(tsafe_svd_reduce(A, B, 2, 3, 3, NULL, &r));
+    ERR(tsafe_svd_reduce(A, B, 2, 3, 3, &o, NULL));
+    ERR(tsafe_svd_reduce(A, B, 0, 3, 3, &o, &r));
+    ERR(tsafe_svd_reduce(A, B, 2, 0, 3, &o, &r));
+    ERR(tsafe_svd_reduce(A, B, 2, 3, 0, &o, &r));
+    ERR(tsafe_svd_reduce(A, B, (size_t)INT_MAX + 1, 3, 3, &o, &r));
+    ERR(tsafe_svd_reduce(A, B, 2, SIZE_MAX, 3, &o, &r));
+    bad = o; bad.rank = 0; ERR(tsafe_svd_reduce(A, B, 2, 3, 3, &bad, &r));
+    bad = o; bad.rank = 3; IS(TSAFE_E_RANGE, tsafe_svd_reduce(A, B, 2, 3, 3, &bad, &r));
+    bad = o; bad.select = (tsafe_svd_select)9; ERR(tsafe_svd_reduce(A, B, 2, 3, 3, &bad, &r));
+    bad = o; bad.select = TSAFE_SVD_ENERGY; bad.energy = 0.0;
+    ERR(tsafe_svd_reduce(A, B, 2, 3, 3, &bad, &r));
+    bad.energy = 1.5; ERR(tsafe_svd_reduce(A, B, 2, 3, 3, &bad, &r));
+    bad.energy = NAN; ERR(tsafe_svd_reduce(A, B, 2, 3, 3, &bad, &r));
+    A[0] = NAN;
+    IS(TSAFE_E_VALUE_RANGE, tsafe_svd_reduce(A, B, 2, 3, 3, &o, &r));
+    assert_null(r);
+}
+
+CHECK_FN(tsafe_svd_result_free)
+{
+    tsafe_svd_result_free(NULL);
+}
+
+static const api_case k_lora_svd[] = {ENTRY(tsafe_svd_reduce), ENTRY(tsafe_svd_result_free)};
+
+/* ----------------------------------------------------- lora_package.h */
+
+CHECK_FN(tsafe_package_keypair)
+{
+    uint8_t pk[32], sk[64];
+    ERR(tsafe_package_keypair(NULL, sk));
+    ERR(tsafe_package_keypair(pk, NULL));
+}
+
+CHECK_FN(tsafe_package_create)
+{
+    static const char *const targets[2] = {"q_proj", ""};
+    tsafe_package_manifest good = {"id", "d", 2, 4.0, targets, 1, 0.5, "c"}, m;
+    uint8_t *out = NULL, junk_sk[64];
+    size_t len = 0;
+    memset(junk_sk, 0x42, sizeof junk_sk);
+    ERR(tsafe_package_create(NULL, NULL, 0, f->pkg_sk, &out, &len));
+    ERR(tsafe_package_create(&good, NULL, 0, NULL, &out, &len));
+    ERR(tsafe_package_create(&good, NULL, 0, f->pkg_sk, NULL, &len));
+    ERR(tsafe_package_create(&good, NULL, 0, f->pkg_sk, &out, NULL));
+    ERR(tsafe_package_create(&good, NULL, 5, f->pkg_sk, &out, &len));
+    IS(TSAFE_E_KEY, tsafe_package_create(&good, NULL, 0, junk_sk, &out, &len));
+    m = good; m.adapter_id = NULL; ERR(tsafe_package_create(&m, NULL, 0, f->pkg_sk, &out, &len));
+    m = good; m.adapter_id = ""; ERR(tsafe_package_create(&m, NULL, 0, f->pkg_sk, &out, &len));
+    m = good; m.domain = NULL; ERR(tsafe_package_create(&m, NULL, 0, f->pkg_sk, &out, &len));
+    m = good; m.creator = NULL; ERR(tsafe_package_create(&m, NULL, 0, f->pkg_sk, &out, &len));
+    m = good; m.rank = 0; ERR(tsafe_package_create(&m, NULL, 0, f->pkg_sk, &out, &len));
+    m = good; m.alpha = 0; ERR(tsafe_package_create(&m, NULL, 0, f->pkg_sk, &out, &len));
+    m = good; m.alpha = NAN; ERR(tsafe_package_create(&m, NULL, 0, f->pkg_sk, &out, &len));
+    m = good; m.price_per_1k_tokens = -1;
+    ERR(tsafe_package_create(&m, NULL, 0, f->pkg_sk, &out, &len));
+    m = good; m.price_per_1k_tokens = INFINITY;
+    ERR(tsafe_package_create(&m, NULL, 0, f->pkg_sk, &out, &len));
+    m = good; m.targets = NULL; ERR(tsafe_package_create(&m, NULL, 0, f->pkg_sk, &out, &len));
+    m = good; m.n_targets = 2; ERR(tsafe_package_create(&m, NULL, 0, f->pkg_sk, &out, &len));
+    m = good; m.n_targets = TSAFE_PACKAGE_MAX_TARGETS + 1;
+    ERR(tsafe_package_create(&m, NULL, 0, f->pkg_sk, &out, &len));
+    char *longs = malloc(TSAFE_PACKAGE_MAX_STRING + 2);
+    memset(longs, 'a', TSAFE_PACKAGE_MAX_STRING + 1);
+    longs[TSAFE_PACKAGE_MAX_STRING + 1] = '\0';
+    m = good; m.adapter_id = longs; ERR(tsafe_package_create(&m, NULL, 0, f->pkg_sk, &out, &len));
+    free(longs);
+    m = good; m.adapter_id = "\xff\xfe"; /* not UTF-8 */
+    ERR(tsafe_package_create(&m, NULL, 0, f->pkg_sk, &out, &len));
+    assert_null(out);
+}
+
+CHECK_FN(tsafe_package_bytes_free)
+{
+    tsafe_package_bytes_free(NULL);
+}
+
+CHECK_FN(tsafe_package_open)
+{
+    tsafe_package *p = NULL;
+    uint8_t zero_pk[32] = {0};
+    ERR(tsafe_package_open(NULL, f->pkg_len, f->pkg_pk, &p));
+    ERR(tsafe_package_open(f->pkg, f->pkg_len, NULL, &p));
+    ERR(tsafe_package_open(f->pkg, f->pkg_len, f->pkg_pk, NULL));
+    IS(TSAFE_E_TRUNCATED, tsafe_package_open(f->pkg, 0, f->pkg_pk, &p));
+    ERR(tsafe_package_open(f->pkg, f->pkg_len - 1, f->pkg_pk, &p));
+    IS(TSAFE_E_KEY, tsafe_package_open(f->pkg, f->pkg_len, zero_pk, &p));
+    assert_null(p);
+}
+
+CHECK_FN(tsafe_package_free)
+{
+    tsafe_package_free(NULL);
+}
+
+CHECK_FN(tsafe_package_manifest_get)
+{
+    tsafe_package_manifest m;
+    ERR(tsafe_package_manifest_get(NULL, &m));
+    ERR(tsafe_package_manifest_get(f->package, NULL));
+}
+
+CHECK_FN(tsafe_package_payload)
+{
+    const uint8_t *d;
+    size_t n;
+    ERR(tsafe_package_payload(NULL, &d, &n));
+    ERR(tsafe_package_payload(f->package, NULL, &n));
+    ERR(tsafe_package_payload(f->package, &d, NULL));
+}
+
+CHECK_FN(tsafe_package_payload_digest)
+{
+    uint8_t d[32];
+    ERR(tsafe_package_payload_digest(NULL, d));
+    ERR(tsafe_package_payload_digest(f->package, NULL));
+}
+
+CHECK_FN(tsafe_package_manifest_json)
+{
+    assert_null(tsafe_package_manifest_json(NULL));
+    assert_non_null(tsafe_package_manifest_json(f->package));
+}
+
+static const api_case k_lora_package[] = {
+    ENTRY(tsafe_package_keypair), ENTRY(tsafe_package_create), ENTRY(tsafe_package_bytes_free),
+    ENTRY(tsafe_package_open), ENTRY(tsafe_package_free), ENTRY(tsafe_package_manifest_get),
+    ENTRY(tsafe_package_payload), ENTRY(tsafe_package_payload_digest),
+    ENTRY(tsafe_package_manifest_json),
+};
+
+/* ---------------------------------------------------- lora_registry.h */
+
+CHECK_FN(tsafe_registry_create)
+{
+    ERR(tsafe_registry_create(NULL));
+}
+
+CHECK_FN(tsafe_registry_free)
+{
+    tsafe_registry_free(NULL);
+}
+
+CHECK_FN(tsafe_registry_put)
+{
+    static int obj;
+    tsafe_registry_meta ok = {"a", 1.0}, m;
+    char *longs = malloc(TSAFE_REGISTRY_MAX_NAME + 2);
+    memset(longs, 's', TSAFE_REGISTRY_MAX_NAME + 1);
+    longs[TSAFE_REGISTRY_MAX_NAME + 1] = '\0';
+    int before = f->destroyed;
+    ERR(tsafe_registry_put(NULL, "s", &obj, count_destroy, &ok));
+    ERR(tsafe_registry_put(f->reg, NULL, &obj, count_destroy, &ok));
+    ERR(tsafe_registry_put(f->reg, "", &obj, count_destroy, &ok));
+    ERR(tsafe_registry_put(f->reg, longs, &obj, count_destroy, &ok));
+    ERR(tsafe_registry_put(f->reg, "\xc3\x28", &obj, count_destroy, &ok));
+    ERR(tsafe_registry_put(f->reg, "s", &obj, count_destroy, NULL));
+    m = ok; m.adapter_id = NULL; ERR(tsafe_registry_put(f->reg, "s", &obj, count_destroy, &m));
+    m = ok; m.adapter_id = ""; ERR(tsafe_registry_put(f->reg, "s", &obj, count_destroy, &m));
+    m = ok; m.adapter_id = longs; ERR(tsafe_registry_put(f->reg, "s", &obj, count_destroy, &m));
+    m = ok; m.price_per_1k_tokens = -1; ERR(tsafe_registry_put(f->reg, "s", &obj, count_destroy, &m));
+    m = ok; m.price_per_1k_tokens = NAN; ERR(tsafe_registry_put(f->reg, "s", &obj, count_destroy, &m));
+    free(longs);
+    assert_int_equal(f->destroyed, before); /* the caller still owns obj */
+}
+
+CHECK_FN(tsafe_registry_remove)
+{
+    ERR(tsafe_registry_remove(NULL, "slot"));
+    ERR(tsafe_registry_remove(f->reg, NULL));
+    IS(TSAFE_E_NOT_FOUND, tsafe_registry_remove(f->reg, "no-such-slot"));
+}
+
+CHECK_FN(tsafe_registry_acquire)
+{
+    tsafe_registry_ref *r = (tsafe_registry_ref *)&r;
+    ERR(tsafe_registry_acquire(NULL, "slot", &r));
+    ERR(tsafe_registry_acquire(f->reg, NULL, &r));
+    ERR(tsafe_registry_acquire(f->reg, "slot", NULL));
+    IS(TSAFE_E_NOT_FOUND, tsafe_registry_acquire(f->reg, "no-such-slot", &r));
+    assert_null(r);
+}
+
+CHECK_FN(tsafe_registry_release)
+{
+    tsafe_registry_release(NULL);
+}
+
+CHECK_FN(tsafe_registry_ref_object)
+{
+    assert_null(tsafe_registry_ref_object(NULL));
+    assert_non_null(tsafe_registry_ref_object(f->ref));
+}
+
+CHECK_FN(tsafe_registry_ref_adapter_id)
+{
+    assert_null(tsafe_registry_ref_adapter_id(NULL));
+}
+
+CHECK_FN(tsafe_registry_ref_price)
+{
+    (void)tsafe_registry_ref_price(NULL);
+}
+
+CHECK_FN(tsafe_registry_ref_generation)
+{
+    assert_int_equal(tsafe_registry_ref_generation(NULL), 0);
+}
+
+CHECK_FN(tsafe_registry_meter)
+{
+    ERR(tsafe_registry_meter(NULL, 1, 1, 1, 1));
+}
+
+CHECK_FN(tsafe_registry_slot_counters)
+{
+    tsafe_registry_counters c;
+    ERR(tsafe_registry_slot_counters(NULL, "slot", &c));
+    ERR(tsafe_registry_slot_counters(f->reg, NULL, &c));
+    ERR(tsafe_registry_slot_counters(f->reg, "slot", NULL));
+    IS(TSAFE_E_NOT_FOUND, tsafe_registry_slot_counters(f->reg, "never-seen", &c));
+}
+
+CHECK_FN(tsafe_registry_adapter_counters)
+{
+    tsafe_registry_counters c;
+    ERR(tsafe_registry_adapter_counters(NULL, "adapter-1", &c));
+    ERR(tsafe_registry_adapter_counters(f->reg, NULL, &c));
+    ERR(tsafe_registry_adapter_counters(f->reg, "adapter-1", NULL));
+    IS(TSAFE_E_NOT_FOUND, tsafe_registry_adapter_counters(f->reg, "never-seen", &c));
+}
+
+CHECK_FN(tsafe_registry_metering_json)
+{
+    char *j = NULL;
+    ERR(tsafe_registry_metering_json(NULL, &j));
+    ERR(tsafe_registry_metering_json(f->reg, NULL));
+    assert_null(j);
+}
+
+static const api_case k_lora_registry[] = {
+    ENTRY(tsafe_registry_create), ENTRY(tsafe_registry_free), ENTRY(tsafe_registry_put),
+    ENTRY(tsafe_registry_remove), ENTRY(tsafe_registry_acquire), ENTRY(tsafe_registry_release),
+    ENTRY(tsafe_registry_ref_object), ENTRY(tsafe_registry_ref_adapter_id),
+    ENTRY(tsafe_registry_ref_price), ENTRY(tsafe_registry_ref_generation),
+    ENTRY(tsafe_registry_meter), ENTRY(tsafe_registry_slot_counters),
+    ENTRY(tsafe_registry_adapter_counters), ENTRY(tsafe_registry_metering_json),
+};
+
+/* ------------------------------------------------------ safetensors.h */
+
+CHECK_FN(tsafe_dtype_name)
+{
+    assert_string_equal(tsafe_dtype_name((tsafe_dtype)99), "INVALID");
+    assert_string_equal(tsafe_dtype_name((tsafe_dtype)-1), "INVALID");
+    assert_string_equal(tsafe_dtype_name(TSAFE_DTYPE_INVALID), "INVALID");
+}
+
+CHECK_FN(tsafe_dtype_size)
+{
+    assert_int_equal(tsafe_dtype_size((tsafe_dtype)99), 0);
+    assert_int_equal(tsafe_dtype_size((tsafe_dtype)-1), 0);
+    assert_int_equal(tsafe_dtype_size(TSAFE_DTYPE_INVALID), 0);
+}
+
+CHECK_FN(tsafe_dtype_from_name)
+{
+    assert_int_equal(tsafe_dtype_from_name(NULL), TSAFE_DTYPE_INVALID);
+    assert_int_equal(tsafe_dtype_from_name(""), TSAFE_DTYPE_INVALID);
+    assert_int_equal(tsafe_dtype_from_name("f32"), TSAFE_DTYPE_INVALID);
+}
+
+CHECK_FN(tsafe_f16_to_f32)
+{
+    assert_true(isinf(tsafe_f16_to_f32(0x7C00)));
+    assert_true(isnan(tsafe_f16_to_f32(0xFFFF)));
+}
+
+CHECK_FN(tsafe_bf16_to_f32)
+{
+    assert_true(isinf(tsafe_bf16_to_f32(0xFF80)));
+    assert_true(isnan(tsafe_bf16_to_f32(0x7FC1)));
+}
+
+CHECK_FN(tsafe_f32_to_f16)
+{
+    assert_int_equal(tsafe_f32_to_f16(1e30f), 0x7C00);
+    assert_true((tsafe_f32_to_f16(NAN) & 0x7FFF) > 0x7C00);
+}
+
+CHECK_FN(tsafe_f32_to_bf16)
+{
+    assert_true((tsafe_f32_to_bf16(NAN) & 0x7FFF) > 0x7F80);
+    assert_int_equal(tsafe_f32_to_bf16(INFINITY), 0x7F80);
+}
+
+static void parse_checks(fixture *f, int borrowed)
+{
+    tsafe_safetensors *st = NULL;
+#define PARSE(d, n, o) \
+    (borrowed ? tsafe_safetensors_parse_borrowed(d, n, o) : tsafe_safetensors_parse(d, n, o))
+    ERR(PARSE(NULL, f->st_len, &st));
+    ERR(PARSE(f->st_bytes, f->st_len, NULL));
+    IS(TSAFE_E_TRUNCATED, PARSE(f->st_bytes, 0, &st));
+    ERR(PARSE(f->st_bytes, f->st_len - 1, &st));
+    ERR(PARSE(NULL, 0, &st));
+#undef PARSE
+    assert_null(st);
+}
+
+CHECK_FN(tsafe_safetensors_parse) { parse_checks(f, 0); }
+CHECK_FN(tsafe_safetensors_parse_borrowed) { parse_checks(f, 1); }
+
+CHECK_FN(tsafe_safetensors_open_file)
+{
+    tsafe_safetensors *st = NULL;
+    ERR(tsafe_safetensors_open_file(NULL, &st));
+    ERR(tsafe_safetensors_open_file("tests", NULL));
+    IS(TSAFE_E_NOT_FOUND, tsafe_safetensors_open_file("/nonexistent/x.safetensors", &st));
+    ERR(tsafe_safetensors_open_file("/", &st)); /* a directory */
+    ERR(tsafe_safetensors_open_file("", &st));
+    assert_null(st);
+}
+
+CHECK_FN(tsafe_safetensors_free)
+{
+    tsafe_safetensors_free(NULL);
+}
+
+CHECK_FN(tsafe_safetensors_tensor_count)
+{
+    assert_int_equal(tsafe_safetensors_tensor_count(NULL), 0);
+    assert_int_equal(tsafe_safetensors_tensor_count(f->st), 2);
+}
+
+CHECK_FN(tsafe_safetensors_tensor_at)
+{
+    tsafe_tensor_info ti;
+    ERR(tsafe_safetensors_tensor_at(NULL, 0, &ti));
+    ERR(tsafe_safetensors_tensor_at(f->st, 0, NULL));
+    IS(TSAFE_E_RANGE, tsafe_safetensors_tensor_at(f->st, 2, &ti));
+    IS(TSAFE_E_RANGE, tsafe_safetensors_tensor_at(f->st, SIZE_MAX, &ti));
+}
+
+CHECK_FN(tsafe_safetensors_find)
+{
+    tsafe_tensor_info ti;
+    ERR(tsafe_safetensors_find(NULL, "a", &ti));
+    ERR(tsafe_safetensors_find(f->st, NULL, &ti));
+    IS(TSAFE_E_NOT_FOUND, tsafe_safetensors_find(f->st, "zz", &ti));
+    IS(TSAFE_E_NOT_FOUND, tsafe_safetensors_find(f->st, "__metadata__", &ti));
+    OK(tsafe_safetensors_find(f->st, "a", NULL)); /* documented: presence test */
+}
+
+CHECK_FN(tsafe_safetensors_tensor_data)
+{
+    const void *d;
+    size_t n;
+    ERR(tsafe_safetensors_tensor_data(NULL, "a", &d, &n));
+    ERR(tsafe_safetensors_tensor_data(f->st, NULL, &d, &n));
+    ERR(tsafe_safetensors_tensor_data(f->st, "a", NULL, &n));
+    ERR(tsafe_safetensors_tensor_data(f->st, "a", &d, NULL));
+    IS(TSAFE_E_NOT_FOUND, tsafe_safetensors_tensor_data(f->st, "zz", &d, &n));
+}
+
+CHECK_FN(tsafe_safetensors_read_f32)
+{
+    float out[32];
+    ERR(tsafe_safetensors_read_f32(NULL, "a", out, 16));
+    ERR(tsafe_safetensors_read_f32(f->st, NULL, out, 16));
+    ERR(tsafe_safetensors_read_f32(f->st, "a", NULL, 16));
+    IS(TSAFE_E_ARG, tsafe_safetensors_read_f32(f->st, "a", out, 15));
+    IS(TSAFE_E_ARG, tsafe_safetensors_read_f32(f->st, "a", out, 17));
+    IS(TSAFE_E_DTYPE, tsafe_safetensors_read_f32(f->st, "i", out, 2));
+    IS(TSAFE_E_NOT_FOUND, tsafe_safetensors_read_f32(f->st, "zz", out, 1));
+}
+
+CHECK_FN(tsafe_safetensors_read_f32_range)
+{
+    float out[32];
+    ERR(tsafe_safetensors_read_f32_range(NULL, "a", 0, 4, out));
+    ERR(tsafe_safetensors_read_f32_range(f->st, NULL, 0, 4, out));
+    ERR(tsafe_safetensors_read_f32_range(f->st, "a", 0, 4, NULL));
+    IS(TSAFE_E_RANGE, tsafe_safetensors_read_f32_range(f->st, "a", 17, 0, out));
+    IS(TSAFE_E_RANGE, tsafe_safetensors_read_f32_range(f->st, "a", 10, 7, out));
+    IS(TSAFE_E_RANGE, tsafe_safetensors_read_f32_range(f->st, "a", 1, SIZE_MAX, out));
+    IS(TSAFE_E_RANGE, tsafe_safetensors_read_f32_range(f->st, "a", SIZE_MAX, 2, out));
+    ERR(tsafe_safetensors_read_f32_range(f->st, "i", 0, 1, out));
+}
+
+CHECK_FN(tsafe_safetensors_metadata)
+{
+    assert_null(tsafe_safetensors_metadata(NULL, "format"));
+    assert_null(tsafe_safetensors_metadata(f->st, NULL));
+    assert_null(tsafe_safetensors_metadata(f->st, "nope"));
+}
+
+CHECK_FN(tsafe_safetensors_metadata_count)
+{
+    assert_int_equal(tsafe_safetensors_metadata_count(NULL), 0);
+}
+
+CHECK_FN(tsafe_safetensors_metadata_at)
+{
+    const char *k, *v;
+    ERR(tsafe_safetensors_metadata_at(NULL, 0, &k, &v));
+    ERR(tsafe_safetensors_metadata_at(f->st, 0, NULL, &v));
+    ERR(tsafe_safetensors_metadata_at(f->st, 0, &k, NULL));
+    IS(TSAFE_E_RANGE, tsafe_safetensors_metadata_at(f->st, 1, &k, &v));
+    IS(TSAFE_E_RANGE, tsafe_safetensors_metadata_at(f->st, SIZE_MAX, &k, &v));
+}
+
+CHECK_FN(tsafe_safetensors_writer_create)
+{
+    ERR(tsafe_safetensors_writer_create(NULL));
+}
+
+CHECK_FN(tsafe_safetensors_writer_free)
+{
+    tsafe_safetensors_writer_free(NULL);
+}
+
+CHECK_FN(tsafe_safetensors_writer_add)
+{
+    uint8_t d[16] = {0};
+    uint64_t s2[1] = {2}, huge[2] = {UINT64_MAX, UINT64_MAX};
+    tsafe_safetensors_writer *w = f->stw;
+    ERR(tsafe_safetensors_writer_add(NULL, "n", TSAFE_DTYPE_U8, s2, 1, d, 2));
+    ERR(tsafe_safetensors_writer_add(w, NULL, TSAFE_DTYPE_U8, s2, 1, d, 2));
+    ERR(tsafe_safetensors_writer_add(w, "", TSAFE_DTYPE_U8, s2, 1, d, 2));
+    ERR(tsafe_safetensors_writer_add(w, "__metadata__", TSAFE_DTYPE_U8, s2, 1, d, 2));
+    ERR(tsafe_safetensors_writer_add(w, "a", TSAFE_DTYPE_U8, s2, 1, d, 2)); /* duplicate */
+    ERR(tsafe_safetensors_writer_add(w, "n", TSAFE_DTYPE_INVALID, s2, 1, d, 2));
+    ERR(tsafe_safetensors_writer_add(w, "n", (tsafe_dtype)99, s2, 1, d, 2));
+    ERR(tsafe_safetensors_writer_add(w, "n", TSAFE_DTYPE_U8, NULL, 1, d, 2));
+    ERR(tsafe_safetensors_writer_add(w, "n", TSAFE_DTYPE_U8, s2, 1, NULL, 2));
+    IS(TSAFE_E_SHAPE, tsafe_safetensors_writer_add(w, "n", TSAFE_DTYPE_U8, s2, 1, d, 3));
+    ERR(tsafe_safetensors_writer_add(w, "n", TSAFE_DTYPE_F64, huge, 2, d, 16));
+    ERR(tsafe_safetensors_writer_add(w, "\xff", TSAFE_DTYPE_U8, s2, 1, d, 2));
+}
+
+CHECK_FN(tsafe_safetensors_writer_add_f32)
+{
+    float v[2] = {1, 2};
+    uint64_t s2[1] = {2};
+    ERR(tsafe_safetensors_writer_add_f32(NULL, "m", TSAFE_DTYPE_F32, s2, 1, v));
+    ERR(tsafe_safetensors_writer_add_f32(f->stw, NULL, TSAFE_DTYPE_F32, s2, 1, v));
+    ERR(tsafe_safetensors_writer_add_f32(f->stw, "m", TSAFE_DTYPE_F32, s2, 1, NULL));
+    ERR(tsafe_safetensors_writer_add_f32(f->stw, "m", TSAFE_DTYPE_F32, NULL, 1, v));
+    IS(TSAFE_E_DTYPE, tsafe_safetensors_writer_add_f32(f->stw, "m", TSAFE_DTYPE_I32, s2, 1, v));
+    ERR(tsafe_safetensors_writer_add_f32(f->stw, "m", (tsafe_dtype)99, s2, 1, v));
+}
+
+CHECK_FN(tsafe_safetensors_writer_set_metadata)
+{
+    ERR(tsafe_safetensors_writer_set_metadata(NULL, "k", "v"));
+    ERR(tsafe_safetensors_writer_set_metadata(f->stw, NULL, "v"));
+    ERR(tsafe_safetensors_writer_set_metadata(f->stw, "k", NULL));
+    IS(TSAFE_E_ARG, tsafe_safetensors_writer_set_metadata(f->stw, "k", "\xc3"));
+    IS(TSAFE_E_ARG, tsafe_safetensors_writer_set_metadata(f->stw, "\xed\xa0\x80", "v"));
+}
+
+CHECK_FN(tsafe_safetensors_writer_serialize)
+{
+    uint8_t *b = NULL;
+    size_t n = 0;
+    ERR(tsafe_safetensors_writer_serialize(NULL, &b, &n));
+    ERR(tsafe_safetensors_writer_serialize(f->stw, NULL, &n));
+    ERR(tsafe_safetensors_writer_serialize(f->stw, &b, NULL));
+    assert_null(b);
+}
+
+CHECK_FN(tsafe_safetensors_writer_write_file)
+{
+    ERR(tsafe_safetensors_writer_write_file(NULL, "/tmp/x.safetensors"));
+    ERR(tsafe_safetensors_writer_write_file(f->stw, NULL));
+    ERR(tsafe_safetensors_writer_write_file(f->stw, "/nonexistent-dir/x.safetensors"));
+    ERR(tsafe_safetensors_writer_write_file(f->stw, ""));
+}
+
+CHECK_FN(tsafe_safetensors_bytes_free)
+{
+    tsafe_safetensors_bytes_free(NULL);
+}
+
+static const api_case k_safetensors[] = {
+    ENTRY(tsafe_dtype_name), ENTRY(tsafe_dtype_size), ENTRY(tsafe_dtype_from_name),
+    ENTRY(tsafe_f16_to_f32), ENTRY(tsafe_bf16_to_f32), ENTRY(tsafe_f32_to_f16),
+    ENTRY(tsafe_f32_to_bf16), ENTRY(tsafe_safetensors_parse),
+    ENTRY(tsafe_safetensors_parse_borrowed), ENTRY(tsafe_safetensors_open_file),
+    ENTRY(tsafe_safetensors_free), ENTRY(tsafe_safetensors_tensor_count),
+    ENTRY(tsafe_safetensors_tensor_at), ENTRY(tsafe_safetensors_find),
+    ENTRY(tsafe_safetensors_tensor_data), ENTRY(tsafe_safetensors_read_f32),
+    ENTRY(tsafe_safetensors_read_f32_range), ENTRY(tsafe_safetensors_metadata),
+    ENTRY(tsafe_safetensors_metadata_count), ENTRY(tsafe_safetensors_metadata_at),
+    ENTRY(tsafe_safetensors_writer_create), ENTRY(tsafe_safetensors_writer_free),
+    ENTRY(tsafe_safetensors_writer_add), ENTRY(tsafe_safetensors_writer_add_f32),
+    ENTRY(tsafe_safetensors_writer_set_metadata), ENTRY(tsafe_safetensors_writer_serialize),
+    ENTRY(tsafe_safetensors_writer_write_file), ENTRY(tsafe_safetensors_bytes_free),
+};
+
+/* ----------------------------------------------------- lora_adapter.h */
+
+static void load_dir_checks(int ex)
+{
+    tsafe_lora_adapter *a = NULL;
+    tsafe_lora_load_options bad = {(tsafe_lora_fused_layout)7};
+#define LOAD(dir, out) \
+    (ex ? tsafe_lora_adapter_load_peft_ex(dir, NULL, out) : tsafe_lora_adapter_load_peft(dir, out))
+    ERR(LOAD(NULL, &a));
+    ERR(LOAD("tests", NULL));
+    IS(TSAFE_E_NOT_FOUND, LOAD("/nonexistent-adapter-dir", &a));
+    ERR(LOAD("", &a));
+#undef LOAD
+    if (ex)
+        ERR(tsafe_lora_adapter_load_peft_ex("/nonexistent-adapter-dir", &bad, &a));
+    assert_null(a);
+}
+
+CHECK_FN(tsafe_lora_adapter_load_peft) { load_dir_checks(0); }
+CHECK_FN(tsafe_lora_adapter_load_peft_ex) { load_dir_checks(1); }
+
+CHECK_FN(tsafe_lora_adapter_load_peft_memory)
+{
+    static const char cfg[] = "{\"peft_type\":\"LORA\",\"r\":2,\"lora_alpha\":4}";
+    tsafe_lora_adapter *a = NULL;
+    tsafe_lora_load_options bad = {(tsafe_lora_fused_layout)7};
+    ERR(tsafe_lora_adapter_load_peft_memory(NULL, 10, f->st_bytes, f->st_len, NULL, &a));
+    ERR(tsafe_lora_adapter_load_peft_memory(cfg, strlen(cfg), NULL, f->st_len, NULL, &a));
+    ERR(tsafe_lora_adapter_load_peft_memory(cfg, strlen(cfg), f->st_bytes, f->st_len, NULL,
+                                            NULL));
+    ERR(tsafe_lora_adapter_load_peft_memory(cfg, 0, f->st_bytes, f->st_len, NULL, &a));
+    ERR(tsafe_lora_adapter_load_peft_memory(cfg, strlen(cfg), f->st_bytes, 0, NULL, &a));
+    ERR(tsafe_lora_adapter_load_peft_memory(cfg, strlen(cfg), f->st_bytes, f->st_len, &bad, &a));
+    /* f->st holds tensors "a" and "i": not LoRA keys */
+    ERR(tsafe_lora_adapter_load_peft_memory(cfg, strlen(cfg), f->st_bytes, f->st_len, NULL, &a));
+    assert_null(a);
+}
+
+CHECK_FN(tsafe_lora_adapter_load_package)
+{
+    tsafe_lora_adapter *a = NULL;
+    uint8_t zero_pk[32] = {0};
+    tsafe_lora_load_options bad = {(tsafe_lora_fused_layout)7};
+    ERR(tsafe_lora_adapter_load_package(NULL, f->pkg_len, f->pkg_pk, NULL, &a));
+    ERR(tsafe_lora_adapter_load_package(f->pkg, f->pkg_len, NULL, NULL, &a));
+    ERR(tsafe_lora_adapter_load_package(f->pkg, f->pkg_len, f->pkg_pk, NULL, NULL));
+    ERR(tsafe_lora_adapter_load_package(f->pkg, 0, f->pkg_pk, NULL, &a));
+    ERR(tsafe_lora_adapter_load_package(f->pkg, f->pkg_len - 1, f->pkg_pk, NULL, &a));
+    IS(TSAFE_E_KEY, tsafe_lora_adapter_load_package(f->pkg, f->pkg_len, zero_pk, NULL, &a));
+    ERR(tsafe_lora_adapter_load_package(f->pkg, f->pkg_len, f->pkg_pk, &bad, &a));
+    /* verified, but the payload (tensors "a", "i") holds no LoRA keys */
+    ERR(tsafe_lora_adapter_load_package(f->pkg, f->pkg_len, f->pkg_pk, NULL, &a));
+    assert_null(a);
+}
+
+CHECK_FN(tsafe_lora_adapter_create)
+{
+    tsafe_lora_adapter *a = NULL;
+    tsafe_lora_config c = {2, 4.0, 0, 0}, b;
+    ERR(tsafe_lora_adapter_create(NULL, &a));
+    ERR(tsafe_lora_adapter_create(&c, NULL));
+    b = c; b.r = 0; IS(TSAFE_E_ARG, tsafe_lora_adapter_create(&b, &a));
+    b = c; b.lora_alpha = NAN; IS(TSAFE_E_ARG, tsafe_lora_adapter_create(&b, &a));
+    b = c; b.lora_alpha = INFINITY; IS(TSAFE_E_ARG, tsafe_lora_adapter_create(&b, &a));
+    assert_null(a);
+}
+
+CHECK_FN(tsafe_lora_adapter_add_module)
+{
+    float v[16] = {0}, vn[16] = {0};
+    vn[3] = NAN;
+    tsafe_lora_adapter *a = f->adapter;
+    size_t before = tsafe_lora_adapter_module_count(a);
+    ERR(tsafe_lora_adapter_add_module(NULL, "m", 2, 8, 8, v, v, 1.0));
+    ERR(tsafe_lora_adapter_add_module(a, NULL, 2, 8, 8, v, v, 1.0));
+    ERR(tsafe_lora_adapter_add_module(a, "", 2, 8, 8, v, v, 1.0));
+    ERR(tsafe_lora_adapter_add_module(a, "\xff", 2, 8, 8, v, v, 1.0));
+    ERR(tsafe_lora_adapter_add_module(a, "layers.0.self_attn.q_proj", 2, 8, 8, v, v, 1.0));
+    ERR(tsafe_lora_adapter_add_module(a, "m", 0, 8, 8, v, v, 1.0));
+    ERR(tsafe_lora_adapter_add_module(a, "m", 2, 0, 8, v, v, 1.0));
+    ERR(tsafe_lora_adapter_add_module(a, "m", 2, 8, 0, v, v, 1.0));
+    ERR(tsafe_lora_adapter_add_module(a, "m", 2, 8, 8, NULL, v, 1.0));
+    ERR(tsafe_lora_adapter_add_module(a, "m", 2, 8, 8, v, NULL, 1.0));
+    ERR(tsafe_lora_adapter_add_module(a, "m", 2, 8, 8, v, v, NAN));
+    ERR(tsafe_lora_adapter_add_module(a, "m", 2, 8, 8, vn, v, 1.0));
+    ERR(tsafe_lora_adapter_add_module(a, "m", 2, 8, 8, v, vn, 1.0));
+    ERR(tsafe_lora_adapter_add_module(a, "m", SIZE_MAX, SIZE_MAX, 8, v, v, 1.0));
+    ERR(tsafe_lora_adapter_add_module(a, "m", 2, SIZE_MAX / 2, 8, v, v, 1.0));
+    assert_int_equal(tsafe_lora_adapter_module_count(a), before);
+}
+
+CHECK_FN(tsafe_lora_adapter_save_peft)
+{
+    ERR(tsafe_lora_adapter_save_peft(NULL, "/tmp/tsafe-null-test", TSAFE_DTYPE_F32));
+    ERR(tsafe_lora_adapter_save_peft(f->adapter, NULL, TSAFE_DTYPE_F32));
+    ERR(tsafe_lora_adapter_save_peft(f->adapter, "/nonexistent-root-dir/x/y", TSAFE_DTYPE_F32));
+    IS(TSAFE_E_DTYPE, tsafe_lora_adapter_save_peft(f->adapter, "/nonexistent-root-dir/x",
+                                                   TSAFE_DTYPE_I32));
+}
+
+CHECK_FN(tsafe_lora_adapter_save_peft_memory)
+{
+    char *cj = NULL;
+    uint8_t *sb = NULL;
+    size_t n = 0;
+    ERR(tsafe_lora_adapter_save_peft_memory(NULL, TSAFE_DTYPE_F32, &cj, &sb, &n));
+    ERR(tsafe_lora_adapter_save_peft_memory(f->adapter, TSAFE_DTYPE_F32, NULL, &sb, &n));
+    ERR(tsafe_lora_adapter_save_peft_memory(f->adapter, TSAFE_DTYPE_F32, &cj, NULL, &n));
+    ERR(tsafe_lora_adapter_save_peft_memory(f->adapter, TSAFE_DTYPE_F32, &cj, &sb, NULL));
+    IS(TSAFE_E_DTYPE, tsafe_lora_adapter_save_peft_memory(f->adapter, TSAFE_DTYPE_U8, &cj, &sb, &n));
+    ERR(tsafe_lora_adapter_save_peft_memory(f->adapter, (tsafe_dtype)99, &cj, &sb, &n));
+    assert_null(cj);
+    assert_null(sb);
+}
+
+CHECK_FN(tsafe_lora_adapter_free)
+{
+    tsafe_lora_adapter_free(NULL);
+}
+
+CHECK_FN(tsafe_lora_adapter_config)
+{
+    tsafe_lora_config c;
+    ERR(tsafe_lora_adapter_config(NULL, &c));
+    ERR(tsafe_lora_adapter_config(f->adapter, NULL));
+}
+
+CHECK_FN(tsafe_lora_adapter_target_count)
+{
+    assert_int_equal(tsafe_lora_adapter_target_count(NULL), 0);
+    assert_int_equal(tsafe_lora_adapter_target_count(f->adapter), 0);
+}
+
+CHECK_FN(tsafe_lora_adapter_target)
+{
+    assert_null(tsafe_lora_adapter_target(NULL, 0));
+    assert_null(tsafe_lora_adapter_target(f->adapter, 0));
+    assert_null(tsafe_lora_adapter_target(f->adapter, SIZE_MAX));
+}
+
+CHECK_FN(tsafe_lora_adapter_module_count)
+{
+    assert_int_equal(tsafe_lora_adapter_module_count(NULL), 0);
+}
+
+CHECK_FN(tsafe_lora_adapter_module)
+{
+    tsafe_lora_module_info m;
+    size_t n = tsafe_lora_adapter_module_count(f->adapter);
+    ERR(tsafe_lora_adapter_module(NULL, 0, &m));
+    ERR(tsafe_lora_adapter_module(f->adapter, 0, NULL));
+    IS(TSAFE_E_RANGE, tsafe_lora_adapter_module(f->adapter, n, &m));
+    IS(TSAFE_E_RANGE, tsafe_lora_adapter_module(f->adapter, SIZE_MAX, &m));
+}
+
+CHECK_FN(tsafe_lora_adapter_find)
+{
+    size_t i;
+    ERR(tsafe_lora_adapter_find(NULL, "x", &i));
+    ERR(tsafe_lora_adapter_find(f->adapter, NULL, &i));
+    ERR(tsafe_lora_adapter_find(f->adapter, "layers.0.self_attn.q_proj", NULL));
+    IS(TSAFE_E_NOT_FOUND, tsafe_lora_adapter_find(f->adapter, "nope", &i));
+}
+
+CHECK_FN(tsafe_lora_module_delta_w)
+{
+    tsafe_lora_module_info m;
+    double out[64];
+    OK(tsafe_lora_adapter_module(f->adapter, 0, &m));
+    ERR(tsafe_lora_module_delta_w(NULL, out));
+    ERR(tsafe_lora_module_delta_w(&m, NULL));
+    tsafe_lora_module_info b = m;
+    b.A = NULL;
+    ERR(tsafe_lora_module_delta_w(&b, out));
+    b = m;
+    b.B = NULL;
+    ERR(tsafe_lora_module_delta_w(&b, out));
+}
+
+static const api_case k_lora_adapter[] = {
+    ENTRY(tsafe_lora_adapter_load_peft), ENTRY(tsafe_lora_adapter_load_peft_ex),
+    ENTRY(tsafe_lora_adapter_load_peft_memory), ENTRY(tsafe_lora_adapter_load_package),
+    ENTRY(tsafe_lora_adapter_create),
+    ENTRY(tsafe_lora_adapter_add_module), ENTRY(tsafe_lora_adapter_save_peft),
+    ENTRY(tsafe_lora_adapter_save_peft_memory), ENTRY(tsafe_lora_adapter_free),
+    ENTRY(tsafe_lora_adapter_config), ENTRY(tsafe_lora_adapter_target_count),
+    ENTRY(tsafe_lora_adapter_target), ENTRY(tsafe_lora_adapter_module_count),
+    ENTRY(tsafe_lora_adapter_module), ENTRY(tsafe_lora_adapter_find),
+    ENTRY(tsafe_lora_module_delta_w),
+};
+
+/* --------------------------------------------------------------- moe.h */
+
+CHECK_FN(tsafe_moe_config_preset)
+{
+    tsafe_moe_config c;
+    ERR(tsafe_moe_config_preset(NULL, &c));
+    ERR(tsafe_moe_config_preset("qwen3-30b-a3b", NULL));
+    IS(TSAFE_E_NOT_FOUND, tsafe_moe_config_preset("no-such-model", &c));
+}
+
+CHECK_FN(tsafe_moe_config_preset_count)
+{
+    assert_true(tsafe_moe_config_preset_count() >= 3);
+}
+
+CHECK_FN(tsafe_moe_config_preset_name)
+{
+    assert_null(tsafe_moe_config_preset_name(tsafe_moe_config_preset_count()));
+    assert_null(tsafe_moe_config_preset_name(SIZE_MAX));
+}
+
+CHECK_FN(tsafe_moe_config_validate)
+{
+    tsafe_moe_config c;
+    ERR(tsafe_moe_config_validate(NULL));
+    OK(tsafe_moe_config_validate(&f->moecfg));
+    c = f->moecfg; c.hidden_size = 0; IS(TSAFE_E_PARAMS, tsafe_moe_config_validate(&c));
+    c = f->moecfg; c.top_k = 0; IS(TSAFE_E_PARAMS, tsafe_moe_config_validate(&c));
+    c = f->moecfg; c.top_k = 5; IS(TSAFE_E_PARAMS, tsafe_moe_config_validate(&c));
+    c = f->moecfg; c.n_experts = 64; c.top_k = 33;
+    IS(TSAFE_E_UNSUPPORTED, tsafe_moe_config_validate(&c));
+    c = f->moecfg; c.n_kv_heads = 3; IS(TSAFE_E_PARAMS, tsafe_moe_config_validate(&c));
+    c = f->moecfg; c.n_heads = 3; c.n_kv_heads = 3; IS(TSAFE_E_PARAMS, tsafe_moe_config_validate(&c));
+    c = f->moecfg; c.shared_expert_intermediate = 0; IS(TSAFE_E_PARAMS, tsafe_moe_config_validate(&c));
+    c = f->moecfg; c.hidden_size = UINT32_MAX; IS(TSAFE_E_PARAMS, tsafe_moe_config_validate(&c));
+    c = f->moecfg; c.n_experts = UINT32_MAX; IS(TSAFE_E_PARAMS, tsafe_moe_config_validate(&c));
+    c = f->moecfg; memset(c.name, 'x', sizeof c.name); IS(TSAFE_E_PARAMS, tsafe_moe_config_validate(&c));
+}
+
+CHECK_FN(tsafe_moe_config_load_json)
+{
+    tsafe_moe_config c;
+    ERR(tsafe_moe_config_load_json(NULL, &c));
+    ERR(tsafe_moe_config_load_json("tests", NULL));
+    IS(TSAFE_E_NOT_FOUND, tsafe_moe_config_load_json("/nonexistent/config.json", &c));
+    ERR(tsafe_moe_config_load_json("/", &c));
+}
+
+CHECK_FN(tsafe_moe_config_parse_json)
+{
+    tsafe_moe_config c;
+    ERR(tsafe_moe_config_parse_json(NULL, 10, &c));
+    ERR(tsafe_moe_config_parse_json("{}", 2, NULL));
+    ERR(tsafe_moe_config_parse_json("{}", 0, &c));
+    IS(TSAFE_E_MISSING_FIELD, tsafe_moe_config_parse_json("{}", 2, &c));
+    IS(TSAFE_E_JSON, tsafe_moe_config_parse_json("{", 1, &c));
+}
+
+CHECK_FN(tsafe_moe_config_is_full_attention)
+{
+    tsafe_moe_config c = f->moecfg;
+    assert_int_equal(tsafe_moe_config_is_full_attention(NULL, 0), 0);
+    c.full_attention_interval = 0; /* invalid: must not divide by zero */
+    (void)tsafe_moe_config_is_full_attention(&c, 3);
+    c.full_attention_interval = 4;
+    (void)tsafe_moe_config_is_full_attention(&c, UINT32_MAX);
+}
+
+CHECK_FN(tsafe_moe_layer_create_random)
+{
+    tsafe_moe_layer *l = NULL;
+    tsafe_moe_config c = f->moecfg;
+    ERR(tsafe_moe_layer_create_random(NULL, 1, 0, &l));
+    ERR(tsafe_moe_layer_create_random(&c, 1, 0, NULL));
+    ERR(tsafe_moe_layer_create_random(&c, 1, 1, &l)); /* fewer than top_k */
+    c.hidden_size = 0;
+    ERR(tsafe_moe_layer_create_random(&c, 1, 0, &l));
+    assert_null(l);
+}
+
+CHECK_FN(tsafe_moe_layer_create_random_ex)
+{
+    tsafe_moe_layer *l = NULL;
+    tsafe_moe_layer_options o = {0, (tsafe_moe_weights_mode)9};
+    ERR(tsafe_moe_layer_create_random_ex(NULL, 1, NULL, &l));
+    ERR(tsafe_moe_layer_create_random_ex(&f->moecfg, 1, NULL, NULL));
+    ERR(tsafe_moe_layer_create_random_ex(&f->moecfg, 1, &o, &l));
+    o.mode = TSAFE_MOE_WEIGHTS_LAZY;
+    o.n_experts_override = 1;
+    ERR(tsafe_moe_layer_create_random_ex(&f->moecfg, 1, &o, &l));
+    assert_null(l);
+}
+
+CHECK_FN(tsafe_moe_layer_create_zero)
+{
+    tsafe_moe_layer *l = NULL;
+    ERR(tsafe_moe_layer_create_zero(NULL, 0, &l));
+    ERR(tsafe_moe_layer_create_zero(&f->moecfg, 0, NULL));
+    ERR(tsafe_moe_layer_create_zero(&f->moecfg, 1, &l));
+    assert_null(l);
+}
+
+CHECK_FN(tsafe_moe_layer_set_router)
+{
+    float g[4 * 16] = {0}, s[16] = {0};
+    ERR(tsafe_moe_layer_set_router(NULL, g, s));
+    ERR(tsafe_moe_layer_set_router(f->layer, NULL, s));
+    ERR(tsafe_moe_layer_set_router(f->layer, g, NULL)); /* gated shared expert needs it */
+}
+
+CHECK_FN(tsafe_moe_layer_set_expert)
+{
+    float w[16 * 8] = {0};
+    ERR(tsafe_moe_layer_set_expert(NULL, 0, w, w, w));
+    ERR(tsafe_moe_layer_set_expert(f->layer, 4, w, w, w));
+    ERR(tsafe_moe_layer_set_expert(f->layer, -2, w, w, w));
+    ERR(tsafe_moe_layer_set_expert(f->layer, INT32_MAX, w, w, w));
+    ERR(tsafe_moe_layer_set_expert(f->layer, 0, NULL, w, w));
+    ERR(tsafe_moe_layer_set_expert(f->layer, 0, w, NULL, w));
+    ERR(tsafe_moe_layer_set_expert(f->layer, 0, w, w, NULL));
+}
+
+CHECK_FN(tsafe_moe_layer_load_safetensors)
+{
+    tsafe_moe_layer *l = NULL;
+    ERR(tsafe_moe_layer_load_safetensors(NULL, f->st, "model.layers.0.mlp"));
+    OK(tsafe_moe_layer_create_zero(&f->moecfg, 0, &l));
+    ERR(tsafe_moe_layer_load_safetensors(l, NULL, "model.layers.0.mlp"));
+    ERR(tsafe_moe_layer_load_safetensors(l, f->st, NULL));
+    ERR(tsafe_moe_layer_load_safetensors(l, f->st, "model.layers.0.mlp")); /* no tensors */
+    char *longp = malloc(5000);
+    memset(longp, 'p', 4999);
+    longp[4999] = '\0';
+    ERR(tsafe_moe_layer_load_safetensors(l, f->st, longp));
+    free(longp);
+    tsafe_moe_layer_free(l);
+}
+
+CHECK_FN(tsafe_moe_layer_free)
+{
+    tsafe_moe_layer_free(NULL);
+}
+
+CHECK_FN(tsafe_moe_layer_config)
+{
+    assert_null(tsafe_moe_layer_config(NULL));
+}
+
+CHECK_FN(tsafe_moe_layer_route)
+{
+    float h[16] = {0};
+    tsafe_moe_route r[1];
+    ERR(tsafe_moe_layer_route(NULL, h, 1, r));
+    ERR(tsafe_moe_layer_route(f->layer, NULL, 1, r));
+    ERR(tsafe_moe_layer_route(f->layer, h, 1, NULL));
+    ERR(tsafe_moe_layer_route(f->layer, h, SIZE_MAX, r));
+    h[5] = NAN;
+    IS(TSAFE_E_VALUE_RANGE, tsafe_moe_layer_route(f->layer, h, 1, r));
+}
+
+static tsafe_status failing_hook(void *user, tsafe_moe_hook_stage stage, int32_t expert,
+                                 const uint32_t *tokens, size_t m, const float *in,
+                                 size_t in_cols, float *io, size_t io_cols)
+{
+    (void)user; (void)stage; (void)expert; (void)tokens; (void)m; (void)in; (void)in_cols;
+    (void)io; (void)io_cols;
+    return TSAFE_E_STATE;
+}
+
+static void forward_checks(fixture *f, int hooked)
+{
+    float h[16] = {0}, out[16];
+    tsafe_moe_layer_stats before, after;
+    OK(tsafe_moe_layer_get_stats(f->layer, &before));
+#define FWD(l, hh, n, o) \
+    (hooked ? tsafe_moe_layer_forward_hooked(l, hh, n, o, NULL, NULL, NULL) \
+            : tsafe_moe_layer_forward(l, hh, n, o, NULL))
+    ERR(FWD(NULL, h, 1, out));
+    ERR(FWD(f->layer, NULL, 1, out));
+    ERR(FWD(f->layer, h, 1, NULL));
+    ERR(FWD(f->layer, h, SIZE_MAX, out));
+    h[0] = NAN;
+    ERR(FWD(f->layer, h, 1, out));
+    h[0] = 0;
+#undef FWD
+    if (hooked)
+        IS(TSAFE_E_STATE,
+           tsafe_moe_layer_forward_hooked(f->layer, h, 1, out, NULL, failing_hook, NULL));
+    OK(tsafe_moe_layer_get_stats(f->layer, &after));
+    assert_true(after.tokens == before.tokens); /* failures count nothing */
+}
+
+CHECK_FN(tsafe_moe_layer_forward) { forward_checks(f, 0); }
+CHECK_FN(tsafe_moe_layer_forward_hooked) { forward_checks(f, 1); }
+
+CHECK_FN(tsafe_moe_layer_get_stats)
+{
+    tsafe_moe_layer_stats s;
+    ERR(tsafe_moe_layer_get_stats(NULL, &s));
+    ERR(tsafe_moe_layer_get_stats(f->layer, NULL));
+}
+
+CHECK_FN(tsafe_moe_layer_expert_hits)
+{
+    uint64_t c[4];
+    ERR(tsafe_moe_layer_expert_hits(NULL, c, 4));
+    ERR(tsafe_moe_layer_expert_hits(f->layer, NULL, 4));
+    IS(TSAFE_E_BUFFER_SMALL, tsafe_moe_layer_expert_hits(f->layer, c, 3));
+}
+
+CHECK_FN(tsafe_moe_layer_reset_counters)
+{
+    tsafe_moe_layer_reset_counters(NULL);
+}
+
+CHECK_FN(tsafe_moe_bench_layer)
+{
+    tsafe_moe_bench_result r;
+    tsafe_moe_config c = f->moecfg;
+    ERR(tsafe_moe_bench_layer(NULL, 1, NULL, 1, 1, &r));
+    ERR(tsafe_moe_bench_layer(&c, 1, NULL, 1, 1, NULL));
+    ERR(tsafe_moe_bench_layer(&c, 1, NULL, 0, 1, &r));
+    ERR(tsafe_moe_bench_layer(&c, 1, NULL, 1, 0, &r));
+    ERR(tsafe_moe_bench_layer(&c, 1, NULL, SIZE_MAX, 1, &r));
+    c.hidden_size = 0;
+    ERR(tsafe_moe_bench_layer(&c, 1, NULL, 1, 1, &r));
+}
+
+CHECK_FN(tsafe_stepgate_create_default)
+{
+    ERR(tsafe_stepgate_create_default(NULL));
+}
+
+CHECK_FN(tsafe_stepgate_create_json)
+{
+    tsafe_stepgate *g = NULL;
+    static const char ok[] = "{\"domains\":[{\"name\":\"a\",\"keywords\":[\"x\"]}]}";
+    static const char empty_kw[] = "{\"domains\":[{\"name\":\"a\",\"keywords\":[\"\"]}]}";
+    ERR(tsafe_stepgate_create_json(NULL, 10, &g));
+    ERR(tsafe_stepgate_create_json(ok, strlen(ok), NULL));
+    ERR(tsafe_stepgate_create_json(ok, 0, &g));
+    ERR(tsafe_stepgate_create_json(ok, strlen(ok) - 1, &g));
+    IS(TSAFE_E_MISSING_FIELD, tsafe_stepgate_create_json("{}", 2, &g));
+    IS(TSAFE_E_PARAMS,
+       tsafe_stepgate_create_json(empty_kw, strlen(empty_kw), &g));
+    assert_null(g);
+}
+
+CHECK_FN(tsafe_stepgate_load_json)
+{
+    tsafe_stepgate *g = NULL;
+    ERR(tsafe_stepgate_load_json(NULL, &g));
+    ERR(tsafe_stepgate_load_json("tests", NULL));
+    IS(TSAFE_E_NOT_FOUND, tsafe_stepgate_load_json("/nonexistent/gate.json", &g));
+    ERR(tsafe_stepgate_load_json("/", &g));
+    assert_null(g);
+}
+
+CHECK_FN(tsafe_stepgate_free)
+{
+    tsafe_stepgate_free(NULL);
+}
+
+CHECK_FN(tsafe_stepgate_domain_count)
+{
+    assert_int_equal(tsafe_stepgate_domain_count(NULL), 0);
+    assert_int_equal(tsafe_stepgate_domain_count(f->gate), 2);
+}
+
+CHECK_FN(tsafe_stepgate_domain_name)
+{
+    assert_null(tsafe_stepgate_domain_name(NULL, 0));
+    assert_null(tsafe_stepgate_domain_name(f->gate, 2));
+    assert_null(tsafe_stepgate_domain_name(f->gate, -2));
+    assert_null(tsafe_stepgate_domain_name(f->gate, INT32_MAX));
+    assert_null(tsafe_stepgate_domain_name(f->gate, INT32_MIN));
+    assert_string_equal(tsafe_stepgate_domain_name(f->gate, TSAFE_STEPGATE_FALLBACK), "shared");
+}
+
+CHECK_FN(tsafe_stepgate_domain_adapter)
+{
+    assert_null(tsafe_stepgate_domain_adapter(NULL, 0));
+    assert_null(tsafe_stepgate_domain_adapter(f->gate, 2));
+    assert_null(tsafe_stepgate_domain_adapter(f->gate, -2));
+    assert_null(tsafe_stepgate_domain_adapter(f->gate, INT32_MIN));
+}
+
+CHECK_FN(tsafe_stepgate_decide_every)
+{
+    assert_int_equal(tsafe_stepgate_decide_every(NULL), 0);
+}
+
+CHECK_FN(tsafe_stepgate_hysteresis)
+{
+    (void)tsafe_stepgate_hysteresis(NULL);
+    assert_int_equal(tsafe_stepgate_hysteresis(f->gate), 1);
+}
+
+CHECK_FN(tsafe_stepgate_score)
+{
+    uint32_t s[2];
+    ERR(tsafe_stepgate_score(NULL, "bank", 4, s, 2));
+    ERR(tsafe_stepgate_score(f->gate, NULL, 4, s, 2));
+    ERR(tsafe_stepgate_score(f->gate, "bank", 4, NULL, 2));
+    ERR(tsafe_stepgate_score(f->gate, "bank", 4, s, 1));
+    ERR(tsafe_stepgate_score(f->gate, "bank", 4, s, 0));
+}
+
+CHECK_FN(tsafe_stepgate_classify)
+{
+    int32_t d;
+    ERR(tsafe_stepgate_classify(NULL, "bank", 4, &d));
+    ERR(tsafe_stepgate_classify(f->gate, NULL, 4, &d));
+    ERR(tsafe_stepgate_classify(f->gate, "bank", 4, NULL));
+}
+
+CHECK_FN(tsafe_stepgate_session_create)
+{
+    tsafe_stepgate_session *s = NULL;
+    ERR(tsafe_stepgate_session_create(NULL, &s));
+    ERR(tsafe_stepgate_session_create(f->gate, NULL));
+    assert_null(s);
+}
+
+CHECK_FN(tsafe_stepgate_session_free)
+{
+    tsafe_stepgate_session_free(NULL);
+}
+
+CHECK_FN(tsafe_stepgate_session_begin)
+{
+    int32_t d;
+    ERR(tsafe_stepgate_session_begin(NULL, "bank", 4, &d));
+    ERR(tsafe_stepgate_session_begin(f->gs, NULL, 4, &d));
+    if (tsafe_stepgate_session_begin(f->gs, "bank", 4, NULL) != TSAFE_OK) {} /* may be optional */
+}
+
+CHECK_FN(tsafe_stepgate_session_step)
+{
+    int32_t d;
+    int sw;
+    tsafe_stepgate_session *s;
+    OK(tsafe_stepgate_session_create(f->gate, &s));
+    IS(TSAFE_E_STATE, tsafe_stepgate_session_step(s, "bank", 4, &d, &sw)); /* before begin */
+    OK(tsafe_stepgate_session_begin(s, "hello", 5, &d));
+    ERR(tsafe_stepgate_session_step(NULL, "bank", 4, &d, &sw));
+    ERR(tsafe_stepgate_session_step(s, NULL, 4, &d, &sw));
+    if (tsafe_stepgate_session_step(s, "bank", 4, NULL, &sw) != TSAFE_OK) {} /* may be optional */
+    OK(tsafe_stepgate_session_step(s, "bank", 4, &d, NULL)); /* switched is optional */
+    tsafe_stepgate_session_free(s);
+}
+
+CHECK_FN(tsafe_stepgate_session_domain)
+{
+    assert_int_equal(tsafe_stepgate_session_domain(NULL), TSAFE_STEPGATE_FALLBACK);
+}
+
+static const api_case k_moe[] = {
+    ENTRY(tsafe_moe_config_preset), ENTRY(tsafe_moe_config_preset_count),
+    ENTRY(tsafe_moe_config_preset_name), ENTRY(tsafe_moe_config_validate),
+    ENTRY(tsafe_moe_config_load_json), ENTRY(tsafe_moe_config_parse_json),
+    ENTRY(tsafe_moe_config_is_full_attention), ENTRY(tsafe_moe_layer_create_random),
+    ENTRY(tsafe_moe_layer_create_random_ex), ENTRY(tsafe_moe_layer_create_zero),
+    ENTRY(tsafe_moe_layer_set_router), ENTRY(tsafe_moe_layer_set_expert),
+    ENTRY(tsafe_moe_layer_load_safetensors), ENTRY(tsafe_moe_layer_free),
+    ENTRY(tsafe_moe_layer_config), ENTRY(tsafe_moe_layer_route),
+    ENTRY(tsafe_moe_layer_forward), ENTRY(tsafe_moe_layer_forward_hooked),
+    ENTRY(tsafe_moe_layer_get_stats), ENTRY(tsafe_moe_layer_expert_hits),
+    ENTRY(tsafe_moe_layer_reset_counters), ENTRY(tsafe_moe_bench_layer),
+    ENTRY(tsafe_stepgate_create_default), ENTRY(tsafe_stepgate_create_json),
+    ENTRY(tsafe_stepgate_load_json), ENTRY(tsafe_stepgate_free),
+    ENTRY(tsafe_stepgate_domain_count), ENTRY(tsafe_stepgate_domain_name),
+    ENTRY(tsafe_stepgate_domain_adapter), ENTRY(tsafe_stepgate_decide_every),
+    ENTRY(tsafe_stepgate_hysteresis), ENTRY(tsafe_stepgate_score),
+    ENTRY(tsafe_stepgate_classify), ENTRY(tsafe_stepgate_session_create),
+    ENTRY(tsafe_stepgate_session_free), ENTRY(tsafe_stepgate_session_begin),
+    ENTRY(tsafe_stepgate_session_step), ENTRY(tsafe_stepgate_session_domain),
+};
+
+/* ---------------------------------------------------------- moe_lora.h */
+
+CHECK_FN(tsafe_moe_lora_create)
+{
+    tsafe_moe_lora *l = NULL;
+    ERR(tsafe_moe_lora_create(NULL, &l));
+    ERR(tsafe_moe_lora_create(f->layer, NULL));
+    assert_null(l);
+}
+
+CHECK_FN(tsafe_moe_lora_free)
+{
+    tsafe_moe_lora_free(NULL);
+}
+
+CHECK_FN(tsafe_moe_lora_set_site)
+{
+    tsafe_moe_lora *l = NULL;
+    OK(tsafe_moe_lora_create(f->layer, &l));
+    ERR(tsafe_moe_lora_set_site(NULL, 0, TSAFE_MOE_PROJ_GATE, NULL));
+    ERR(tsafe_moe_lora_set_site(l, 4, TSAFE_MOE_PROJ_GATE, NULL));  /* 4 experts */
+    ERR(tsafe_moe_lora_set_site(l, -2, TSAFE_MOE_PROJ_GATE, NULL));
+    ERR(tsafe_moe_lora_set_site(l, INT32_MIN, TSAFE_MOE_PROJ_UP, NULL));
+    ERR(tsafe_moe_lora_set_site(l, 0, (tsafe_moe_proj)9, NULL));
+    ERR(tsafe_moe_lora_set_site(l, 0, (tsafe_moe_proj)-1, NULL));
+    /* the fixture site has d_in 64, the layer hidden size 16 */
+    ERR(tsafe_moe_lora_set_site(l, 0, TSAFE_MOE_PROJ_GATE, f->site));
+    ERR(tsafe_moe_lora_set_site(l, 0, TSAFE_MOE_PROJ_DOWN, f->site));
+    tsafe_moe_lora_free(l);
+}
+
+CHECK_FN(tsafe_moe_lora_forward)
+{
+    tsafe_moe_lora *l = NULL;
+    tsafe_lora_engine e = tsafe_lora_engine_plain(), none = {NULL, NULL};
+    float h[16] = {0}, out[16];
+    OK(tsafe_moe_lora_create(f->layer, &l));
+    ERR(tsafe_moe_lora_forward(NULL, l, &e, &e, h, 1, out, NULL, NULL));
+    ERR(tsafe_moe_lora_forward(f->layer, NULL, &e, &e, h, 1, out, NULL, NULL));
+    ERR(tsafe_moe_lora_forward(f->layer, l, NULL, &e, h, 1, out, NULL, NULL));
+    ERR(tsafe_moe_lora_forward(f->layer, l, &e, NULL, h, 1, out, NULL, NULL));
+    ERR(tsafe_moe_lora_forward(f->layer, l, &none, &none, h, 1, out, NULL, NULL));
+    ERR(tsafe_moe_lora_forward(f->layer, l, &e, &e, NULL, 1, out, NULL, NULL));
+    ERR(tsafe_moe_lora_forward(f->layer, l, &e, &e, h, 1, NULL, NULL, NULL));
+    ERR(tsafe_moe_lora_forward(f->layer, l, &e, &e, h, SIZE_MAX, out, NULL, NULL));
+    h[0] = NAN;
+    ERR(tsafe_moe_lora_forward(f->layer, l, &e, &e, h, 1, out, NULL, NULL));
+    tsafe_moe_lora_free(l);
+}
+
+CHECK_FN(tsafe_moe_lora_site_uses)
+{
+    tsafe_moe_lora *l = NULL;
+    OK(tsafe_moe_lora_create(f->layer, &l));
+    assert_int_equal(tsafe_moe_lora_site_uses(NULL, 0, TSAFE_MOE_PROJ_GATE), 0);
+    assert_int_equal(tsafe_moe_lora_site_uses(l, 4, TSAFE_MOE_PROJ_GATE), 0);
+    assert_int_equal(tsafe_moe_lora_site_uses(l, -2, TSAFE_MOE_PROJ_GATE), 0);
+    assert_int_equal(tsafe_moe_lora_site_uses(l, 0, (tsafe_moe_proj)9), 0);
+    tsafe_moe_lora_free(l);
+}
+
+static const api_case k_moe_lora[] = {
+    ENTRY(tsafe_moe_lora_create), ENTRY(tsafe_moe_lora_free), ENTRY(tsafe_moe_lora_set_site),
+    ENTRY(tsafe_moe_lora_forward), ENTRY(tsafe_moe_lora_site_uses),
+};
+
+/* -------------------------------------------------------------- cuda.h */
+
+#if defined(TSAFE_WITH_CUDA)
+CHECK_FN(tsafe_cuda_device_count)
+{
+    IS(TSAFE_E_NULL, tsafe_cuda_device_count(NULL));
+}
+
+CHECK_FN(tsafe_cuda_device_name)
+{
+    char buf[64];
+    int a, b;
+    ERR(tsafe_cuda_device_name(-1, buf, sizeof buf, &a, &b));
+    ERR(tsafe_cuda_device_name(INT32_MAX, buf, sizeof buf, &a, &b));
+    ERR(tsafe_cuda_device_name(0, NULL, sizeof buf, &a, &b));
+    ERR(tsafe_cuda_device_name(0, buf, 0, &a, &b));
+}
+
+CHECK_FN(tsafe_cuda_mem_info)
+{
+    size_t fr, tot;
+    ERR(tsafe_cuda_mem_info(-1, &fr, &tot));
+    ERR(tsafe_cuda_mem_info(INT32_MAX, &fr, &tot));
+    ERR(tsafe_cuda_mem_info(0, NULL, &tot));
+    ERR(tsafe_cuda_mem_info(0, &fr, NULL));
+}
+
+CHECK_FN(tsafe_backend_cuda_create)
+{
+    tsafe_backend *b = NULL;
+    ERR(tsafe_backend_cuda_create(NULL, 0, &b));
+    ERR(tsafe_backend_cuda_create(f->ctx, 0, NULL));
+    ERR(tsafe_backend_cuda_create(f->ctx, -1, &b));
+    ERR(tsafe_backend_cuda_create(f->ctx, INT32_MAX, &b));
+    assert_null(b);
+}
+
+CHECK_FN(tsafe_backend_is_cuda)
+{
+    assert_int_equal(tsafe_backend_is_cuda(NULL), 0);
+    assert_int_equal(tsafe_backend_is_cuda(f->be), 0);
+}
+
+CHECK_FN(tsafe_cuda_buffer_device_pointer)
+{
+    void *p = NULL;
+    ERR(tsafe_cuda_buffer_device_pointer(NULL, &p));
+    ERR(tsafe_cuda_buffer_device_pointer(f->buf, NULL));
+    IS(TSAFE_E_ARG, tsafe_cuda_buffer_device_pointer(f->buf, &p)); /* a CPU buffer */
+}
+
+CHECK_FN(tsafe_cuda_graph_begin)
+{
+    ERR(tsafe_cuda_graph_begin(NULL));
+    ERR(tsafe_cuda_graph_begin(f->be));
+}
+
+CHECK_FN(tsafe_cuda_graph_end)
+{
+    ERR(tsafe_cuda_graph_end(NULL));
+    ERR(tsafe_cuda_graph_end(f->be));
+}
+
+CHECK_FN(tsafe_cuda_graph_launch)
+{
+    ERR(tsafe_cuda_graph_launch(NULL));
+    ERR(tsafe_cuda_graph_launch(f->be));
+}
+
+CHECK_FN(tsafe_cuda_last_error)
+{
+    assert_non_null(tsafe_cuda_last_error());
+}
+
+CHECK_FN(tsafe_cuda_bench)
+{
+    tsafe_cuda_bench_result r;
+    ERR(tsafe_cuda_bench(NULL, 0, NULL, &r));
+    ERR(tsafe_cuda_bench(f->ctx, 0, NULL, NULL));
+    ERR(tsafe_cuda_bench(f->ctx, -1, NULL, &r));
+}
+
+static const api_case k_cuda[] = {
+    ENTRY(tsafe_cuda_device_count), ENTRY(tsafe_cuda_device_name), ENTRY(tsafe_cuda_mem_info),
+    ENTRY(tsafe_backend_cuda_create), ENTRY(tsafe_backend_is_cuda),
+    ENTRY(tsafe_cuda_buffer_device_pointer), ENTRY(tsafe_cuda_graph_begin),
+    ENTRY(tsafe_cuda_graph_end), ENTRY(tsafe_cuda_graph_launch), ENTRY(tsafe_cuda_last_error),
+    ENTRY(tsafe_cuda_bench),
+};
+#define CUDA_TABLE {"cuda.h", k_cuda, sizeof k_cuda / sizeof k_cuda[0], 0}
+#else
+#define CUDA_TABLE {"cuda.h", NULL, 0, 1}
+#endif
+
+/* ------------------------------------------------------------ driver */
+
+#define TABLE(h, t) {h, t, sizeof t / sizeof t[0], 0}
+static const api_table k_tables[] = {
+    TABLE("status.h", k_status),
+    TABLE("version.h", k_version),
+    TABLE("ckks.h", k_ckks),
+    TABLE("backend.h", k_backend),
+    TABLE("backend_impl.h", k_backend_impl),
+    TABLE("lora_he.h", k_lora_he),
+    TABLE("lora_two_party.h", k_lora_two_party),
+    TABLE("lora_dp.h", k_lora_dp),
+    TABLE("lora_svd.h", k_lora_svd),
+    TABLE("lora_package.h", k_lora_package),
+    TABLE("lora_registry.h", k_lora_registry),
+    TABLE("safetensors.h", k_safetensors),
+    TABLE("lora_adapter.h", k_lora_adapter),
+    TABLE("moe.h", k_moe),
+    TABLE("moe_lora.h", k_moe_lora),
+    CUDA_TABLE,
+};
+#define N_TABLES (sizeof k_tables / sizeof k_tables[0])
+
+static void run_table(void **state)
+{
+    const api_table *t = (const api_table *)*state;
+    for (size_t i = 0; i < t->n; i++)
+        t->cases[i].check(&F);
+    print_message("%-18s %zu functions\n", t->header, t->n);
+}
+
+/* --------------------------------------------------- header coverage */
+
+static const char *include_dir(void)
+{
+    const char *e = getenv("TSAFE_INCLUDE_DIR");
+    return e && *e ? e : "include/tensafe";
+}
+
+static char *slurp(const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, fp) != (size_t)n) {
+        free(s);
+        s = NULL;
+    }
+    fclose(fp);
+    if (s)
+        s[n] = '\0';
+    return s;
+}
+
+static int is_ident(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_';
+}
+
+/* Calls fn(name) for every function declared with TSAFE_API in text. */
+static size_t for_each_api(const char *text, const api_table *t, size_t *missing)
+{
+    size_t found = 0;
+    const char *p = text;
+    while ((p = strstr(p, "TSAFE_API")) != NULL) {
+        const char *line = p;
+        while (line > text && line[-1] != '\n')
+            line--;
+        p += 9;
+        if (is_ident(*p) || strncmp(line, "#", 1) == 0)
+            continue; /* the macro's own definition or a longer identifier */
+        const char *paren = strchr(p, '(');
+        if (!paren)
+            break;
+        const char *e = paren;
+        while (e > p && (e[-1] == ' ' || e[-1] == '\n' || e[-1] == '\t'))
+            e--;
+        const char *b = e;
+        while (b > p && is_ident(b[-1]))
+            b--;
+        char name[128];
+        size_t len = (size_t)(e - b);
+        if (len == 0 || len >= sizeof name)
+            continue;
+        memcpy(name, b, len);
+        name[len] = '\0';
+        found++;
+        int ok = 0;
+        for (size_t i = 0; i < t->n && !ok; i++)
+            ok = strcmp(t->cases[i].name, name) == 0;
+        if (!ok) {
+            print_error("%s: %s has no NULL/out-of-range case\n", t->header, name);
+            (*missing)++;
+        }
+        p = paren;
+    }
+    return found;
+}
+
+static void test_header_coverage(void **state)
+{
+    (void)state;
+    DIR *d = opendir(include_dir());
+    if (!d)
+        fail_msg("cannot open %s (run from the repository root)", include_dir());
+    struct dirent *e;
+    size_t missing = 0, total = 0, headers = 0;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n < 3 || strcmp(e->d_name + n - 2, ".h") != 0 || strcmp(e->d_name, "export.h") == 0)
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", include_dir(), e->d_name);
+        char *text = slurp(path);
+        assert_non_null(text);
+        const api_table *t = NULL;
+        for (size_t i = 0; i < N_TABLES; i++)
+            if (strcmp(k_tables[i].header, e->d_name) == 0)
+                t = &k_tables[i];
+        api_table none = {e->d_name, NULL, 0, 0};
+        if (!t)
+            t = &none;
+        if (t->skipped) {
+            print_message("%-18s skipped (not built in this configuration)\n", t->header);
+        } else {
+            size_t before = missing;
+            size_t found = for_each_api(text, t, &missing);
+            if (found && !t->cases && missing > before)
+                print_error("%s: header has no table in test_api_null.c\n", e->d_name);
+            total += found;
+            headers++;
+            /* every table entry names a function of its header */
+            for (size_t i = 0; i < t->n; i++) {
+                const char *hit = strstr(text, t->cases[i].name);
+                int whole = 0;
+                while (hit && !whole) {
+                    whole = !is_ident(hit[strlen(t->cases[i].name)]) &&
+                            (hit == text || !is_ident(hit[-1]));
+                    if (!whole)
+                        hit = strstr(hit + 1, t->cases[i].name);
+                }
+                if (!whole) {
+                    print_error("%s: table entry %s is not declared there\n", t->header,
+                                t->cases[i].name);
+                    missing++;
+                }
+            }
+        }
+        free(text);
+    }
+    closedir(d);
+    print_message("%zu functions in %zu headers, %zu without a case\n", total, headers, missing);
+    assert_int_equal(missing, 0);
+    assert_true(total > 200);
+}
+
+int main(void)
+{
+    struct CMUnitTest tests[N_TABLES + 1];
+    size_t n = 0;
+    for (size_t i = 0; i < N_TABLES; i++) {
+        if (k_tables[i].skipped)
+            continue;
+        struct CMUnitTest t = {k_tables[i].header, run_table, NULL, NULL,
+                               (void *)&k_tables[i]};
+        tests[n++] = t;
+    }
+    struct CMUnitTest cov = {"header_coverage", test_header_coverage, NULL, NULL, NULL};
+    tests[n++] = cov;
+    return _cmocka_run_group_tests("api_null", tests, n, setup_fixture, teardown_fixture);
+}
