@@ -30,7 +30,7 @@ int main()
     try {
         const uint32_t d = 1536, r = 16; // Qwen2.5-1.5B hidden size
         tsafe_lora_plan plan;
-        check(tsafe_lora_plan_auto(d, r, 4.0, 0.05, 1e-6, &plan), "plan");
+        check(tsafe_lora_plan_auto(d, r, 1.0, 0.04, 1e-7, &plan), "plan");
         tsafe_lora_local *raw = nullptr;
         check(tsafe_lora_local_create(&plan, nullptr, &raw), "local");
         Local local(raw);
