@@ -11,48 +11,16 @@
 #include <string.h>
 
 #include "tensafe/lora_he.h"
+#include "support/tsafe_test_lora.h"
 #include "support/tsafe_test_rng.h"
 
-static float *rand_f(size_t n, double amp)
-{
-    float *v = malloc(n * sizeof *v);
-    for (size_t i = 0; i < n; i++)
-        v[i] = (float)tsafe_test_uniform(-amp, amp);
-    return v;
-}
 
-/* reference in double: delta = s * B (A x) */
-static void ref_delta(const float *A, const float *B, const float *x, uint32_t r,
-                      uint32_t d, uint32_t dout, double s, double *out)
-{
-    double *u = calloc(r, sizeof *u);
-    for (uint32_t i = 0; i < r; i++)
-        for (uint32_t j = 0; j < d; j++)
-            u[i] += (double)A[(size_t)i * d + j] * x[j];
-    for (uint32_t o = 0; o < dout; o++) {
-        double acc = 0;
-        for (uint32_t i = 0; i < r; i++)
-            acc += (double)B[(size_t)o * r + i] * u[i];
-        out[o] = s * acc;
-    }
-    free(u);
-}
-
-static double rel_l2(const float *got, const double *want, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        num += (got[i] - want[i]) * (got[i] - want[i]);
-        den += want[i] * want[i];
-    }
-    return sqrt(num / den);
-}
 
 static void check_plan_local(const tsafe_lora_plan *plan, double amp_x)
 {
     uint32_t d = plan->d_in, r = plan->rank, dout = d;
-    float *A = rand_f((size_t)r * d, 0.05), *B = rand_f((size_t)dout * r, 0.05);
-    float *x = rand_f(d, amp_x), *delta = malloc(dout * sizeof *delta);
+    float *A = tsafe_test_rand_floats((size_t)r * d, 0.05), *B = tsafe_test_rand_floats((size_t)dout * r, 0.05);
+    float *x = tsafe_test_rand_floats(d, amp_x), *delta = malloc(dout * sizeof *delta);
     double *want = malloc(dout * sizeof *want);
     float scale = 2.0f;
     tsafe_lora_local *l = NULL;
@@ -65,8 +33,8 @@ static void check_plan_local(const tsafe_lora_plan *plan, double amp_x)
     tsafe_lora_stats st;
     memset(&st, 0, sizeof st);
     assert_int_equal(tsafe_lora_local_delta(l, sites, 1, x, outs, &st), TSAFE_OK);
-    ref_delta(A, B, x, r, d, dout, scale, want);
-    double e = rel_l2(delta, want, dout);
+    tsafe_test_ref_delta(A, B, x, r, d, dout, scale, want);
+    double e = tsafe_test_rel_l2(delta, want, dout);
     print_message("%-16s d=%u r=%u |x|<=%g: cols=%u batches=%u rel L2 %.3g (model %.2g)\n",
                   plan->name, d, r, amp_x, plan->cols, plan->n_batches, e,
                   plan->expected_error);
@@ -75,7 +43,7 @@ static void check_plan_local(const tsafe_lora_plan *plan, double amp_x)
     /* the float plaintext reference agrees too */
     float *pd = malloc(dout * sizeof *pd);
     assert_int_equal(tsafe_lora_site_plain_delta(site, x, pd), TSAFE_OK);
-    assert_true(rel_l2(pd, want, dout) < 1e-5);
+    assert_true(tsafe_test_rel_l2(pd, want, dout) < 1e-5);
     /* inputs over the plan's bound are refused */
     x[3] = (float)(plan->max_abs_x * 2);
     assert_int_equal(tsafe_lora_local_delta(l, sites, 1, x, outs, NULL), TSAFE_E_VALUE_RANGE);
@@ -176,10 +144,10 @@ static void test_shared_encryption(void **state)
     const tsafe_lora_plan *plans[3] = {&p16, &p8, &p8};
     tsafe_lora_site *sites[3];
     float *As[3], *Bs[3], *outs[3];
-    float *x = rand_f(d, 1.0);
+    float *x = tsafe_test_rand_floats(d, 1.0);
     for (int s = 0; s < 3; s++) {
-        As[s] = rand_f((size_t)plans[s]->rank * d, 0.05);
-        Bs[s] = rand_f((size_t)douts[s] * plans[s]->rank, 0.05);
+        As[s] = tsafe_test_rand_floats((size_t)plans[s]->rank * d, 0.05);
+        Bs[s] = tsafe_test_rand_floats((size_t)douts[s] * plans[s]->rank, 0.05);
         outs[s] = malloc(douts[s] * sizeof(float));
         assert_int_equal(tsafe_lora_site_create(ctx, plans[s], As[s], Bs[s], douts[s], 0.5f,
                                                 &sites[s]), TSAFE_OK);
@@ -191,8 +159,8 @@ static void test_shared_encryption(void **state)
     assert_int_equal(st.tokens, 1);
     for (int s = 0; s < 3; s++) {
         double *want = malloc(douts[s] * sizeof *want);
-        ref_delta(As[s], Bs[s], x, plans[s]->rank, d, douts[s], 0.5, want);
-        assert_true(rel_l2(outs[s], want, douts[s]) <= 1e-5);
+        tsafe_test_ref_delta(As[s], Bs[s], x, plans[s]->rank, d, douts[s], 0.5, want);
+        assert_true(tsafe_test_rel_l2(outs[s], want, douts[s]) <= 1e-5);
         free(want);
         tsafe_lora_site_free(sites[s]);
         free(As[s]); free(Bs[s]); free(outs[s]);

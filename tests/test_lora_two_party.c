@@ -12,41 +12,10 @@
 #include <string.h>
 
 #include "tensafe/lora_two_party.h"
+#include "support/tsafe_test_lora.h"
 #include "support/tsafe_test_rng.h"
 
-static float *rand_f(size_t n, double amp)
-{
-    float *v = malloc(n * sizeof *v);
-    for (size_t i = 0; i < n; i++)
-        v[i] = (float)tsafe_test_uniform(-amp, amp);
-    return v;
-}
 
-static void ref_delta(const float *A, const float *B, const float *x, uint32_t r,
-                      uint32_t d, uint32_t dout, double s, double *out)
-{
-    double *u = calloc(r, sizeof *u);
-    for (uint32_t i = 0; i < r; i++)
-        for (uint32_t j = 0; j < d; j++)
-            u[i] += (double)A[(size_t)i * d + j] * x[j];
-    for (uint32_t o = 0; o < dout; o++) {
-        double acc = 0;
-        for (uint32_t i = 0; i < r; i++)
-            acc += (double)B[(size_t)o * r + i] * u[i];
-        out[o] = s * acc;
-    }
-    free(u);
-}
-
-static double rel_l2(const float *got, const double *want, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        num += (got[i] - want[i]) * (got[i] - want[i]);
-        den += want[i] * want[i];
-    }
-    return sqrt(num / den);
-}
 
 typedef struct {
     tsafe_lora_plan plan;
@@ -64,9 +33,9 @@ static void party_open(party *p, const tsafe_lora_plan *plan)
     p->d = plan->d_in;
     p->r = plan->rank;
     p->dout = p->d;
-    p->A = rand_f((size_t)p->r * p->d, 0.05);
-    p->B = rand_f((size_t)p->dout * p->r, 0.05);
-    p->x = rand_f(p->d, 1.0);
+    p->A = tsafe_test_rand_floats((size_t)p->r * p->d, 0.05);
+    p->B = tsafe_test_rand_floats((size_t)p->dout * p->r, 0.05);
+    p->x = tsafe_test_rand_floats(p->d, 1.0);
     assert_int_equal(tsafe_lora_client_create(plan, NULL, &p->client), TSAFE_OK);
     assert_int_equal(tsafe_lora_server_create(plan, &p->server), TSAFE_OK);
     assert_int_equal(tsafe_lora_site_create(tsafe_lora_server_context(p->server), plan, p->A,
@@ -100,8 +69,8 @@ static double exchange(party *p, tsafe_dp_session *dp, tsafe_lora_stats *st)
     assert_int_equal(tsafe_lora_server_apply(p->server, sites, 1, umsg, umsg_len, ds, st),
                      TSAFE_OK);
     double *want = malloc(p->dout * sizeof *want);
-    ref_delta(p->A, p->B, p->x, p->r, p->d, p->dout, 2.0, want);
-    double e = rel_l2(delta, want, p->dout);
+    tsafe_test_ref_delta(p->A, p->B, p->x, p->r, p->d, p->dout, 2.0, want);
+    double e = tsafe_test_rel_l2(delta, want, p->dout);
     tsafe_lora_bytes_free(req);
     tsafe_lora_bytes_free(resp);
     tsafe_lora_bytes_free(umsg);

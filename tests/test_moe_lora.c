@@ -13,19 +13,14 @@
 
 #include "tensafe/lora_two_party.h"
 #include "tensafe/moe_lora.h"
+#include "support/tsafe_test_lora.h"
 #include "support/tsafe_test_rng.h"
+
 
 #define N_EXPERTS 8
 #define TOKENS 4
 #define RANK 8
 
-static float *rand_f(size_t n, double amp)
-{
-    float *v = malloc(n * sizeof *v);
-    for (size_t i = 0; i < n; i++)
-        v[i] = (float)tsafe_test_uniform(-amp, amp);
-    return v;
-}
 
 typedef struct {
     tsafe_moe_config cfg;
@@ -48,8 +43,8 @@ static void fx_open(fixture *f)
     for (int e = 0; e <= N_EXPERTS; e++)
         for (int p = 0; p < 3; p++) {
             uint32_t din = p == 2 ? I : d, dout = p == 2 ? d : I;
-            f->A[e][p] = rand_f((size_t)RANK * din, 0.05);
-            f->B[e][p] = rand_f((size_t)dout * RANK, 0.05);
+            f->A[e][p] = tsafe_test_rand_floats((size_t)RANK * din, 0.05);
+            f->B[e][p] = tsafe_test_rand_floats((size_t)dout * RANK, 0.05);
         }
 }
 
@@ -107,7 +102,7 @@ static void test_expert_lora_modes(void **state)
     fx_open(&f);
     const tsafe_moe_config *c = tsafe_moe_layer_config(f.layer);
     size_t d = c->hidden_size;
-    float *h = rand_f(TOKENS * d, 1.0);
+    float *h = tsafe_test_rand_floats(TOKENS * d, 1.0);
     float *base = malloc(TOKENS * d * sizeof *base), *plain = malloc(TOKENS * d * sizeof *plain);
     float *he = malloc(TOKENS * d * sizeof *he);
     tsafe_moe_route routes[TOKENS];
