@@ -83,7 +83,9 @@ CORE_OBJ := $(call obj,$(CORE_SRC))
 LORA_OBJ := $(call obj,$(LORA_SRC))
 MOE_OBJ := $(call obj,$(MOE_SRC))
 CUDA_OBJ := $(call obj,$(CUDA_C_SRC)) $(patsubst %.cu,$(BUILD)/obj/%.o,$(CUDA_CU_SRC))
-TOOL_OBJ := $(call obj,$(TOOL_SRC))
+# tool and test objects see TSAFE_WITH_CUDA: keep each setting's objects apart
+TOBJ = $(BUILD)/obj-cuda$(WITH_CUDA)
+TOOL_OBJ = $(patsubst %.c,$(TOBJ)/%.o,$(TOOL_SRC))
 
 LIBD := $(BUILD)/lib
 # name -> static, shared (real file), soname link, dev link
@@ -110,7 +112,7 @@ endif
 TOOL := $(BUILD)/bin/tensafe
 TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 TEST_SUPPORT := $(wildcard tests/support/*.c)
-TEST_SUPPORT_OBJ := $(call obj,$(TEST_SUPPORT))
+TEST_SUPPORT_OBJ = $(patsubst %.c,$(TOBJ)/%.o,$(TEST_SUPPORT))
 
 # Everything a test or the tool links, static, leaf layers first.
 LINK_STATIC := $(tensafe-moe_A) $(tensafe-lora_A) $(tensafe-he-core_A) \
@@ -141,15 +143,15 @@ $(BUILD)/obj/libtensafe-he-cuda/%.o: libtensafe-he-cuda/%.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/obj/tools/%.o: tools/%.c
+$(TOBJ)/tools/%.o: tools/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/obj/tests/%.o: tests/%.c
+$(TOBJ)/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) $(TEST_CFLAGS) -Itests -MMD -MP -c $< -o $@
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(TOBJ) -name '*.d' 2>/dev/null)
 
 # ------------------------------------------------------------ archive
 $(tensafe-he-core_A): $(CORE_OBJ)
@@ -188,7 +190,7 @@ $(TOOL): $(TOOL_OBJ) $(LIBS_A)
 
 # -------------------------------------------------------------- tests
 tests: $(TESTS)
-$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_SUPPORT_OBJ) $(LIBS_A)
+$(BUILD)/tests/%: $(TOBJ)/tests/%.o $(TEST_SUPPORT_OBJ) $(LIBS_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS_ALL) -o $@ $< $(TEST_SUPPORT_OBJ) $(LINK_STATIC) -lcmocka
 
@@ -231,7 +233,10 @@ install: libs tool
 	for so in $(notdir $(LIBS_SO)); do base=$${so%.so.*}; \
 	  ln -sf $$so $(DESTDIR)$(LIBDIR)/$$base.so.$(MAJOR); \
 	  ln -sf $$so $(DESTDIR)$(LIBDIR)/$$base.so; done
-	install -m 644 $(PCS) $(DESTDIR)$(PKGCONFIGDIR)/
+	for pc in $(notdir $(PCS)); do \
+	  sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	      -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	      pkgconfig/$$pc.in > $(DESTDIR)$(PKGCONFIGDIR)/$$pc; done
 	install -m 755 $(TOOL) $(DESTDIR)$(BINDIR)/
 
 uninstall:

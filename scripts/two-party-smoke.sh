@@ -1,0 +1,73 @@
+#!/bin/sh
+# Two-party smoke test over localhost: a random PEFT adapter, `tensafe serve
+# --once` in the background, `tensafe client` on a few rows, and the deltas
+# compared with `tensafe lora apply --plain` (relative L2 <= 1e-4).
+# Uses $TENSAFE if set, else `tensafe` from PATH. Prints one PASS/FAIL line.
+set -u
+TENSAFE=${TENSAFE:-tensafe}
+DIM=${SMOKE_DIM:-256}
+ROWS=${SMOKE_ROWS:-4}
+TOL=1e-4
+
+fail() { echo "two-party-smoke: FAIL: $*"; exit 1; }
+
+command -v "$TENSAFE" >/dev/null 2>&1 || fail "'$TENSAFE' not found (set TENSAFE or PATH)"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tensafe-smoke.XXXXXX") || fail "mktemp"
+srv_pid=""
+cleanup() {
+    if [ -n "$srv_pid" ]; then
+        kill "$srv_pid" 2>/dev/null
+        wait "$srv_pid" 2>/dev/null
+    fi
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+"$TENSAFE" adapter make-random --out "$tmp/adapter" --dim "$DIM" --rank 8 \
+    --modules q_proj,v_proj >"$tmp/make.log" 2>&1 || fail "adapter make-random: $(tail -n1 "$tmp/make.log")"
+"$TENSAFE" lora make-input --dim "$DIM" --rows "$ROWS" --max-abs 4 --out "$tmp/x.f32" \
+    >"$tmp/input.log" 2>&1 || fail "lora make-input: $(tail -n1 "$tmp/input.log")"
+
+# Start the server on a random high port; retry on another port if it cannot
+# bind. It writes --port-file once it listens.
+port=""
+for attempt in 1 2 3 4 5 6 7 8; do
+    try=$(( $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 20000 + 40000 ))
+    rm -f "$tmp/port"
+    "$TENSAFE" serve --adapter "$tmp/adapter" --module q_proj,v_proj --port "$try" \
+        --port-file "$tmp/port" --max-abs 4 --once --timeout 30 --accept-timeout 60 \
+        >"$tmp/serve.log" 2>&1 &
+    srv_pid=$!
+    i=0
+    while [ $i -lt 200 ] && [ ! -s "$tmp/port" ] && kill -0 "$srv_pid" 2>/dev/null; do
+        sleep 0.05
+        i=$((i + 1))
+    done
+    if [ -s "$tmp/port" ]; then
+        port=$(cat "$tmp/port")
+        break
+    fi
+    kill "$srv_pid" 2>/dev/null
+    wait "$srv_pid" 2>/dev/null
+    srv_pid=""
+done
+[ -n "$port" ] || fail "server did not start: $(tail -n1 "$tmp/serve.log")"
+
+"$TENSAFE" client --port "$port" --input "$tmp/x.f32" --output "$tmp/d_he.f32" \
+    >"$tmp/client.log" 2>&1 || fail "client: $(tail -n1 "$tmp/client.log")"
+wait "$srv_pid"
+src=$?
+srv_pid=""
+[ "$src" -eq 0 ] || fail "server exited with $src: $(tail -n1 "$tmp/serve.log")"
+
+"$TENSAFE" lora apply --adapter "$tmp/adapter" --module q_proj,v_proj --input "$tmp/x.f32" \
+    --output "$tmp/d_plain.f32" --plain >"$tmp/plain.log" 2>&1 \
+    || fail "lora apply --plain: $(tail -n1 "$tmp/plain.log")"
+"$TENSAFE" lora compare "$tmp/d_he.f32" "$tmp/d_plain.f32" --tol "$TOL" >"$tmp/cmp.log" 2>&1 \
+    || fail "$(tail -n1 "$tmp/cmp.log")"
+
+rel=$(sed -n 's/^rel_l2 \([^ ]*\).*/\1/p' "$tmp/cmp.log")
+timing=$(sed -n 's/^\([0-9]* rows*, [0-9.]* ms\/row\).*/\1/p' "$tmp/client.log")
+echo "two-party-smoke: PASS ($timing over 127.0.0.1:$port, 2 modules d_in=$DIM rank 8, rel_l2 $rel <= $TOL)"

@@ -1,0 +1,1094 @@
+/* The `tensafe` command-line tool, run as a separate process
+ * (build/bin/tensafe next to this binary's folder; skipped when missing).
+ *
+ * Error paths: every failure prints exactly one line on stderr naming the
+ * problem and exits non-zero (2 for usage errors): missing files, bad
+ * flags, unknown subcommands, a corrupt package, a wrong trusted key, a
+ * vector file whose size is not a multiple of the row size.
+ * Happy paths, each checked against an independent computation in this
+ * file: params plan --json (security table, primes = 1 mod 2N, packing),
+ * adapter make-random -> inspect -> pack -> verify -> lora apply (local and
+ * two-party against --plain, and --plain against s B A x computed here from
+ * the adapter loaded through the library), adapter reduce (full rank keeps
+ * dW, lower rank matches Eckart-Young's error printed by the tool),
+ * keygen / encrypt / decrypt round trip, and serve / client over
+ * localhost (also scripts/two-party-smoke.sh when it is found). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <jansson.h>
+
+#include "tensafe/tensafe.h"
+
+#define DIM 64
+#define RANK 4
+#define ROWS 3
+
+static char g_tool[PATH_MAX + 64];
+static char g_tmp[64];
+static int g_have_tool;
+static uint64_t g_seed;
+
+static uint64_t rnd64(void)
+{
+    uint64_t z = (g_seed += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double rnd_unit(void) { return (double)(rnd64() >> 11) * 0x1p-53 * 2.0 - 1.0; }
+
+/* ------------------------------------------------------------ helpers */
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    if (b) {
+        b[n] = 0;
+        if (len)
+            *len = (size_t)n;
+    }
+    return b;
+}
+
+static void spit(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, n, f), n);
+    fclose(f);
+}
+
+static void write_f32(const char *path, const float *v, size_t n)
+{
+    uint8_t *b = malloc(n * 4 + 1);
+    assert_non_null(b);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &v[i], 4);
+        for (int k = 0; k < 4; k++)
+            b[4 * i + k] = (uint8_t)(u >> (8 * k));
+    }
+    spit(path, b, n * 4);
+    free(b);
+}
+
+static float *read_f32(const char *path, size_t *n)
+{
+    size_t len = 0;
+    uint8_t *b = (uint8_t *)slurp(path, &len);
+    assert_non_null(b);
+    assert_int_equal(len % 4, 0);
+    float *v = malloc(len + 4);
+    for (size_t i = 0; i < len / 4; i++) {
+        uint32_t u = 0;
+        for (int k = 0; k < 4; k++)
+            u |= (uint32_t)b[4 * i + k] << (8 * k);
+        memcpy(&v[i], &u, 4);
+    }
+    free(b);
+    *n = len / 4;
+    return v;
+}
+
+static double rel_l2(const float *a, const float *ref, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        num += ((double)a[i] - ref[i]) * ((double)a[i] - ref[i]);
+        den += (double)ref[i] * ref[i];
+    }
+    return sqrt(num / den);
+}
+
+static char *tmp_path(const char *name)
+{
+    static char bufs[8][PATH_MAX];
+    static int k;
+    char *b = bufs[k++ % 8];
+    snprintf(b, PATH_MAX, "%s/%s", g_tmp, name);
+    return b;
+}
+
+typedef struct {
+    int code;
+    char *out, *err;
+} result;
+
+static void result_free(result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+/* Runs the tool with argv (NULL-terminated, argv[0] ignored) and optional
+ * extra environment; kills it after 60 s. */
+static result run_argv(char **argv)
+{
+    result r = {-1, NULL, NULL};
+    char out_p[PATH_MAX], err_p[PATH_MAX];
+    snprintf(out_p, sizeof out_p, "%s/.stdout", g_tmp);
+    snprintf(err_p, sizeof err_p, "%s/.stderr", g_tmp);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int o = open(out_p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int e = open(err_p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (o < 0 || e < 0)
+            _exit(127);
+        dup2(o, 1);
+        dup2(e, 2);
+        argv[0] = g_tool;
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int status = 0;
+    for (int i = 0; i < 6000; i++) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid)
+            break;
+        if (i == 5999) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            fail_msg("tensafe %s did not finish in 60 s", argv[1]);
+        }
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = slurp(out_p, NULL);
+    r.err = slurp(err_p, NULL);
+    return r;
+}
+
+/* Runs "tensafe <args>" where args is split on single spaces (the test's
+ * paths have none). */
+static result run(const char *fmt, ...)
+{
+    char line[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    char *argv[64];
+    int n = 1;
+    for (char *p = strtok(line, " "); p && n < 63; p = strtok(NULL, " "))
+        argv[n++] = p;
+    argv[n] = NULL;
+    return run_argv(argv);
+}
+
+static void expect_ok(result *r, const char *what)
+{
+    if (r->code != 0)
+        fail_msg("%s: exit %d, stderr: %s", what, r->code, r->err ? r->err : "");
+}
+
+/* Exactly one line on stderr, "tensafe: ...", containing every needle; exit
+ * code as expected (or any non-zero when code < 0). */
+static void expect_error(result *r, int code, const char *needle1, const char *needle2)
+{
+    assert_non_null(r->err);
+    if (code >= 0)
+        assert_int_equal(r->code, code);
+    else
+        assert_true(r->code != 0);
+    size_t len = strlen(r->err), lines = 0;
+    for (size_t i = 0; i < len; i++)
+        lines += r->err[i] == '\n';
+    if (lines != 1 || len == 0 || r->err[len - 1] != '\n' || strncmp(r->err, "tensafe: ", 9))
+        fail_msg("expected one error line, got: [%s]", r->err);
+    if (needle1 && !strstr(r->err, needle1))
+        fail_msg("error line lacks '%s': %s", needle1, r->err);
+    if (needle2 && !strstr(r->err, needle2))
+        fail_msg("error line lacks '%s': %s", needle2, r->err);
+}
+
+#define NEED_TOOL()                                                                          \
+    do {                                                                                     \
+        if (!g_have_tool) {                                                                  \
+            print_message("tensafe tool not built (%s): skipped\n", g_tool);                \
+            skip();                                                                          \
+        }                                                                                    \
+    } while (0)
+
+/* ------------------------------------------------------------ fixture */
+
+static int setup(void **state)
+{
+    (void)state;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = 0;
+        if ((size_t)snprintf(g_tool, sizeof g_tool, "%s/../bin/tensafe", exe) >= sizeof g_tool)
+            g_tool[0] = 0;
+    }
+    g_have_tool = access(g_tool, X_OK) == 0;
+    snprintf(g_tmp, sizeof g_tmp, "/tmp/tensafe-cli-XXXXXX");
+    if (!mkdtemp(g_tmp))
+        return -1;
+    uint64_t s = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    g_seed = s;
+    print_message("test_cli seed %llu, tool %s%s\n", (unsigned long long)s, g_tool,
+                  g_have_tool ? "" : " (missing)");
+    if (!g_have_tool)
+        return 0;
+    /* a random adapter (fixed by the printed seed) and input rows */
+    result r = run("adapter make-random --out %s --dim %d --rank %d --modules q_proj,v_proj "
+                   "--seed %u --alpha 8",
+                   tmp_path("ad"), DIM, RANK, (unsigned)(s & 0xffffffu));
+    int ok = r.code == 0;
+    result_free(&r);
+    float x[ROWS * DIM];
+    for (int i = 0; i < ROWS * DIM; i++)
+        x[i] = (float)(4.0 * rnd_unit());
+    write_f32(tmp_path("x.f32"), x, ROWS * DIM);
+    r = run("adapter keygen --out %s", tmp_path("sign"));
+    ok &= r.code == 0;
+    result_free(&r);
+    r = run("adapter keygen --out %s", tmp_path("other"));
+    ok &= r.code == 0;
+    result_free(&r);
+    return ok ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[PATH_MAX + 16];
+    if (strncmp(g_tmp, "/tmp/tensafe-cli-", 17) == 0) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
+        if (system(cmd) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- errors */
+
+static void test_help(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    static const char *cmds[] = {"--help",
+                                 "keygen --help",
+                                 "encrypt --help",
+                                 "decrypt --help",
+                                 "serve --help",
+                                 "client --help",
+                                 "adapter --help",
+                                 "adapter inspect --help",
+                                 "adapter reduce --help",
+                                 "adapter pack --help",
+                                 "adapter verify --help",
+                                 "adapter keygen --help",
+                                 "params --help",
+                                 "params plan --help",
+                                 "lora --help",
+                                 "lora apply --help",
+                                 "lora compare --help"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        result r = run("%s", cmds[i]);
+        if (r.code != 0 || !r.out || strlen(r.out) < 20 || (r.err && r.err[0]))
+            fail_msg("tensafe %s: exit %d, stdout %zu bytes, stderr [%s]", cmds[i], r.code,
+                     r.out ? strlen(r.out) : 0, r.err ? r.err : "");
+        assert_non_null(strstr(r.out, "usage"));
+        result_free(&r);
+    }
+}
+
+static void test_usage_errors(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    result r = run("frobnicate");
+    expect_error(&r, 2, "frobnicate", NULL);
+    result_free(&r);
+    r = run("params plan --dim 64 --rank 4 --bogus");
+    expect_error(&r, 2, "--bogus", NULL);
+    result_free(&r);
+    r = run("params plan --dim abc --rank 4");
+    expect_error(&r, 2, "--dim", "abc");
+    result_free(&r);
+    r = run("params plan --dim 64");
+    expect_error(&r, 2, "--rank", NULL);
+    result_free(&r);
+    r = run("params plan --dim 64 --rank 4 --max-abs");
+    expect_error(&r, 2, "--max-abs", NULL);
+    result_free(&r);
+    r = run("adapter frob %s", tmp_path("ad"));
+    expect_error(&r, 2, "frob", NULL);
+    result_free(&r);
+    r = run("lora apply --adapter %s --module q_proj --input %s", tmp_path("ad"),
+            tmp_path("x.f32"));
+    expect_error(&r, 2, "--output", NULL);
+    result_free(&r);
+    r = run("lora apply --adapter %s --module q_proj --input %s --output %s --mode weird",
+            tmp_path("ad"), tmp_path("x.f32"), tmp_path("o.f32"));
+    expect_error(&r, 2, "weird", NULL);
+    result_free(&r);
+    r = run("client --port 70000 --input %s", tmp_path("x.f32"));
+    expect_error(&r, 2, "--port", NULL);
+    result_free(&r);
+    r = run("serve --adapter %s --module q_proj --once --requests 2", tmp_path("ad"));
+    expect_error(&r, 2, "--once", NULL);
+    result_free(&r);
+    r = run("keygen --out %s", tmp_path("k0"));
+    expect_error(&r, 2, "--params", NULL);
+    result_free(&r);
+}
+
+static void test_missing_files(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    result r = run("lora apply --adapter %s --module q_proj --input %s --output %s",
+                   tmp_path("no-such-adapter"), tmp_path("x.f32"), tmp_path("o.f32"));
+    expect_error(&r, 1, "no-such-adapter", "TSAFE_E_NOT_FOUND");
+    result_free(&r);
+    r = run("lora apply --adapter %s --module q_proj --input %s --output %s", tmp_path("ad"),
+            tmp_path("no-such-input.f32"), tmp_path("o.f32"));
+    expect_error(&r, 1, "no-such-input.f32", "TSAFE_E_NOT_FOUND");
+    result_free(&r);
+    r = run("lora apply --adapter %s --module o_proj --input %s --output %s", tmp_path("ad"),
+            tmp_path("x.f32"), tmp_path("o.f32"));
+    expect_error(&r, 1, "o_proj", "TSAFE_E_NOT_FOUND");
+    result_free(&r);
+    r = run("encrypt --keys %s --input %s --output %s", tmp_path("no-keys"), tmp_path("x.f32"),
+            tmp_path("ct.bin"));
+    expect_error(&r, 1, "no-keys", "TSAFE_E_NOT_FOUND");
+    result_free(&r);
+    r = run("adapter verify %s --trusted-key %s", tmp_path("none.pkg"), tmp_path("sign.pub"));
+    expect_error(&r, 1, "none.pkg", "TSAFE_E_NOT_FOUND");
+    result_free(&r);
+    r = run("adapter inspect %s", tmp_path("no-such-dir"));
+    expect_error(&r, 1, "no-such-dir", NULL);
+    result_free(&r);
+    r = run("adapter pack %s --key %s --id x --out %s", tmp_path("ad"), tmp_path("nokey.key"),
+            tmp_path("p.pkg"));
+    expect_error(&r, 1, "nokey.key", NULL);
+    result_free(&r);
+    /* a directory that is not an adapter */
+    mkdir(tmp_path("empty"), 0700);
+    r = run("adapter inspect %s", tmp_path("empty"));
+    expect_error(&r, 1, "empty", NULL);
+    result_free(&r);
+}
+
+static void test_bad_vector_size(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    float v[DIM + 3];
+    for (int i = 0; i < DIM + 3; i++)
+        v[i] = 0.5f;
+    write_f32(tmp_path("short.f32"), v, DIM + 3); /* not a multiple of d_in */
+    result r = run("lora apply --adapter %s --module q_proj --input %s --output %s --plain",
+                   tmp_path("ad"), tmp_path("short.f32"), tmp_path("o.f32"));
+    expect_error(&r, 1, "short.f32", "TSAFE_E_SHAPE");
+    assert_non_null(strstr(r.err, "256")); /* 4 * d_in bytes */
+    result_free(&r);
+    spit(tmp_path("odd.f32"), "abcdefg", 7); /* not even whole floats */
+    r = run("lora apply --adapter %s --module q_proj --input %s --output %s", tmp_path("ad"),
+            tmp_path("odd.f32"), tmp_path("o.f32"));
+    expect_error(&r, 1, "odd.f32", NULL);
+    result_free(&r);
+    r = run("lora compare %s %s", tmp_path("short.f32"), tmp_path("x.f32"));
+    expect_error(&r, 1, "short.f32", "TSAFE_E_SHAPE");
+    result_free(&r);
+    /* |x| above the bound the caller gives */
+    r = run("lora apply --adapter %s --module q_proj --input %s --output %s --max-abs 0.5",
+            tmp_path("ad"), tmp_path("x.f32"), tmp_path("o.f32"));
+    expect_error(&r, 1, "--max-abs", "TSAFE_E_VALUE_RANGE");
+    result_free(&r);
+}
+
+/* ------------------------------------------------------------ plan JSON */
+
+static void test_params_plan_json(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    static const struct {
+        int dim, rank;
+    } shapes[] = {{2048, 32}, {512, 8}, {4096, 64}};
+    for (size_t s = 0; s < 3; s++) {
+        result r = run("params plan --dim %d --rank %d --max-abs 8 --max-abs-a 0.05 --json",
+                       shapes[s].dim, shapes[s].rank);
+        expect_ok(&r, "params plan --json");
+        json_error_t err;
+        json_t *j = json_loads(r.out, 0, &err);
+        if (!j)
+            fail_msg("params plan --json does not parse: %s", err.text);
+        int log_n = (int)json_integer_value(json_object_get(j, "log_n"));
+        json_int_t n = json_integer_value(json_object_get(j, "n"));
+        assert_int_equal(n, (json_int_t)1 << log_n);
+        assert_int_equal(json_integer_value(json_object_get(j, "slots")), n / 2);
+        /* HomomorphicEncryption.org 128-bit bounds, ternary secret */
+        static const int bound[] = {0, 0, 54, 109, 218, 438, 881, 1772};
+        assert_true(log_n >= 11 && log_n <= 16);
+        assert_int_equal(json_integer_value(json_object_get(j, "max_log2_q")), bound[log_n - 9]);
+        json_t *primes = json_object_get(j, "primes");
+        assert_true(json_is_array(primes) && json_array_size(primes) >= 1);
+        double lq = 0;
+        for (size_t i = 0; i < json_array_size(primes); i++) {
+            json_t *p = json_array_get(primes, i);
+            uint64_t q = (uint64_t)json_integer_value(json_object_get(p, "value"));
+            int bits = 0;
+            for (uint64_t t = q; t; t >>= 1)
+                bits++;
+            assert_int_equal(json_integer_value(json_object_get(p, "bits")), bits);
+            assert_int_equal(q % (uint64_t)(2 * n), 1); /* NTT-friendly */
+            for (uint64_t dv = 3; dv < 2000; dv += 2)   /* no small factor */
+                assert_true(q % dv != 0);
+            lq += log2((double)q);
+        }
+        assert_true(fabs(lq - json_real_value(json_object_get(j, "log2_q"))) < 1e-6);
+        assert_true(lq <= bound[log_n - 9]);
+        assert_true(json_is_true(json_object_get(j, "secure")));
+        int cols = (int)json_integer_value(json_object_get(j, "cols"));
+        int nb = (int)json_integer_value(json_object_get(j, "n_batches"));
+        assert_true(cols >= 1 && (long)cols * ((shapes[s].dim + 1) / 2) <= n / 2);
+        assert_int_equal(nb, (shapes[s].rank + cols - 1) / cols);
+        assert_true(json_real_value(json_object_get(j, "expected_error")) <= 1e-6);
+        json_decref(j);
+        result_free(&r);
+    }
+    /* text output names the security verdict */
+    result r = run("params plan --dim 2048 --rank 32");
+    expect_ok(&r, "params plan");
+    assert_non_null(strstr(r.out, "128-bit"));
+    result_free(&r);
+    /* a shape no secure parameter set can hold */
+    r = run("params plan --dim 100000 --rank 4");
+    expect_error(&r, 1, "d_in=100000", NULL);
+    result_free(&r);
+}
+
+/* ----------------------------------------------------- adapter + lora */
+
+/* delta = s B (A x) for every row and both modules, from the adapter loaded
+ * through the library (independent of the tool's --plain). */
+static float *reference_deltas(const char *dir, const float *x, size_t rows, size_t *n_out)
+{
+    tsafe_lora_adapter *ad = NULL;
+    assert_int_equal(tsafe_lora_adapter_load_peft(dir, &ad), TSAFE_OK);
+    const char *names[2] = {"layers.0.self_attn.q_proj", "layers.0.self_attn.v_proj"};
+    tsafe_lora_module_info m[2];
+    size_t total = 0;
+    for (int k = 0; k < 2; k++) {
+        size_t idx;
+        assert_int_equal(tsafe_lora_adapter_find(ad, names[k], &idx), TSAFE_OK);
+        assert_int_equal(tsafe_lora_adapter_module(ad, idx, &m[k]), TSAFE_OK);
+        total += m[k].out_dim;
+    }
+    float *d = malloc(rows * total * sizeof *d);
+    for (size_t r = 0; r < rows; r++) {
+        float *o = d + r * total;
+        for (int k = 0; k < 2; k++) {
+            /* dW = s B A then dW x, all in double */
+            for (size_t i = 0; i < m[k].out_dim; i++) {
+                double s = 0;
+                for (size_t j = 0; j < m[k].in_dim; j++) {
+                    double w = 0;
+                    for (size_t q = 0; q < m[k].rank; q++)
+                        w += (double)m[k].B[i * m[k].rank + q] * m[k].A[q * m[k].in_dim + j];
+                    s += w * x[r * DIM + j];
+                }
+                *o++ = (float)(m[k].scale * s);
+            }
+        }
+    }
+    tsafe_lora_adapter_free(ad);
+    *n_out = rows * total;
+    return d;
+}
+
+static void test_adapter_pack_verify_apply(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    result r = run("adapter inspect %s", tmp_path("ad"));
+    expect_ok(&r, "adapter inspect");
+    assert_non_null(strstr(r.out, "layers.0.self_attn.q_proj"));
+    assert_non_null(strstr(r.out, "layers.0.self_attn.v_proj"));
+    result_free(&r);
+    r = run("adapter inspect %s --json", tmp_path("ad"));
+    expect_ok(&r, "adapter inspect --json");
+    json_t *j = json_loads(r.out, 0, NULL);
+    assert_non_null(j);
+    json_t *mods = json_object_get(j, "modules");
+    assert_int_equal(json_array_size(mods), 2);
+    for (size_t i = 0; i < 2; i++) {
+        json_t *m = json_array_get(mods, i);
+        assert_int_equal(json_integer_value(json_object_get(m, "rank")), RANK);
+        assert_int_equal(json_integer_value(json_object_get(m, "in_dim")), DIM);
+        assert_string_equal(json_string_value(json_object_get(m, "dtype")), "F32");
+        assert_true(fabs(json_real_value(json_object_get(m, "scale")) - 8.0 / RANK) < 1e-12);
+    }
+    json_decref(j);
+    result_free(&r);
+
+    /* pack, verify, inspect the package */
+    r = run("adapter pack %s --key %s --id cli-test --domain banking --price 0.25 --creator "
+            "tester --out %s",
+            tmp_path("ad"), tmp_path("sign.key"), tmp_path("ad.pkg"));
+    expect_ok(&r, "adapter pack");
+    result_free(&r);
+    r = run("adapter verify %s --trusted-key %s --json", tmp_path("ad.pkg"), tmp_path("sign.pub"));
+    expect_ok(&r, "adapter verify");
+    j = json_loads(r.out, 0, NULL);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(j, "adapter_id")), "cli-test");
+    assert_string_equal(json_string_value(json_object_get(j, "domain")), "banking");
+    assert_int_equal(json_integer_value(json_object_get(j, "rank")), RANK);
+    assert_int_equal(json_array_size(json_object_get(j, "targets")), 2);
+    json_decref(j);
+    result_free(&r);
+    char *pub = slurp(tmp_path("sign.pub"), NULL);
+    assert_non_null(pub);
+    pub[64] = 0; /* hex on the command line */
+    r = run("adapter inspect %s --trusted-key %s", tmp_path("ad.pkg"), pub);
+    expect_ok(&r, "adapter inspect PKG");
+    assert_non_null(strstr(r.out, "layers.0.self_attn.v_proj"));
+    result_free(&r);
+
+    /* wrong trusted key, corrupt package, missing key */
+    r = run("adapter verify %s --trusted-key %s", tmp_path("ad.pkg"), tmp_path("other.pub"));
+    expect_error(&r, 1, "ad.pkg", "TSAFE_E_VERIFY");
+    result_free(&r);
+    size_t plen = 0;
+    char *pkg = slurp(tmp_path("ad.pkg"), &plen);
+    assert_non_null(pkg);
+    assert_true(plen > 64);
+    for (int t = 0; t < 4; t++) {
+        /* one bit of one byte anywhere (t == 0: in the header) */
+        size_t pos = t == 0 ? (size_t)(rnd64() % 24) : (size_t)(rnd64() % plen);
+        uint8_t bit = (uint8_t)(1u << (rnd64() % 8));
+        pkg[pos] = (char)((uint8_t)pkg[pos] ^ bit);
+        spit(tmp_path("bad.pkg"), pkg, plen);
+        pkg[pos] = (char)((uint8_t)pkg[pos] ^ bit); /* restore */
+        r = run("adapter verify %s --trusted-key %s", tmp_path("bad.pkg"), tmp_path("sign.pub"));
+        expect_error(&r, 1, "bad.pkg", NULL);
+        result_free(&r);
+        r = run("lora apply --adapter %s --trusted-key %s --module q_proj --input %s --output %s",
+                tmp_path("bad.pkg"), pub, tmp_path("x.f32"), tmp_path("o.f32"));
+        expect_error(&r, 1, "bad.pkg", NULL);
+        result_free(&r);
+    }
+    free(pkg);
+    r = run("lora apply --adapter %s --module q_proj --input %s --output %s", tmp_path("ad.pkg"),
+            tmp_path("x.f32"), tmp_path("o.f32"));
+    expect_error(&r, 1, "--trusted-key", "TSAFE_E_KEY");
+    result_free(&r);
+    r = run("lora apply --adapter %s --trusted-key %s --module q_proj --input %s --output %s",
+            tmp_path("ad.pkg"), tmp_path("other.pub"), tmp_path("x.f32"), tmp_path("o.f32"));
+    expect_error(&r, 1, "ad.pkg", "TSAFE_E_VERIFY");
+    result_free(&r);
+
+    /* lora apply: plain vs the reference here, HE modes vs plain */
+    size_t nref = 0, n = 0;
+    float x[ROWS * DIM];
+    {
+        size_t nx;
+        float *xv = read_f32(tmp_path("x.f32"), &nx);
+        assert_int_equal(nx, ROWS * DIM);
+        memcpy(x, xv, sizeof x);
+        free(xv);
+    }
+    float *ref = reference_deltas(tmp_path("ad"), x, ROWS, &nref);
+    r = run("lora apply --adapter %s --module q_proj,v_proj --input %s --output %s --plain",
+            tmp_path("ad"), tmp_path("x.f32"), tmp_path("plain.f32"));
+    expect_ok(&r, "lora apply --plain");
+    result_free(&r);
+    float *plain = read_f32(tmp_path("plain.f32"), &n);
+    assert_int_equal(n, nref);
+    double e = rel_l2(plain, ref, n);
+    print_message("plain vs reference: rel_l2 %.3e\n", e);
+    assert_true(e <= 1e-6);
+    static const char *modes[] = {"local", "two-party"};
+    for (int k = 0; k < 2; k++) {
+        r = run("lora apply --adapter %s --module q_proj,v_proj --input %s --output %s --mode %s",
+                tmp_path("ad"), tmp_path("x.f32"), tmp_path("he.f32"), modes[k]);
+        expect_ok(&r, "lora apply (HE)");
+        result_free(&r);
+        float *he = read_f32(tmp_path("he.f32"), &n);
+        assert_int_equal(n, nref);
+        e = rel_l2(he, plain, n);
+        print_message("lora apply --mode %s vs --plain: rel_l2 %.3e\n", modes[k], e);
+        assert_true(e <= 1e-4);
+        free(he);
+    }
+    /* the verified package gives the same deltas */
+    r = run("lora apply --adapter %s --trusted-key %s --module q_proj,v_proj --input %s "
+            "--output %s --mode local",
+            tmp_path("ad.pkg"), tmp_path("sign.pub"), tmp_path("x.f32"), tmp_path("pk.f32"));
+    expect_ok(&r, "lora apply PKG");
+    result_free(&r);
+    float *he = read_f32(tmp_path("pk.f32"), &n);
+    assert_int_equal(n, nref);
+    assert_true(rel_l2(he, plain, n) <= 1e-4);
+    free(he);
+    r = run("lora compare %s %s --tol 1e-4", tmp_path("pk.f32"), tmp_path("plain.f32"));
+    expect_ok(&r, "lora compare");
+    result_free(&r);
+    r = run("lora compare %s %s --tol 1e-30", tmp_path("pk.f32"), tmp_path("plain.f32"));
+    expect_error(&r, 1, "--tol", NULL);
+    result_free(&r);
+    free(plain);
+    free(ref);
+    free(pub);
+}
+
+/* ||dW_reduced - dW||_F / ||dW||_F for one module, computed here. */
+static double module_rel_err(const char *orig, const char *red, const char *name)
+{
+    tsafe_lora_adapter *a = NULL, *b = NULL;
+    assert_int_equal(tsafe_lora_adapter_load_peft(orig, &a), TSAFE_OK);
+    assert_int_equal(tsafe_lora_adapter_load_peft(red, &b), TSAFE_OK);
+    size_t ia, ib;
+    tsafe_lora_module_info ma, mb;
+    assert_int_equal(tsafe_lora_adapter_find(a, name, &ia), TSAFE_OK);
+    assert_int_equal(tsafe_lora_adapter_find(b, name, &ib), TSAFE_OK);
+    assert_int_equal(tsafe_lora_adapter_module(a, ia, &ma), TSAFE_OK);
+    assert_int_equal(tsafe_lora_adapter_module(b, ib, &mb), TSAFE_OK);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < ma.out_dim; i++)
+        for (size_t j = 0; j < ma.in_dim; j++) {
+            double wa = 0, wb = 0;
+            for (size_t q = 0; q < ma.rank; q++)
+                wa += (double)ma.B[i * ma.rank + q] * ma.A[q * ma.in_dim + j];
+            for (size_t q = 0; q < mb.rank; q++)
+                wb += (double)mb.B[i * mb.rank + q] * mb.A[q * mb.in_dim + j];
+            wa *= ma.scale;
+            wb *= mb.scale;
+            num += (wa - wb) * (wa - wb);
+            den += wa * wa;
+        }
+    tsafe_lora_adapter_free(a);
+    tsafe_lora_adapter_free(b);
+    return sqrt(num / den);
+}
+
+static void test_adapter_reduce(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    result r = run("adapter reduce %s --rank %d --out %s", tmp_path("ad"), RANK, tmp_path("full"));
+    expect_ok(&r, "adapter reduce (full rank)");
+    result_free(&r);
+    double e = module_rel_err(tmp_path("ad"), tmp_path("full"), "layers.0.self_attn.q_proj");
+    print_message("reduce to full rank: rel Frobenius error %.3e\n", e);
+    assert_true(e <= 1e-5);
+    r = run("adapter reduce %s --rank 2 --out %s", tmp_path("ad"), tmp_path("half"));
+    expect_ok(&r, "adapter reduce --rank 2");
+    /* the tool's printed error (Eckart-Young) matches the one measured here */
+    char *line = strstr(r.out, "layers.0.self_attn.q_proj");
+    assert_non_null(line);
+    unsigned rk, kept;
+    double energy, printed;
+    assert_int_equal(sscanf(line + strlen("layers.0.self_attn.q_proj"), "%u %u %lf %lf", &rk, &kept,
+                            &energy, &printed),
+                     4);
+    assert_int_equal(rk, RANK);
+    assert_int_equal(kept, 2);
+    e = module_rel_err(tmp_path("ad"), tmp_path("half"), "layers.0.self_attn.q_proj");
+    print_message("reduce to rank 2: measured %.4e, printed %.4e\n", e, printed);
+    assert_true(fabs(e - printed) <= 1e-3 * printed + 1e-6);
+    assert_true(fabs(energy - (1 - printed * printed)) < 1e-4);
+    result_free(&r);
+    r = run("adapter reduce %s --rank 2 --energy 0.9 --out %s", tmp_path("ad"), tmp_path("x2"));
+    expect_error(&r, 2, "--energy", NULL);
+    result_free(&r);
+}
+
+/* --------------------------------------------------------------- keys */
+
+static void test_keys_roundtrip(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    result r = run("keygen --params ifma-n4096 --out %s", tmp_path("keys"));
+    expect_ok(&r, "keygen");
+    result_free(&r);
+    struct stat sb;
+    assert_int_equal(stat(tmp_path("keys/secret.key"), &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0600);
+    assert_int_equal(stat(tmp_path("keys/public.key"), &sb), 0);
+    assert_int_equal(stat(tmp_path("keys/params.bin"), &sb), 0);
+    enum { COUNT = 1000 };
+    float v[COUNT];
+    for (int i = 0; i < COUNT; i++)
+        v[i] = (float)(10.0 * rnd_unit());
+    write_f32(tmp_path("v.f32"), v, COUNT);
+    r = run("encrypt --keys %s --input %s --output %s", tmp_path("keys"), tmp_path("v.f32"),
+            tmp_path("v.ct"));
+    expect_ok(&r, "encrypt");
+    result_free(&r);
+    r = run("decrypt --keys %s --input %s --output %s", tmp_path("keys"), tmp_path("v.ct"),
+            tmp_path("v2.f32"));
+    expect_ok(&r, "decrypt");
+    result_free(&r);
+    size_t n = 0;
+    float *w = read_f32(tmp_path("v2.f32"), &n);
+    assert_int_equal(n, COUNT);
+    double mx = 0;
+    for (int i = 0; i < COUNT; i++)
+        mx = fmax(mx, fabs((double)w[i] - v[i]));
+    print_message("encrypt/decrypt round trip: max error %.3e\n", mx);
+    assert_true(mx <= 1e-6);
+    free(w);
+    /* the ciphertext is not the plaintext */
+    size_t cl = 0;
+    char *ct = slurp(tmp_path("v.ct"), &cl);
+    assert_true(cl > COUNT * 4);
+    free(ct);
+    /* keys of another parameter set refuse the ciphertext */
+    r = run("keygen --plan-dim 64 --plan-rank 4 --out %s", tmp_path("keys2"));
+    expect_ok(&r, "keygen --plan-dim");
+    result_free(&r);
+    r = run("decrypt --keys %s --input %s --output %s", tmp_path("keys2"), tmp_path("v.ct"),
+            tmp_path("v3.f32"));
+    expect_error(&r, 1, "v.ct", NULL);
+    result_free(&r);
+    /* a truncated ciphertext file */
+    ct = slurp(tmp_path("v.ct"), &cl);
+    spit(tmp_path("cut.ct"), ct, cl / 2);
+    free(ct);
+    r = run("decrypt --keys %s --input %s --output %s", tmp_path("keys"), tmp_path("cut.ct"),
+            tmp_path("v3.f32"));
+    expect_error(&r, 1, "cut.ct", NULL);
+    result_free(&r);
+    /* more values than slots */
+    float *big = calloc(4096, sizeof *big);
+    write_f32(tmp_path("big.f32"), big, 4096);
+    free(big);
+    r = run("encrypt --keys %s --input %s --output %s", tmp_path("keys"), tmp_path("big.f32"),
+            tmp_path("big.ct"));
+    expect_error(&r, 1, "big.f32", "TSAFE_E_RANGE");
+    result_free(&r);
+}
+
+/* ------------------------------------------------------- serve/client */
+
+static pid_t spawn_serve(const char *port_file, const char *log)
+{
+    unlink(port_file);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0)
+            _exit(127);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execl(g_tool, g_tool, "serve", "--adapter", tmp_path("ad"), "--module", "q_proj,v_proj",
+              "--port", "0", "--port-file", port_file, "--max-abs", "4", "--once",
+              "--accept-timeout", "30", (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 1000 && access(port_file, R_OK) != 0; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            fail_msg("serve exited early: %s", slurp(log, NULL));
+    }
+    return pid;
+}
+
+static int wait_exit(pid_t pid)
+{
+    int status = 0;
+    for (int i = 0; i < 3000; i++) {
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return -1;
+}
+
+static void test_serve_client(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    const char *pf = tmp_path("port"), *log = tmp_path("serve.log");
+    pid_t pid = spawn_serve(pf, log);
+    char *port = slurp(pf, NULL);
+    assert_non_null(port);
+    port[strcspn(port, "\n")] = 0;
+    result r = run("client --port %s --input %s --output %s", port, tmp_path("x.f32"),
+                   tmp_path("net.f32"));
+    int sc = wait_exit(pid);
+    if (r.code != 0 || sc != 0)
+        fail_msg("client exit %d [%s], server exit %d [%s]", r.code, r.err, sc, slurp(log, NULL));
+    result_free(&r);
+    size_t n = 0, np = 0;
+    r = run("lora apply --adapter %s --module q_proj,v_proj --input %s --output %s --plain",
+            tmp_path("ad"), tmp_path("x.f32"), tmp_path("plain2.f32"));
+    expect_ok(&r, "lora apply --plain");
+    result_free(&r);
+    float *he = read_f32(tmp_path("net.f32"), &n), *plain = read_f32(tmp_path("plain2.f32"), &np);
+    assert_int_equal(n, np);
+    double e = rel_l2(he, plain, n);
+    print_message("serve/client over localhost vs --plain: rel_l2 %.3e\n", e);
+    assert_true(e <= 1e-4);
+    free(he);
+    free(plain);
+
+    /* errors: input rows that do not match d_in, a server that is gone */
+    pid = spawn_serve(pf, log);
+    free(port);
+    port = slurp(pf, NULL);
+    port[strcspn(port, "\n")] = 0;
+    float v[DIM + 1] = {0};
+    write_f32(tmp_path("w.f32"), v, DIM + 1);
+    r = run("client --port %s --input %s", port, tmp_path("w.f32"));
+    expect_error(&r, 1, "w.f32", "TSAFE_E_SHAPE");
+    result_free(&r);
+    assert_true(wait_exit(pid) != 0); /* the server reports the failed session */
+    r = run("client --port %s --input %s", port, tmp_path("x.f32"));
+    expect_error(&r, 1, "connect", "TSAFE_E_IO");
+    result_free(&r);
+    free(port);
+
+    /* DP release: runs, and the deltas move away from the exact ones */
+    pid = spawn_serve(pf, log);
+    port = slurp(pf, NULL);
+    port[strcspn(port, "\n")] = 0;
+    r = run("client --port %s --input %s --output %s --dp-eps 1 --dp-clip 1", port,
+            tmp_path("x.f32"), tmp_path("dp.f32"));
+    expect_ok(&r, "client --dp-eps");
+    assert_non_null(strstr(r.out, "eps spent"));
+    result_free(&r);
+    assert_int_equal(wait_exit(pid), 0);
+    free(port);
+}
+
+
+/* A fake server: listens on 127.0.0.1, accepts one client and sends it
+ * `len` bytes, then waits for the client to close. Returns the port. */
+static int fake_server(const uint8_t *bytes, size_t len, pid_t *pid_out)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof a;
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(fd, 1), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int c = accept(fd, NULL, NULL);
+        if (c < 0)
+            _exit(1);
+        size_t done = 0;
+        while (done < len) {
+            ssize_t w = send(c, bytes + done, len - done, MSG_NOSIGNAL);
+            if (w <= 0)
+                _exit(0);
+            done += (size_t)w;
+        }
+        char sink[4096];
+        while (recv(c, sink, sizeof sink, 0) > 0) {
+        }
+        _exit(0);
+    }
+    close(fd);
+    *pid_out = pid;
+    return ntohs(a.sin_port);
+}
+
+static size_t frame(uint8_t *out, int kind, const uint8_t *payload, uint32_t len)
+{
+    memcpy(out, "TSNP", 4);
+    out[4] = 1;
+    out[5] = (uint8_t)kind;
+    out[6] = out[7] = 0;
+    for (int i = 0; i < 4; i++)
+        out[8 + i] = (uint8_t)(len >> (8 * i));
+    if (payload && len)
+        memcpy(out + 12, payload, len);
+    return 12 + (size_t)len;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* The client refuses a malicious or broken server with one error line. */
+static void test_client_bad_server(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    static uint8_t buf[1 << 16];
+    uint8_t payload[4096];
+    struct {
+        const char *name;
+        size_t len;
+    } cases[8];
+    size_t nc = 0;
+    uint8_t *bufs[8];
+    /* 1: not our protocol */
+    bufs[nc] = malloc(64);
+    static const char http[] = "HTTP/1.1 200 OK\r\n\r\n";
+    memcpy(bufs[nc], http, sizeof http - 1);
+    cases[nc].name = "not the protocol", cases[nc].len = sizeof http - 1, nc++;
+    /* 2: frame length above the 64 MiB cap */
+    bufs[nc] = malloc(64);
+    cases[nc].len = frame(bufs[nc], 1, NULL, 0);
+    put32(bufs[nc] + 8, (uint32_t)65 << 20);
+    cases[nc].name = "length above cap", nc++;
+    /* 3: a hello cut short */
+    put32(payload, 1);
+    put32(payload + 4, 1000);
+    bufs[nc] = malloc(64);
+    cases[nc].len = frame(bufs[nc], 1, payload, 8);
+    cases[nc].name = "truncated hello", nc++;
+    /* 4: a hello with the insecure flag / 5: with inconsistent packing */
+    for (int variant = 0; variant < 2; variant++) {
+        tsafe_params p;
+        assert_int_equal(tsafe_params_preset("ifma-n4096", &p), TSAFE_OK);
+        tsafe_context *ctx = NULL;
+        assert_int_equal(tsafe_context_create(&p, &ctx), TSAFE_OK);
+        p = *tsafe_context_params(ctx);
+        tsafe_context_free(ctx);
+        if (variant == 0)
+            p.flags |= TSAFE_PARAMS_INSECURE_FOR_TESTS;
+        size_t pn = 0, o = 0;
+        assert_int_equal(tsafe_params_serialize(&p, payload + 8, 1024, &pn), TSAFE_OK);
+        put32(payload, 1);
+        put32(payload + 4, (uint32_t)pn);
+        o = 8 + pn;
+        uint32_t u32s[2] = {1, 0};
+        for (int i = 0; i < 2; i++, o += 4)
+            put32(payload + o, u32s[i]);
+        double sx = 0x1p40;
+        for (int i = 0; i < 2; i++, o += 8)
+            memcpy(payload + o, &sx, 8);
+        /* d_in 64, rank 4, half 32, cols: variant 1 claims more than fits */
+        uint32_t shape[5] = {64, 4, 32, variant == 1 ? 4096u : 32u, 1};
+        for (int i = 0; i < 5; i++, o += 4)
+            put32(payload + o, shape[i]);
+        double f[4] = {8.0, 0.05, 1e-9, 1.0};
+        for (int i = 0; i < 4; i++, o += 8)
+            memcpy(payload + o, &f[i], 8);
+        put32(payload + o, 4), o += 4;
+        memcpy(payload + o, "fake", 4), o += 4;
+        put32(payload + o, 1), o += 4;
+        put32(payload + o, 6), o += 4;
+        memcpy(payload + o, "q_proj", 6), o += 6;
+        put32(payload + o, 4), o += 4;
+        put32(payload + o, 64), o += 4;
+        bufs[nc] = malloc(o + 16);
+        cases[nc].len = frame(bufs[nc], 1, payload, (uint32_t)o);
+        cases[nc].name = variant == 0 ? "insecure parameters" : "packing does not fit";
+        nc++;
+    }
+    static const char *needle[] = {"protocol", "cap", "hello", "TSAFE_E_INSECURE",
+                                   "TSAFE_E_PARAMS"};
+    for (size_t i = 0; i < nc; i++) {
+        memcpy(buf, bufs[i], cases[i].len);
+        pid_t pid;
+        int port = fake_server(buf, cases[i].len, &pid);
+        result r = run("client --port %d --input %s --timeout 5", port, tmp_path("x.f32"));
+        print_message("fake server (%s): %s", cases[i].name, r.err ? r.err : "(none)\n");
+        expect_error(&r, 1, needle[i], NULL);
+        result_free(&r);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        free(bufs[i]);
+    }
+}
+
+static void test_smoke_script(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    /* scripts/ sits next to build/ (or build/san/) */
+    char path[PATH_MAX + 160];
+    const char *ups[] = {"/../..", "/../../..", "/../../../.."};
+    int found = 0;
+    for (int i = 0; i < 3 && !found; i++) {
+        char dir[PATH_MAX + 64];
+        snprintf(dir, sizeof dir, "%s", g_tool);
+        *strrchr(dir, '/') = 0;
+        snprintf(path, sizeof path, "%s%s/scripts/two-party-smoke.sh", dir, ups[i]);
+        found = access(path, R_OK) == 0;
+    }
+    if (!found) {
+        print_message("scripts/two-party-smoke.sh not found: skipped\n");
+        skip();
+    }
+    char cmd[3 * PATH_MAX + 512];
+    snprintf(cmd, sizeof cmd, "TENSAFE='%s' sh '%s' > '%s/smoke.log' 2>&1", g_tool, path, g_tmp);
+    int rc = system(cmd);
+    char *log = slurp(tmp_path("smoke.log"), NULL);
+    print_message("%s", log ? log : "(no output)\n");
+    assert_int_equal(rc, 0);
+    assert_non_null(log);
+    assert_non_null(strstr(log, "PASS"));
+    free(log);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_help),
+        cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_missing_files),
+        cmocka_unit_test(test_bad_vector_size),
+        cmocka_unit_test(test_params_plan_json),
+        cmocka_unit_test(test_adapter_pack_verify_apply),
+        cmocka_unit_test(test_adapter_reduce),
+        cmocka_unit_test(test_keys_roundtrip),
+        cmocka_unit_test(test_serve_client),
+        cmocka_unit_test(test_client_bad_server),
+        cmocka_unit_test(test_smoke_script),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,600 @@
+/* `tensafe adapter inspect | reduce | pack | keygen | verify` (and the
+ * hidden `make-random`, a generator of test adapters). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <sodium.h>
+
+#include "commands.h"
+#include "io.h"
+
+static const char k_help[] =
+    "usage: tensafe adapter inspect DIR|PKG [--trusted-key HEX|FILE] [--json]\n"
+    "       tensafe adapter reduce DIR|PKG (--rank K | --energy E [--max-rank K]) --out DIR2\n"
+    "                              [--dtype F32|F16|BF16] [--trusted-key HEX|FILE]\n"
+    "       tensafe adapter keygen --out PREFIX\n"
+    "       tensafe adapter pack DIR --key SK_FILE --id ID --out PKG [--domain D]\n"
+    "                            [--price P] [--creator C]\n"
+    "       tensafe adapter verify PKG --trusted-key HEX|FILE [--json]\n"
+    "\n"
+    "inspect  modules, ranks, in/out dimensions, dtypes, alpha and scale of a PEFT\n"
+    "         directory or of a signed package (verified with --trusted-key first)\n"
+    "reduce   SVD rank reduction (Eckart-Young) of every module to a new PEFT directory,\n"
+    "         keeping each module's scale; prints the energy kept and the relative\n"
+    "         Frobenius error per module\n"
+    "keygen   Ed25519 signing key pair: PREFIX.pub (32 bytes, hex) and PREFIX.key\n"
+    "         (64 bytes, hex, mode 0600)\n"
+    "pack     signed package of a PEFT directory: payload = adapter_model.safetensors,\n"
+    "         manifest rank/alpha from adapter_config.json, targets = module projections\n"
+    "verify   verify a package against a trusted public key and print its manifest\n";
+
+/* ------------------------------------------------------------ inspect */
+
+static json_t *module_json(const tsafe_lora_module_info *m)
+{
+    return json_pack("{s:s, s:s, s:i, s:i, s:I, s:I, s:I, s:s, s:f, s:f, s:f}", "name", m->name,
+                     "proj", m->proj, "layer", m->layer, "expert", m->expert, "rank",
+                     (json_int_t)m->rank, "in_dim", (json_int_t)m->in_dim, "out_dim",
+                     (json_int_t)m->out_dim, "dtype", tsafe_dtype_name(m->source_dtype), "alpha",
+                     m->alpha, "scale", m->scale, "max_abs_a", io_module_max_abs_a(m));
+}
+
+static int inspect(const char *path, const char *key, int json)
+{
+    tsafe_lora_adapter *ad = NULL;
+    char what[4200];
+    tsafe_status st = io_load_adapter(path, key, &ad, what, sizeof what);
+    if (st != TSAFE_OK)
+        return tool_fail(what, st);
+    tsafe_lora_config cfg;
+    if ((st = tsafe_lora_adapter_config(ad, &cfg)) != TSAFE_OK) {
+        tsafe_lora_adapter_free(ad);
+        return tool_fail("adapter config", st);
+    }
+    size_t n = tsafe_lora_adapter_module_count(ad);
+    int rc = 0;
+    if (json) {
+        json_t *mods = json_array(), *targets = json_array();
+        for (size_t i = 0; i < tsafe_lora_adapter_target_count(ad); i++)
+            json_array_append_new(targets, json_string(tsafe_lora_adapter_target(ad, i)));
+        for (size_t i = 0; i < n; i++) {
+            tsafe_lora_module_info m;
+            if (tsafe_lora_adapter_module(ad, i, &m) == TSAFE_OK)
+                json_array_append_new(mods, module_json(&m));
+        }
+        json_t *j = json_pack("{s:s, s:s, s:I, s:f, s:b, s:o, s:o}", "path", path, "kind",
+                              io_is_dir(path) == 1 ? "peft" : "package", "r", (json_int_t)cfg.r,
+                              "lora_alpha", cfg.lora_alpha, "use_rslora", cfg.use_rslora,
+                              "target_modules", targets, "modules", mods);
+        char *s = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+        json_decref(j);
+        if (s)
+            printf("%s\n", s);
+        else
+            rc = tool_fail("adapter inspect: JSON output", TSAFE_E_NOMEM);
+        free(s);
+    } else {
+        printf("adapter %s (%s): %zu modules, r=%zu, lora_alpha=%g%s\n", path,
+               io_is_dir(path) == 1 ? "PEFT directory" : "verified package", n, cfg.r,
+               cfg.lora_alpha, cfg.use_rslora ? ", rsLoRA" : "");
+        printf("target_modules:");
+        for (size_t i = 0; i < tsafe_lora_adapter_target_count(ad); i++)
+            printf(" %s", tsafe_lora_adapter_target(ad, i));
+        printf("\n%-44s %5s %7s %7s %5s %9s %9s %9s\n", "module", "rank", "in", "out", "dtype",
+               "alpha", "scale", "max|A|");
+        for (size_t i = 0; i < n; i++) {
+            tsafe_lora_module_info m;
+            if (tsafe_lora_adapter_module(ad, i, &m) != TSAFE_OK)
+                continue;
+            printf("%-44s %5zu %7zu %7zu %5s %9g %9g %9.3g\n", m.name, m.rank, m.in_dim,
+                   m.out_dim, tsafe_dtype_name(m.source_dtype), m.alpha, m.scale,
+                   io_module_max_abs_a(&m));
+        }
+    }
+    tsafe_lora_adapter_free(ad);
+    return rc;
+}
+
+/* ------------------------------------------------------------- reduce */
+
+static tsafe_dtype parse_dtype(const char *s)
+{
+    tsafe_dtype d = tsafe_dtype_from_name(s);
+    return d == TSAFE_DTYPE_F32 || d == TSAFE_DTYPE_F16 || d == TSAFE_DTYPE_BF16
+               ? d
+               : TSAFE_DTYPE_INVALID;
+}
+
+static int reduce(const char *path, const char *key, tsafe_svd_options *opt, const char *out,
+                  tsafe_dtype dtype)
+{
+    tsafe_lora_adapter *ad = NULL, *red = NULL;
+    char what[4200];
+    tsafe_status st = io_load_adapter(path, key, &ad, what, sizeof what);
+    if (st != TSAFE_OK)
+        return tool_fail(what, st);
+    tsafe_lora_config cfg;
+    size_t n = tsafe_lora_adapter_module_count(ad);
+    int rc = 1;
+    if ((st = tsafe_lora_adapter_config(ad, &cfg)) != TSAFE_OK) {
+        tool_fail("adapter config", st);
+        goto out;
+    }
+    printf("%-44s %5s %5s %10s %12s\n", "module", "rank", "kept", "energy", "rel_frob_err");
+    for (size_t i = 0; i < n; i++) {
+        tsafe_lora_module_info m;
+        tsafe_svd_result *r = NULL;
+        if ((st = tsafe_lora_adapter_module(ad, i, &m)) != TSAFE_OK)
+            break;
+        tsafe_svd_options o = *opt;
+        if (o.select == TSAFE_SVD_FIXED_RANK) {
+            size_t cap = m.rank < m.in_dim ? m.rank : m.in_dim;
+            cap = cap < m.out_dim ? cap : m.out_dim;
+            if (o.rank > cap)
+                o.rank = cap; /* a module already below the target keeps its rank */
+        }
+        if ((st = tsafe_svd_reduce(m.A, m.B, m.rank, m.in_dim, m.out_dim, &o, &r)) != TSAFE_OK) {
+            snprintf(what, sizeof what, "SVD of module '%s'", m.name);
+            tool_fail(what, st);
+            goto out;
+        }
+        /* keep the runtime scale: alpha' = s k (s sqrt(k) with rsLoRA) */
+        double k = (double)r->rank;
+        double alpha = m.scale * (cfg.use_rslora ? sqrt(k) : k);
+        if (!red) {
+            tsafe_lora_config rc_cfg = cfg;
+            rc_cfg.r = r->rank;
+            rc_cfg.lora_alpha = alpha;
+            if ((st = tsafe_lora_adapter_create(&rc_cfg, &red)) != TSAFE_OK) {
+                tsafe_svd_result_free(r);
+                tool_fail("create reduced adapter", st);
+                goto out;
+            }
+        }
+        st = tsafe_lora_adapter_add_module(red, m.name, r->rank, m.in_dim, m.out_dim, r->A, r->B,
+                                           alpha);
+        printf("%-44s %5zu %5zu %10.6f %12.3e\n", m.name, m.rank, r->rank, r->energy_retained,
+               r->rel_frobenius_error);
+        tsafe_svd_result_free(r);
+        if (st != TSAFE_OK) {
+            snprintf(what, sizeof what, "add reduced module '%s'", m.name);
+            tool_fail(what, st);
+            goto out;
+        }
+        io_progress("reduce", i + 1, n);
+    }
+    if (st != TSAFE_OK) {
+        tool_fail("adapter module", st);
+        goto out;
+    }
+    if ((st = tsafe_lora_adapter_save_peft(red, out, dtype)) != TSAFE_OK) {
+        snprintf(what, sizeof what, "write PEFT directory '%s'", out);
+        tool_fail(what, st);
+        goto out;
+    }
+    printf("reduced adapter written to %s (%s)\n", out, tsafe_dtype_name(dtype));
+    rc = 0;
+out:
+    tsafe_lora_adapter_free(red);
+    tsafe_lora_adapter_free(ad);
+    return rc;
+}
+
+/* ------------------------------------------------------------- keygen */
+
+static int keygen(const char *prefix)
+{
+    uint8_t pk[32], sk[64];
+    char hex[129], path[4096], what[4200];
+    tsafe_status st = tsafe_package_keypair(pk, sk);
+    if (st != TSAFE_OK)
+        return tool_fail("adapter keygen", st);
+    int rc = 0;
+    snprintf(path, sizeof path, "%s.key", prefix);
+    io_hex_encode(sk, 64, hex);
+    hex[128] = '\n';
+    if ((st = io_write_file(path, hex, 129, 0600)) != TSAFE_OK) {
+        snprintf(what, sizeof what, "write '%s'", path);
+        rc = tool_fail(what, st);
+    }
+    sodium_memzero(hex, sizeof hex);
+    sodium_memzero(sk, sizeof sk);
+    if (rc)
+        return rc;
+    printf("signing key: %s (mode 0600)\n", path);
+    snprintf(path, sizeof path, "%s.pub", prefix);
+    io_hex_encode(pk, 32, hex);
+    printf("public key:  %s  %s\n", path, hex);
+    hex[64] = '\n';
+    if ((st = io_write_file(path, hex, 65, 0644)) != TSAFE_OK) {
+        snprintf(what, sizeof what, "write '%s'", path);
+        return tool_fail(what, st);
+    }
+    return 0;
+}
+
+/* --------------------------------------------------------------- pack */
+
+static int pack(const char *dir, const char *key_file, tsafe_package_manifest *m,
+                const char *out)
+{
+    char path[4096], what[4200];
+    tsafe_lora_adapter *ad = NULL;
+    uint8_t *st_bytes = NULL, *kb = NULL, *pkg = NULL, sk[64];
+    size_t st_len = 0, kn = 0, pkg_len = 0;
+    const char **targets = NULL;
+    int rc = 1;
+    tsafe_status st;
+    int have_sk = 0;
+    if (io_is_dir(dir) != 1) {
+        snprintf(what, sizeof what, "'%s' is not a PEFT directory", dir);
+        return tool_fail(what, TSAFE_E_NOT_FOUND);
+    }
+    if ((st = tsafe_lora_adapter_load_peft(dir, &ad)) != TSAFE_OK) {
+        snprintf(what, sizeof what, "load PEFT adapter '%s'", dir);
+        return tool_fail(what, st);
+    }
+    tsafe_lora_config cfg;
+    size_t n = tsafe_lora_adapter_module_count(ad);
+    if ((st = tsafe_lora_adapter_config(ad, &cfg)) != TSAFE_OK) {
+        tool_fail("adapter config", st);
+        goto out;
+    }
+    /* the manifest carries one rank and one alpha (no patterns, no rsLoRA):
+     * refuse what a package could not reload as the same adapter */
+    if (cfg.use_rslora) {
+        snprintf(what, sizeof what, "pack '%s': rsLoRA adapters cannot be packaged", dir);
+        tool_fail(what, TSAFE_E_UNSUPPORTED);
+        goto out;
+    }
+    if (!(targets = calloc(n ? n : 1, sizeof *targets))) {
+        tool_fail("pack", TSAFE_E_NOMEM);
+        goto out;
+    }
+    m->n_targets = 0;
+    for (size_t i = 0; i < n; i++) {
+        tsafe_lora_module_info mi;
+        if ((st = tsafe_lora_adapter_module(ad, i, &mi)) != TSAFE_OK) {
+            tool_fail("adapter module", st);
+            goto out;
+        }
+        if (mi.rank != cfg.r || mi.alpha != cfg.lora_alpha) {
+            snprintf(what, sizeof what,
+                     "pack '%s': module '%s' has rank %zu / alpha %g but the package manifest "
+                     "holds one rank (%zu) and alpha (%g)",
+                     dir, mi.name, mi.rank, mi.alpha, cfg.r, cfg.lora_alpha);
+            tool_fail(what, TSAFE_E_UNSUPPORTED);
+            goto out;
+        }
+        size_t k = 0;
+        while (k < m->n_targets && strcmp(targets[k], mi.proj))
+            k++;
+        if (k == m->n_targets)
+            targets[m->n_targets++] = mi.proj;
+    }
+    m->targets = targets;
+    m->rank = (uint32_t)cfg.r;
+    m->alpha = cfg.lora_alpha;
+    if ((st = io_join(path, sizeof path, dir, "adapter_model.safetensors")) != TSAFE_OK ||
+        (st = io_read_file(path, IO_MAX_FILE, &st_bytes, &st_len)) != TSAFE_OK) {
+        snprintf(what, sizeof what, "read '%s'", path);
+        tool_fail(what, st);
+        goto out;
+    }
+    if ((st = io_read_file(key_file, 4096, &kb, &kn)) != TSAFE_OK) {
+        snprintf(what, sizeof what, "read signing key '%s'", key_file);
+        tool_fail(what, st);
+        goto out;
+    }
+    have_sk = 1;
+    if (kn == 64)
+        memcpy(sk, kb, 64);
+    else if (io_hex_decode((const char *)kb, sk, 64) != TSAFE_OK) {
+        snprintf(what, sizeof what, "signing key '%s' (128 hex characters from 'adapter keygen')",
+                 key_file);
+        tool_fail(what, TSAFE_E_KEY);
+        goto out;
+    }
+    if ((st = tsafe_package_create(m, st_bytes, st_len, sk, &pkg, &pkg_len)) != TSAFE_OK) {
+        tool_fail("create package", st);
+        goto out;
+    }
+    /* reload through the verified path before writing: the package must
+     * give back the same modules */
+    tsafe_lora_adapter *back = NULL;
+    if ((st = tsafe_lora_adapter_load_package(pkg, pkg_len, sk + 32, NULL, &back)) != TSAFE_OK ||
+        tsafe_lora_adapter_module_count(back) != n) {
+        tsafe_lora_adapter_free(back);
+        tool_fail("package does not reload as the same adapter", st ? st : TSAFE_E_ADAPTER);
+        goto out;
+    }
+    tsafe_lora_adapter_free(back);
+    if ((st = io_write_file(out, pkg, pkg_len, 0644)) != TSAFE_OK) {
+        snprintf(what, sizeof what, "write '%s'", out);
+        tool_fail(what, st);
+        goto out;
+    }
+    char hex[65];
+    io_hex_encode(sk + 32, 32, hex);
+    printf("package %s: %zu bytes, %zu modules, rank %u, alpha %g, payload %zu bytes, signed by %s\n",
+           out, pkg_len, n, m->rank, m->alpha, st_len, hex);
+    rc = 0;
+out:
+    if (have_sk)
+        sodium_memzero(sk, sizeof sk);
+    if (kb)
+        sodium_memzero(kb, kn);
+    free(kb);
+    free(st_bytes);
+    free(targets);
+    tsafe_package_bytes_free(pkg);
+    tsafe_lora_adapter_free(ad);
+    return rc;
+}
+
+/* ------------------------------------------------------------- verify */
+
+static int verify(const char *path, const char *key, int json)
+{
+    char what[4200];
+    uint8_t pk[32], *b = NULL;
+    size_t n = 0;
+    tsafe_status st = io_load_trusted_key(key, pk);
+    if (st != TSAFE_OK) {
+        snprintf(what, sizeof what, "trusted key '%s' (64 hex characters or a file of them)", key);
+        return tool_fail(what, st);
+    }
+    if ((st = io_read_file(path, IO_MAX_FILE, &b, &n)) != TSAFE_OK) {
+        snprintf(what, sizeof what, "read package '%s'", path);
+        return tool_fail(what, st);
+    }
+    tsafe_package *p = NULL;
+    st = tsafe_package_open(b, n, pk, &p);
+    free(b);
+    if (st != TSAFE_OK) {
+        snprintf(what, sizeof what, "verify package '%s'", path);
+        return tool_fail(what, st);
+    }
+    tsafe_package_manifest m;
+    const uint8_t *payload;
+    size_t plen;
+    uint8_t dig[32];
+    char dhex[65], khex[65];
+    if ((st = tsafe_package_manifest_get(p, &m)) != TSAFE_OK ||
+        (st = tsafe_package_payload(p, &payload, &plen)) != TSAFE_OK ||
+        (st = tsafe_package_payload_digest(p, dig)) != TSAFE_OK) {
+        tsafe_package_free(p);
+        return tool_fail("read verified package", st);
+    }
+    io_hex_encode(dig, 32, dhex);
+    io_hex_encode(pk, 32, khex);
+    int rc = 0;
+    if (json) {
+        json_t *t = json_array();
+        for (size_t i = 0; i < m.n_targets; i++)
+            json_array_append_new(t, json_string(m.targets[i]));
+        json_t *j = json_pack("{s:b, s:s, s:s, s:s, s:I, s:f, s:o, s:f, s:s, s:I, s:s}",
+                              "verified", 1, "signer", khex, "adapter_id", m.adapter_id, "domain",
+                              m.domain, "rank", (json_int_t)m.rank, "alpha", m.alpha, "targets",
+                              t, "price_per_1k_tokens", m.price_per_1k_tokens, "creator",
+                              m.creator, "payload_bytes", (json_int_t)plen, "payload_blake2b",
+                              dhex);
+        char *s = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+        json_decref(j);
+        if (s)
+            printf("%s\n", s);
+        else
+            rc = tool_fail("adapter verify: JSON output", TSAFE_E_NOMEM);
+        free(s);
+    } else {
+        printf("package %s: signature OK (trusted key %s)\n", path, khex);
+        printf("  adapter_id  %s\n  domain      %s\n  rank        %u\n  alpha       %g\n",
+               m.adapter_id, m.domain, m.rank, m.alpha);
+        printf("  targets    ");
+        for (size_t i = 0; i < m.n_targets; i++)
+            printf(" %s", m.targets[i]);
+        printf("\n  price       %g per 1k tokens\n  creator     %s\n", m.price_per_1k_tokens,
+               m.creator);
+        printf("  payload     %zu bytes, BLAKE2b-256 %s\n", plen, dhex);
+    }
+    tsafe_package_free(p);
+    return rc;
+}
+
+/* -------------------------------------------------------- make-random */
+
+static uint64_t mix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void fill(float *v, size_t n, double amp, uint64_t *s)
+{
+    for (size_t i = 0; i < n; i++)
+        v[i] = (float)(amp * ((double)(mix(s) >> 11) * 0x1p-52 - 1.0));
+}
+
+/* Test adapters: layer-0 attention modules with uniform random A and B
+ * (not secret; a fixed --seed reproduces them). */
+static int make_random(const char *out, uint32_t dim, uint32_t out_dim, uint32_t rank,
+                       double alpha, const char *modules, uint64_t seed, double amp_a,
+                       tsafe_dtype dtype)
+{
+    char *store = NULL, name[256], what[512];
+    const char *items[64];
+    size_t nm = opts_split(modules, &store, items, 64);
+    if (!nm) {
+        free(store);
+        return tool_usage("adapter make-random: --modules needs 1..64 comma-separated names");
+    }
+    tsafe_lora_config cfg = {rank, alpha, 0, 0};
+    tsafe_lora_adapter *ad = NULL;
+    float *A = malloc((size_t)rank * dim * sizeof *A), *B = malloc((size_t)out_dim * rank * sizeof *B);
+    tsafe_status st = A && B ? tsafe_lora_adapter_create(&cfg, &ad) : TSAFE_E_NOMEM;
+    int rc = 1;
+    if (st != TSAFE_OK) {
+        tool_fail("adapter make-random", st);
+        goto out;
+    }
+    for (size_t i = 0; i < nm; i++) {
+        if (strchr(items[i], '.'))
+            snprintf(name, sizeof name, "%s", items[i]);
+        else
+            snprintf(name, sizeof name, "layers.0.%s.%s",
+                     strstr(items[i], "proj") && (items[i][0] == 'g' || items[i][0] == 'u' ||
+                                                  items[i][0] == 'd')
+                         ? "mlp"
+                         : "self_attn",
+                     items[i]);
+        fill(A, (size_t)rank * dim, amp_a, &seed);
+        fill(B, (size_t)out_dim * rank, 0.05, &seed);
+        if ((st = tsafe_lora_adapter_add_module(ad, name, rank, dim, out_dim, A, B, alpha)) !=
+            TSAFE_OK) {
+            snprintf(what, sizeof what, "add module '%s'", name);
+            tool_fail(what, st);
+            goto out;
+        }
+    }
+    if ((st = tsafe_lora_adapter_save_peft(ad, out, dtype)) != TSAFE_OK) {
+        snprintf(what, sizeof what, "write PEFT directory '%.400s'", out);
+        tool_fail(what, st);
+        goto out;
+    }
+    printf("random adapter written to %s: %zu modules, %u -> %u, rank %u, alpha %g, %s\n", out,
+           nm, dim, out_dim, rank, alpha, tsafe_dtype_name(dtype));
+    rc = 0;
+out:
+    free(store);
+    free(A);
+    free(B);
+    tsafe_lora_adapter_free(ad);
+    return rc;
+}
+
+/* --------------------------------------------------------------- main */
+
+int cmd_adapter(int argc, char **argv)
+{
+    if (argc < 2)
+        return tool_usage("adapter: missing subcommand (inspect, reduce, keygen, pack, verify)");
+    const char *sub = argv[1];
+    if (!strcmp(sub, "--help") || !strcmp(sub, "-h")) {
+        fputs(k_help, stdout);
+        return 0;
+    }
+    const char *key = NULL, *out = NULL, *dtype_s = "F32", *id = NULL, *domain = "",
+               *creator = "", *modules = "q_proj,v_proj", *pos[1] = {NULL};
+    int json = 0;
+    uint32_t rank = 0, max_rank = 0, dim = 64, out_dim = 0;
+    double energy = 0, price = 0, alpha = 0, amp_a = 0.05;
+    uint32_t seed_u = 0;
+    char cmdname[64];
+    snprintf(cmdname, sizeof cmdname, "adapter %s", sub);
+    tool_opt o[] = {{"--trusted-key", OPT_STR, &key, 0}, {"--json", OPT_FLAG, &json, 0},
+                    {"--rank", OPT_U32, &rank, 0},       {"--energy", OPT_DOUBLE, &energy, 0},
+                    {"--max-rank", OPT_U32, &max_rank, 0}, {"--out", OPT_STR, &out, 0},
+                    {"--dtype", OPT_STR, &dtype_s, 0},   {"--key", OPT_STR, &key, 0},
+                    {"--id", OPT_STR, &id, 0},           {"--domain", OPT_STR, &domain, 0},
+                    {"--price", OPT_DOUBLE, &price, 0},  {"--creator", OPT_STR, &creator, 0},
+                    {"--dim", OPT_U32, &dim, 0},         {"--out-dim", OPT_U32, &out_dim, 0},
+                    {"--modules", OPT_STR, &modules, 0}, {"--alpha", OPT_DOUBLE, &alpha, 0},
+                    {"--seed", OPT_U32, &seed_u, 0},  {"--amp-a", OPT_DOUBLE, &amp_a, 0}};
+    /* which options each subcommand accepts (indices into o) */
+    static const struct {
+        const char *name;
+        int npos;
+        const char *allowed;
+    } subs[] = {{"inspect", 1, "01"},         {"reduce", 1, "023456"},
+                {"keygen", 0, "5"},           {"pack", 1, "5789ab"},
+                {"verify", 1, "01"},          {"make-random", 0, "256cdefgh"}};
+    int si = -1;
+    for (int i = 0; i < (int)(sizeof subs / sizeof subs[0]); i++)
+        if (!strcmp(sub, subs[i].name))
+            si = i;
+    if (si < 0)
+        return tool_usage("adapter: unknown subcommand '%s' (inspect, reduce, keygen, pack, verify)",
+                          sub);
+    tool_opt allowed[sizeof o / sizeof o[0]];
+    size_t na = 0;
+    for (const char *c = subs[si].allowed; *c; c++)
+        allowed[na++] = o[*c <= '9' ? *c - '0' : *c - 'a' + 10];
+    size_t npos = 0;
+    int rc = opts_parse(cmdname, argc, argv, 2, allowed, na, pos, (size_t)subs[si].npos, &npos);
+    if (rc == OPTS_HELP) {
+        fputs(k_help, stdout);
+        return 0;
+    }
+    if (rc)
+        return rc;
+    int seen[sizeof o / sizeof o[0]] = {0};
+    na = 0;
+    for (const char *c = subs[si].allowed; *c; c++)
+        seen[*c <= '9' ? *c - '0' : *c - 'a' + 10] = allowed[na++].seen;
+    if (subs[si].npos && npos != 1)
+        return tool_usage("%s: missing the adapter path", cmdname);
+
+    if (!strcmp(sub, "inspect"))
+        return inspect(pos[0], key, json);
+    if (!strcmp(sub, "verify")) {
+        if (!key)
+            return tool_usage("adapter verify: --trusted-key HEX|FILE is required");
+        return verify(pos[0], key, json);
+    }
+    if (!strcmp(sub, "keygen")) {
+        if (!out)
+            return tool_usage("adapter keygen: --out PREFIX is required");
+        return keygen(out);
+    }
+    tsafe_dtype dtype = parse_dtype(dtype_s);
+    if (dtype == TSAFE_DTYPE_INVALID)
+        return tool_usage("%s: --dtype must be F32, F16 or BF16", cmdname);
+    if (!strcmp(sub, "reduce")) {
+        if (!out)
+            return tool_usage("adapter reduce: --out DIR2 is required");
+        if (seen[2] == seen[3])
+            return tool_usage("adapter reduce: give exactly one of --rank K and --energy E");
+        tsafe_svd_options so = {seen[2] ? TSAFE_SVD_FIXED_RANK : TSAFE_SVD_ENERGY, rank, energy,
+                                max_rank};
+        if (seen[2] && rank == 0)
+            return tool_usage("adapter reduce: --rank must be at least 1");
+        if (seen[3] && !(energy > 0 && energy <= 1))
+            return tool_usage("adapter reduce: --energy must be in (0, 1]");
+        return reduce(pos[0], key, &so, out, dtype);
+    }
+    if (!strcmp(sub, "pack")) {
+        if (!key || !id || !out)
+            return tool_usage("adapter pack: --key SK_FILE, --id ID and --out PKG are required");
+        tsafe_package_manifest m;
+        memset(&m, 0, sizeof m);
+        m.adapter_id = id;
+        m.domain = domain;
+        m.creator = creator;
+        m.price_per_1k_tokens = price;
+        return pack(pos[0], key, &m, out);
+    }
+    /* make-random */
+    if (!out)
+        return tool_usage("adapter make-random: --out DIR is required");
+    if (!seen[2])
+        rank = 4;
+    if (dim == 0 || rank == 0)
+        return tool_usage("adapter make-random: --dim and --rank must be at least 1");
+    if (!seen[13])
+        out_dim = dim;
+    if (out_dim == 0 || !(amp_a > 0))
+        return tool_usage("adapter make-random: --out-dim and --amp-a must be positive");
+    if (!seen[15])
+        alpha = 2.0 * rank;
+    uint64_t seed;
+    if (seen[16])
+        seed = seed_u;
+    else
+        randombytes_buf(&seed, sizeof seed);
+    return make_random(out, dim, out_dim, rank, alpha, modules, seed, amp_a, dtype);
+}

@@ -1,0 +1,322 @@
+/* `tensafe lora apply | compare` (and the hidden `make-input`): run adapter
+ * modules on raw float32 rows, in plaintext, local HE or in-process
+ * two-party HE. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sodium.h>
+
+#include "commands.h"
+#include "io.h"
+
+static const char k_help[] =
+    "usage: tensafe lora apply --adapter DIR|PKG [--trusted-key HEX|FILE] --module NAME[,NAME...]\n"
+    "                          --input X.f32 --output D.f32 [--mode local|two-party]\n"
+    "                          [--params PRESET|auto] [--max-abs X] [--precision P] [--plain]\n"
+    "       tensafe lora compare D.f32 REF.f32 [--tol T]\n"
+    "\n"
+    "apply    reads rows of d_in float32 (little-endian) values and writes, per row, the\n"
+    "         LoRA delta s*B*(A x) of each module (concatenated in the order given).\n"
+    "         --mode two-party (default): client and server in this process exchanging\n"
+    "         the real message bytes; --mode local: one process holds the key (protects\n"
+    "         nothing, for checks); --plain: the plaintext reference (double precision).\n"
+    "         --max-abs: bound on |x| the plan allows (default: the input's largest |x|);\n"
+    "         --precision: the planner's target error (default 1e-6).\n"
+    "compare  relative L2 error ||D - REF|| / ||REF|| of two float32 files; with --tol,\n"
+    "         exits 1 when it is above T\n";
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+typedef struct {
+    const char *adapter, *key, *modules, *input, *output, *mode, *params;
+    double max_abs, precision;
+    int max_abs_seen, plain;
+} apply_opts;
+
+static int apply(const apply_opts *a)
+{
+    char what[4200];
+    tsafe_lora_adapter *ad = NULL;
+    io_modules *m = calloc(1, sizeof *m);
+    float *x = NULL, *out = NULL;
+    size_t count = 0;
+    tsafe_lora_site *sites[IO_MAX_MODULES];
+    size_t n_sites = 0;
+    tsafe_lora_local *local = NULL;
+    tsafe_lora_pair pair = {NULL, NULL, NULL};
+    tsafe_lora_stats stats;
+    memset(&stats, 0, sizeof stats);
+    int rc = 1;
+    tsafe_status st;
+    if (!m)
+        return tool_fail("lora apply", TSAFE_E_NOMEM);
+    if ((st = io_load_adapter(a->adapter, a->key, &ad, what, sizeof what)) != TSAFE_OK ||
+        (st = io_resolve_modules(ad, a->modules, m, what, sizeof what)) != TSAFE_OK) {
+        tool_fail(what, st);
+        goto out;
+    }
+    if ((st = io_read_f32(a->input, &x, &count)) != TSAFE_OK || count % m->d_in || !count) {
+        if (st == TSAFE_OK || st == TSAFE_E_SHAPE)
+            snprintf(what, sizeof what,
+                     "input '%s': size is not a positive multiple of %zu bytes (rows of d_in=%u "
+                     "float32)",
+                     a->input, (size_t)4 * m->d_in, m->d_in);
+        else
+            snprintf(what, sizeof what, "read input '%s'", a->input);
+        tool_fail(what, st == TSAFE_OK ? TSAFE_E_SHAPE : st);
+        goto out;
+    }
+    size_t rows = count / m->d_in;
+    double xmax = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (!isfinite(x[i])) {
+            snprintf(what, sizeof what, "input '%s': row %zu has a non-finite value", a->input,
+                     i / m->d_in);
+            tool_fail(what, TSAFE_E_VALUE_RANGE);
+            goto out;
+        }
+        xmax = fmax(xmax, fabs((double)x[i]));
+    }
+    double bound = a->max_abs_seen ? a->max_abs : (xmax > 0 ? xmax : 1.0);
+    if (xmax > bound) {
+        snprintf(what, sizeof what, "input '%s': max |x| = %g exceeds --max-abs %g", a->input,
+                 xmax, bound);
+        tool_fail(what, TSAFE_E_VALUE_RANGE);
+        goto out;
+    }
+    if (!(out = malloc(rows * m->total_out * sizeof *out))) {
+        tool_fail("lora apply", TSAFE_E_NOMEM);
+        goto out;
+    }
+    float *deltas[IO_MAX_MODULES];
+    tsafe_lora_plan plan;
+    const char *mode = a->plain ? "plain" : a->mode;
+    tsafe_lora_engine eng = {NULL, NULL};
+    if (!a->plain) {
+        if ((st = io_make_plan(a->params, m, bound, a->precision, &plan, what, sizeof what)) !=
+            TSAFE_OK) {
+            tool_fail(what, st);
+            goto out;
+        }
+        const tsafe_context *ctx;
+        if (!strcmp(a->mode, "local")) {
+            if ((st = tsafe_lora_local_create(&plan, NULL, &local)) != TSAFE_OK) {
+                tool_fail("lora apply: local HE context", st);
+                goto out;
+            }
+            ctx = tsafe_lora_local_context(local);
+        } else {
+            if ((st = tsafe_lora_client_create(&plan, NULL, &pair.client)) != TSAFE_OK ||
+                (st = tsafe_lora_server_create(&plan, &pair.server)) != TSAFE_OK) {
+                tool_fail("lora apply: two-party client and server", st);
+                goto out;
+            }
+            ctx = tsafe_lora_server_context(pair.server);
+        }
+        if ((st = io_make_sites(ctx, &plan, m, sites, what, sizeof what)) != TSAFE_OK) {
+            tool_fail(what, st);
+            goto out;
+        }
+        n_sites = m->n;
+        eng = local ? tsafe_lora_engine_local(local) : tsafe_lora_engine_two_party(&pair);
+    }
+    double t0 = now_ms();
+    for (size_t r = 0; r < rows; r++) {
+        const float *xr = x + r * m->d_in;
+        float *o = out + r * m->total_out;
+        for (size_t i = 0; i < m->n; i++) {
+            deltas[i] = o;
+            o += m->info[i].out_dim;
+        }
+        if (a->plain) {
+            for (size_t i = 0; i < m->n && st == TSAFE_OK; i++)
+                st = io_plain_delta(&m->info[i], xr, deltas[i]);
+        } else {
+            st = eng.fn(eng.user, (const tsafe_lora_site *const *)sites, n_sites, xr, deltas,
+                        &stats);
+        }
+        if (st != TSAFE_OK) {
+            snprintf(what, sizeof what, "lora apply (%s) on row %zu", mode, r);
+            tool_fail(what, st);
+            goto out;
+        }
+        io_progress("lora apply: rows", r + 1, rows);
+    }
+    double ms = now_ms() - t0;
+    if ((st = io_write_f32(a->output, out, rows * m->total_out)) != TSAFE_OK) {
+        snprintf(what, sizeof what, "write '%s'", a->output);
+        tool_fail(what, st);
+        goto out;
+    }
+    printf("lora apply: %zu row%s x %zu module%s (d_in %u -> %u values per row), mode %s", rows,
+           rows == 1 ? "" : "s", m->n, m->n == 1 ? "" : "s", m->d_in, m->total_out, mode);
+    if (!a->plain)
+        printf(", plan %s, %.3f ms/row", plan.name, ms / (double)rows);
+    if (!a->plain && !local)
+        printf(", %.1f KiB up + %.1f KiB down per row",
+               (double)stats.bytes_up / 1024.0 / (double)rows,
+               (double)stats.bytes_down / 1024.0 / (double)rows);
+    printf(" -> %s\n", a->output);
+    rc = 0;
+out:
+    io_free_sites(sites, n_sites);
+    tsafe_lora_local_free(local);
+    tsafe_lora_client_free(pair.client);
+    tsafe_lora_server_free(pair.server);
+    free(x);
+    free(out);
+    free(m);
+    tsafe_lora_adapter_free(ad);
+    return rc;
+}
+
+static int compare(const char *a, const char *b, int tol_seen, double tol)
+{
+    char what[4200];
+    float *va = NULL, *vb = NULL;
+    size_t na = 0, nb = 0;
+    tsafe_status st;
+    if ((st = io_read_f32(a, &va, &na)) != TSAFE_OK) {
+        snprintf(what, sizeof what, "read '%s'", a);
+        return tool_fail(what, st);
+    }
+    if ((st = io_read_f32(b, &vb, &nb)) != TSAFE_OK) {
+        free(va);
+        snprintf(what, sizeof what, "read '%s'", b);
+        return tool_fail(what, st);
+    }
+    int rc = 0;
+    if (na != nb || na == 0) {
+        snprintf(what, sizeof what, "compare: '%s' has %zu values, '%s' has %zu", a, na, b, nb);
+        rc = tool_fail(what, TSAFE_E_SHAPE);
+    } else {
+        double num = 0, den = 0, mx = 0;
+        for (size_t i = 0; i < na; i++) {
+            double d = (double)va[i] - vb[i];
+            num += d * d;
+            den += (double)vb[i] * vb[i];
+            mx = fmax(mx, fabs(d));
+        }
+        double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+        if (!(rel == rel))
+            rel = INFINITY;
+        printf("rel_l2 %.3e  max_abs_err %.3e  (%zu values)\n", rel, mx, na);
+        if (tol_seen && !(rel <= tol)) {
+            snprintf(what, sizeof what, "compare: relative L2 error %.3e is above --tol %g", rel,
+                     tol);
+            rc = tool_fail(what, TSAFE_E_VALUE_RANGE);
+        }
+    }
+    free(va);
+    free(vb);
+    return rc;
+}
+
+/* Test inputs: uniform in [-max_abs, max_abs] (not secret). */
+static int make_input(const char *out, uint32_t dim, uint32_t rows, double max_abs)
+{
+    size_t n = (size_t)dim * rows;
+    float *v = malloc(n * sizeof *v);
+    if (!v)
+        return tool_fail("lora make-input", TSAFE_E_NOMEM);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r;
+        randombytes_buf(&r, sizeof r);
+        v[i] = (float)(max_abs * ((double)(r >> 11) * 0x1p-52 - 1.0));
+    }
+    tsafe_status st = io_write_f32(out, v, n);
+    free(v);
+    if (st != TSAFE_OK) {
+        char what[4200];
+        snprintf(what, sizeof what, "write '%s'", out);
+        return tool_fail(what, st);
+    }
+    printf("%u rows of %u float32 in [-%g, %g] -> %s\n", rows, dim, max_abs, max_abs, out);
+    return 0;
+}
+
+int cmd_lora(int argc, char **argv)
+{
+    if (argc < 2)
+        return tool_usage("lora: missing subcommand (apply or compare)");
+    const char *sub = argv[1];
+    if (!strcmp(sub, "--help") || !strcmp(sub, "-h")) {
+        fputs(k_help, stdout);
+        return 0;
+    }
+    apply_opts a = {NULL, NULL, NULL, NULL, NULL, "two-party", "auto", 0, 1e-6, 0, 0};
+    uint32_t dim = 0, rows = 1;
+    double tol = 0;
+    const char *pos[2];
+    size_t npos = 0;
+    int rc;
+    if (!strcmp(sub, "apply")) {
+        tool_opt o[] = {{"--adapter", OPT_STR, &a.adapter, 0},
+                        {"--trusted-key", OPT_STR, &a.key, 0},
+                        {"--module", OPT_STR, &a.modules, 0},
+                        {"--input", OPT_STR, &a.input, 0},
+                        {"--output", OPT_STR, &a.output, 0},
+                        {"--mode", OPT_STR, &a.mode, 0},
+                        {"--params", OPT_STR, &a.params, 0},
+                        {"--max-abs", OPT_DOUBLE, &a.max_abs, 0},
+                        {"--precision", OPT_DOUBLE, &a.precision, 0},
+                        {"--plain", OPT_FLAG, &a.plain, 0}};
+        rc = opts_parse("lora apply", argc, argv, 2, o, sizeof o / sizeof o[0], NULL, 0, NULL);
+        if (rc == OPTS_HELP) {
+            fputs(k_help, stdout);
+            return 0;
+        }
+        if (rc)
+            return rc;
+        if (!a.adapter || !a.modules || !a.input || !a.output)
+            return tool_usage("lora apply: --adapter, --module, --input and --output are required");
+        if (strcmp(a.mode, "local") && strcmp(a.mode, "two-party"))
+            return tool_usage("lora apply: --mode must be local or two-party, not '%s'", a.mode);
+        a.max_abs_seen = o[7].seen;
+        if (a.max_abs_seen && !(a.max_abs > 0))
+            return tool_usage("lora apply: --max-abs must be positive");
+        if (!(a.precision > 0))
+            return tool_usage("lora apply: --precision must be positive");
+        return apply(&a);
+    }
+    if (!strcmp(sub, "compare")) {
+        tool_opt o[] = {{"--tol", OPT_DOUBLE, &tol, 0}};
+        rc = opts_parse("lora compare", argc, argv, 2, o, 1, pos, 2, &npos);
+        if (rc == OPTS_HELP) {
+            fputs(k_help, stdout);
+            return 0;
+        }
+        if (rc)
+            return rc;
+        if (npos != 2)
+            return tool_usage("lora compare: needs two float32 files");
+        return compare(pos[0], pos[1], o[0].seen, tol);
+    }
+    if (!strcmp(sub, "make-input")) {
+        double max_abs = 1.0;
+        const char *out = NULL;
+        tool_opt o[] = {{"--dim", OPT_U32, &dim, 0},
+                        {"--rows", OPT_U32, &rows, 0},
+                        {"--max-abs", OPT_DOUBLE, &max_abs, 0},
+                        {"--out", OPT_STR, &out, 0}};
+        rc = opts_parse("lora make-input", argc, argv, 2, o, sizeof o / sizeof o[0], NULL, 0, NULL);
+        if (rc == OPTS_HELP) {
+            printf("usage: tensafe lora make-input --dim D [--rows K] [--max-abs X] --out X.f32\n");
+            return 0;
+        }
+        if (rc)
+            return rc;
+        if (!out || dim == 0 || rows == 0 || !(max_abs > 0) || (uint64_t)dim * rows > (1u << 28))
+            return tool_usage("lora make-input: needs --dim D >= 1, --rows K >= 1, --out FILE");
+        return make_input(out, dim, rows, max_abs);
+    }
+    return tool_usage("lora: unknown subcommand '%s' (apply or compare)", sub);
+}

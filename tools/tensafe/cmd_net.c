@@ -1,0 +1,1101 @@
+/* `tensafe serve` / `tensafe client`: the two-party HE-LoRA protocol
+ * (docs/PROTOCOL.md messages) over a localhost TCP socket.
+ *
+ * The server holds the adapter and a context (tsafe_lora_server) and never a
+ * secret key; the client builds its own tsafe_lora_client (fresh keys) from
+ * the plan the server announces, and holds x.
+ *
+ * Framing (all integers little-endian): a 12-byte header
+ *   "TSNP"  u8 version = 1  u8 kind  u16 reserved = 0  u32 length
+ * then `length` bytes (at most NET_MAX_FRAME). Kinds:
+ *   1 HELLO    server -> client, once per connection (plan + modules, below)
+ *   2 REQUEST  client -> server, tsafe_lora_client_encrypt bytes
+ *   3 RESPONSE server -> client, tsafe_lora_server_process bytes
+ *   4 UPRIME   client -> server, tsafe_lora_client_release bytes
+ *   5 DELTA    server -> client, sum of d_out float32 (modules in order)
+ *   6 BYE      client -> server, empty: the session ends
+ *   7 ERROR    either way: i32 status, then a short UTF-8 message
+ * HELLO: u32 hello version = 1; u32 n + n bytes of tsafe_params_serialize
+ * (explicit primes); u32 level, response_level; f64 scale_x, scale_a;
+ * u32 d_in, rank, half, cols, n_batches; f64 max_abs_x, max_abs_a,
+ * expected_error, cost; u32 n + plan name; u32 n_modules, then per module
+ * u32 n + name, u32 rank, u32 d_out. The client validates every field
+ * (lengths against the remaining bytes, packing against the ring, security
+ * bound through context creation) before it uses any.
+ *
+ * Neither side authenticates the other and nothing is encrypted apart from
+ * x itself: the socket is bound to 127.0.0.1 only. */
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <sodium.h>
+
+#include "commands.h"
+#include "io.h"
+
+#define NET_MAX_FRAME ((uint32_t)64 << 20)
+#define NET_HEADER 12
+#define NET_MAX_NAME 1024u
+
+enum { K_HELLO = 1, K_REQUEST, K_RESPONSE, K_UPRIME, K_DELTA, K_BYE, K_ERROR };
+
+static const char *kind_name(int k)
+{
+    static const char *n[] = {"?", "HELLO", "REQUEST", "RESPONSE", "UPRIME", "DELTA", "BYE", "ERROR"};
+    return k >= 1 && k <= 7 ? n[k] : "unknown";
+}
+
+static volatile sig_atomic_t g_stop;
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_stop = 1;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* ---------------------------------------------------------------- I/O */
+
+typedef struct {
+    int fd;
+    uint64_t bytes_in, bytes_out;
+    char what[512]; /* description of the last failure */
+} conn;
+
+static tsafe_status send_all(conn *c, const void *buf, size_t n)
+{
+    const uint8_t *p = buf;
+    while (n) {
+        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR && !g_stop)
+            continue;
+        if (w <= 0) {
+            snprintf(c->what, sizeof c->what, "send: %s",
+                     errno == EAGAIN || errno == EWOULDBLOCK ? "timed out" : strerror(errno));
+            return TSAFE_E_IO;
+        }
+        p += w;
+        n -= (size_t)w;
+        c->bytes_out += (uint64_t)w;
+    }
+    return TSAFE_OK;
+}
+
+static tsafe_status recv_all(conn *c, void *buf, size_t n, int at_start)
+{
+    uint8_t *p = buf;
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = recv(c->fd, p + got, n - got, 0);
+        if (r < 0 && errno == EINTR && !g_stop)
+            continue;
+        if (r == 0) {
+            snprintf(c->what, sizeof c->what, "connection closed by peer%s",
+                     at_start && got == 0 ? "" : " in the middle of a message");
+            return TSAFE_E_IO;
+        }
+        if (r < 0) {
+            snprintf(c->what, sizeof c->what, "receive: %s",
+                     errno == EAGAIN || errno == EWOULDBLOCK ? "timed out" : strerror(errno));
+            return TSAFE_E_IO;
+        }
+        got += (size_t)r;
+        c->bytes_in += (uint64_t)r;
+    }
+    return TSAFE_OK;
+}
+
+static tsafe_status send_frame(conn *c, int kind, const void *payload, size_t len)
+{
+    uint8_t h[NET_HEADER];
+    if (len > NET_MAX_FRAME) {
+        snprintf(c->what, sizeof c->what, "%s message of %zu bytes is above the %u-byte cap",
+                 kind_name(kind), len, NET_MAX_FRAME);
+        return TSAFE_E_RANGE;
+    }
+    memcpy(h, "TSNP", 4);
+    h[4] = 1;
+    h[5] = (uint8_t)kind;
+    h[6] = h[7] = 0;
+    io_put_u32le(h + 8, (uint32_t)len);
+    tsafe_status st = send_all(c, h, sizeof h);
+    return st == TSAFE_OK && len ? send_all(c, payload, len) : st;
+}
+
+/* Reads one frame; *buf is malloc'd (len + 1 bytes). */
+static tsafe_status recv_frame(conn *c, int *kind, uint8_t **buf, size_t *len)
+{
+    uint8_t h[NET_HEADER];
+    *buf = NULL;
+    *len = 0;
+    tsafe_status st = recv_all(c, h, sizeof h, 1);
+    if (st != TSAFE_OK)
+        return st;
+    if (memcmp(h, "TSNP", 4) || h[6] || h[7]) {
+        snprintf(c->what, sizeof c->what, "peer does not speak the tensafe protocol");
+        return TSAFE_E_FORMAT;
+    }
+    if (h[4] != 1) {
+        snprintf(c->what, sizeof c->what, "peer speaks framing version %u, not 1", h[4]);
+        return TSAFE_E_VERSION;
+    }
+    uint32_t n = io_get_u32le(h + 8);
+    if (h[5] < K_HELLO || h[5] > K_ERROR) {
+        snprintf(c->what, sizeof c->what, "unknown message kind %u", h[5]);
+        return TSAFE_E_FORMAT;
+    }
+    if (n > NET_MAX_FRAME) {
+        snprintf(c->what, sizeof c->what, "%s message of %u bytes is above the %u-byte cap",
+                 kind_name(h[5]), n, NET_MAX_FRAME);
+        return TSAFE_E_RANGE;
+    }
+    uint8_t *b = malloc((size_t)n + 1);
+    if (!b)
+        return TSAFE_E_NOMEM;
+    if ((st = recv_all(c, b, n, 0)) != TSAFE_OK) {
+        free(b);
+        return st;
+    }
+    b[n] = 0;
+    *kind = h[5];
+    *buf = b;
+    *len = n;
+    return TSAFE_OK;
+}
+
+static void send_error(conn *c, tsafe_status st, const char *msg)
+{
+    uint8_t b[4 + 400];
+    size_t n = strlen(msg);
+    if (n > 400)
+        n = 400;
+    io_put_u32le(b, (uint32_t)(int32_t)st);
+    memcpy(b + 4, msg, n);
+    (void)send_frame(c, K_ERROR, b, 4 + n);
+}
+
+/* An ERROR frame from the peer as status + message (sanitised). */
+static tsafe_status peer_error(conn *c, const uint8_t *b, size_t n)
+{
+    if (n < 4) {
+        snprintf(c->what, sizeof c->what, "peer sent a malformed error message");
+        return TSAFE_E_FORMAT;
+    }
+    int32_t s = (int32_t)io_get_u32le(b);
+    char msg[401];
+    size_t m = n - 4 > 400 ? 400 : n - 4;
+    for (size_t i = 0; i < m; i++)
+        msg[i] = b[4 + i] >= 0x20 && b[4 + i] < 0x7f ? (char)b[4 + i] : '?';
+    msg[m] = 0;
+    snprintf(c->what, sizeof c->what, "server refused: %s", msg);
+    return s < 0 && s > -1000 ? (tsafe_status)s : TSAFE_E_FORMAT;
+}
+
+static void set_timeouts(int fd, double seconds)
+{
+    struct timeval tv;
+    tv.tv_sec = (time_t)seconds;
+    tv.tv_usec = (suseconds_t)((seconds - (double)tv.tv_sec) * 1e6);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+static void install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal; /* no SA_RESTART: blocking calls return EINTR */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* -------------------------------------------------------------- hello */
+
+typedef struct {
+    uint8_t *p;
+    size_t len, cap;
+    int oom;
+} wbuf;
+
+static void w_bytes(wbuf *w, const void *d, size_t n)
+{
+    if (w->oom)
+        return;
+    if (w->len + n > w->cap) {
+        size_t cap = (w->len + n) * 2 + 64;
+        uint8_t *p = realloc(w->p, cap);
+        if (!p) {
+            w->oom = 1;
+            return;
+        }
+        w->p = p;
+        w->cap = cap;
+    }
+    memcpy(w->p + w->len, d, n);
+    w->len += n;
+}
+
+static void w_u32(wbuf *w, uint32_t v)
+{
+    uint8_t b[4];
+    io_put_u32le(b, v);
+    w_bytes(w, b, 4);
+}
+
+static void w_f64(wbuf *w, double v)
+{
+    uint64_t u;
+    uint8_t b[8];
+    memcpy(&u, &v, 8);
+    io_put_u64le(b, u);
+    w_bytes(w, b, 8);
+}
+
+static void w_str(wbuf *w, const char *s)
+{
+    w_u32(w, (uint32_t)strlen(s));
+    w_bytes(w, s, strlen(s));
+}
+
+typedef struct {
+    const uint8_t *p;
+    size_t len, off;
+    int bad;
+} rbuf;
+
+static const uint8_t *r_bytes(rbuf *r, size_t n)
+{
+    if (r->bad || n > r->len - r->off) {
+        r->bad = 1;
+        return NULL;
+    }
+    const uint8_t *p = r->p + r->off;
+    r->off += n;
+    return p;
+}
+
+static uint32_t r_u32(rbuf *r)
+{
+    const uint8_t *p = r_bytes(r, 4);
+    return p ? io_get_u32le(p) : 0;
+}
+
+static double r_f64(rbuf *r)
+{
+    const uint8_t *p = r_bytes(r, 8);
+    if (!p)
+        return 0;
+    uint64_t u = io_get_u64le(p);
+    double v;
+    memcpy(&v, &u, 8);
+    return v;
+}
+
+/* A string of 1..max bytes, printable ASCII, copied into out (max + 1). */
+static int r_str(rbuf *r, char *out, size_t max)
+{
+    uint32_t n = r_u32(r);
+    if (r->bad || n == 0 || n > max) {
+        r->bad = 1;
+        return 0;
+    }
+    const uint8_t *p = r_bytes(r, n);
+    if (!p)
+        return 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (p[i] < 0x20 || p[i] > 0x7e) {
+            r->bad = 1;
+            return 0;
+        }
+    memcpy(out, p, n);
+    out[n] = 0;
+    return 1;
+}
+
+static tsafe_status hello_encode(const tsafe_lora_plan *plan, const io_modules *m, wbuf *w)
+{
+    uint8_t pb[1024];
+    size_t pn = 0;
+    tsafe_status st = tsafe_params_serialize(&plan->params, pb, sizeof pb, &pn);
+    if (st != TSAFE_OK)
+        return st;
+    w_u32(w, 1);
+    w_u32(w, (uint32_t)pn);
+    w_bytes(w, pb, pn);
+    w_u32(w, plan->level);
+    w_u32(w, plan->response_level);
+    w_f64(w, plan->scale_x);
+    w_f64(w, plan->scale_a);
+    w_u32(w, plan->d_in);
+    w_u32(w, plan->rank);
+    w_u32(w, plan->half);
+    w_u32(w, plan->cols);
+    w_u32(w, plan->n_batches);
+    w_f64(w, plan->max_abs_x);
+    w_f64(w, plan->max_abs_a);
+    w_f64(w, plan->expected_error);
+    w_f64(w, plan->cost);
+    w_str(w, plan->name);
+    w_u32(w, (uint32_t)m->n);
+    for (size_t i = 0; i < m->n; i++) {
+        w_str(w, m->info[i].name);
+        w_u32(w, (uint32_t)m->info[i].rank);
+        w_u32(w, (uint32_t)m->info[i].out_dim);
+    }
+    return w->oom ? TSAFE_E_NOMEM : TSAFE_OK;
+}
+
+typedef struct {
+    tsafe_lora_plan plan;
+    size_t n;
+    char names[IO_MAX_MODULES][NET_MAX_NAME + 1];
+    uint32_t rank[IO_MAX_MODULES];
+    uint32_t d_out[IO_MAX_MODULES];
+    uint32_t total_out;
+} hello_info;
+
+static int is_finite_pos(double v, double max) { return isfinite(v) && v > 0 && v <= max; }
+
+/* Parses and validates a HELLO from an untrusted server. */
+static tsafe_status hello_decode(const uint8_t *b, size_t len, hello_info *h, char *what,
+                                 size_t cap)
+{
+    rbuf r = {b, len, 0, 0};
+    tsafe_lora_plan *p = &h->plan;
+    memset(p, 0, sizeof *p);
+    snprintf(what, cap, "server hello is malformed");
+    if (r_u32(&r) != 1) {
+        snprintf(what, cap, "server hello has an unknown version");
+        return r.bad ? TSAFE_E_TRUNCATED : TSAFE_E_VERSION;
+    }
+    uint32_t pn = r_u32(&r);
+    const uint8_t *pb = pn <= 4096 ? r_bytes(&r, pn) : NULL;
+    if (!pb)
+        return TSAFE_E_FORMAT;
+    tsafe_status st = tsafe_params_deserialize(pb, pn, &p->params);
+    if (st != TSAFE_OK) {
+        snprintf(what, cap, "server hello: parameter set");
+        return st;
+    }
+    if (p->params.flags & TSAFE_PARAMS_INSECURE_FOR_TESTS) {
+        snprintf(what, cap, "server announced an insecure parameter set");
+        return TSAFE_E_INSECURE;
+    }
+    p->level = r_u32(&r);
+    p->response_level = r_u32(&r);
+    p->scale_x = r_f64(&r);
+    p->scale_a = r_f64(&r);
+    p->d_in = r_u32(&r);
+    p->rank = r_u32(&r);
+    p->half = r_u32(&r);
+    p->cols = r_u32(&r);
+    p->n_batches = r_u32(&r);
+    p->max_abs_x = r_f64(&r);
+    p->max_abs_a = r_f64(&r);
+    p->expected_error = r_f64(&r);
+    p->cost = r_f64(&r);
+    char name[NET_MAX_NAME + 1];
+    if (!r_str(&r, name, sizeof p->name - 1) || r.bad)
+        return TSAFE_E_FORMAT;
+    memcpy(p->name, name, strlen(name) + 1); /* r_str capped it below sizeof p->name */
+    uint64_t slots = p->params.log_n >= TSAFE_MIN_LOG_N && p->params.log_n <= TSAFE_MAX_LOG_N
+                         ? (uint64_t)1 << (p->params.log_n - 1)
+                         : 0;
+    if (!slots || p->d_in == 0 || p->d_in > (1u << 24) || p->rank == 0 || p->rank > 65536 ||
+        p->half != (p->d_in + 1) / 2 || p->cols == 0 || (p->cols & (p->cols - 1)) ||
+        (uint64_t)p->cols * p->half > slots ||
+        p->n_batches != (p->rank + p->cols - 1) / p->cols ||
+        p->response_level > p->level || p->level >= p->params.n_primes ||
+        !is_finite_pos(p->scale_x, 0x1p62) || !is_finite_pos(p->scale_a, 0x1p62) ||
+        !is_finite_pos(p->max_abs_x, 1e12) || !is_finite_pos(p->max_abs_a, 1e12) ||
+        !isfinite(p->expected_error) || !isfinite(p->cost)) {
+        snprintf(what, cap, "server hello: plan fields are inconsistent");
+        return TSAFE_E_PARAMS;
+    }
+    double lq = 0;
+    for (uint32_t i = 0; i < p->params.n_primes; i++)
+        lq += p->params.primes[i] ? log2((double)p->params.primes[i]) : p->params.prime_bits[i];
+    p->log2_q = lq;
+    p->max_log2_q = tsafe_params_max_log_q(p->params.log_n);
+    uint32_t n = r_u32(&r);
+    if (r.bad || n == 0 || n > IO_MAX_MODULES) {
+        snprintf(what, cap, "server hello: module count");
+        return TSAFE_E_FORMAT;
+    }
+    h->n = n;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!r_str(&r, h->names[i], NET_MAX_NAME))
+            return TSAFE_E_FORMAT;
+        h->rank[i] = r_u32(&r);
+        h->d_out[i] = r_u32(&r);
+        if (r.bad || h->rank[i] == 0 || h->rank[i] > p->rank || h->d_out[i] == 0 ||
+            h->d_out[i] > (1u << 24)) {
+            snprintf(what, cap, "server hello: module %u (rank or d_out out of range)", i);
+            return TSAFE_E_FORMAT;
+        }
+        total += h->d_out[i];
+    }
+    if (total * 4 > NET_MAX_FRAME) {
+        snprintf(what, cap, "server hello: output of %llu floats per row is above the frame cap",
+                 (unsigned long long)total);
+        return TSAFE_E_RANGE;
+    }
+    h->total_out = (uint32_t)total;
+    if (r.off != r.len) {
+        snprintf(what, cap, "server hello has %zu trailing bytes", r.len - r.off);
+        return TSAFE_E_FORMAT;
+    }
+    return TSAFE_OK;
+}
+
+/* -------------------------------------------------------------- serve */
+
+static const char k_serve_help[] =
+    "usage: tensafe serve --adapter DIR|PKG [--trusted-key HEX|FILE] --module NAME[,NAME...]\n"
+    "                     [--port P] [--port-file F] [--preset NAME | --precision P]\n"
+    "                     [--max-abs X] [--once | --requests K] [--timeout S]\n"
+    "                     [--accept-timeout S]\n"
+    "\n"
+    "Two-party HE-LoRA server on 127.0.0.1 (never another interface). It holds the\n"
+    "adapter and a CKKS context, never a secret key: it announces the plan, multiplies\n"
+    "the client's ciphertexts by the modules' A and applies B to the client's u'.\n"
+    "  --port P            TCP port (default 7433; 0 picks a free port)\n"
+    "  --port-file F       write the port number to F once listening\n"
+    "  --preset NAME       core preset instead of the planner (--precision P, default 1e-6)\n"
+    "  --max-abs X         bound on the clients' |x| (default 8)\n"
+    "  --once              serve one client connection, then exit\n"
+    "  --requests K        exit after K row requests in total\n"
+    "  --timeout S         per-socket send/receive timeout (default 30 s)\n"
+    "  --accept-timeout S  exit with an error when no client connects for S seconds\n"
+    "The protocol has no authentication or transport encryption (docs/PROTOCOL.md).\n";
+
+typedef struct {
+    tsafe_lora_server *server;
+    tsafe_lora_site **sites;
+    const io_modules *m;
+    uint8_t *hello;
+    size_t hello_len;
+    uint64_t requests_left; /* UINT64_MAX: no limit */
+    tsafe_lora_stats stats;
+} serve_state;
+
+/* One client connection. Returns 0 on success. */
+static int serve_session(serve_state *S, conn *c, unsigned session)
+{
+    tsafe_status st;
+    uint8_t *buf = NULL, *resp = NULL, *dbytes = NULL;
+    size_t len = 0, resp_len = 0;
+    int kind = 0;
+    float *deltas[IO_MAX_MODULES], *dflat = NULL;
+    uint64_t served = 0;
+    double t0 = now_ms(), busy = 0;
+    const io_modules *m = S->m;
+    if (!(dflat = malloc((size_t)m->total_out * sizeof *dflat)) ||
+        !(dbytes = malloc((size_t)m->total_out * 4))) {
+        st = TSAFE_E_NOMEM;
+        snprintf(c->what, sizeof c->what, "allocate");
+        goto fail;
+    }
+    float *o = dflat;
+    for (size_t i = 0; i < m->n; i++) {
+        deltas[i] = o;
+        o += m->info[i].out_dim;
+    }
+    if ((st = send_frame(c, K_HELLO, S->hello, S->hello_len)) != TSAFE_OK)
+        goto fail;
+    for (;;) {
+        free(buf);
+        buf = NULL;
+        if ((st = recv_frame(c, &kind, &buf, &len)) != TSAFE_OK)
+            goto fail;
+        if (kind == K_BYE)
+            break;
+        if (kind == K_ERROR) {
+            st = peer_error(c, buf, len);
+            snprintf(c->what, sizeof c->what, "client gave up");
+            goto fail;
+        }
+        if (kind != K_REQUEST) {
+            snprintf(c->what, sizeof c->what, "expected REQUEST or BYE, got %s", kind_name(kind));
+            st = TSAFE_E_FORMAT;
+            send_error(c, st, c->what);
+            goto fail;
+        }
+        if (S->requests_left == 0) { /* by design, not a failure of this server */
+            send_error(c, TSAFE_E_STATE, "request limit of this server reached");
+            printf("session %u: refused request %llu (--requests limit reached)\n", session,
+                   (unsigned long long)served + 1);
+            fflush(stdout);
+            break;
+        }
+        double t1 = now_ms();
+        st = tsafe_lora_server_process(S->server, (const tsafe_lora_site *const *)S->sites, m->n,
+                                       buf, len, &resp, &resp_len, &S->stats);
+        busy += now_ms() - t1;
+        if (st != TSAFE_OK) {
+            snprintf(c->what, sizeof c->what, "request %llu: ciphertext rejected",
+                     (unsigned long long)served + 1);
+            send_error(c, st, c->what);
+            goto fail;
+        }
+        st = send_frame(c, K_RESPONSE, resp, resp_len);
+        tsafe_lora_bytes_free(resp);
+        resp = NULL;
+        if (st != TSAFE_OK)
+            goto fail;
+        free(buf);
+        buf = NULL;
+        if ((st = recv_frame(c, &kind, &buf, &len)) != TSAFE_OK)
+            goto fail;
+        if (kind == K_ERROR) {
+            st = peer_error(c, buf, len);
+            snprintf(c->what, sizeof c->what, "client gave up on request %llu",
+                     (unsigned long long)served + 1);
+            goto fail;
+        }
+        if (kind != K_UPRIME) {
+            snprintf(c->what, sizeof c->what, "expected UPRIME, got %s", kind_name(kind));
+            st = TSAFE_E_FORMAT;
+            send_error(c, st, c->what);
+            goto fail;
+        }
+        t1 = now_ms();
+        st = tsafe_lora_server_apply(S->server, (const tsafe_lora_site *const *)S->sites, m->n,
+                                     buf, len, deltas, &S->stats);
+        busy += now_ms() - t1;
+        if (st != TSAFE_OK) {
+            snprintf(c->what, sizeof c->what, "request %llu: u' message rejected",
+                     (unsigned long long)served + 1);
+            send_error(c, st, c->what);
+            goto fail;
+        }
+        for (uint32_t i = 0; i < m->total_out; i++)
+            io_put_f32le(dbytes + 4 * i, dflat[i]);
+        if ((st = send_frame(c, K_DELTA, dbytes, (size_t)m->total_out * 4)) != TSAFE_OK)
+            goto fail;
+        served++;
+        if (S->requests_left != UINT64_MAX)
+            S->requests_left--;
+    }
+    printf("session %u: %llu request%s, %.1f KiB in, %.1f KiB out, %.3f ms/request of HE work, "
+           "%.1f ms total\n",
+           session, (unsigned long long)served, served == 1 ? "" : "s",
+           (double)c->bytes_in / 1024.0, (double)c->bytes_out / 1024.0,
+           served ? busy / (double)served : 0.0, now_ms() - t0);
+    fflush(stdout);
+    free(buf);
+    free(dflat);
+    free(dbytes);
+    return 0;
+fail:
+    free(buf);
+    free(dflat);
+    free(dbytes);
+    tsafe_lora_bytes_free(resp);
+    {
+        char what[700];
+        snprintf(what, sizeof what, "serve: session %u: %s", session, c->what);
+        return tool_fail(what, st);
+    }
+}
+
+static int listen_local(uint32_t port, uint16_t *bound, int *fd_out, char *what, size_t cap)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(what, cap, "socket: %s", strerror(errno));
+        return TSAFE_E_IO;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK); /* 127.0.0.1 only */
+    socklen_t al = sizeof a;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 4) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &al) != 0) {
+        snprintf(what, cap, "listen on 127.0.0.1:%u: %s", port, strerror(errno));
+        close(fd);
+        return TSAFE_E_IO;
+    }
+    *bound = ntohs(a.sin_port);
+    *fd_out = fd;
+    return TSAFE_OK;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    const char *adapter = NULL, *key = NULL, *modules = NULL, *preset = NULL, *port_file = NULL;
+    uint32_t port = 7433, requests = 0;
+    double precision = 1e-6, max_abs = 8.0, timeout = 30, accept_timeout = 0;
+    int once = 0;
+    tool_opt o[] = {{"--adapter", OPT_STR, &adapter, 0},
+                    {"--trusted-key", OPT_STR, &key, 0},
+                    {"--module", OPT_STR, &modules, 0},
+                    {"--port", OPT_U32, &port, 0},
+                    {"--port-file", OPT_STR, &port_file, 0},
+                    {"--preset", OPT_STR, &preset, 0},
+                    {"--precision", OPT_DOUBLE, &precision, 0},
+                    {"--max-abs", OPT_DOUBLE, &max_abs, 0},
+                    {"--once", OPT_FLAG, &once, 0},
+                    {"--requests", OPT_U32, &requests, 0},
+                    {"--timeout", OPT_DOUBLE, &timeout, 0},
+                    {"--accept-timeout", OPT_DOUBLE, &accept_timeout, 0}};
+    int rc = opts_parse("serve", argc, argv, 1, o, sizeof o / sizeof o[0], NULL, 0, NULL);
+    if (rc == OPTS_HELP) {
+        fputs(k_serve_help, stdout);
+        return 0;
+    }
+    if (rc)
+        return rc;
+    if (!adapter || !modules)
+        return tool_usage("serve: --adapter and --module are required");
+    if (port > 65535)
+        return tool_usage("serve: --port must be 0..65535");
+    if (once && o[9].seen)
+        return tool_usage("serve: give --once or --requests, not both");
+    if (o[9].seen && requests == 0)
+        return tool_usage("serve: --requests must be at least 1");
+    if (preset && o[6].seen)
+        return tool_usage("serve: give --preset or --precision, not both");
+    if (!(max_abs > 0) || !(precision > 0) || !(timeout > 0) || accept_timeout < 0)
+        return tool_usage("serve: --max-abs, --precision and --timeout must be positive");
+
+    char what[4200];
+    tsafe_lora_adapter *ad = NULL;
+    io_modules *m = calloc(1, sizeof *m);
+    tsafe_lora_site *sites[IO_MAX_MODULES];
+    size_t n_sites = 0;
+    serve_state S;
+    memset(&S, 0, sizeof S);
+    wbuf hw = {NULL, 0, 0, 0};
+    int lfd = -1;
+    tsafe_status st;
+    rc = 1;
+    if (!m) {
+        tool_fail("serve", TSAFE_E_NOMEM);
+        goto out;
+    }
+    tsafe_lora_plan plan;
+    if ((st = io_load_adapter(adapter, key, &ad, what, sizeof what)) != TSAFE_OK ||
+        (st = io_resolve_modules(ad, modules, m, what, sizeof what)) != TSAFE_OK ||
+        (st = io_make_plan(preset, m, max_abs, precision, &plan, what, sizeof what)) != TSAFE_OK) {
+        tool_fail(what, st);
+        goto out;
+    }
+    if ((st = tsafe_lora_server_create(&plan, &S.server)) != TSAFE_OK) {
+        tool_fail("serve: HE context", st);
+        goto out;
+    }
+    if ((st = io_make_sites(tsafe_lora_server_context(S.server), &plan, m, sites, what,
+                            sizeof what)) != TSAFE_OK) {
+        tool_fail(what, st);
+        goto out;
+    }
+    n_sites = m->n;
+    if ((st = hello_encode(&plan, m, &hw)) != TSAFE_OK) {
+        tool_fail("serve: encode hello", st);
+        goto out;
+    }
+    S.sites = sites;
+    S.m = m;
+    S.hello = hw.p;
+    S.hello_len = hw.len;
+    S.requests_left = o[9].seen ? requests : UINT64_MAX;
+    uint16_t bound = 0;
+    if ((st = listen_local(port, &bound, &lfd, what, sizeof what)) != TSAFE_OK) {
+        tool_fail(what, st);
+        goto out;
+    }
+    install_signals();
+    printf("listening on 127.0.0.1:%u -- plan %s (N=%u, log2 Q %.1f <= %u), %zu module%s, "
+           "d_in %u, |x| <= %g\n",
+           bound, plan.name, 1u << plan.params.log_n, plan.log2_q, plan.max_log2_q, m->n,
+           m->n == 1 ? "" : "s", m->d_in, plan.max_abs_x);
+    fflush(stdout);
+    if (port_file) {
+        char pbuf[16], tmp[4200];
+        int pn = snprintf(pbuf, sizeof pbuf, "%u\n", bound);
+        snprintf(tmp, sizeof tmp, "%s.tmp", port_file);
+        if ((st = io_write_file(tmp, pbuf, (size_t)pn, 0644)) != TSAFE_OK ||
+            rename(tmp, port_file) != 0) {
+            snprintf(what, sizeof what, "write port file '%s'", port_file);
+            tool_fail(what, st ? st : TSAFE_E_IO);
+            goto out;
+        }
+    }
+    unsigned session = 0;
+    int failures = 0;
+    while (!g_stop) {
+        struct pollfd pfd = {lfd, POLLIN, 0};
+        int pr = poll(&pfd, 1, accept_timeout > 0 ? (int)(accept_timeout * 1000) : -1);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr == 0) {
+            snprintf(what, sizeof what, "serve: no client connected within %g s", accept_timeout);
+            tool_fail(what, TSAFE_E_IO);
+            goto out;
+        }
+        int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (cfd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            snprintf(what, sizeof what, "serve: accept: %s", strerror(errno));
+            tool_fail(what, TSAFE_E_IO);
+            goto out;
+        }
+        set_timeouts(cfd, timeout);
+        conn c;
+        memset(&c, 0, sizeof c);
+        c.fd = cfd;
+        if (serve_session(&S, &c, ++session) != 0)
+            failures++;
+        close(cfd);
+        if (once || S.requests_left == 0)
+            break;
+    }
+    printf("served %u session%s (%llu HE products), %d failed\n", session,
+           session == 1 ? "" : "s", (unsigned long long)S.stats.he_ops, failures);
+    rc = failures ? 1 : 0;
+out:
+    if (lfd >= 0)
+        close(lfd);
+    io_free_sites(sites, n_sites);
+    tsafe_lora_server_free(S.server);
+    free(hw.p);
+    free(m);
+    tsafe_lora_adapter_free(ad);
+    return rc;
+}
+
+/* ------------------------------------------------------------- client */
+
+static const char k_client_help[] =
+    "usage: tensafe client --port P --input X.f32 [--rows K] [--output D.f32]\n"
+    "                      [--dp-eps E --dp-clip C [--dp-delta D] [--dp-budget EPS]]\n"
+    "                      [--timeout S]\n"
+    "\n"
+    "Two-party HE-LoRA client for 'tensafe serve' on 127.0.0.1:P. It takes the plan\n"
+    "the server announces (validated: 128-bit bound, packing), makes fresh CKKS keys\n"
+    "that never leave this process, and for each row of d_in float32 values sends\n"
+    "Enc(x), decrypts the products into u, releases u' and receives the deltas of the\n"
+    "server's modules (concatenated in its order), written to D.f32.\n"
+    "  --rows K       the first K rows of X.f32 (default: all)\n"
+    "  --dp-eps E, --dp-clip C   clip u to L2 norm C and add Gaussian noise so that\n"
+    "                 each release is (E, D)-DP (analytic Gaussian mechanism, exact\n"
+    "                 Gaussian-DP accounting); --dp-delta D (default 1e-5);\n"
+    "                 --dp-budget EPS total epsilon of the session (default E * rows)\n"
+    "  --timeout S    send/receive timeout (default 30 s)\n"
+    "Note: plain ZeRo-MOAI lets this client read the adapter's A (docs/THREAT_MODEL.md).\n";
+
+static int connect_local(uint32_t port, double timeout, int *fd_out, char *what, size_t cap)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(what, cap, "socket: %s", strerror(errno));
+        return TSAFE_E_IO;
+    }
+    set_timeouts(fd, timeout);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        snprintf(what, cap, "client: connect to 127.0.0.1:%u: %s", port, strerror(errno));
+        close(fd);
+        return TSAFE_E_IO;
+    }
+    *fd_out = fd;
+    return TSAFE_OK;
+}
+
+typedef struct {
+    uint32_t port, rows;
+    int rows_seen;
+    const char *input, *output;
+    double dp_eps, dp_clip, dp_delta, dp_budget, timeout;
+    int dp, budget_seen;
+} client_opts;
+
+static int run_client(const client_opts *co)
+{
+    char what[4200];
+    conn c;
+    memset(&c, 0, sizeof c);
+    c.fd = -1;
+    hello_info *h = calloc(1, sizeof *h);
+    tsafe_lora_client *cl = NULL;
+    tsafe_dp_session *dp = NULL;
+    float *x = NULL, *out = NULL, *u[IO_MAX_MODULES] = {NULL};
+    uint8_t *buf = NULL, *req = NULL, *umsg = NULL;
+    size_t count = 0, len = 0, req_len = 0, umsg_len = 0, rows = 0;
+    int kind = 0, rc = 1;
+    tsafe_status st;
+    tsafe_lora_stats stats;
+    memset(&stats, 0, sizeof stats);
+    if (!h) {
+        tool_fail("client", TSAFE_E_NOMEM);
+        goto out;
+    }
+    if ((st = io_read_f32(co->input, &x, &count)) != TSAFE_OK) {
+        snprintf(what, sizeof what, "read input '%s'%s", co->input,
+                 st == TSAFE_E_SHAPE ? " (size is not a multiple of 4 bytes)" : "");
+        tool_fail(what, st);
+        goto out;
+    }
+    if ((st = connect_local(co->port, co->timeout, &c.fd, what, sizeof what)) != TSAFE_OK) {
+        tool_fail(what, st);
+        goto out;
+    }
+    if ((st = recv_frame(&c, &kind, &buf, &len)) != TSAFE_OK ||
+        (kind == K_ERROR && (st = peer_error(&c, buf, len)) != TSAFE_OK)) {
+        snprintf(what, sizeof what, "client: server hello: %s", c.what);
+        tool_fail(what, st);
+        goto out;
+    }
+    if (kind != K_HELLO) {
+        snprintf(what, sizeof what, "client: expected HELLO, got %s", kind_name(kind));
+        tool_fail(what, TSAFE_E_FORMAT);
+        goto out;
+    }
+    if ((st = hello_decode(buf, len, h, what, sizeof what)) != TSAFE_OK) {
+        tool_fail(what, st);
+        goto out;
+    }
+    const tsafe_lora_plan *p = &h->plan;
+    uint32_t d = p->d_in;
+    if (count == 0 || count % d) {
+        snprintf(what, sizeof what,
+                 "input '%s': %zu float32 values is not a positive multiple of the server's "
+                 "d_in=%u",
+                 co->input, count, d);
+        send_error(&c, TSAFE_E_SHAPE, "client input does not match d_in");
+        tool_fail(what, TSAFE_E_SHAPE);
+        goto out;
+    }
+    rows = count / d;
+    if (co->rows_seen) {
+        if (co->rows == 0 || co->rows > rows) {
+            snprintf(what, sizeof what, "--rows %u: input '%s' has %zu row%s", co->rows,
+                     co->input, rows, rows == 1 ? "" : "s");
+            send_error(&c, TSAFE_E_RANGE, "client gave up");
+            tool_fail(what, TSAFE_E_RANGE);
+            goto out;
+        }
+        rows = co->rows;
+    }
+    for (size_t i = 0; i < rows * d; i++)
+        if (!(fabsf(x[i]) <= p->max_abs_x)) {
+            snprintf(what, sizeof what, "input '%s' row %zu: |x| = %g is above the server's "
+                                        "bound %g (serve --max-abs)",
+                     co->input, i / d, (double)x[i], p->max_abs_x);
+            send_error(&c, TSAFE_E_VALUE_RANGE, "client gave up");
+            tool_fail(what, TSAFE_E_VALUE_RANGE);
+            goto out;
+        }
+    if ((st = tsafe_lora_client_create(p, NULL, &cl)) != TSAFE_OK) {
+        send_error(&c, st, "client cannot use the announced plan");
+        tool_fail("client: build keys for the server's plan", st);
+        goto out;
+    }
+    if (co->dp) {
+        tsafe_dp_params dpp;
+        memset(&dpp, 0, sizeof dpp);
+        dpp.clip_norm = co->dp_clip;
+        dpp.eps = co->dp_eps;
+        dpp.delta = co->dp_delta;
+        dpp.eps_total = co->budget_seen ? co->dp_budget : co->dp_eps * (double)rows;
+        dpp.delta_total = co->dp_delta;
+        dpp.accountant = TSAFE_DP_ACCOUNTANT_GDP;
+        if ((st = tsafe_dp_session_create(&dpp, &dp)) != TSAFE_OK) {
+            send_error(&c, st, "client gave up");
+            tool_fail("client: DP session (--dp-eps, --dp-clip, --dp-delta, --dp-budget)", st);
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < h->n; i++)
+        if (!(u[i] = malloc(h->rank[i] * sizeof(float)))) {
+            tool_fail("client", TSAFE_E_NOMEM);
+            goto out;
+        }
+    if (!(out = malloc(rows * h->total_out * sizeof *out))) {
+        tool_fail("client", TSAFE_E_NOMEM);
+        goto out;
+    }
+    double t0 = now_ms();
+    for (size_t r = 0; r < rows; r++) {
+        const char *step = "encrypt";
+        c.what[0] = 0;
+        if ((st = tsafe_lora_client_encrypt(cl, x + r * d, &req, &req_len, &stats)) != TSAFE_OK)
+            goto row_fail;
+        step = "send request";
+        st = send_frame(&c, K_REQUEST, req, req_len);
+        tsafe_lora_bytes_free(req);
+        req = NULL;
+        if (st != TSAFE_OK)
+            goto row_fail;
+        step = "receive response";
+        free(buf);
+        buf = NULL;
+        if ((st = recv_frame(&c, &kind, &buf, &len)) != TSAFE_OK)
+            goto row_fail;
+        if (kind == K_ERROR) {
+            st = peer_error(&c, buf, len);
+            goto row_fail;
+        }
+        if (kind != K_RESPONSE) {
+            snprintf(c.what, sizeof c.what, "expected RESPONSE, got %s", kind_name(kind));
+            st = TSAFE_E_FORMAT;
+            goto row_fail;
+        }
+        step = "decrypt response";
+        if ((st = tsafe_lora_client_decode(cl, buf, len, h->n, h->rank, u, &stats)) != TSAFE_OK)
+            goto row_fail;
+        step = "release u'";
+        if ((st = tsafe_lora_client_release(cl, h->n, h->rank, u, dp, &umsg, &umsg_len,
+                                            &stats)) != TSAFE_OK)
+            goto row_fail;
+        for (size_t i = 0; i < h->n; i++)
+            sodium_memzero(u[i], h->rank[i] * sizeof(float));
+        step = "send u'";
+        st = send_frame(&c, K_UPRIME, umsg, umsg_len);
+        tsafe_lora_bytes_free(umsg);
+        umsg = NULL;
+        if (st != TSAFE_OK)
+            goto row_fail;
+        step = "receive delta";
+        free(buf);
+        buf = NULL;
+        if ((st = recv_frame(&c, &kind, &buf, &len)) != TSAFE_OK)
+            goto row_fail;
+        if (kind == K_ERROR) {
+            st = peer_error(&c, buf, len);
+            goto row_fail;
+        }
+        if (kind != K_DELTA || len != (size_t)h->total_out * 4) {
+            snprintf(c.what, sizeof c.what, "expected DELTA of %u floats, got %s of %zu bytes",
+                     h->total_out, kind_name(kind), len);
+            st = TSAFE_E_FORMAT;
+            goto row_fail;
+        }
+        for (uint32_t i = 0; i < h->total_out; i++)
+            out[r * h->total_out + i] = io_get_f32le(buf + 4 * i);
+        io_progress("client: rows", r + 1, rows);
+        continue;
+    row_fail:
+        if (st != TSAFE_E_IO && kind != K_ERROR)
+            send_error(&c, st, "client gave up");
+        snprintf(what, sizeof what, "client: row %zu: %s%s%s", r, step, c.what[0] ? ": " : "",
+                 c.what);
+        tool_fail(what, st);
+        goto out;
+    }
+    double ms = now_ms() - t0;
+    (void)send_frame(&c, K_BYE, NULL, 0);
+    if (co->output && (st = io_write_f32(co->output, out, rows * h->total_out)) != TSAFE_OK) {
+        snprintf(what, sizeof what, "write '%s'", co->output);
+        tool_fail(what, st);
+        goto out;
+    }
+    printf("plan %s (N=%u, log2 Q %.1f <= %u: 128-bit), fresh client keys\n", p->name,
+           1u << p->params.log_n, p->log2_q, p->max_log2_q);
+    printf("modules:");
+    for (size_t i = 0; i < h->n; i++)
+        printf(" %s (rank %u, d_out %u)", h->names[i], h->rank[i], h->d_out[i]);
+    printf("\n%zu row%s, %.3f ms/row, %.1f KiB sent, %.1f KiB received%s%s\n", rows,
+           rows == 1 ? "" : "s", ms / (double)rows, (double)c.bytes_out / 1024.0,
+           (double)c.bytes_in / 1024.0, co->output ? ", deltas -> " : "",
+           co->output ? co->output : "");
+    if (dp) {
+        tsafe_dp_stats ds;
+        if (tsafe_dp_session_stats(dp, &ds) == TSAFE_OK)
+            printf("dp: clip %g, sigma %.4g, %llu releases, eps spent %.4g of %.4g (delta %g)\n",
+                   ds.clip_norm, ds.sigma, (unsigned long long)ds.releases, ds.eps_spent,
+                   ds.eps_total, ds.delta_total);
+    }
+    rc = 0;
+out:
+    if (c.fd >= 0)
+        close(c.fd);
+    for (size_t i = 0; h && i < h->n; i++)
+        if (u[i]) {
+            sodium_memzero(u[i], h->rank[i] * sizeof(float));
+            free(u[i]);
+        }
+    if (x)
+        sodium_memzero(x, count * sizeof *x);
+    free(x);
+    free(out);
+    free(buf);
+    tsafe_lora_bytes_free(req);
+    tsafe_lora_bytes_free(umsg);
+    tsafe_dp_session_free(dp);
+    tsafe_lora_client_free(cl);
+    free(h);
+    return rc;
+}
+
+int cmd_client(int argc, char **argv)
+{
+    client_opts co;
+    memset(&co, 0, sizeof co);
+    co.dp_delta = 1e-5;
+    co.timeout = 30;
+    tool_opt o[] = {{"--port", OPT_U32, &co.port, 0},
+                    {"--input", OPT_STR, &co.input, 0},
+                    {"--rows", OPT_U32, &co.rows, 0},
+                    {"--output", OPT_STR, &co.output, 0},
+                    {"--dp-eps", OPT_DOUBLE, &co.dp_eps, 0},
+                    {"--dp-clip", OPT_DOUBLE, &co.dp_clip, 0},
+                    {"--dp-delta", OPT_DOUBLE, &co.dp_delta, 0},
+                    {"--dp-budget", OPT_DOUBLE, &co.dp_budget, 0},
+                    {"--timeout", OPT_DOUBLE, &co.timeout, 0}};
+    int rc = opts_parse("client", argc, argv, 1, o, sizeof o / sizeof o[0], NULL, 0, NULL);
+    if (rc == OPTS_HELP) {
+        fputs(k_client_help, stdout);
+        return 0;
+    }
+    if (rc)
+        return rc;
+    if (!o[0].seen || !co.input)
+        return tool_usage("client: --port and --input are required");
+    if (co.port == 0 || co.port > 65535)
+        return tool_usage("client: --port must be 1..65535");
+    if (o[4].seen != o[5].seen)
+        return tool_usage("client: --dp-eps and --dp-clip go together");
+    if ((o[6].seen || o[7].seen) && !o[4].seen)
+        return tool_usage("client: --dp-delta and --dp-budget need --dp-eps and --dp-clip");
+    co.dp = o[4].seen;
+    if (co.dp && (!(co.dp_eps > 0) || !(co.dp_clip > 0) || !(co.dp_delta > 0 && co.dp_delta < 1)))
+        return tool_usage("client: --dp-eps and --dp-clip must be positive, --dp-delta in (0, 1)");
+    co.rows_seen = o[2].seen;
+    co.budget_seen = o[7].seen;
+    if (!(co.timeout > 0))
+        return tool_usage("client: --timeout must be positive");
+    signal(SIGPIPE, SIG_IGN);
+    return run_client(&co);
+}

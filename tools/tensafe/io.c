@@ -1,0 +1,612 @@
+/* Shared helpers of the `tensafe` subcommands (see io.h). */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "commands.h"
+#include "io.h"
+
+/* ------------------------------------------------------------- files */
+
+static tsafe_status errno_status(int e)
+{
+    return e == ENOENT || e == ENOTDIR ? TSAFE_E_NOT_FOUND : TSAFE_E_IO;
+}
+
+tsafe_status io_read_file(const char *path, size_t cap, uint8_t **buf, size_t *len)
+{
+    *buf = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno_status(errno);
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return TSAFE_E_IO; /* a directory or a device: not a file to read */
+    }
+    if ((uint64_t)sb.st_size > cap) {
+        close(fd);
+        return TSAFE_E_RANGE;
+    }
+    size_t n = (size_t)sb.st_size;
+    uint8_t *b = malloc(n + 1);
+    if (!b) {
+        close(fd);
+        return TSAFE_E_NOMEM;
+    }
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, b + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            free(b);
+            close(fd);
+            return TSAFE_E_IO;
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    b[n] = 0;
+    *buf = b;
+    *len = n;
+    return TSAFE_OK;
+}
+
+tsafe_status io_write_file(const char *path, const void *buf, size_t len, unsigned mode)
+{
+    int private_file = (mode & 077) == 0;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (private_file ? O_NOFOLLOW : 0),
+                  (mode_t)mode);
+    if (fd < 0)
+        return errno_status(errno);
+    /* an existing file keeps its old mode through open: a private file
+     * (secret keys) gets its mode before any byte is written */
+    if (private_file && fchmod(fd, (mode_t)mode) != 0) {
+        close(fd);
+        return TSAFE_E_IO;
+    }
+    const uint8_t *p = buf;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = write(fd, p + done, len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            close(fd);
+            return TSAFE_E_IO;
+        }
+        done += (size_t)w;
+    }
+    return close(fd) == 0 ? TSAFE_OK : TSAFE_E_IO;
+}
+
+int io_is_dir(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return -1;
+    return S_ISDIR(sb.st_mode) ? 1 : 0;
+}
+
+tsafe_status io_mkdir(const char *path, unsigned mode)
+{
+    if (mkdir(path, (mode_t)mode) == 0)
+        return TSAFE_OK;
+    if (errno == EEXIST && io_is_dir(path) == 1)
+        return TSAFE_OK;
+    return errno_status(errno);
+}
+
+tsafe_status io_join(char *out, size_t cap, const char *dir, const char *name)
+{
+    int n = snprintf(out, cap, "%s/%s", dir, name);
+    return n < 0 || (size_t)n >= cap ? TSAFE_E_RANGE : TSAFE_OK;
+}
+
+void io_put_u32le(uint8_t *d, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        d[i] = (uint8_t)(v >> (8 * i));
+}
+
+uint32_t io_get_u32le(const uint8_t *s)
+{
+    return (uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24;
+}
+
+void io_put_u64le(uint8_t *d, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        d[i] = (uint8_t)(v >> (8 * i));
+}
+
+uint64_t io_get_u64le(const uint8_t *s)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | s[i];
+    return v;
+}
+
+void io_put_f32le(uint8_t *d, float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    io_put_u32le(d, u);
+}
+
+float io_get_f32le(const uint8_t *s)
+{
+    uint32_t u = io_get_u32le(s);
+    float v;
+    memcpy(&v, &u, 4);
+    return v;
+}
+
+tsafe_status io_read_f32(const char *path, float **v, size_t *count)
+{
+    *v = NULL;
+    *count = 0;
+    uint8_t *b;
+    size_t n;
+    tsafe_status st = io_read_file(path, IO_MAX_FILE, &b, &n);
+    if (st != TSAFE_OK)
+        return st;
+    if (n % 4) {
+        free(b);
+        return TSAFE_E_SHAPE;
+    }
+    float *f = malloc(n ? n : 1);
+    if (!f) {
+        free(b);
+        return TSAFE_E_NOMEM;
+    }
+    for (size_t i = 0; i < n / 4; i++)
+        f[i] = io_get_f32le(b + 4 * i);
+    free(b);
+    *v = f;
+    *count = n / 4;
+    return TSAFE_OK;
+}
+
+tsafe_status io_write_f32(const char *path, const float *v, size_t count)
+{
+    if (count > SIZE_MAX / 4)
+        return TSAFE_E_SIZE_OVERFLOW;
+    uint8_t *b = malloc(count ? count * 4 : 1);
+    if (!b)
+        return TSAFE_E_NOMEM;
+    for (size_t i = 0; i < count; i++)
+        io_put_f32le(b + 4 * i, v[i]);
+    tsafe_status st = io_write_file(path, b, count * 4, 0644);
+    free(b);
+    return st;
+}
+
+/* ----------------------------------------------------------- options */
+
+static int parse_value(const char *cmd, const tool_opt *o, const char *v)
+{
+    char *end = NULL;
+    errno = 0;
+    switch (o->kind) {
+    case OPT_STR:
+        *(const char **)o->dst = v;
+        return 0;
+    case OPT_U32: {
+        if (!isdigit((unsigned char)v[0]))
+            break;
+        unsigned long long x = strtoull(v, &end, 10);
+        if (errno || *end || x > UINT32_MAX)
+            break;
+        *(uint32_t *)o->dst = (uint32_t)x;
+        return 0;
+    }
+    case OPT_DOUBLE: {
+        double x = strtod(v, &end);
+        if (errno || end == v || *end || !isfinite(x))
+            break;
+        *(double *)o->dst = x;
+        return 0;
+    }
+    case OPT_FLAG:
+        break;
+    }
+    return tool_usage("%s: bad value '%s' for %s (expected %s)", cmd, v, o->name,
+                      o->kind == OPT_U32 ? "a non-negative integer" : "a finite number");
+}
+
+int opts_parse(const char *cmd, int argc, char **argv, int first, tool_opt *opts,
+               size_t n_opts, const char **pos, size_t max_pos, size_t *n_pos)
+{
+    size_t np = 0;
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+            return OPTS_HELP;
+        if (a[0] != '-' || a[1] == 0) {
+            if (np >= max_pos)
+                return tool_usage("%s: unexpected argument '%s'", cmd, a);
+            pos[np++] = a;
+            continue;
+        }
+        const char *eq = strchr(a, '=');
+        size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
+        tool_opt *o = NULL;
+        for (size_t k = 0; k < n_opts; k++)
+            if (strlen(opts[k].name) == nlen && !strncmp(opts[k].name, a, nlen))
+                o = &opts[k];
+        if (!o)
+            return tool_usage("%s: unknown option '%.*s'", cmd, (int)nlen, a);
+        if (o->kind == OPT_FLAG) {
+            if (eq)
+                return tool_usage("%s: option %s takes no value", cmd, o->name);
+            *(int *)o->dst = 1;
+            o->seen = 1;
+            continue;
+        }
+        const char *v = eq ? eq + 1 : NULL;
+        if (!v) {
+            if (i + 1 >= argc)
+                return tool_usage("%s: option %s needs a value", cmd, o->name);
+            v = argv[++i];
+        }
+        int rc = parse_value(cmd, o, v);
+        if (rc)
+            return rc;
+        o->seen = 1;
+    }
+    if (n_pos)
+        *n_pos = np;
+    return 0;
+}
+
+size_t opts_split(const char *list, char **store, const char **items, size_t max)
+{
+    *store = strdup(list);
+    if (!*store)
+        return 0;
+    size_t n = 0;
+    char *p = *store;
+    for (;;) {
+        char *c = strchr(p, ',');
+        if (c)
+            *c = 0;
+        if (!*p || n >= max)
+            return 0;
+        items[n++] = p;
+        if (!c)
+            break;
+        p = c + 1;
+    }
+    return n;
+}
+
+/* ---------------------------------------------------------- progress */
+
+void io_progress(const char *label, size_t i, size_t n)
+{
+    if (!isatty(2))
+        return;
+    fprintf(stderr, "\r%s %zu/%zu", label, i, n);
+    if (i >= n)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+/* --------------------------------------------------------------- keys */
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = tolower(c);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+tsafe_status io_hex_decode(const char *hex, uint8_t *out, size_t n)
+{
+    while (isspace((unsigned char)*hex))
+        hex++;
+    for (size_t i = 0; i < n; i++) {
+        int hi = hexval((unsigned char)hex[2 * i]);
+        int lo = hi < 0 ? -1 : hexval((unsigned char)hex[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return TSAFE_E_FORMAT;
+        out[i] = (uint8_t)(hi << 4 | lo);
+    }
+    for (const char *p = hex + 2 * n; *p; p++)
+        if (!isspace((unsigned char)*p))
+            return TSAFE_E_FORMAT;
+    return TSAFE_OK;
+}
+
+void io_hex_encode(const uint8_t *in, size_t n, char *out)
+{
+    static const char d[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = d[in[i] >> 4];
+        out[2 * i + 1] = d[in[i] & 15];
+    }
+    out[2 * n] = 0;
+}
+
+tsafe_status io_load_trusted_key(const char *arg, uint8_t pk[32])
+{
+    if (strlen(arg) == 64 && io_hex_decode(arg, pk, 32) == TSAFE_OK)
+        return TSAFE_OK;
+    uint8_t *b;
+    size_t n;
+    tsafe_status st = io_read_file(arg, 4096, &b, &n);
+    if (st != TSAFE_OK)
+        return st;
+    if (n == 32) {
+        memcpy(pk, b, 32);
+        st = TSAFE_OK;
+    } else {
+        st = io_hex_decode((const char *)b, pk, 32) == TSAFE_OK ? TSAFE_OK : TSAFE_E_KEY;
+    }
+    free(b);
+    return st;
+}
+
+/* ------------------------------------------------------------ adapters */
+
+tsafe_status io_load_adapter(const char *path, const char *trusted_key,
+                             tsafe_lora_adapter **out, char *what, size_t cap)
+{
+    *out = NULL;
+    int d = io_is_dir(path);
+    if (d < 0) {
+        snprintf(what, cap, "adapter '%s'", path);
+        return TSAFE_E_NOT_FOUND;
+    }
+    if (d == 1) {
+        snprintf(what, cap, "load PEFT adapter '%s'", path);
+        return tsafe_lora_adapter_load_peft(path, out);
+    }
+    if (!trusted_key) {
+        snprintf(what, cap, "package '%s' needs --trusted-key (hex or key file)", path);
+        return TSAFE_E_KEY;
+    }
+    uint8_t pk[32];
+    tsafe_status st = io_load_trusted_key(trusted_key, pk);
+    if (st != TSAFE_OK) {
+        snprintf(what, cap, "trusted key '%s' (64 hex characters or a file of them)", trusted_key);
+        return st;
+    }
+    uint8_t *b;
+    size_t n;
+    if ((st = io_read_file(path, IO_MAX_FILE, &b, &n)) != TSAFE_OK) {
+        snprintf(what, cap, "read package '%s'", path);
+        return st;
+    }
+    snprintf(what, cap, "verify and load package '%s'", path);
+    st = tsafe_lora_adapter_load_package(b, n, pk, NULL, out);
+    free(b);
+    return st;
+}
+
+tsafe_status io_find_module(const tsafe_lora_adapter *ad, const char *name, size_t *index,
+                            char *what, size_t cap)
+{
+    if (tsafe_lora_adapter_find(ad, name, index) == TSAFE_OK)
+        return TSAFE_OK;
+    size_t nl = strlen(name), hits = 0, n = tsafe_lora_adapter_module_count(ad);
+    for (size_t i = 0; i < n; i++) {
+        tsafe_lora_module_info m;
+        if (tsafe_lora_adapter_module(ad, i, &m) != TSAFE_OK)
+            continue;
+        size_t ml = strlen(m.name);
+        if (ml > nl && m.name[ml - nl - 1] == '.' && !strcmp(m.name + ml - nl, name)) {
+            if (hits++ == 0)
+                *index = i;
+        }
+    }
+    if (hits == 1)
+        return TSAFE_OK;
+    if (hits == 0) {
+        snprintf(what, cap, "module '%s' is not in the adapter (see 'tensafe adapter inspect')",
+                 name);
+        return TSAFE_E_NOT_FOUND;
+    }
+    snprintf(what, cap, "module '%s' matches %zu modules; give the full name", name, hits);
+    return TSAFE_E_ARG;
+}
+
+double io_module_max_abs_a(const tsafe_lora_module_info *m)
+{
+    double a = 0;
+    for (size_t k = 0; k < m->rank * m->in_dim; k++)
+        a = fmax(a, fabs((double)m->A[k]));
+    return a;
+}
+
+tsafe_status io_resolve_modules(const tsafe_lora_adapter *ad, const char *list, io_modules *m,
+                                char *what, size_t cap)
+{
+    char *store = NULL;
+    const char *items[IO_MAX_MODULES];
+    memset(m, 0, sizeof *m);
+    size_t n = opts_split(list, &store, items, IO_MAX_MODULES);
+    tsafe_status st = TSAFE_OK;
+    if (!n) {
+        snprintf(what, cap, "module list '%s' (1..%d comma-separated names)", list,
+                 IO_MAX_MODULES);
+        st = TSAFE_E_ARG;
+    }
+    for (size_t i = 0; st == TSAFE_OK && i < n; i++) {
+        size_t idx = 0;
+        if ((st = io_find_module(ad, items[i], &idx, what, cap)) != TSAFE_OK)
+            break;
+        if ((st = tsafe_lora_adapter_module(ad, idx, &m->info[i])) != TSAFE_OK) {
+            snprintf(what, cap, "module '%s'", items[i]);
+            break;
+        }
+        const tsafe_lora_module_info *mi = &m->info[i];
+        if (i > 0 && mi->in_dim != m->d_in) {
+            snprintf(what, cap, "modules '%s' (in %u) and '%s' (in %zu) take different inputs",
+                     m->info[0].name, m->d_in, mi->name, mi->in_dim);
+            st = TSAFE_E_SHAPE;
+            break;
+        }
+        if (mi->in_dim > (1u << 24) || mi->out_dim > (1u << 24) || mi->rank > 65536) {
+            snprintf(what, cap, "module '%s' is too large for HE-LoRA", mi->name);
+            st = TSAFE_E_RANGE;
+            break;
+        }
+        m->d_in = (uint32_t)mi->in_dim;
+        if (mi->rank > m->max_rank)
+            m->max_rank = (uint32_t)mi->rank;
+        m->total_out += (uint32_t)mi->out_dim;
+        m->max_abs_a = fmax(m->max_abs_a, io_module_max_abs_a(mi));
+        m->n = i + 1;
+    }
+    free(store);
+    return st;
+}
+
+tsafe_status io_make_plan(const char *preset, const io_modules *m, double max_abs_x,
+                          double precision, tsafe_lora_plan *plan, char *what, size_t cap)
+{
+    /* an all-zero A still needs a positive bound for the planner */
+    double a = m->max_abs_a > 0 ? m->max_abs_a : 1e-3;
+    tsafe_status st;
+    if (!preset || !strcmp(preset, "auto")) {
+        st = tsafe_lora_plan_auto(m->d_in, m->max_rank, max_abs_x, a, precision, plan);
+        snprintf(what, cap, "no secure plan for d_in=%u rank=%u |x|<=%g |A|<=%g with error <= %g",
+                 m->d_in, m->max_rank, max_abs_x, a, precision);
+    } else {
+        st = tsafe_lora_plan_preset(preset, m->d_in, m->max_rank, max_abs_x, a, plan);
+        if (st == TSAFE_E_NOT_FOUND)
+            snprintf(what, cap, "unknown parameter preset '%s' (see 'tensafe params presets')",
+                     preset);
+        else
+            snprintf(what, cap, "plan with preset '%s' for d_in=%u rank=%u |x|<=%g |A|<=%g",
+                     preset, m->d_in, m->max_rank, max_abs_x, a);
+    }
+    return st;
+}
+
+void io_free_sites(tsafe_lora_site **sites, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        tsafe_lora_site_free(sites[i]);
+        sites[i] = NULL;
+    }
+}
+
+tsafe_status io_make_sites(const tsafe_context *ctx, const tsafe_lora_plan *plan,
+                           const io_modules *m, tsafe_lora_site **sites, char *what, size_t cap)
+{
+    for (size_t i = 0; i < m->n; i++)
+        sites[i] = NULL;
+    for (size_t i = 0; i < m->n; i++) {
+        const tsafe_lora_module_info *mi = &m->info[i];
+        tsafe_lora_plan p = *plan;
+        p.rank = (uint32_t)mi->rank;
+        p.n_batches = (p.rank + p.cols - 1) / p.cols;
+        tsafe_status st = tsafe_lora_site_create(ctx, &p, mi->A, mi->B, (uint32_t)mi->out_dim,
+                                                 (float)mi->scale, &sites[i]);
+        if (st != TSAFE_OK) {
+            snprintf(what, cap, "prepare module '%s' for HE", mi->name);
+            io_free_sites(sites, i);
+            return st;
+        }
+    }
+    return TSAFE_OK;
+}
+
+tsafe_status io_plain_delta(const tsafe_lora_module_info *m, const float *x, float *delta)
+{
+    double *u = malloc((m->rank ? m->rank : 1) * sizeof *u);
+    if (!u)
+        return TSAFE_E_NOMEM;
+    for (size_t r = 0; r < m->rank; r++) {
+        double s = 0;
+        const float *a = m->A + r * m->in_dim;
+        for (size_t j = 0; j < m->in_dim; j++)
+            s += (double)a[j] * x[j];
+        u[r] = s;
+    }
+    for (size_t o = 0; o < m->out_dim; o++) {
+        double s = 0;
+        const float *b = m->B + o * m->rank;
+        for (size_t r = 0; r < m->rank; r++)
+            s += (double)b[r] * u[r];
+        delta[o] = (float)(m->scale * s);
+    }
+    free(u);
+    return TSAFE_OK;
+}
+
+/* ----------------------------------------------------------- printing */
+
+static uint32_t bit_length(uint64_t v)
+{
+    uint32_t b = 0;
+    while (v) {
+        b++;
+        v >>= 1;
+    }
+    return b;
+}
+
+void io_print_plan(FILE *f, const tsafe_lora_plan *p, const char *in)
+{
+    const tsafe_params *pr = &p->params;
+    size_t n = (size_t)1 << pr->log_n;
+    fprintf(f, "%splan          %s\n", in, p->name);
+    fprintf(f, "%sN             %zu (%zu slots)\n", in, n, n / 2);
+    fprintf(f, "%sprimes        ", in);
+    for (uint32_t i = 0; i < pr->n_primes; i++)
+        fprintf(f, "%s%u-bit %llu%s", i ? ", " : "", bit_length(pr->primes[i]),
+                (unsigned long long)pr->primes[i],
+                i + pr->n_special >= pr->n_primes ? " (special)" : "");
+    fprintf(f, "\n");
+    fprintf(f, "%slevel         %u (%u limb%s), response level %u\n", in, p->level,
+            p->level + 1, p->level ? "s" : "", p->response_level);
+    fprintf(f, "%sscales        x 2^%.0f, A 2^%.0f\n", in, log2(p->scale_x), log2(p->scale_a));
+    fprintf(f, "%spacking       d_in %u, rank %u, cols %u, batches %u (%u ct x pt per token)\n",
+            in, p->d_in, p->rank, p->cols, p->n_batches, p->n_batches);
+    fprintf(f, "%sbounds        |x| <= %g, |A| <= %g\n", in, p->max_abs_x, p->max_abs_a);
+    fprintf(f, "%ssecurity      log2 Q = %.2f <= %u (128-bit bound, ternary secret): %s\n", in,
+            p->log2_q, p->max_log2_q,
+            p->log2_q <= p->max_log2_q ? "128-bit secure" : "NOT SECURE");
+    fprintf(f, "%serror model   %.3g (|u error| / (max|x| max|A| sqrt(d_in)))\n", in,
+            p->expected_error);
+    fprintf(f, "%scost          %.4g units\n", in, p->cost);
+}
+
+json_t *io_plan_json(const tsafe_lora_plan *p)
+{
+    const tsafe_params *pr = &p->params;
+    json_t *primes = json_array();
+    for (uint32_t i = 0; primes && i < pr->n_primes; i++)
+        json_array_append_new(
+            primes, json_pack("{s:I, s:I, s:b}", "bits", (json_int_t)bit_length(pr->primes[i]),
+                              "value", (json_int_t)pr->primes[i], "special",
+                              i + pr->n_special >= pr->n_primes));
+    return json_pack("{s:s, s:I, s:I, s:I, s:o, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:I,"
+                     " s:f, s:f, s:f, s:I, s:b, s:i, s:f, s:f}",
+                     "name", p->name, "log_n", (json_int_t)pr->log_n, "n",
+                     (json_int_t)1 << pr->log_n, "slots", (json_int_t)1 << (pr->log_n - 1),
+                     "primes", primes, "level", (json_int_t)p->level, "response_level",
+                     (json_int_t)p->response_level, "log2_scale_x", log2(p->scale_x),
+                     "log2_scale_a", log2(p->scale_a), "d_in", (json_int_t)p->d_in, "rank",
+                     (json_int_t)p->rank, "cols", (json_int_t)p->cols, "n_batches",
+                     (json_int_t)p->n_batches, "max_abs_x", p->max_abs_x, "max_abs_a",
+                     p->max_abs_a, "log2_q", p->log2_q, "max_log2_q",
+                     (json_int_t)p->max_log2_q, "secure", p->log2_q <= p->max_log2_q,
+                     "security_bits", p->log2_q <= p->max_log2_q ? 128 : 0, "expected_error",
+                     p->expected_error, "cost", p->cost);
+}

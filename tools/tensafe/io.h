@@ -1,0 +1,135 @@
+/* Shared helpers of the `tensafe` subcommands: whole-file I/O, float32
+ * little-endian vector files, option parsing, progress on a terminal,
+ * hex keys and adapter loading (PEFT directory or signed package). */
+#ifndef TENSAFE_TOOL_IO_H
+#define TENSAFE_TOOL_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tensafe/tensafe.h"
+
+/* Largest file the tool reads whole (adapters, packages, keys, vectors). */
+#define IO_MAX_FILE ((size_t)4 << 30)
+
+/* ------------------------------------------------------------- files */
+
+/* Reads a whole file (at most cap bytes) into a malloc'd buffer (one extra
+ * NUL byte appended, not counted). TSAFE_E_NOT_FOUND, TSAFE_E_IO,
+ * TSAFE_E_RANGE (above cap), TSAFE_E_NOMEM. */
+tsafe_status io_read_file(const char *path, size_t cap, uint8_t **buf, size_t *len);
+/* Writes len bytes to path (created with mode, or truncated). A private mode
+ * (no group/other bits, e.g. 0600) is also forced on an existing file and
+ * the path must not be a symlink. */
+tsafe_status io_write_file(const char *path, const void *buf, size_t len, unsigned mode);
+/* 1 when path is a directory, 0 when it is something else, -1 if absent. */
+int io_is_dir(const char *path);
+/* mkdir with mode (EEXIST is fine when it is a directory). */
+tsafe_status io_mkdir(const char *path, unsigned mode);
+/* dir + "/" + name into out (TSAFE_E_RANGE when it does not fit). */
+tsafe_status io_join(char *out, size_t cap, const char *dir, const char *name);
+
+/* Float32 little-endian vector files. io_read_f32 fails with
+ * TSAFE_E_SHAPE when the size is not a multiple of 4 (the caller checks
+ * rows); *count may be 0 for an empty file. */
+tsafe_status io_read_f32(const char *path, float **v, size_t *count);
+tsafe_status io_write_f32(const char *path, const float *v, size_t count);
+void io_put_f32le(uint8_t *dst, float v);
+float io_get_f32le(const uint8_t *src);
+void io_put_u32le(uint8_t *dst, uint32_t v);
+uint32_t io_get_u32le(const uint8_t *src);
+void io_put_u64le(uint8_t *dst, uint64_t v);
+uint64_t io_get_u64le(const uint8_t *src);
+
+/* ----------------------------------------------------------- options */
+
+typedef enum {
+    OPT_FLAG,   /* int, set to 1 */
+    OPT_STR,    /* const char * */
+    OPT_U32,    /* uint32_t, decimal, 0..UINT32_MAX */
+    OPT_DOUBLE  /* double, finite */
+} opt_kind;
+
+typedef struct {
+    const char *name; /* "--dim" */
+    opt_kind kind;
+    void *dst;
+    int seen;         /* set by opts_parse */
+} tool_opt;
+
+#define OPTS_HELP (-1)
+
+/* Parses argv[first..argc) into opts (both "--name value" and
+ * "--name=value") and positional arguments (at most max_pos, stored in pos).
+ * Returns 0, OPTS_HELP when --help/-h was given, or 2 after printing one
+ * usage line (unknown option, missing or malformed value, too many
+ * positional arguments). cmd names the command in messages. */
+int opts_parse(const char *cmd, int argc, char **argv, int first, tool_opt *opts,
+               size_t n_opts, const char **pos, size_t max_pos, size_t *n_pos);
+/* Splits a comma-separated list into at most max non-empty items (pointers
+ * into the malloc'd copy *store, which the caller frees). Returns the count,
+ * or 0 if the list is empty, has an empty item or more than max items. */
+size_t opts_split(const char *list, char **store, const char **items, size_t max);
+
+/* ---------------------------------------------------------- progress */
+
+/* "\r<label> i/n" on stderr when stderr is a terminal; a newline at i == n. */
+void io_progress(const char *label, size_t i, size_t n);
+
+/* --------------------------------------------------------------- keys */
+
+/* Decodes exactly n bytes of hex (surrounding whitespace ignored). */
+tsafe_status io_hex_decode(const char *hex, uint8_t *out, size_t n);
+void io_hex_encode(const uint8_t *in, size_t n, char *out /* 2n+1 */);
+/* A trusted Ed25519 public key: 64 hex characters, or a file holding them
+ * (or the 32 raw bytes). what receives a description of the failure. */
+tsafe_status io_load_trusted_key(const char *arg, uint8_t pk[32]);
+
+/* ------------------------------------------------------------ adapters */
+
+/* Loads a PEFT directory, or a signed package file verified against
+ * trusted_key (required for a package: TSAFE_E_KEY otherwise). On failure
+ * writes a description of the step into what (cap bytes). */
+tsafe_status io_load_adapter(const char *path, const char *trusted_key,
+                             tsafe_lora_adapter **out, char *what, size_t cap);
+/* Index of a module by canonical name, or by a unique last-components
+ * suffix ("q_proj", "self_attn.q_proj"). TSAFE_E_NOT_FOUND / TSAFE_E_ARG
+ * (ambiguous), with a description in what. */
+tsafe_status io_find_module(const tsafe_lora_adapter *ad, const char *name, size_t *index,
+                            char *what, size_t cap);
+/* Largest |A_ij| of a module. */
+double io_module_max_abs_a(const tsafe_lora_module_info *m);
+
+/* Modules selected for HE-LoRA (all with the same in_dim). */
+#define IO_MAX_MODULES 256
+typedef struct {
+    size_t n;
+    tsafe_lora_module_info info[IO_MAX_MODULES]; /* borrowed from the adapter */
+    uint32_t d_in, max_rank, total_out;
+    double max_abs_a;
+} io_modules;
+
+/* Resolves a comma-separated module list (io_find_module for each). */
+tsafe_status io_resolve_modules(const tsafe_lora_adapter *ad, const char *list, io_modules *m,
+                                char *what, size_t cap);
+/* The plan for the modules: preset NULL or "auto" -> the planner with
+ * target precision, else the named preset. max_abs_a = the modules' bound. */
+tsafe_status io_make_plan(const char *preset, const io_modules *m, double max_abs_x,
+                          double precision, tsafe_lora_plan *plan, char *what, size_t cap);
+/* One site per module on ctx, each with the plan narrowed to its rank.
+ * sites[] must hold m->n entries; on failure every site is freed. */
+tsafe_status io_make_sites(const tsafe_context *ctx, const tsafe_lora_plan *plan,
+                           const io_modules *m, tsafe_lora_site **sites, char *what, size_t cap);
+void io_free_sites(tsafe_lora_site **sites, size_t n);
+/* Plaintext reference in double: delta = scale B (A x), written as float. */
+tsafe_status io_plain_delta(const tsafe_lora_module_info *m, const float *x, float *delta);
+
+/* ----------------------------------------------------------- printing */
+
+/* The HE-LoRA plan as text lines (indent prefix) or as a JSON object. */
+void io_print_plan(FILE *f, const tsafe_lora_plan *plan, const char *indent);
+struct json_t;
+struct json_t *io_plan_json(const tsafe_lora_plan *plan);
+
+#endif
