@@ -32,7 +32,9 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 OPT ?= -O2
 WARN := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) -g -fPIC $(WARN) -Iinclude
-LIB_CFLAGS := -fvisibility=hidden -DTSAFE_BUILDING_LIBRARY
+# Internal headers shared by the four libraries (and white-box tests).
+INTERNAL_INC := -Ilibtensafe-he-core/src/common
+LIB_CFLAGS := -fvisibility=hidden -DTSAFE_BUILDING_LIBRARY $(INTERNAL_INC)
 SAN_FLAGS :=
 BUILD ?= build
 ifeq ($(SAN),1)
@@ -65,7 +67,7 @@ endif
 CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
              -gencode arch=compute_90,code=compute_90
 NVCCFLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC,-fvisibility=hidden -DTSAFE_BUILDING_LIBRARY \
-             -Iinclude $(CUDA_ARCH)
+             -Iinclude -Ilibtensafe-he-core/src/common $(CUDA_ARCH)
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lpthread -lstdc++
 
 # ------------------------------------------------------------- sources
@@ -145,11 +147,11 @@ $(BUILD)/obj/libtensafe-he-cuda/%.o: libtensafe-he-cuda/%.cu
 
 $(TOBJ)/tools/%.o: tools/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) $(TEST_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_ALL) $(TEST_CFLAGS) $(INTERNAL_INC) -MMD -MP -c $< -o $@
 
 $(TOBJ)/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) $(TEST_CFLAGS) -Itests -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_ALL) $(TEST_CFLAGS) $(INTERNAL_INC) -Itests -MMD -MP -c $< -o $@
 
 -include $(shell find $(BUILD)/obj $(TOBJ) -name '*.d' 2>/dev/null)
 
@@ -255,7 +257,7 @@ fuzz-build: deps
 	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang CUDA=0 \
 	  SAN_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" libs
 	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
-	  clang -std=c11 -D_GNU_SOURCE -O1 -g -Iinclude -Itests -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	  clang -std=c11 -D_GNU_SOURCE -O1 -g -Iinclude $(INTERNAL_INC) -Itests -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	    -o $(FUZZ_BUILD)/$$n $$f $(FUZZ_BUILD)/lib/libtensafe-moe.a $(FUZZ_BUILD)/lib/libtensafe-lora.a \
 	    $(FUZZ_BUILD)/lib/libtensafe-he-core.a $(LORA_DEPS) $(CORE_DEPS) || exit 1; done
 fuzz: fuzz-build

@@ -2,6 +2,7 @@
 # Runs every test binary in $1 (optionally only names containing $2), prints
 # each cmocka summary, then one closing line; exits non-zero if any failed.
 dir="$1"; filter="$2"
+[ -d "$dir" ] || { echo "usage: $0 TEST_DIR [FILTER]  (no such directory: '$dir')" >&2; exit 2; }
 pass=0; fail=0; failed=""
 for t in "$dir"/test_*; do
   [ -x "$t" ] || continue
@@ -16,4 +17,5 @@ for t in "$dir"/test_*; do
   if "$t"; then pass=$((pass+1)); else fail=$((fail+1)); failed="$failed $name"; fi
 done
 echo "suites: $pass passed, $fail failed"
+[ $((pass+fail)) -gt 0 ] || { echo "no test suites found in $dir${filter:+ matching '$filter'}" >&2; exit 1; }
 [ "$fail" -eq 0 ] || { echo "failed suites:$failed"; exit 1; }

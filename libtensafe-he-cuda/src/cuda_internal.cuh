@@ -11,6 +11,7 @@
 #include "ntt.cuh"
 #include "pool.h"
 #include "tables.h"
+#include "tsafe_check.h"
 
 /* Pinned staging: two halves for double-buffered copies. */
 #define TSAFE_CUDA_STAGING_WORDS (1u << 19) /* 4 MiB per half */
@@ -46,23 +47,6 @@ tsafe_status tsafe_cuda_fail_msg(tsafe_status st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 tsafe_status tsafe_cuda_map_error(cudaError_t e);
 
-#ifndef TSAFE_TRY
-#define TSAFE_TRY(expr)                                                      \
-    do {                                                                     \
-        st = (expr);                                                         \
-        if (st != TSAFE_OK)                                                  \
-            goto fail;                                                       \
-    } while (0)
-#endif
-#ifndef TSAFE_CHECK
-#define TSAFE_CHECK(cond, code)                                              \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            st = (code);                                                     \
-            goto fail;                                                       \
-        }                                                                    \
-    } while (0)
-#endif
 
 #define TSAFE_CUDA_TRY(call)                                                 \
     do {                                                                     \

@@ -34,31 +34,31 @@ tsafe_status tsafe_moe_bench_layer(const tsafe_moe_config *cfg, uint64_t seed,
     double *t_fwd = NULL, *t_route = NULL;
     tsafe_moe_route *routes = NULL;
     size_t nd;
-    MOE_REQUIRE(cfg != NULL && out != NULL, TSAFE_E_NULL);
-    MOE_REQUIRE(batch > 0 && batch <= 65536 && reps > 0 && reps <= 100000, TSAFE_E_RANGE);
+    TSAFE_REQUIRE(cfg != NULL && out != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(batch > 0 && batch <= 65536 && reps > 0 && reps <= 100000, TSAFE_E_RANGE);
     memset(out, 0, sizeof *out);
 
     double t0 = now_s();
-    MOE_TRY(tsafe_moe_layer_create_random_ex(cfg, seed, opt, &L));
+    TSAFE_TRY(tsafe_moe_layer_create_random_ex(cfg, seed, opt, &L));
     out->create_s = now_s() - t0;
 
-    MOE_CHECK(moe_mul_size(batch, L->d, &nd), TSAFE_E_SIZE_OVERFLOW);
+    TSAFE_CHECK(tsafe_mul_size(batch, L->d, &nd), TSAFE_E_SIZE_OVERFLOW);
     h = malloc(nd * sizeof *h);
     y = malloc(nd * sizeof *y);
     routes = malloc(batch * sizeof *routes);
     t_fwd = malloc(reps * sizeof *t_fwd);
     t_route = malloc(reps * sizeof *t_route);
-    MOE_CHECK(h && y && routes && t_fwd && t_route, TSAFE_E_NOMEM);
+    TSAFE_CHECK(h && y && routes && t_fwd && t_route, TSAFE_E_NOMEM);
 
     /* one warm-up batch, then fresh tokens each rep (rep index as stream id) */
     moe_fill_uniform(h, nd, 1.7320508f, L->key, MOE_T_TOKENS, -1); /* unit variance */
-    MOE_TRY(tsafe_moe_layer_forward(L, h, batch, y, routes));
+    TSAFE_TRY(tsafe_moe_layer_forward(L, h, batch, y, routes));
     for (size_t r = 0; r < reps; r++) {
         moe_fill_uniform(h, nd, 1.7320508f, L->key, MOE_T_TOKENS, (int64_t)r);
         double a = now_s();
-        MOE_TRY(tsafe_moe_layer_route(L, h, batch, routes));
+        TSAFE_TRY(tsafe_moe_layer_route(L, h, batch, routes));
         double b = now_s();
-        MOE_TRY(tsafe_moe_layer_forward(L, h, batch, y, routes));
+        TSAFE_TRY(tsafe_moe_layer_forward(L, h, batch, y, routes));
         double c = now_s();
         t_route[r] = (b - a) * 1e6 / (double)batch;
         t_fwd[r] = (c - b) * 1e6 / (double)batch;

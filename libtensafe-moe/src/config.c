@@ -65,7 +65,7 @@ static const preset k_presets[] = {
 
 tsafe_status tsafe_moe_config_preset(const char *name, tsafe_moe_config *out)
 {
-    MOE_REQUIRE(name != NULL && out != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(name != NULL && out != NULL, TSAFE_E_NULL);
     for (size_t i = 0; i < N_PRESETS; i++) {
         if (strcasecmp(name, k_presets[i].name) == 0) {
             *out = k_presets[i].cfg;
@@ -87,38 +87,38 @@ const char *tsafe_moe_config_preset_name(size_t i)
 
 tsafe_status tsafe_moe_config_validate(const tsafe_moe_config *c)
 {
-    MOE_REQUIRE(c != NULL, TSAFE_E_NULL);
-    MOE_REQUIRE(memchr(c->name, '\0', sizeof c->name) != NULL, TSAFE_E_PARAMS);
-    MOE_REQUIRE(c->hidden_size > 0 && c->hidden_size <= TSAFE_MOE_MAX_HIDDEN, TSAFE_E_PARAMS);
-    MOE_REQUIRE(c->n_layers > 0 && c->n_layers <= TSAFE_MOE_MAX_LAYERS, TSAFE_E_PARAMS);
-    MOE_REQUIRE(c->n_heads > 0 && c->n_kv_heads > 0, TSAFE_E_PARAMS);
-    MOE_REQUIRE(c->n_heads <= c->hidden_size, TSAFE_E_PARAMS);
-    MOE_REQUIRE(c->n_heads % c->n_kv_heads == 0, TSAFE_E_PARAMS);
+    TSAFE_REQUIRE(c != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(memchr(c->name, '\0', sizeof c->name) != NULL, TSAFE_E_PARAMS);
+    TSAFE_REQUIRE(c->hidden_size > 0 && c->hidden_size <= TSAFE_MOE_MAX_HIDDEN, TSAFE_E_PARAMS);
+    TSAFE_REQUIRE(c->n_layers > 0 && c->n_layers <= TSAFE_MOE_MAX_LAYERS, TSAFE_E_PARAMS);
+    TSAFE_REQUIRE(c->n_heads > 0 && c->n_kv_heads > 0, TSAFE_E_PARAMS);
+    TSAFE_REQUIRE(c->n_heads <= c->hidden_size, TSAFE_E_PARAMS);
+    TSAFE_REQUIRE(c->n_heads % c->n_kv_heads == 0, TSAFE_E_PARAMS);
     if (c->head_dim == 0)
-        MOE_REQUIRE(c->hidden_size % c->n_heads == 0, TSAFE_E_PARAMS);
+        TSAFE_REQUIRE(c->hidden_size % c->n_heads == 0, TSAFE_E_PARAMS);
     else
-        MOE_REQUIRE(c->head_dim <= TSAFE_MOE_MAX_HIDDEN, TSAFE_E_PARAMS);
-    MOE_REQUIRE(c->full_attention_interval > 0 && c->full_attention_interval <= c->n_layers,
+        TSAFE_REQUIRE(c->head_dim <= TSAFE_MOE_MAX_HIDDEN, TSAFE_E_PARAMS);
+    TSAFE_REQUIRE(c->full_attention_interval > 0 && c->full_attention_interval <= c->n_layers,
                 TSAFE_E_PARAMS);
-    MOE_REQUIRE(c->intermediate_size <= TSAFE_MOE_MAX_INTERMEDIATE, TSAFE_E_PARAMS);
-    MOE_REQUIRE(c->shared_expert_gate == 0 || c->shared_expert_gate == 1, TSAFE_E_PARAMS);
-    MOE_REQUIRE(c->norm_topk_prob == 0 || c->norm_topk_prob == 1, TSAFE_E_PARAMS);
+    TSAFE_REQUIRE(c->intermediate_size <= TSAFE_MOE_MAX_INTERMEDIATE, TSAFE_E_PARAMS);
+    TSAFE_REQUIRE(c->shared_expert_gate == 0 || c->shared_expert_gate == 1, TSAFE_E_PARAMS);
+    TSAFE_REQUIRE(c->norm_topk_prob == 0 || c->norm_topk_prob == 1, TSAFE_E_PARAMS);
     if (c->n_experts == 0) {
         /* dense: one MLP, nothing routed */
-        MOE_REQUIRE(c->top_k == 0 && c->shared_expert_intermediate == 0 &&
+        TSAFE_REQUIRE(c->top_k == 0 && c->shared_expert_intermediate == 0 &&
                         c->shared_expert_gate == 0 && c->intermediate_size > 0,
                     TSAFE_E_PARAMS);
         return TSAFE_OK;
     }
-    MOE_REQUIRE(c->n_experts <= TSAFE_MOE_MAX_EXPERTS, TSAFE_E_PARAMS);
-    MOE_REQUIRE(c->top_k >= 1 && c->top_k <= c->n_experts, TSAFE_E_PARAMS);
-    MOE_REQUIRE(c->expert_intermediate > 0 &&
+    TSAFE_REQUIRE(c->n_experts <= TSAFE_MOE_MAX_EXPERTS, TSAFE_E_PARAMS);
+    TSAFE_REQUIRE(c->top_k >= 1 && c->top_k <= c->n_experts, TSAFE_E_PARAMS);
+    TSAFE_REQUIRE(c->expert_intermediate > 0 &&
                     c->expert_intermediate <= TSAFE_MOE_MAX_INTERMEDIATE,
                 TSAFE_E_PARAMS);
-    MOE_REQUIRE(c->shared_expert_intermediate <= TSAFE_MOE_MAX_INTERMEDIATE, TSAFE_E_PARAMS);
-    MOE_REQUIRE(c->shared_expert_gate == 0 || c->shared_expert_intermediate > 0,
+    TSAFE_REQUIRE(c->shared_expert_intermediate <= TSAFE_MOE_MAX_INTERMEDIATE, TSAFE_E_PARAMS);
+    TSAFE_REQUIRE(c->shared_expert_gate == 0 || c->shared_expert_intermediate > 0,
                 TSAFE_E_PARAMS);
-    MOE_REQUIRE(c->top_k <= TSAFE_MOE_MAX_TOPK, TSAFE_E_UNSUPPORTED);
+    TSAFE_REQUIRE(c->top_k <= TSAFE_MOE_MAX_TOPK, TSAFE_E_UNSUPPORTED);
     return TSAFE_OK;
 }
 

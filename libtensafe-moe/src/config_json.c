@@ -19,13 +19,13 @@ tsafe_status moe_read_file(const char *path, size_t cap, char **buf, size_t *len
     if (f == NULL)
         return errno == ENOENT ? TSAFE_E_NOT_FOUND : TSAFE_E_IO;
     b = malloc(alloc);
-    MOE_CHECK(b != NULL, TSAFE_E_NOMEM);
+    TSAFE_CHECK(b != NULL, TSAFE_E_NOMEM);
     for (;;) {
         if (n == alloc - 1) { /* full: grow, keeping room for the NUL */
-            MOE_CHECK(n <= cap, TSAFE_E_RANGE);
+            TSAFE_CHECK(n <= cap, TSAFE_E_RANGE);
             size_t na = alloc * 2;
             char *nb = realloc(b, na);
-            MOE_CHECK(nb != NULL, TSAFE_E_NOMEM);
+            TSAFE_CHECK(nb != NULL, TSAFE_E_NOMEM);
             b = nb;
             alloc = na;
         }
@@ -34,8 +34,8 @@ tsafe_status moe_read_file(const char *path, size_t cap, char **buf, size_t *len
         if (got == 0)
             break;
     }
-    MOE_CHECK(!ferror(f), TSAFE_E_IO);
-    MOE_CHECK(n <= cap, TSAFE_E_RANGE);
+    TSAFE_CHECK(!ferror(f), TSAFE_E_IO);
+    TSAFE_CHECK(n <= cap, TSAFE_E_RANGE);
     b[n] = '\0';
     fclose(f);
     *buf = b;
@@ -123,32 +123,32 @@ static tsafe_status parse_root(json_t *root, tsafe_moe_config *out)
     tsafe_status st = TSAFE_OK;
     tsafe_moe_config c;
     memset(&c, 0, sizeof c);
-    MOE_CHECK(json_is_object(root), TSAFE_E_JSON);
+    TSAFE_CHECK(json_is_object(root), TSAFE_E_JSON);
 
     json_t *src = root, *outer = NULL;
     json_t *tc = field(root, "text_config");
     if (tc != NULL) {
-        MOE_CHECK(json_is_object(tc), TSAFE_E_JSON);
+        TSAFE_CHECK(json_is_object(tc), TSAFE_E_JSON);
         src = tc;
         outer = root;
     }
 
-    MOE_TRY(get_u32(src, "hidden_size", 1, 0, &c.hidden_size));
-    MOE_TRY(get_u32(src, "num_hidden_layers", 1, 0, &c.n_layers));
-    MOE_TRY(get_u32(src, "num_attention_heads", 1, 0, &c.n_heads));
-    MOE_TRY(get_u32(src, "num_key_value_heads", 0, c.n_heads, &c.n_kv_heads));
-    MOE_TRY(get_u32(src, "head_dim", 0, 0, &c.head_dim));
-    MOE_TRY(get_u32(src, "num_experts", 0, 0, &c.n_experts));
-    MOE_TRY(get_u32(src, "intermediate_size", c.n_experts == 0, 0, &c.intermediate_size));
-    MOE_TRY(get_u32(src, "full_attention_interval", 0, 1, &c.full_attention_interval));
-    MOE_TRY(get_u32(src, "vocab_size", 0, 0, &c.vocab_size));
+    TSAFE_TRY(get_u32(src, "hidden_size", 1, 0, &c.hidden_size));
+    TSAFE_TRY(get_u32(src, "num_hidden_layers", 1, 0, &c.n_layers));
+    TSAFE_TRY(get_u32(src, "num_attention_heads", 1, 0, &c.n_heads));
+    TSAFE_TRY(get_u32(src, "num_key_value_heads", 0, c.n_heads, &c.n_kv_heads));
+    TSAFE_TRY(get_u32(src, "head_dim", 0, 0, &c.head_dim));
+    TSAFE_TRY(get_u32(src, "num_experts", 0, 0, &c.n_experts));
+    TSAFE_TRY(get_u32(src, "intermediate_size", c.n_experts == 0, 0, &c.intermediate_size));
+    TSAFE_TRY(get_u32(src, "full_attention_interval", 0, 1, &c.full_attention_interval));
+    TSAFE_TRY(get_u32(src, "vocab_size", 0, 0, &c.vocab_size));
     if (c.n_experts > 0) {
         const char *mt = get_str(src, outer, "model_type");
-        MOE_TRY(get_u32(src, "num_experts_per_tok", 1, 0, &c.top_k));
-        MOE_TRY(get_u32(src, "moe_intermediate_size", 1, 0, &c.expert_intermediate));
-        MOE_TRY(get_u32(src, "shared_expert_intermediate_size", 0, 0,
+        TSAFE_TRY(get_u32(src, "num_experts_per_tok", 1, 0, &c.top_k));
+        TSAFE_TRY(get_u32(src, "moe_intermediate_size", 1, 0, &c.expert_intermediate));
+        TSAFE_TRY(get_u32(src, "shared_expert_intermediate_size", 0, 0,
                         &c.shared_expert_intermediate));
-        MOE_TRY(get_bool(src, "norm_topk_prob", default_norm_topk(mt), &c.norm_topk_prob));
+        TSAFE_TRY(get_bool(src, "norm_topk_prob", default_norm_topk(mt), &c.norm_topk_prob));
         c.shared_expert_gate = c.shared_expert_intermediate > 0;
     }
 
@@ -159,7 +159,7 @@ static tsafe_status parse_root(json_t *root, tsafe_moe_config *out)
         name = "config.json";
     copy_name(c.name, sizeof c.name, name);
 
-    MOE_TRY(tsafe_moe_config_validate(&c));
+    TSAFE_TRY(tsafe_moe_config_validate(&c));
     *out = c;
     return TSAFE_OK;
 fail:
@@ -168,7 +168,7 @@ fail:
 
 tsafe_status tsafe_moe_config_parse_json(const char *text, size_t len, tsafe_moe_config *out)
 {
-    MOE_REQUIRE(text != NULL && out != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(text != NULL && out != NULL, TSAFE_E_NULL);
     json_error_t err;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
     if (root == NULL)
@@ -180,7 +180,7 @@ tsafe_status tsafe_moe_config_parse_json(const char *text, size_t len, tsafe_moe
 
 tsafe_status tsafe_moe_config_load_json(const char *path, tsafe_moe_config *out)
 {
-    MOE_REQUIRE(path != NULL && out != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(path != NULL && out != NULL, TSAFE_E_NULL);
     char *buf = NULL;
     size_t len = 0;
     tsafe_status st = moe_read_file(path, CONFIG_JSON_CAP, &buf, &len);

@@ -81,7 +81,7 @@ static float *alloc_floats(size_t n, int zero)
 tsafe_status moe_expert_alloc(moe_expert *e, uint32_t d, uint32_t inter, int zero)
 {
     size_t n;
-    if (!moe_mul_size((size_t)d, (size_t)inter, &n) || n > SIZE_MAX / (2 * sizeof(float)))
+    if (!tsafe_mul_size((size_t)d, (size_t)inter, &n) || n > SIZE_MAX / (2 * sizeof(float)))
         return TSAFE_E_SIZE_OVERFLOW;
     e->gate_up = alloc_floats(2 * n, zero);
     e->down = alloc_floats(n, zero);

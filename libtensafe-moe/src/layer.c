@@ -39,18 +39,18 @@ static tsafe_status layer_alloc(const tsafe_moe_config *cfg, uint32_t n_experts_
     tsafe_status st = TSAFE_OK;
     tsafe_moe_layer *L = NULL;
     size_t n;
-    MOE_REQUIRE(cfg != NULL && out != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(cfg != NULL && out != NULL, TSAFE_E_NULL);
     *out = NULL;
-    MOE_TRY(tsafe_moe_config_validate(cfg));
+    TSAFE_TRY(tsafe_moe_config_validate(cfg));
     tsafe_moe_config c = *cfg;
     if (n_experts_override != 0) {
-        MOE_CHECK(c.n_experts > 0, TSAFE_E_ARG); /* a dense model has no experts */
-        MOE_CHECK(n_experts_override <= TSAFE_MOE_MAX_EXPERTS, TSAFE_E_PARAMS);
-        MOE_CHECK(n_experts_override >= c.top_k, TSAFE_E_PARAMS);
+        TSAFE_CHECK(c.n_experts > 0, TSAFE_E_ARG); /* a dense model has no experts */
+        TSAFE_CHECK(n_experts_override <= TSAFE_MOE_MAX_EXPERTS, TSAFE_E_PARAMS);
+        TSAFE_CHECK(n_experts_override >= c.top_k, TSAFE_E_PARAMS);
         c.n_experts = n_experts_override;
     }
     L = calloc(1, sizeof *L);
-    MOE_CHECK(L != NULL, TSAFE_E_NOMEM);
+    TSAFE_CHECK(L != NULL, TSAFE_E_NOMEM);
     L->cfg = c;
     L->d = c.hidden_size;
     L->inter = c.expert_intermediate;
@@ -62,20 +62,20 @@ static tsafe_status layer_alloc(const tsafe_moe_config *cfg, uint32_t n_experts_
         L->shared_kind = c.shared_expert_gate ? 1 : 2;
     }
     if (c.n_experts > 0) {
-        MOE_CHECK(moe_mul_size(c.n_experts, L->d, &n), TSAFE_E_SIZE_OVERFLOW);
+        TSAFE_CHECK(tsafe_mul_size(c.n_experts, L->d, &n), TSAFE_E_SIZE_OVERFLOW);
         L->router_w = calloc(n, sizeof(float));
         L->experts = calloc(c.n_experts, sizeof *L->experts);
         L->hits = calloc(c.n_experts, sizeof *L->hits);
-        MOE_CHECK(L->router_w && L->experts && L->hits, TSAFE_E_NOMEM);
+        TSAFE_CHECK(L->router_w && L->experts && L->hits, TSAFE_E_NOMEM);
         L->weight_bytes += (uint64_t)n * sizeof(float);
     }
     if (L->shared_kind == 1) {
         L->shared_gate_w = calloc(L->d, sizeof(float));
-        MOE_CHECK(L->shared_gate_w != NULL, TSAFE_E_NOMEM);
+        TSAFE_CHECK(L->shared_gate_w != NULL, TSAFE_E_NOMEM);
         L->weight_bytes += (uint64_t)L->d * sizeof(float);
     }
     if (L->shared_kind != 0) {
-        MOE_TRY(moe_expert_alloc(&L->shared, L->d, L->shared_inter, 1));
+        TSAFE_TRY(moe_expert_alloc(&L->shared, L->d, L->shared_inter, 1));
         L->weight_bytes += expert_bytes(L->d, L->shared_inter);
     }
     *out = L;
@@ -106,14 +106,14 @@ tsafe_status tsafe_moe_layer_create_random_ex(const tsafe_moe_config *cfg, uint6
     tsafe_status st = TSAFE_OK;
     tsafe_moe_layer *L = NULL;
     tsafe_moe_layer_options o = {0, TSAFE_MOE_WEIGHTS_EAGER};
-    MOE_REQUIRE(out != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(out != NULL, TSAFE_E_NULL);
     *out = NULL;
     if (opt != NULL)
         o = *opt;
-    MOE_REQUIRE(o.mode == TSAFE_MOE_WEIGHTS_EAGER || o.mode == TSAFE_MOE_WEIGHTS_LAZY,
+    TSAFE_REQUIRE(o.mode == TSAFE_MOE_WEIGHTS_EAGER || o.mode == TSAFE_MOE_WEIGHTS_LAZY,
                 TSAFE_E_ARG);
-    MOE_REQUIRE(sodium_init() >= 0, TSAFE_E_CRYPTO);
-    MOE_TRY(layer_alloc(cfg, o.n_experts_override, &L));
+    TSAFE_REQUIRE(sodium_init() >= 0, TSAFE_E_CRYPTO);
+    TSAFE_TRY(layer_alloc(cfg, o.n_experts_override, &L));
     L->generated = 1;
     L->mode = o.mode;
     moe_derive_key(seed, L->key);
@@ -128,7 +128,7 @@ tsafe_status tsafe_moe_layer_create_random_ex(const tsafe_moe_config *cfg, uint6
         moe_expert_generate(&L->shared, L->key, TSAFE_MOE_SHARED, d, L->shared_inter);
     if (o.mode == TSAFE_MOE_WEIGHTS_EAGER)
         for (uint32_t e = 0; e < L->cfg.n_experts; e++)
-            MOE_TRY(materialise(L, e));
+            TSAFE_TRY(materialise(L, e));
     *out = L;
     return TSAFE_OK;
 fail:
@@ -148,9 +148,9 @@ tsafe_status tsafe_moe_layer_create_zero(const tsafe_moe_config *cfg,
 {
     tsafe_status st = TSAFE_OK;
     tsafe_moe_layer *L = NULL;
-    MOE_REQUIRE(out != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(out != NULL, TSAFE_E_NULL);
     *out = NULL;
-    MOE_TRY(layer_alloc(cfg, n_experts_override, &L));
+    TSAFE_TRY(layer_alloc(cfg, n_experts_override, &L));
     /* experts are allocated (zero) when first set or routed to */
     L->mode = TSAFE_MOE_WEIGHTS_LAZY;
     *out = L;
@@ -163,10 +163,10 @@ fail:
 tsafe_status tsafe_moe_layer_set_router(tsafe_moe_layer *L, const float *gate_w,
                                         const float *shared_gate_w)
 {
-    MOE_REQUIRE(L != NULL, TSAFE_E_NULL);
-    MOE_REQUIRE(L->cfg.n_experts > 0, TSAFE_E_STATE);
-    MOE_REQUIRE(gate_w != NULL, TSAFE_E_NULL);
-    MOE_REQUIRE((shared_gate_w != NULL) == (L->shared_kind == 1), TSAFE_E_ARG);
+    TSAFE_REQUIRE(L != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(L->cfg.n_experts > 0, TSAFE_E_STATE);
+    TSAFE_REQUIRE(gate_w != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE((shared_gate_w != NULL) == (L->shared_kind == 1), TSAFE_E_ARG);
     memcpy(L->router_w, gate_w, (size_t)L->cfg.n_experts * L->d * sizeof(float));
     if (shared_gate_w != NULL)
         memcpy(L->shared_gate_w, shared_gate_w, (size_t)L->d * sizeof(float));
@@ -177,16 +177,16 @@ tsafe_status tsafe_moe_layer_set_expert(tsafe_moe_layer *L, int32_t expert,
                                         const float *gate_proj, const float *up_proj,
                                         const float *down_proj)
 {
-    MOE_REQUIRE(L != NULL && gate_proj != NULL && up_proj != NULL && down_proj != NULL,
+    TSAFE_REQUIRE(L != NULL && gate_proj != NULL && up_proj != NULL && down_proj != NULL,
                 TSAFE_E_NULL);
     moe_expert *x;
     uint32_t inter;
     if (expert == TSAFE_MOE_SHARED) {
-        MOE_REQUIRE(L->shared_kind != 0, TSAFE_E_RANGE);
+        TSAFE_REQUIRE(L->shared_kind != 0, TSAFE_E_RANGE);
         x = &L->shared;
         inter = L->shared_inter;
     } else {
-        MOE_REQUIRE(expert >= 0 && (uint32_t)expert < L->cfg.n_experts, TSAFE_E_RANGE);
+        TSAFE_REQUIRE(expert >= 0 && (uint32_t)expert < L->cfg.n_experts, TSAFE_E_RANGE);
         tsafe_status st = materialise(L, (uint32_t)expert);
         if (st != TSAFE_OK)
             return st;
@@ -208,9 +208,9 @@ const tsafe_moe_config *tsafe_moe_layer_config(const tsafe_moe_layer *L)
 tsafe_status tsafe_moe_layer_route(const tsafe_moe_layer *L, const float *h, size_t n_tokens,
                                    tsafe_moe_route *routes)
 {
-    MOE_REQUIRE(L != NULL && routes != NULL, TSAFE_E_NULL);
-    MOE_REQUIRE(n_tokens == 0 || h != NULL, TSAFE_E_NULL);
-    MOE_REQUIRE(n_tokens <= MOE_MAX_TOKENS, TSAFE_E_RANGE);
+    TSAFE_REQUIRE(L != NULL && routes != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(n_tokens == 0 || h != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(n_tokens <= MOE_MAX_TOKENS, TSAFE_E_RANGE);
     if (n_tokens == 0)
         return TSAFE_OK;
     float *logits = NULL;
@@ -311,18 +311,18 @@ tsafe_status tsafe_moe_layer_forward_hooked(tsafe_moe_layer *L, const float *h,
     tsafe_status st = TSAFE_OK;
     fwd_scratch s;
     size_t nd;
-    MOE_REQUIRE(L != NULL, TSAFE_E_NULL);
-    MOE_REQUIRE(n_tokens == 0 || (h != NULL && out != NULL), TSAFE_E_NULL);
-    MOE_REQUIRE(n_tokens <= MOE_MAX_TOKENS, TSAFE_E_RANGE);
+    TSAFE_REQUIRE(L != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(n_tokens == 0 || (h != NULL && out != NULL), TSAFE_E_NULL);
+    TSAFE_REQUIRE(n_tokens <= MOE_MAX_TOKENS, TSAFE_E_RANGE);
     if (n_tokens == 0)
         return TSAFE_OK;
     const size_t d = L->d, E = L->cfg.n_experts;
-    MOE_REQUIRE(moe_mul_size(n_tokens, d, &nd), TSAFE_E_SIZE_OVERFLOW);
+    TSAFE_REQUIRE(tsafe_mul_size(n_tokens, d, &nd), TSAFE_E_SIZE_OVERFLOW);
     uintptr_t ho = (uintptr_t)h, oo = (uintptr_t)out, nb = nd * sizeof(float);
-    MOE_REQUIRE(oo + nb <= ho || ho + nb <= oo, TSAFE_E_ARG);
+    TSAFE_REQUIRE(oo + nb <= ho || ho + nb <= oo, TSAFE_E_ARG);
 
-    MOE_TRY(scratch_alloc(L, n_tokens, &s, routes));
-    MOE_TRY(moe_route_rows(L, h, n_tokens, s.logits, s.routes));
+    TSAFE_TRY(scratch_alloc(L, n_tokens, &s, routes));
+    TSAFE_TRY(moe_route_rows(L, h, n_tokens, s.logits, s.routes));
     memset(out, 0, nd * sizeof(float));
 
     uint64_t evals = 0;
@@ -332,7 +332,7 @@ tsafe_status tsafe_moe_layer_forward_hooked(tsafe_moe_layer *L, const float *h,
             uint32_t lo = s.count[e], m = s.count[e + 1] - lo;
             if (m == 0)
                 continue;
-            MOE_TRY(materialise(L, e));
+            TSAFE_TRY(materialise(L, e));
             const uint32_t *tk = s.tok + lo;
             const float *x = h + (size_t)tk[0] * d;
             if (m > 1) {
@@ -340,7 +340,7 @@ tsafe_status tsafe_moe_layer_forward_hooked(tsafe_moe_layer *L, const float *h,
                     memcpy(s.x + (size_t)r * d, h + (size_t)tk[r] * d, d * sizeof(float));
                 x = s.x;
             }
-            MOE_TRY(moe_expert_apply(&L->experts[e], (int32_t)e, L->d, L->inter, x, m, tk,
+            TSAFE_TRY(moe_expert_apply(&L->experts[e], (int32_t)e, L->d, L->inter, x, m, tk,
                                      s.gu, s.act, s.y, hook, user));
             for (uint32_t r = 0; r < m; r++) {
                 float wr = s.w[lo + r];
@@ -353,7 +353,7 @@ tsafe_status tsafe_moe_layer_forward_hooked(tsafe_moe_layer *L, const float *h,
         }
     }
     if (L->shared_kind != 0) {
-        MOE_TRY(moe_expert_apply(&L->shared, TSAFE_MOE_SHARED, L->d, L->shared_inter, h,
+        TSAFE_TRY(moe_expert_apply(&L->shared, TSAFE_MOE_SHARED, L->d, L->shared_inter, h,
                                  n_tokens, s.ident, s.gu, s.act, s.y, hook, user));
         for (size_t t = 0; t < n_tokens; t++) {
             float g = s.routes[t].shared_gate;
@@ -383,7 +383,7 @@ tsafe_status tsafe_moe_layer_forward(tsafe_moe_layer *L, const float *h, size_t 
 
 tsafe_status tsafe_moe_layer_get_stats(const tsafe_moe_layer *L, tsafe_moe_layer_stats *out)
 {
-    MOE_REQUIRE(L != NULL && out != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(L != NULL && out != NULL, TSAFE_E_NULL);
     memset(out, 0, sizeof *out); /* padding too: callers may memcmp */
     out->tokens = L->tokens;
     out->expert_evals = L->expert_evals;
@@ -395,9 +395,9 @@ tsafe_status tsafe_moe_layer_get_stats(const tsafe_moe_layer *L, tsafe_moe_layer
 
 tsafe_status tsafe_moe_layer_expert_hits(const tsafe_moe_layer *L, uint64_t *counts, size_t n)
 {
-    MOE_REQUIRE(L != NULL, TSAFE_E_NULL);
-    MOE_REQUIRE(n >= L->cfg.n_experts, TSAFE_E_BUFFER_SMALL);
-    MOE_REQUIRE(L->cfg.n_experts == 0 || counts != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(L != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(n >= L->cfg.n_experts, TSAFE_E_BUFFER_SMALL);
+    TSAFE_REQUIRE(L->cfg.n_experts == 0 || counts != NULL, TSAFE_E_NULL);
     if (L->cfg.n_experts > 0)
         memcpy(counts, L->hits, L->cfg.n_experts * sizeof *counts);
     return TSAFE_OK;

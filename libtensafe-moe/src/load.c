@@ -106,43 +106,43 @@ tsafe_status tsafe_moe_layer_load_safetensors(tsafe_moe_layer *L, const tsafe_sa
     tsafe_status st = TSAFE_OK;
     float *g = NULL, *u = NULL, *dn = NULL, *router = NULL, *sgate = NULL;
     char name[MOE_NAME_CAP];
-    MOE_REQUIRE(L != NULL && sf != NULL && prefix != NULL, TSAFE_E_NULL);
-    MOE_REQUIRE(strlen(prefix) < MOE_NAME_CAP - 128, TSAFE_E_ARG);
+    TSAFE_REQUIRE(L != NULL && sf != NULL && prefix != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(strlen(prefix) < MOE_NAME_CAP - 128, TSAFE_E_ARG);
     const uint32_t E = L->cfg.n_experts, d = L->d;
     const uint32_t imax = L->inter > L->shared_inter ? L->inter : L->shared_inter;
     const size_t n = (size_t)imax * d;
     g = malloc(n * sizeof *g);
     u = malloc(n * sizeof *u);
     dn = malloc(n * sizeof *dn);
-    MOE_CHECK(g && u && dn, TSAFE_E_NOMEM);
+    TSAFE_CHECK(g && u && dn, TSAFE_E_NOMEM);
 
     if (E > 0) {
         const uint64_t r_dims[2] = {E, d}, s_dims[2] = {1, d};
         router = malloc((size_t)E * d * sizeof *router);
-        MOE_CHECK(router != NULL, TSAFE_E_NOMEM);
-        MOE_TRY(tensor_name(name, prefix, "gate.weight", 0));
-        MOE_TRY(read_exact(sf, name, r_dims, 2, router, (size_t)E * d));
+        TSAFE_CHECK(router != NULL, TSAFE_E_NOMEM);
+        TSAFE_TRY(tensor_name(name, prefix, "gate.weight", 0));
+        TSAFE_TRY(read_exact(sf, name, r_dims, 2, router, (size_t)E * d));
         if (L->shared_kind == 1) {
             sgate = malloc(d * sizeof *sgate);
-            MOE_CHECK(sgate != NULL, TSAFE_E_NOMEM);
-            MOE_TRY(tensor_name(name, prefix, "shared_expert_gate.weight", 0));
-            MOE_TRY(check_shape(sf, name, s_dims, 2, 1));
-            MOE_TRY(tsafe_safetensors_read_f32(sf, name, sgate, d));
+            TSAFE_CHECK(sgate != NULL, TSAFE_E_NOMEM);
+            TSAFE_TRY(tensor_name(name, prefix, "shared_expert_gate.weight", 0));
+            TSAFE_TRY(check_shape(sf, name, s_dims, 2, 1));
+            TSAFE_TRY(tsafe_safetensors_read_f32(sf, name, sgate, d));
         }
-        MOE_TRY(tsafe_moe_layer_set_router(L, router, sgate));
-        MOE_TRY(tensor_name(name, prefix, "experts.gate_up_proj", 0));
+        TSAFE_TRY(tsafe_moe_layer_set_router(L, router, sgate));
+        TSAFE_TRY(tensor_name(name, prefix, "experts.gate_up_proj", 0));
         if (tsafe_safetensors_find(sf, name, NULL) == TSAFE_OK) {
-            MOE_TRY(load_fused(L, sf, prefix, g, u, dn));
+            TSAFE_TRY(load_fused(L, sf, prefix, g, u, dn));
         } else {
             for (uint32_t e = 0; e < E; e++)
-                MOE_TRY(load_split(L, sf, prefix, "experts.%d.", (int32_t)e, L->inter, g, u,
+                TSAFE_TRY(load_split(L, sf, prefix, "experts.%d.", (int32_t)e, L->inter, g, u,
                                    dn));
         }
         if (L->shared_kind != 0)
-            MOE_TRY(load_split(L, sf, prefix, "shared_expert.", TSAFE_MOE_SHARED,
+            TSAFE_TRY(load_split(L, sf, prefix, "shared_expert.", TSAFE_MOE_SHARED,
                                L->shared_inter, g, u, dn));
     } else {
-        MOE_TRY(load_split(L, sf, prefix, "", TSAFE_MOE_SHARED, L->shared_inter, g, u, dn));
+        TSAFE_TRY(load_split(L, sf, prefix, "", TSAFE_MOE_SHARED, L->shared_inter, g, u, dn));
     }
 fail:
     free(g);

@@ -7,35 +7,7 @@
 #include <stdint.h>
 
 #include "tensafe/moe.h"
-
-/* Flat error paths: jump to `fail:` with `st` set. */
-#define MOE_CHECK(cond, code)                                                \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            st = (code);                                                     \
-            goto fail;                                                       \
-        }                                                                    \
-    } while (0)
-#define MOE_TRY(expr)                                                        \
-    do {                                                                     \
-        st = (expr);                                                         \
-        if (st != TSAFE_OK)                                                  \
-            goto fail;                                                       \
-    } while (0)
-#define MOE_REQUIRE(cond, code)                                              \
-    do {                                                                     \
-        if (!(cond))                                                         \
-            return (code);                                                   \
-    } while (0)
-
-/* a * b into *out; 0 on overflow. */
-static inline int moe_mul_size(size_t a, size_t b, size_t *out)
-{
-    if (a != 0 && b > SIZE_MAX / a)
-        return 0;
-    *out = a * b;
-    return 1;
-}
+#include "tsafe_check.h"
 
 /* Kinds of generated tensors; part of each ChaCha20 nonce. */
 enum moe_tensor_kind {

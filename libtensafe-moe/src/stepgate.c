@@ -350,7 +350,7 @@ static tsafe_status parse_gate(json_t *root, tsafe_stepgate *g)
 
 tsafe_status tsafe_stepgate_create_json(const char *text, size_t len, tsafe_stepgate **out)
 {
-    MOE_REQUIRE(text != NULL && out != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(text != NULL && out != NULL, TSAFE_E_NULL);
     *out = NULL;
     json_error_t err;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &err);
@@ -369,7 +369,7 @@ tsafe_status tsafe_stepgate_create_json(const char *text, size_t len, tsafe_step
 
 tsafe_status tsafe_stepgate_load_json(const char *path, tsafe_stepgate **out)
 {
-    MOE_REQUIRE(path != NULL && out != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(path != NULL && out != NULL, TSAFE_E_NULL);
     *out = NULL;
     char *buf = NULL;
     size_t len = 0;
@@ -432,9 +432,9 @@ uint32_t tsafe_stepgate_hysteresis(const tsafe_stepgate *g)
 tsafe_status tsafe_stepgate_score(const tsafe_stepgate *g, const char *text, size_t len,
                                   uint32_t *scores, size_t n_scores)
 {
-    MOE_REQUIRE(g != NULL && scores != NULL, TSAFE_E_NULL);
-    MOE_REQUIRE(len == 0 || text != NULL, TSAFE_E_NULL);
-    MOE_REQUIRE(n_scores >= g->n_dom, TSAFE_E_BUFFER_SMALL);
+    TSAFE_REQUIRE(g != NULL && scores != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(len == 0 || text != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(n_scores >= g->n_dom, TSAFE_E_BUFFER_SMALL);
     score_all(g, text, len, scores);
     return TSAFE_OK;
 }
@@ -442,8 +442,8 @@ tsafe_status tsafe_stepgate_score(const tsafe_stepgate *g, const char *text, siz
 tsafe_status tsafe_stepgate_classify(const tsafe_stepgate *g, const char *text, size_t len,
                                      int32_t *domain)
 {
-    MOE_REQUIRE(g != NULL && domain != NULL, TSAFE_E_NULL);
-    MOE_REQUIRE(len == 0 || text != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(g != NULL && domain != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(len == 0 || text != NULL, TSAFE_E_NULL);
     uint32_t *scores = malloc(g->n_dom * sizeof *scores);
     if (scores == NULL)
         return TSAFE_E_NOMEM;
@@ -457,7 +457,7 @@ tsafe_status tsafe_stepgate_classify(const tsafe_stepgate *g, const char *text, 
 
 tsafe_status tsafe_stepgate_session_create(const tsafe_stepgate *g, tsafe_stepgate_session **out)
 {
-    MOE_REQUIRE(g != NULL && out != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(g != NULL && out != NULL, TSAFE_E_NULL);
     *out = NULL;
     tsafe_stepgate_session *s = calloc(1, sizeof *s);
     if (s == NULL)
@@ -506,8 +506,8 @@ static tsafe_status append(tsafe_stepgate_session *s, const char *text, size_t l
 tsafe_status tsafe_stepgate_session_begin(tsafe_stepgate_session *s, const char *prompt,
                                           size_t len, int32_t *domain)
 {
-    MOE_REQUIRE(s != NULL, TSAFE_E_NULL);
-    MOE_REQUIRE(len == 0 || prompt != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(s != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(len == 0 || prompt != NULL, TSAFE_E_NULL);
     s->len = 0;
     s->steps = 0;
     s->begun = 0;
@@ -526,9 +526,9 @@ tsafe_status tsafe_stepgate_session_begin(tsafe_stepgate_session *s, const char 
 tsafe_status tsafe_stepgate_session_step(tsafe_stepgate_session *s, const char *token,
                                          size_t len, int32_t *domain, int *switched)
 {
-    MOE_REQUIRE(s != NULL, TSAFE_E_NULL);
-    MOE_REQUIRE(len == 0 || token != NULL, TSAFE_E_NULL);
-    MOE_REQUIRE(s->begun, TSAFE_E_STATE);
+    TSAFE_REQUIRE(s != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(len == 0 || token != NULL, TSAFE_E_NULL);
+    TSAFE_REQUIRE(s->begun, TSAFE_E_STATE);
     const tsafe_stepgate *g = s->gate;
     int sw = 0;
     tsafe_status st = append(s, token, len);

@@ -3,7 +3,7 @@
 
 #include "tensafe/backend_impl.h"
 #include "../ckks/ckks_internal.h"
-#include "../common/check.h"
+#include "tsafe_check.h"
 
 tsafe_status tsafe_backend_init(tsafe_backend **out, int api_version,
                                 const struct tsafe_backend_i *iface,

@@ -5,7 +5,7 @@
 
 #include "tensafe/backend_impl.h"
 #include "../ckks/ckks_internal.h"
-#include "../common/check.h"
+#include "tsafe_check.h"
 
 static const char *cpu_name(tsafe_backend *b) { return "cpu"; }
 

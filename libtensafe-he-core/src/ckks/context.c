@@ -11,7 +11,7 @@
 
 #include "tensafe/backend_impl.h" /* exports tsafe_context_psi/log_n */
 #include "ckks_internal.h"
-#include "../common/check.h"
+#include "tsafe_check.h"
 #include "../common/prng.h"
 
 static pthread_mutex_t g_fftw_lock = PTHREAD_MUTEX_INITIALIZER;

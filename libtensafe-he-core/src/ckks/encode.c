@@ -17,7 +17,7 @@
 #include <sodium.h>
 
 #include "ckks_internal.h"
-#include "../common/check.h"
+#include "tsafe_check.h"
 
 /* Per-thread FFT scratch: encode/decode run on the hot path of every token,
  * and a fresh 16*N-byte buffer per call costs page faults (large mallocs

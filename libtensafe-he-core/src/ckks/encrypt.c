@@ -9,7 +9,7 @@
 
 #include "ckks_internal.h"
 #include "keys_internal.h"
-#include "../common/check.h"
+#include "tsafe_check.h"
 #include "../common/prng.h"
 
 tsafe_status tsafe_ciphertext_create(const tsafe_context *ctx,

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "ckks_internal.h"
-#include "../common/check.h"
+#include "tsafe_check.h"
 
 static int scales_match(double a, double b)
 {

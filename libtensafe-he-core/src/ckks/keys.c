@@ -8,7 +8,7 @@
 
 #include "ckks_internal.h"
 #include "keys_internal.h"
-#include "../common/check.h"
+#include "tsafe_check.h"
 #include "../common/prng.h"
 
 tsafe_status tsafe_seed_or_fresh(const uint8_t *seed, uint8_t out[32])

@@ -19,7 +19,7 @@
 #include "ckks_internal.h"
 #include "keys_internal.h"
 #include "../common/bytes.h"
-#include "../common/check.h"
+#include "tsafe_check.h"
 
 #define SER_MAGIC "TSHE"
 #define SER_VERSION 1

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/check.h"
+#include "tsafe_check.h"
 #include "ifma.h"
 
 static uint32_t bitrev(uint32_t x, uint32_t bits)

@@ -1,7 +1,7 @@
 /* NTT-friendly prime generation and primitive roots of unity. */
 #include "ring.h"
 
-#include "../common/check.h"
+#include "tsafe_check.h"
 
 #include <gmp.h>
 

@@ -80,46 +80,46 @@ tsafe_status tsafe_peft_config_parse(const char *text, size_t len,
     memset(c, 0, sizeof *c);
     json_error_t jerr;
     c->root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-    ST_CHECK(c->root, TSAFE_E_JSON);
-    ST_CHECK(json_is_object(c->root), TSAFE_E_FORMAT);
+    TSAFE_CHECK(c->root, TSAFE_E_JSON);
+    TSAFE_CHECK(json_is_object(c->root), TSAFE_E_FORMAT);
     json_t *root = c->root;
 
     /* DoRA first: the clearest answer for a DoRA adapter. */
     int flag;
-    ST_TRY(opt_bool(root, "use_dora", &flag));
-    ST_CHECK(!flag, TSAFE_E_DORA);
+    TSAFE_TRY(opt_bool(root, "use_dora", &flag));
+    TSAFE_CHECK(!flag, TSAFE_E_DORA);
 
     json_t *pt = json_object_get(root, "peft_type");
-    ST_CHECK(pt, TSAFE_E_MISSING_FIELD);
-    ST_CHECK(json_is_string(pt), TSAFE_E_FORMAT);
-    ST_CHECK(strcmp(json_string_value(pt), "LORA") == 0, TSAFE_E_UNSUPPORTED);
+    TSAFE_CHECK(pt, TSAFE_E_MISSING_FIELD);
+    TSAFE_CHECK(json_is_string(pt), TSAFE_E_FORMAT);
+    TSAFE_CHECK(strcmp(json_string_value(pt), "LORA") == 0, TSAFE_E_UNSUPPORTED);
 
     json_t *r = json_object_get(root, "r");
     json_t *alpha = json_object_get(root, "lora_alpha");
-    ST_CHECK(r && alpha, TSAFE_E_MISSING_FIELD);
-    ST_CHECK(positive_rank(r, &c->cfg.r), TSAFE_E_FORMAT);
-    ST_CHECK(finite_number(alpha, &c->cfg.lora_alpha), TSAFE_E_FORMAT);
+    TSAFE_CHECK(r && alpha, TSAFE_E_MISSING_FIELD);
+    TSAFE_CHECK(positive_rank(r, &c->cfg.r), TSAFE_E_FORMAT);
+    TSAFE_CHECK(finite_number(alpha, &c->cfg.lora_alpha), TSAFE_E_FORMAT);
 
-    ST_TRY(opt_bool(root, "use_rslora", &c->cfg.use_rslora));
-    ST_TRY(opt_bool(root, "fan_in_fan_out", &c->cfg.fan_in_fan_out));
-    ST_TRY(opt_bool(root, "lora_bias", &flag));
-    ST_CHECK(!flag, TSAFE_E_UNSUPPORTED);
-    ST_TRY(opt_bool(root, "use_qalora", &flag));
-    ST_CHECK(!flag, TSAFE_E_UNSUPPORTED);
+    TSAFE_TRY(opt_bool(root, "use_rslora", &c->cfg.use_rslora));
+    TSAFE_TRY(opt_bool(root, "fan_in_fan_out", &c->cfg.fan_in_fan_out));
+    TSAFE_TRY(opt_bool(root, "lora_bias", &flag));
+    TSAFE_CHECK(!flag, TSAFE_E_UNSUPPORTED);
+    TSAFE_TRY(opt_bool(root, "use_qalora", &flag));
+    TSAFE_CHECK(!flag, TSAFE_E_UNSUPPORTED);
 
     const char *names[2] = {"rank_pattern", "alpha_pattern"};
     for (int p = 0; p < 2; p++) {
         json_t *pat = json_object_get(root, names[p]);
         if (!pat || json_is_null(pat))
             continue;
-        ST_CHECK(json_is_object(pat), TSAFE_E_FORMAT);
+        TSAFE_CHECK(json_is_object(pat), TSAFE_E_FORMAT);
         const char *k;
         json_t *v;
         json_object_foreach(pat, k, v) {
             size_t rv;
             double av;
-            ST_CHECK(k[0] != '\0', TSAFE_E_FORMAT);
-            ST_CHECK(p == 0 ? positive_rank(v, &rv) : finite_number(v, &av),
+            TSAFE_CHECK(k[0] != '\0', TSAFE_E_FORMAT);
+            TSAFE_CHECK(p == 0 ? positive_rank(v, &rv) : finite_number(v, &av),
                      TSAFE_E_FORMAT);
         }
         if (p == 0)
@@ -127,8 +127,8 @@ tsafe_status tsafe_peft_config_parse(const char *text, size_t len,
         else
             c->alpha_pattern = pat;
     }
-    ST_TRY(string_list(json_object_get(root, "target_modules"), &c->targets));
-    ST_TRY(string_list(json_object_get(root, "target_parameters"),
+    TSAFE_TRY(string_list(json_object_get(root, "target_modules"), &c->targets));
+    TSAFE_TRY(string_list(json_object_get(root, "target_parameters"),
                        &c->target_params));
     return TSAFE_OK;
 fail:

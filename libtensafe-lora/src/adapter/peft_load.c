@@ -128,14 +128,14 @@ static tsafe_status add_plain(load_ctx *c, const tsafe_peft_key *ka,
     tsafe_status st = TSAFE_OK;
     float *A = NULL, *B = NULL;
     tsafe_tensor_info ta, tb;
-    ST_TRY(read_factor(c, ka->key, &ta, &A));
-    ST_TRY(read_factor(c, kb->key, &tb, &B));
+    TSAFE_TRY(read_factor(c, ka->key, &ta, &A));
+    TSAFE_TRY(read_factor(c, kb->key, &tb, &B));
     size_t r = (size_t)ta.shape[0], in = (size_t)ta.shape[1];
     size_t out = (size_t)tb.shape[0];
-    ST_CHECK(tb.shape[1] == ta.shape[0], TSAFE_E_SHAPE);
-    ST_CHECK(r == tsafe_peft_rank_for(c->cfg, ka->peft_name), TSAFE_E_ADAPTER);
+    TSAFE_CHECK(tb.shape[1] == ta.shape[0], TSAFE_E_SHAPE);
+    TSAFE_CHECK(r == tsafe_peft_rank_for(c->cfg, ka->peft_name), TSAFE_E_ADAPTER);
     double alpha = tsafe_peft_alpha_for(c->cfg, ka->peft_name);
-    ST_TRY(tsafe_lora_adapter_append(c->a, ka->canonical, r, in, out, A, B,
+    TSAFE_TRY(tsafe_lora_adapter_append(c->a, ka->canonical, r, in, out, A, B,
                                      alpha, ta.dtype));
     return TSAFE_OK;
 fail:
@@ -152,31 +152,31 @@ static tsafe_status add_fused(load_ctx *c, const tsafe_peft_key *ka,
     char *name = NULL, *pname = NULL;
     tsafe_tensor_info ta, tb;
     const char *proj;
-    ST_TRY(fused_proj(c, ka, &proj));
-    ST_TRY(read_factor(c, ka->key, &ta, &A));
-    ST_TRY(read_factor(c, kb->key, &tb, &B));
-    ST_CHECK(tb.shape[1] == ta.shape[0], TSAFE_E_SHAPE);
+    TSAFE_TRY(fused_proj(c, ka, &proj));
+    TSAFE_TRY(read_factor(c, ka->key, &ta, &A));
+    TSAFE_TRY(read_factor(c, kb->key, &tb, &B));
+    TSAFE_CHECK(tb.shape[1] == ta.shape[0], TSAFE_E_SHAPE);
     size_t rE = (size_t)ta.shape[0], d1 = (size_t)ta.shape[1];
     size_t d2 = (size_t)tb.shape[0];
 
     size_t pl = strlen(ka->peft_name) + 1 + strlen(proj) + 1;
     pname = malloc(pl);
-    ST_CHECK(pname, TSAFE_E_NOMEM);
+    TSAFE_CHECK(pname, TSAFE_E_NOMEM);
     snprintf(pname, pl, "%s.%s", ka->peft_name, proj);
     size_t r = tsafe_peft_rank_for(c->cfg, pname);
     double alpha = tsafe_peft_alpha_for(c->cfg, pname);
-    ST_CHECK(rE % r == 0, TSAFE_E_SHAPE);
+    TSAFE_CHECK(rE % r == 0, TSAFE_E_SHAPE);
     size_t E = rE / r;
     int swap = c->layout == TSAFE_LORA_FUSED_OUT_IN;
     size_t in = swap ? d2 : d1, out = swap ? d1 : d2;
 
     size_t nl = strlen(ka->canonical) + strlen(proj) + 32;
     name = malloc(nl);
-    ST_CHECK(name, TSAFE_E_NOMEM);
+    TSAFE_CHECK(name, TSAFE_E_NOMEM);
     for (size_t e = 0; e < E; e++) {
         Ae = malloc(r * in * sizeof *Ae); /* r*d1 and r*d2 fit: sub-tensors */
         Be = malloc(out * r * sizeof *Be);
-        ST_CHECK(Ae && Be, TSAFE_E_NOMEM);
+        TSAFE_CHECK(Ae && Be, TSAFE_E_NOMEM);
         for (size_t j = 0; j < r; j++) {
             for (size_t i = 0; i < d1; i++) {
                 float a = A[(e * r + j) * d1 + i]; /* A_e[j][i], expert-major */
@@ -194,7 +194,7 @@ static tsafe_status add_fused(load_ctx *c, const tsafe_peft_key *ka,
             }
         }
         snprintf(name, nl, "%s.%zu.%s", ka->canonical, e, proj);
-        ST_TRY(tsafe_lora_adapter_append(c->a, name, r, in, out, Ae, Be, alpha,
+        TSAFE_TRY(tsafe_lora_adapter_append(c->a, name, r, in, out, Ae, Be, alpha,
                                          ta.dtype));
         Ae = Be = NULL;
     }
@@ -214,11 +214,11 @@ static tsafe_status build(load_ctx *c)
     size_t n = tsafe_safetensors_tensor_count(c->st);
     tsafe_peft_key *k = calloc(n ? n : 1, sizeof *k);
     size_t nk = 0;
-    ST_CHECK(k, TSAFE_E_NOMEM);
+    TSAFE_CHECK(k, TSAFE_E_NOMEM);
     for (size_t i = 0; i < n; i++) {
         tsafe_tensor_info ti;
-        ST_TRY(tsafe_safetensors_tensor_at(c->st, i, &ti));
-        ST_TRY(tsafe_peft_parse_key(ti.name, &k[nk]));
+        TSAFE_TRY(tsafe_safetensors_tensor_at(c->st, i, &ti));
+        TSAFE_TRY(tsafe_peft_parse_key(ti.name, &k[nk]));
         nk++;
     }
     qsort(k, nk, sizeof *k, cmp_keys);
@@ -227,18 +227,18 @@ static tsafe_status build(load_ctx *c)
         int same_next = i + 1 < nk &&
                         strcmp(k[i].canonical, k[i + 1].canonical) == 0 &&
                         k[i].depth == k[i + 1].depth;
-        ST_CHECK(same_next && !k[i].is_b && k[i + 1].is_b, TSAFE_E_ADAPTER);
-        ST_CHECK(i + 2 >= nk || strcmp(k[i].canonical, k[i + 2].canonical) ||
+        TSAFE_CHECK(same_next && !k[i].is_b && k[i + 1].is_b, TSAFE_E_ADAPTER);
+        TSAFE_CHECK(i + 2 >= nk || strcmp(k[i].canonical, k[i + 2].canonical) ||
                      k[i].depth != k[i + 2].depth,
                  TSAFE_E_ADAPTER); /* the same factor under two names */
         if (k[i].fused)
-            ST_TRY(add_fused(c, &k[i], &k[i + 1]));
+            TSAFE_TRY(add_fused(c, &k[i], &k[i + 1]));
         else
-            ST_TRY(add_plain(c, &k[i], &k[i + 1]));
+            TSAFE_TRY(add_plain(c, &k[i], &k[i + 1]));
         i += 2;
     }
-    ST_CHECK(c->a->n > 0, TSAFE_E_ADAPTER);
-    ST_TRY(tsafe_lora_adapter_finish(c->a));
+    TSAFE_CHECK(c->a->n > 0, TSAFE_E_ADAPTER);
+    TSAFE_TRY(tsafe_lora_adapter_finish(c->a));
 fail:
     for (size_t i = 0; i < nk; i++)
         tsafe_peft_key_clear(&k[i]);
@@ -254,23 +254,23 @@ static tsafe_status load_common(const char *config, size_t config_len,
     tsafe_status st = TSAFE_OK;
     tsafe_peft_config cfg;
     tsafe_lora_adapter *a = NULL;
-    ST_TRY(tsafe_peft_config_parse(config, config_len, &cfg));
-    ST_TRY(tsafe_lora_adapter_create(&cfg.cfg, &a));
+    TSAFE_TRY(tsafe_peft_config_parse(config, config_len, &cfg));
+    TSAFE_TRY(tsafe_lora_adapter_create(&cfg.cfg, &a));
     size_t nt = json_array_size(cfg.targets);
     if (nt) {
         a->targets = calloc(nt, sizeof *a->targets);
-        ST_CHECK(a->targets, TSAFE_E_NOMEM);
+        TSAFE_CHECK(a->targets, TSAFE_E_NOMEM);
         for (size_t i = 0; i < nt; i++) {
             a->targets[i] = strdup(json_string_value(json_array_get(cfg.targets, i)));
-            ST_CHECK(a->targets[i], TSAFE_E_NOMEM);
+            TSAFE_CHECK(a->targets[i], TSAFE_E_NOMEM);
             a->n_targets++;
         }
     }
     load_ctx c = {&cfg, sts, opt ? opt->fused_layout : TSAFE_LORA_FUSED_IN_OUT, a};
-    ST_CHECK(c.layout == TSAFE_LORA_FUSED_IN_OUT ||
+    TSAFE_CHECK(c.layout == TSAFE_LORA_FUSED_IN_OUT ||
                  c.layout == TSAFE_LORA_FUSED_OUT_IN,
              TSAFE_E_ARG);
-    ST_TRY(build(&c));
+    TSAFE_TRY(build(&c));
     tsafe_peft_config_clear(&cfg);
     *out = a;
     return TSAFE_OK;
@@ -327,14 +327,14 @@ tsafe_status tsafe_lora_adapter_load_peft_ex(const char *dir,
     uint8_t *text = NULL;
     size_t text_len = 0;
     tsafe_safetensors *sts = NULL;
-    ST_CHECK(pc && ps && pb, TSAFE_E_NOMEM);
+    TSAFE_CHECK(pc && ps && pb, TSAFE_E_NOMEM);
     if (!exists(ps)) {
-        ST_CHECK(!exists(pb), TSAFE_E_PICKLE);
-        ST_CHECK(0, TSAFE_E_NOT_FOUND);
+        TSAFE_CHECK(!exists(pb), TSAFE_E_PICKLE);
+        TSAFE_CHECK(0, TSAFE_E_NOT_FOUND);
     }
-    ST_TRY(tsafe_read_file(pc, CONFIG_CAP, &text, &text_len));
-    ST_TRY(tsafe_safetensors_open_file(ps, &sts));
-    ST_TRY(load_common((const char *)text, text_len, sts, opt, out));
+    TSAFE_TRY(tsafe_read_file(pc, CONFIG_CAP, &text, &text_len));
+    TSAFE_TRY(tsafe_safetensors_open_file(ps, &sts));
+    TSAFE_TRY(load_common((const char *)text, text_len, sts, opt, out));
 fail:
     tsafe_safetensors_free(sts);
     free(text);

@@ -45,18 +45,18 @@ static tsafe_status build_patterns(const tsafe_lora_adapter *a, json_t *rp,
             size_t kl = strlen(m->name) + 7;
             free(pname);
             pname = malloc(kl);
-            ST_CHECK(pname, TSAFE_E_NOMEM);
+            TSAFE_CHECK(pname, TSAFE_E_NOMEM);
             snprintf(pname, kl, "model.%s", m->name);
             if (!resolves(rp, pname, 1, m->rank, m->alpha, &a->cfg)) {
-                ST_CHECK(json_object_get(rp, pname) == NULL, TSAFE_E_STATE);
-                ST_CHECK(json_object_set_new(rp, pname,
+                TSAFE_CHECK(json_object_get(rp, pname) == NULL, TSAFE_E_STATE);
+                TSAFE_CHECK(json_object_set_new(rp, pname,
                                              json_integer((json_int_t)m->rank)) == 0,
                          TSAFE_E_NOMEM);
                 changed = 1;
             }
             if (!resolves(ap, pname, 0, m->rank, m->alpha, &a->cfg)) {
-                ST_CHECK(json_object_get(ap, pname) == NULL, TSAFE_E_STATE);
-                ST_CHECK(json_object_set_new(ap, pname, number_json(m->alpha)) == 0,
+                TSAFE_CHECK(json_object_get(ap, pname) == NULL, TSAFE_E_STATE);
+                TSAFE_CHECK(json_object_set_new(ap, pname, number_json(m->alpha)) == 0,
                          TSAFE_E_NOMEM);
                 changed = 1;
             }
@@ -72,15 +72,15 @@ static tsafe_status build_config(const tsafe_lora_adapter *a, char **out)
     tsafe_status st = TSAFE_OK;
     json_t *root = json_object(), *rp = json_object(), *ap = json_object();
     json_t *tm = json_array();
-    ST_CHECK(root && rp && ap && tm, TSAFE_E_NOMEM);
-    ST_TRY(build_patterns(a, rp, ap));
+    TSAFE_CHECK(root && rp && ap && tm, TSAFE_E_NOMEM);
+    TSAFE_TRY(build_patterns(a, rp, ap));
     for (size_t i = 0; i < a->n; i++) {
         const tsafe_lora_mod *m = &a->m[i];
         int seen = 0;
         for (size_t j = 0; j < json_array_size(tm); j++)
             seen |= strcmp(json_string_value(json_array_get(tm, j)), m->proj) == 0;
         if (!seen)
-            ST_CHECK(json_array_append_new(tm, json_string(m->proj)) == 0,
+            TSAFE_CHECK(json_array_append_new(tm, json_string(m->proj)) == 0,
                      TSAFE_E_NOMEM);
     }
     int ok = json_object_set_new(root, "peft_type", json_string("LORA")) == 0 &&
@@ -95,9 +95,9 @@ static tsafe_status build_config(const tsafe_lora_adapter *a, char **out)
              json_object_set(root, "target_modules", tm) == 0 &&
              json_object_set(root, "rank_pattern", rp) == 0 &&
              json_object_set(root, "alpha_pattern", ap) == 0;
-    ST_CHECK(ok, TSAFE_E_NOMEM);
+    TSAFE_CHECK(ok, TSAFE_E_NOMEM);
     *out = json_dumps(root, JSON_INDENT(2));
-    ST_CHECK(*out, TSAFE_E_NOMEM);
+    TSAFE_CHECK(*out, TSAFE_E_NOMEM);
 fail:
     json_decref(root);
     json_decref(rp);
@@ -112,21 +112,21 @@ static tsafe_status build_tensors(const tsafe_lora_adapter *a, tsafe_dtype dtype
     tsafe_status st = TSAFE_OK;
     tsafe_safetensors_writer *w = NULL;
     char *key = NULL;
-    ST_TRY(tsafe_safetensors_writer_create(&w));
+    TSAFE_TRY(tsafe_safetensors_writer_create(&w));
     for (size_t i = 0; i < a->n; i++) {
         const tsafe_lora_mod *m = &a->m[i];
         size_t kl = strlen(KEY_PREFIX) + strlen(m->name) + 32;
         free(key);
         key = malloc(kl);
-        ST_CHECK(key, TSAFE_E_NOMEM);
+        TSAFE_CHECK(key, TSAFE_E_NOMEM);
         uint64_t sa[2] = {m->rank, m->in_dim}, sb[2] = {m->out_dim, m->rank};
         snprintf(key, kl, KEY_PREFIX "%s.lora_A.weight", m->name);
-        ST_TRY(tsafe_safetensors_writer_add_f32(w, key, dtype, sa, 2, m->A));
+        TSAFE_TRY(tsafe_safetensors_writer_add_f32(w, key, dtype, sa, 2, m->A));
         snprintf(key, kl, KEY_PREFIX "%s.lora_B.weight", m->name);
-        ST_TRY(tsafe_safetensors_writer_add_f32(w, key, dtype, sb, 2, m->B));
+        TSAFE_TRY(tsafe_safetensors_writer_add_f32(w, key, dtype, sb, 2, m->B));
     }
-    ST_TRY(tsafe_safetensors_writer_set_metadata(w, "format", "pt"));
-    ST_TRY(tsafe_safetensors_writer_serialize(w, bytes, len));
+    TSAFE_TRY(tsafe_safetensors_writer_set_metadata(w, "format", "pt"));
+    TSAFE_TRY(tsafe_safetensors_writer_serialize(w, bytes, len));
 fail:
     free(key);
     tsafe_safetensors_writer_free(w);
@@ -169,16 +169,16 @@ tsafe_status tsafe_lora_adapter_save_peft(const tsafe_lora_adapter *a,
     char *cfg = NULL, *path = NULL;
     uint8_t *bytes = NULL;
     size_t len = 0;
-    ST_TRY(tsafe_lora_adapter_save_peft_memory(a, dtype, &cfg, &bytes, &len));
+    TSAFE_TRY(tsafe_lora_adapter_save_peft_memory(a, dtype, &cfg, &bytes, &len));
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-        ST_CHECK(0, TSAFE_E_IO);
+        TSAFE_CHECK(0, TSAFE_E_IO);
     size_t pl = strlen(dir) + 40;
     path = malloc(pl);
-    ST_CHECK(path, TSAFE_E_NOMEM);
+    TSAFE_CHECK(path, TSAFE_E_NOMEM);
     snprintf(path, pl, "%s/adapter_model.safetensors", dir);
-    ST_TRY(tsafe_write_file(path, bytes, len));
+    TSAFE_TRY(tsafe_write_file(path, bytes, len));
     snprintf(path, pl, "%s/adapter_config.json", dir);
-    ST_TRY(tsafe_write_file(path, cfg, strlen(cfg)));
+    TSAFE_TRY(tsafe_write_file(path, cfg, strlen(cfg)));
 fail:
     free(path);
     free(cfg);

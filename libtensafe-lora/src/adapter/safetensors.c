@@ -158,24 +158,24 @@ static tsafe_status parse_entry(const char *name, json_t *obj, st_tensor *t)
     size_t numel = 1;
     if (t->ndim) {
         t->shape = calloc(t->ndim, sizeof *t->shape);
-        ST_CHECK(t->shape, TSAFE_E_NOMEM);
+        TSAFE_CHECK(t->shape, TSAFE_E_NOMEM);
     }
     for (size_t i = 0; i < t->ndim; i++) {
         uint64_t d;
-        ST_CHECK(json_uint(json_array_get(sh, i), &d), TSAFE_E_FORMAT);
-        ST_CHECK(d <= SIZE_MAX, TSAFE_E_SIZE_OVERFLOW);
+        TSAFE_CHECK(json_uint(json_array_get(sh, i), &d), TSAFE_E_FORMAT);
+        TSAFE_CHECK(d <= SIZE_MAX, TSAFE_E_SIZE_OVERFLOW);
         t->shape[i] = d;
-        ST_CHECK(tsafe_mul_size(numel, (size_t)d, &numel),
+        TSAFE_CHECK(tsafe_mul_size(numel, (size_t)d, &numel),
                  TSAFE_E_SIZE_OVERFLOW);
     }
     t->numel = numel;
-    ST_CHECK(tsafe_mul_size(numel, tsafe_dtype_size(t->dtype), &t->nbytes),
+    TSAFE_CHECK(tsafe_mul_size(numel, tsafe_dtype_size(t->dtype), &t->nbytes),
              TSAFE_E_SIZE_OVERFLOW);
-    ST_CHECK(b <= SIZE_MAX && e <= SIZE_MAX, TSAFE_E_OFFSETS);
+    TSAFE_CHECK(b <= SIZE_MAX && e <= SIZE_MAX, TSAFE_E_OFFSETS);
     t->begin = (size_t)b;
     t->end = (size_t)e;
     t->name = strdup(name);
-    ST_CHECK(t->name, TSAFE_E_NOMEM);
+    TSAFE_CHECK(t->name, TSAFE_E_NOMEM);
     return TSAFE_OK;
 fail:
     free(t->shape);
@@ -247,24 +247,24 @@ static tsafe_status parse_all(tsafe_safetensors *s)
     json_error_t jerr;
     root = json_loadb((const char *)hdr, (size_t)n, JSON_REJECT_DUPLICATES,
                       &jerr);
-    ST_CHECK(root, TSAFE_E_JSON);
-    ST_CHECK(json_is_object(root), TSAFE_E_KIND);
+    TSAFE_CHECK(root, TSAFE_E_JSON);
+    TSAFE_CHECK(json_is_object(root), TSAFE_E_KIND);
 
     size_t total = json_object_size(root);
     json_t *meta = json_object_get(root, "__metadata__");
     size_t nt = total - (meta ? 1 : 0);
     if (meta)
-        ST_TRY(parse_metadata(s, meta));
+        TSAFE_TRY(parse_metadata(s, meta));
     if (nt) {
         s->t = calloc(nt, sizeof *s->t);
-        ST_CHECK(s->t, TSAFE_E_NOMEM);
+        TSAFE_CHECK(s->t, TSAFE_E_NOMEM);
     }
     const char *key;
     json_t *val;
     json_object_foreach(root, key, val) {
         if (strcmp(key, "__metadata__") == 0)
             continue;
-        ST_TRY(parse_entry(key, val, &s->t[s->n]));
+        TSAFE_TRY(parse_entry(key, val, &s->t[s->n]));
         s->n++;
     }
 
@@ -274,12 +274,12 @@ static tsafe_status parse_all(tsafe_safetensors *s)
     size_t expect = 0;
     for (size_t i = 0; i < s->n; i++) {
         const st_tensor *t = &s->t[i];
-        ST_CHECK(t->begin == expect && t->end >= t->begin, TSAFE_E_OFFSETS);
-        ST_CHECK(t->end - t->begin == t->nbytes, TSAFE_E_SHAPE);
+        TSAFE_CHECK(t->begin == expect && t->end >= t->begin, TSAFE_E_OFFSETS);
+        TSAFE_CHECK(t->end - t->begin == t->nbytes, TSAFE_E_SHAPE);
         expect = t->end;
     }
-    ST_CHECK(expect <= s->data_len, TSAFE_E_TRUNCATED);
-    ST_CHECK(expect == s->data_len, TSAFE_E_OFFSETS);
+    TSAFE_CHECK(expect <= s->data_len, TSAFE_E_TRUNCATED);
+    TSAFE_CHECK(expect == s->data_len, TSAFE_E_OFFSETS);
     if (s->n > 1)
         qsort(s->t, s->n, sizeof *s->t, cmp_names);
 fail:
@@ -364,13 +364,13 @@ tsafe_status tsafe_read_file(const char *path, size_t cap, uint8_t **data,
         return errno == ENOENT ? TSAFE_E_NOT_FOUND : TSAFE_E_IO;
     size_t n = 0, capb = 4096;
     buf = malloc(capb);
-    ST_CHECK(buf, TSAFE_E_NOMEM);
+    TSAFE_CHECK(buf, TSAFE_E_NOMEM);
     for (;;) {
         if (n == capb) {
-            ST_CHECK(capb <= cap, TSAFE_E_SIZE_OVERFLOW);
+            TSAFE_CHECK(capb <= cap, TSAFE_E_SIZE_OVERFLOW);
             size_t nc = capb * 2;
             uint8_t *nb = realloc(buf, nc);
-            ST_CHECK(nb, TSAFE_E_NOMEM);
+            TSAFE_CHECK(nb, TSAFE_E_NOMEM);
             buf = nb;
             capb = nc;
         }
@@ -379,8 +379,8 @@ tsafe_status tsafe_read_file(const char *path, size_t cap, uint8_t **data,
         if (got == 0)
             break;
     }
-    ST_CHECK(!ferror(f), TSAFE_E_IO);
-    ST_CHECK(n <= cap, TSAFE_E_SIZE_OVERFLOW);
+    TSAFE_CHECK(!ferror(f), TSAFE_E_IO);
+    TSAFE_CHECK(n <= cap, TSAFE_E_SIZE_OVERFLOW);
     fclose(f);
     *data = buf;
     *len = n;

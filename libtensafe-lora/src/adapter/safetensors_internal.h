@@ -6,29 +6,7 @@
 #include <stdint.h>
 
 #include "tensafe/safetensors.h"
-
-/* Flat error-path macros (same shape as the core's check.h). */
-#define ST_CHECK(cond, code)                                                 \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            st = (code);                                                     \
-            goto fail;                                                       \
-        }                                                                    \
-    } while (0)
-#define ST_TRY(expr)                                                         \
-    do {                                                                     \
-        st = (expr);                                                         \
-        if (st != TSAFE_OK)                                                  \
-            goto fail;                                                       \
-    } while (0)
-
-static inline int tsafe_mul_size(size_t a, size_t b, size_t *out)
-{
-    if (a != 0 && b > SIZE_MAX / a)
-        return 0;
-    *out = a * b;
-    return 1;
-}
+#include "tsafe_check.h"
 
 /* Strict UTF-8 check (no overlongs, no surrogates, <= U+10FFFF). */
 int tsafe_utf8_valid(const uint8_t *s, size_t n);

@@ -224,13 +224,13 @@ tsafe_status tsafe_safetensors_writer_serialize(
 
     order = malloc((w->n ? w->n : 1) * sizeof *order);
     root = json_object();
-    ST_CHECK(order && root, TSAFE_E_NOMEM);
+    TSAFE_CHECK(order && root, TSAFE_E_NOMEM);
     for (size_t i = 0; i < w->n; i++)
         order[i] = i;
     qsort_r(order, w->n, sizeof *order, cmp_idx, w->t);
 
     if (json_object_size(w->meta))
-        ST_CHECK(json_object_set(root, "__metadata__", w->meta) == 0,
+        TSAFE_CHECK(json_object_set(root, "__metadata__", w->meta) == 0,
                  TSAFE_E_NOMEM);
     size_t off = 0;
     for (size_t k = 0; k < w->n; k++) {
@@ -239,7 +239,7 @@ tsafe_status tsafe_safetensors_writer_serialize(
         int ok = e && sh && of;
         for (size_t d = 0; ok && d < t->ndim; d++)
             ok = json_array_append_new(sh, json_integer((json_int_t)t->shape[d])) == 0;
-        ST_CHECK(off <= (size_t)INT64_MAX - t->nbytes, TSAFE_E_SIZE_OVERFLOW);
+        TSAFE_CHECK(off <= (size_t)INT64_MAX - t->nbytes, TSAFE_E_SIZE_OVERFLOW);
         ok = ok && json_array_append_new(of, json_integer((json_int_t)off)) == 0 &&
              json_array_append_new(of, json_integer((json_int_t)(off + t->nbytes))) == 0;
         ok = ok && json_object_set_new(e, "dtype",
@@ -254,17 +254,17 @@ tsafe_status tsafe_safetensors_writer_serialize(
         }
         if (!ok)
             json_decref(e);
-        ST_CHECK(0, TSAFE_E_NOMEM);
+        TSAFE_CHECK(0, TSAFE_E_NOMEM);
     }
     hdr = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    ST_CHECK(hdr, TSAFE_E_NOMEM);
+    TSAFE_CHECK(hdr, TSAFE_E_NOMEM);
     size_t hl = strlen(hdr), padded = (hl + 7) & ~(size_t)7;
-    ST_CHECK(padded <= TSAFE_SAFETENSORS_MAX_HEADER, TSAFE_E_HEADER_TOO_LARGE);
+    TSAFE_CHECK(padded <= TSAFE_SAFETENSORS_MAX_HEADER, TSAFE_E_HEADER_TOO_LARGE);
     size_t total = 8 + padded;
-    ST_CHECK(off <= SIZE_MAX - total, TSAFE_E_SIZE_OVERFLOW);
+    TSAFE_CHECK(off <= SIZE_MAX - total, TSAFE_E_SIZE_OVERFLOW);
     total += off;
     buf = malloc(total);
-    ST_CHECK(buf, TSAFE_E_NOMEM);
+    TSAFE_CHECK(buf, TSAFE_E_NOMEM);
     for (int i = 0; i < 8; i++)
         buf[i] = (uint8_t)((uint64_t)padded >> (8 * i));
     memcpy(buf + 8, hdr, hl);

@@ -7,20 +7,7 @@
 #include <zlib.h>
 
 #include "format.h"
-
-#define TRY(expr)                                                            \
-    do {                                                                     \
-        st = (expr);                                                         \
-        if (st != TSAFE_OK)                                                  \
-            goto fail;                                                       \
-    } while (0)
-#define CHECK(cond, code)                                                    \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            st = (code);                                                     \
-            goto fail;                                                       \
-        }                                                                    \
-    } while (0)
+#include "tsafe_check.h"
 
 void tsafe_pkg_digest_(const uint8_t *bytes, size_t n, uint8_t out[32])
 {
@@ -101,11 +88,11 @@ static tsafe_status manifest_json(const tsafe_package_manifest *m,
     char hex[65];
     sodium_bin2hex(hex, sizeof hex, digest, 32);
     json_t *o = json_object(), *t = json_array();
-    CHECK(o && t, TSAFE_E_NOMEM);
+    TSAFE_CHECK(o && t, TSAFE_E_NOMEM);
     for (size_t i = 0; i < m->n_targets; i++) {
         json_t *s = json_string(m->targets[i]);
-        CHECK(s, TSAFE_E_ARG); /* not UTF-8 */
-        CHECK(json_array_append_new(t, s) == 0, TSAFE_E_NOMEM);
+        TSAFE_CHECK(s, TSAFE_E_ARG); /* not UTF-8 */
+        TSAFE_CHECK(json_array_append_new(t, s) == 0, TSAFE_E_NOMEM);
     }
     int bad = 0;
     bad |= set_new(o, "format", json_string(PKG_FORMAT_NAME));
@@ -119,9 +106,9 @@ static tsafe_status manifest_json(const tsafe_package_manifest *m,
     bad |= set_new(o, "payload_blake2b_256", json_string(hex));
     bad |= set_new(o, "payload_length", json_integer((json_int_t)len));
     bad |= set_new(o, "payload_compression", json_string(PKG_COMPRESSION));
-    CHECK(!bad, TSAFE_E_ARG); /* a string that is not valid UTF-8 */
+    TSAFE_CHECK(!bad, TSAFE_E_ARG); /* a string that is not valid UTF-8 */
     char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
-    CHECK(s, TSAFE_E_NOMEM);
+    TSAFE_CHECK(s, TSAFE_E_NOMEM);
     *out = s;
 fail:
     json_decref(t);
@@ -141,7 +128,7 @@ static tsafe_status deflate_all(const uint8_t *src, size_t n, uint8_t **out,
     uLong bound = deflateBound(&z, (uLong)n);
     size_t cap = (size_t)bound + 64;
     uint8_t *buf = malloc(cap);
-    CHECK(buf, TSAFE_E_NOMEM);
+    TSAFE_CHECK(buf, TSAFE_E_NOMEM);
     size_t in_done = 0, out_done = 0;
     for (;;) {
         size_t in_chunk = n - in_done < PKG_ZCHUNK ? n - in_done : PKG_ZCHUNK;
@@ -156,8 +143,8 @@ static tsafe_status deflate_all(const uint8_t *src, size_t n, uint8_t **out,
         out_done += out_chunk - z.avail_out;
         if (rc == Z_STREAM_END)
             break;
-        CHECK(rc == Z_OK || rc == Z_BUF_ERROR, TSAFE_E_NOMEM);
-        CHECK(out_done < cap, TSAFE_E_NOMEM); /* bound was exceeded */
+        TSAFE_CHECK(rc == Z_OK || rc == Z_BUF_ERROR, TSAFE_E_NOMEM);
+        TSAFE_CHECK(out_done < cap, TSAFE_E_NOMEM); /* bound was exceeded */
     }
     *out = buf;
     *out_len = out_done;
@@ -193,17 +180,17 @@ tsafe_status tsafe_package_create(const tsafe_package_manifest *m,
     size_t clen = 0;
     uint8_t pdigest[32], digest[32], msg[PKG_SIG_DOMAIN_BYTES + 32];
     tsafe_pkg_digest_(payload, len, pdigest);
-    TRY(manifest_json(m, pdigest, len, &mj));
+    TSAFE_TRY(manifest_json(m, pdigest, len, &mj));
     size_t mlen = strlen(mj);
-    CHECK(mlen <= TSAFE_PACKAGE_MAX_MANIFEST, TSAFE_E_RANGE);
-    TRY(deflate_all(payload, len, &comp, &clen));
+    TSAFE_CHECK(mlen <= TSAFE_PACKAGE_MAX_MANIFEST, TSAFE_E_RANGE);
+    TSAFE_TRY(deflate_all(payload, len, &comp, &clen));
 
     size_t body = PKG_HEADER_BYTES + mlen; /* mlen <= 1 MiB: no overflow */
-    CHECK(clen <= SIZE_MAX - body - PKG_TRAILER_BYTES, TSAFE_E_SIZE_OVERFLOW);
+    TSAFE_CHECK(clen <= SIZE_MAX - body - PKG_TRAILER_BYTES, TSAFE_E_SIZE_OVERFLOW);
     body += clen;
     size_t total = body + PKG_TRAILER_BYTES;
     pkg = malloc(total);
-    CHECK(pkg, TSAFE_E_NOMEM);
+    TSAFE_CHECK(pkg, TSAFE_E_NOMEM);
     memcpy(pkg, PKG_MAGIC, PKG_MAGIC_BYTES);
     pkg_put_u16(pkg + PKG_OFF_VERSION, TSAFE_PACKAGE_VERSION);
     pkg_put_u16(pkg + PKG_OFF_FLAGS, 0);
@@ -215,7 +202,7 @@ tsafe_status tsafe_package_create(const tsafe_package_manifest *m,
     tsafe_pkg_digest_(pkg, body, digest);
     memcpy(pkg + body, digest, 32);
     tsafe_pkg_sig_message_(digest, msg);
-    CHECK(crypto_sign_detached(pkg + body + 32, NULL, msg, sizeof msg,
+    TSAFE_CHECK(crypto_sign_detached(pkg + body + 32, NULL, msg, sizeof msg,
                                signer_sk) == 0, TSAFE_E_CRYPTO);
     *out = pkg;
     *out_len = total;

@@ -7,20 +7,7 @@
 #include <zlib.h>
 
 #include "format.h"
-
-#define TRY(expr)                                                            \
-    do {                                                                     \
-        st = (expr);                                                         \
-        if (st != TSAFE_OK)                                                  \
-            goto fail;                                                       \
-    } while (0)
-#define CHECK(cond, code)                                                    \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            st = (code);                                                     \
-            goto fail;                                                       \
-        }                                                                    \
-    } while (0)
+#include "tsafe_check.h"
 
 struct tsafe_package {
     char *manifest_json; /* NUL-terminated copy of the signed manifest */
@@ -135,8 +122,8 @@ static tsafe_status parse_manifest(tsafe_package *p, const uint8_t *mbytes,
     json_error_t err;
     char *hex = NULL;
     json_t *o = json_loadb((const char *)mbytes, mlen, JSON_REJECT_DUPLICATES, &err);
-    CHECK(o, TSAFE_E_JSON);
-    CHECK(json_is_object(o), TSAFE_E_FORMAT);
+    TSAFE_CHECK(o, TSAFE_E_JSON);
+    TSAFE_CHECK(json_is_object(o), TSAFE_E_FORMAT);
     /* only known members: an unknown one would be silently unchecked */
     const char *key;
     json_t *val;
@@ -144,46 +131,46 @@ static tsafe_status parse_manifest(tsafe_package *p, const uint8_t *mbytes,
         int known = 0;
         for (size_t i = 0; i < sizeof known_keys / sizeof *known_keys; i++)
             known |= strcmp(key, known_keys[i]) == 0;
-        CHECK(known, TSAFE_E_FORMAT);
+        TSAFE_CHECK(known, TSAFE_E_FORMAT);
     }
-    TRY(expect_string(o, "format", PKG_FORMAT_NAME));
-    TRY(expect_string(o, "payload_compression", PKG_COMPRESSION));
-    TRY(get_string(o, "adapter_id", 0, &p->adapter_id));
-    TRY(get_string(o, "domain", 1, &p->domain));
-    TRY(get_string(o, "creator", 1, &p->creator));
+    TSAFE_TRY(expect_string(o, "format", PKG_FORMAT_NAME));
+    TSAFE_TRY(expect_string(o, "payload_compression", PKG_COMPRESSION));
+    TSAFE_TRY(get_string(o, "adapter_id", 0, &p->adapter_id));
+    TSAFE_TRY(get_string(o, "domain", 1, &p->domain));
+    TSAFE_TRY(get_string(o, "creator", 1, &p->creator));
     json_int_t rank, plen;
-    TRY(get_integer(o, "rank", 1, (json_int_t)UINT32_MAX, &rank));
+    TSAFE_TRY(get_integer(o, "rank", 1, (json_int_t)UINT32_MAX, &rank));
     p->rank = (uint32_t)rank;
-    TRY(get_number(o, "alpha", &p->alpha));
-    CHECK(p->alpha > 0.0, TSAFE_E_FORMAT);
-    TRY(get_number(o, "price_per_1k_tokens", &p->price));
-    CHECK(p->price >= 0.0, TSAFE_E_FORMAT);
-    TRY(get_integer(o, "payload_length", 0, (json_int_t)INT64_MAX, &plen));
-    CHECK((uint64_t)plen <= TSAFE_PACKAGE_MAX_PAYLOAD, TSAFE_E_RANGE);
-    CHECK((uint64_t)plen <= SIZE_MAX, TSAFE_E_RANGE);
+    TSAFE_TRY(get_number(o, "alpha", &p->alpha));
+    TSAFE_CHECK(p->alpha > 0.0, TSAFE_E_FORMAT);
+    TSAFE_TRY(get_number(o, "price_per_1k_tokens", &p->price));
+    TSAFE_CHECK(p->price >= 0.0, TSAFE_E_FORMAT);
+    TSAFE_TRY(get_integer(o, "payload_length", 0, (json_int_t)INT64_MAX, &plen));
+    TSAFE_CHECK((uint64_t)plen <= TSAFE_PACKAGE_MAX_PAYLOAD, TSAFE_E_RANGE);
+    TSAFE_CHECK((uint64_t)plen <= SIZE_MAX, TSAFE_E_RANGE);
     *want_len = (uint64_t)plen;
-    TRY(get_string(o, "payload_blake2b_256", 0, &hex));
+    TSAFE_TRY(get_string(o, "payload_blake2b_256", 0, &hex));
     size_t bin_len = 0;
-    CHECK(strlen(hex) == 64 &&
+    TSAFE_CHECK(strlen(hex) == 64 &&
               sodium_hex2bin(want_digest, 32, hex, 64, NULL, &bin_len, NULL) == 0 &&
               bin_len == 32, TSAFE_E_FORMAT);
 
     json_t *t = json_object_get(o, "targets");
-    CHECK(t, TSAFE_E_MISSING_FIELD);
-    CHECK(json_is_array(t), TSAFE_E_FORMAT);
+    TSAFE_CHECK(t, TSAFE_E_MISSING_FIELD);
+    TSAFE_CHECK(json_is_array(t), TSAFE_E_FORMAT);
     size_t nt = json_array_size(t);
-    CHECK(nt <= TSAFE_PACKAGE_MAX_TARGETS, TSAFE_E_FORMAT);
+    TSAFE_CHECK(nt <= TSAFE_PACKAGE_MAX_TARGETS, TSAFE_E_FORMAT);
     p->targets = calloc(nt ? nt : 1, sizeof *p->targets);
-    CHECK(p->targets, TSAFE_E_NOMEM);
+    TSAFE_CHECK(p->targets, TSAFE_E_NOMEM);
     p->n_targets = nt;
     for (size_t i = 0; i < nt; i++) {
         json_t *s = json_array_get(t, i);
-        CHECK(json_is_string(s), TSAFE_E_FORMAT);
+        TSAFE_CHECK(json_is_string(s), TSAFE_E_FORMAT);
         size_t n = json_string_length(s);
-        CHECK(n > 0 && n <= TSAFE_PACKAGE_MAX_STRING &&
+        TSAFE_CHECK(n > 0 && n <= TSAFE_PACKAGE_MAX_STRING &&
                   !memchr(json_string_value(s), '\0', n), TSAFE_E_FORMAT);
         p->targets[i] = dup_n(json_string_value(s), n);
-        CHECK(p->targets[i], TSAFE_E_NOMEM);
+        TSAFE_CHECK(p->targets[i], TSAFE_E_NOMEM);
     }
 fail:
     free(hex);
@@ -203,7 +190,7 @@ static tsafe_status inflate_exact(const uint8_t *src, size_t n, size_t want,
     tsafe_status st = TSAFE_OK;
     uint8_t *buf = malloc(want ? want : 1);
     uint8_t spare; /* catches output beyond `want` */
-    CHECK(buf, TSAFE_E_NOMEM);
+    TSAFE_CHECK(buf, TSAFE_E_NOMEM);
     size_t in_done = 0, out_done = 0;
     for (;;) {
         size_t in_chunk = n - in_done < PKG_ZCHUNK ? n - in_done : PKG_ZCHUNK;
@@ -220,17 +207,17 @@ static tsafe_status inflate_exact(const uint8_t *src, size_t n, size_t want,
         }
         int rc = inflate(&z, Z_NO_FLUSH);
         size_t produced = (out_chunk ? out_chunk : 1) - z.avail_out;
-        CHECK(out_chunk || produced == 0, TSAFE_E_FORMAT); /* too long */
+        TSAFE_CHECK(out_chunk || produced == 0, TSAFE_E_FORMAT); /* too long */
         in_done += in_chunk - z.avail_in;
         out_done += produced;
         if (rc == Z_STREAM_END)
             break;
         /* Z_OK means progress; anything else (corrupt data, or no progress
          * because the input ended before the stream did) is an error */
-        CHECK(rc == Z_OK, TSAFE_E_FORMAT);
+        TSAFE_CHECK(rc == Z_OK, TSAFE_E_FORMAT);
     }
-    CHECK(in_done == n, TSAFE_E_FORMAT);      /* trailing bytes */
-    CHECK(out_done == want, TSAFE_E_FORMAT); /* too short */
+    TSAFE_CHECK(in_done == n, TSAFE_E_FORMAT);      /* trailing bytes */
+    TSAFE_CHECK(out_done == want, TSAFE_E_FORMAT); /* too short */
     *out = buf;
     buf = NULL;
 fail:
@@ -287,17 +274,17 @@ tsafe_status tsafe_package_open(const uint8_t *bytes, size_t len,
         return TSAFE_E_FORMAT; /* bytes between payload and trailer */
 
     p = calloc(1, sizeof *p);
-    CHECK(p, TSAFE_E_NOMEM);
+    TSAFE_CHECK(p, TSAFE_E_NOMEM);
     const uint8_t *mbytes = bytes + PKG_HEADER_BYTES;
     p->manifest_json = dup_n((const char *)mbytes, (size_t)mlen);
-    CHECK(p->manifest_json, TSAFE_E_NOMEM);
+    TSAFE_CHECK(p->manifest_json, TSAFE_E_NOMEM);
     uint8_t want_digest[32];
     uint64_t want_len = 0;
-    TRY(parse_manifest(p, mbytes, (size_t)mlen, want_digest, &want_len));
-    TRY(inflate_exact(mbytes + mlen, (size_t)clen, (size_t)want_len, &p->payload));
+    TSAFE_TRY(parse_manifest(p, mbytes, (size_t)mlen, want_digest, &want_len));
+    TSAFE_TRY(inflate_exact(mbytes + mlen, (size_t)clen, (size_t)want_len, &p->payload));
     p->payload_len = (size_t)want_len;
     tsafe_pkg_digest_(p->payload, p->payload_len, p->payload_digest);
-    CHECK(sodium_memcmp(p->payload_digest, want_digest, 32) == 0, TSAFE_E_VERIFY);
+    TSAFE_CHECK(sodium_memcmp(p->payload_digest, want_digest, 32) == 0, TSAFE_E_VERIFY);
     *out = p;
     p = NULL;
 fail:

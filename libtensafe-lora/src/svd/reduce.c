@@ -9,20 +9,7 @@
 #include <string.h>
 
 #include "tensafe/lora_svd.h"
-
-#define TRY(expr)                                                            \
-    do {                                                                     \
-        st = (expr);                                                         \
-        if (st != TSAFE_OK)                                                  \
-            goto fail;                                                       \
-    } while (0)
-#define CHECK(cond, code)                                                    \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            st = (code);                                                     \
-            goto fail;                                                       \
-        }                                                                    \
-    } while (0)
+#include "tsafe_check.h"
 
 static size_t min_sz(size_t a, size_t b)
 {
@@ -139,55 +126,55 @@ tsafe_status tsafe_svd_reduce(const float *A, const float *B, size_t r,
     double *bo = NULL, *ao = NULL;
     tsafe_svd_result *res = NULL;
 
-    TRY(alloc_mat((void **)&bd, outf, r, sizeof(double)));
-    TRY(alloc_mat((void **)&at, in, r, sizeof(double)));
+    TSAFE_TRY(alloc_mat((void **)&bd, outf, r, sizeof(double)));
+    TSAFE_TRY(alloc_mat((void **)&at, in, r, sizeof(double)));
     for (size_t i = 0; i < outf * r; i++) {
-        CHECK(isfinite(B[i]), TSAFE_E_VALUE_RANGE);
+        TSAFE_CHECK(isfinite(B[i]), TSAFE_E_VALUE_RANGE);
         bd[i] = B[i];
     }
     for (size_t i = 0; i < r; i++)
         for (size_t j = 0; j < in; j++) {
-            CHECK(isfinite(A[i * in + j]), TSAFE_E_VALUE_RANGE);
+            TSAFE_CHECK(isfinite(A[i * in + j]), TSAFE_E_VALUE_RANGE);
             at[j * r + i] = A[i * in + j];
         }
 
-    TRY(alloc_mat((void **)&rb, p, r, sizeof(double)));
-    TRY(alloc_mat((void **)&ra, q, r, sizeof(double)));
-    TRY(alloc_mat((void **)&tau, r, 1, sizeof(double)));
-    TRY(thin_qr(bd, outf, r, tau, rb)); /* B = Q_B R_B, Q_B: out x p */
-    TRY(thin_qr(at, in, r, tau, ra));   /* A^T = Q_A R_A, Q_A: in x q */
+    TSAFE_TRY(alloc_mat((void **)&rb, p, r, sizeof(double)));
+    TSAFE_TRY(alloc_mat((void **)&ra, q, r, sizeof(double)));
+    TSAFE_TRY(alloc_mat((void **)&tau, r, 1, sizeof(double)));
+    TSAFE_TRY(thin_qr(bd, outf, r, tau, rb)); /* B = Q_B R_B, Q_B: out x p */
+    TSAFE_TRY(thin_qr(at, in, r, tau, ra));   /* A^T = Q_A R_A, Q_A: in x q */
 
     /* core = R_B R_A^T (p x q) */
-    TRY(alloc_mat((void **)&core, p, q, sizeof(double)));
+    TSAFE_TRY(alloc_mat((void **)&core, p, q, sizeof(double)));
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)p, (int)q,
                 (int)r, 1.0, rb, (int)r, ra, (int)r, 0.0, core, (int)q);
 
     res = calloc(1, sizeof *res);
-    CHECK(res, TSAFE_E_NOMEM);
-    TRY(alloc_mat((void **)&res->singular_values, m, 1, sizeof(double)));
-    TRY(alloc_mat((void **)&u, p, m, sizeof(double)));
-    TRY(alloc_mat((void **)&vt, m, q, sizeof(double)));
-    TRY(alloc_mat((void **)&superb, m, 1, sizeof(double)));
+    TSAFE_CHECK(res, TSAFE_E_NOMEM);
+    TSAFE_TRY(alloc_mat((void **)&res->singular_values, m, 1, sizeof(double)));
+    TSAFE_TRY(alloc_mat((void **)&u, p, m, sizeof(double)));
+    TSAFE_TRY(alloc_mat((void **)&vt, m, q, sizeof(double)));
+    TSAFE_TRY(alloc_mat((void **)&superb, m, 1, sizeof(double)));
     lapack_int info = LAPACKE_dgesvd(LAPACK_ROW_MAJOR, 'S', 'S', (lapack_int)p,
                                      (lapack_int)q, core, (lapack_int)q,
                                      res->singular_values, u, (lapack_int)m,
                                      vt, (lapack_int)q, superb);
-    CHECK(info == 0, info < 0 ? TSAFE_E_ARG : TSAFE_E_VALUE_RANGE);
+    TSAFE_CHECK(info == 0, info < 0 ? TSAFE_E_ARG : TSAFE_E_VALUE_RANGE);
     const double *s = res->singular_values;
 
     size_t k = 0;
-    TRY(choose_rank(opt, r, s, m, &k));
+    TSAFE_TRY(choose_rank(opt, r, s, m, &k));
 
     /* B' = Q_B U_k S_k^(1/2), A' = S_k^(1/2) V_k^T Q_A^T */
-    TRY(alloc_mat((void **)&bo, outf, k, sizeof(double)));
-    TRY(alloc_mat((void **)&ao, k, in, sizeof(double)));
+    TSAFE_TRY(alloc_mat((void **)&bo, outf, k, sizeof(double)));
+    TSAFE_TRY(alloc_mat((void **)&ao, k, in, sizeof(double)));
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)outf, (int)k,
                 (int)p, 1.0, bd, (int)r, u, (int)m, 0.0, bo, (int)k);
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)k, (int)in,
                 (int)q, 1.0, vt, (int)q, at, (int)r, 0.0, ao, (int)in);
 
-    TRY(alloc_mat((void **)&res->B, outf, k, sizeof(float)));
-    TRY(alloc_mat((void **)&res->A, k, in, sizeof(float)));
+    TSAFE_TRY(alloc_mat((void **)&res->B, outf, k, sizeof(float)));
+    TSAFE_TRY(alloc_mat((void **)&res->A, k, in, sizeof(float)));
     for (size_t j = 0; j < k; j++) {
         double h = sqrt(s[j]);
         for (size_t i = 0; i < outf; i++)
