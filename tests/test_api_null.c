@@ -780,6 +780,18 @@ CHECK_FN(tsafe_ciphertext_serialized_size) { SER_CHECKS(ciphertext, f->ct, tsafe
 CHECK_FN(tsafe_ciphertext_serialize) { check_tsafe_ciphertext_serialized_size(f); }
 CHECK_FN(tsafe_ciphertext_deserialize) { check_tsafe_ciphertext_serialized_size(f); }
 
+CHECK_FN(tsafe_ciphertext_serialized_size_at)
+{
+    size_t n = 0;
+    uint32_t top = tsafe_context_max_level(f->ctx);
+    ERR(tsafe_ciphertext_serialized_size_at(NULL, 0, &n));
+    ERR(tsafe_ciphertext_serialized_size_at(f->ctx, 0, NULL));
+    IS(TSAFE_E_LEVEL, tsafe_ciphertext_serialized_size_at(f->ctx, top + 1, &n));
+    IS(TSAFE_E_LEVEL, tsafe_ciphertext_serialized_size_at(f->ctx, UINT32_MAX, &n));
+    OK(tsafe_ciphertext_serialized_size_at(f->ctx, top, &n));
+    assert_true(n > 0);
+}
+
 CHECK_FN(tsafe_ciphertext_deserialize_into)
 {
     ERR(tsafe_ciphertext_deserialize_into(NULL, f->ct_bytes, f->ct_len, f->out));
@@ -823,6 +835,7 @@ static const api_case k_ckks[] = {
     ENTRY(tsafe_ckks_mul_const), ENTRY(tsafe_ckks_rescale), ENTRY(tsafe_ckks_drop_to_level),
     ENTRY(tsafe_ciphertext_serialized_size), ENTRY(tsafe_ciphertext_serialize),
     ENTRY(tsafe_ciphertext_deserialize), ENTRY(tsafe_ciphertext_deserialize_into),
+    ENTRY(tsafe_ciphertext_serialized_size_at),
     ENTRY(tsafe_plaintext_serialized_size), ENTRY(tsafe_plaintext_serialize),
     ENTRY(tsafe_plaintext_deserialize), ENTRY(tsafe_public_key_serialized_size),
     ENTRY(tsafe_public_key_serialize), ENTRY(tsafe_public_key_deserialize),
@@ -1288,6 +1301,58 @@ CHECK_FN(tsafe_lora_server_process)
     assert_null(resp);
 }
 
+CHECK_FN(tsafe_lora_server_response_size)
+{
+    const tsafe_lora_site *sites[1] = {f->site}, *nulls[1] = {NULL};
+    size_t n = 1;
+    ERR(tsafe_lora_server_response_size(NULL, sites, 1, &n));
+    ERR(tsafe_lora_server_response_size(f->server, NULL, 1, &n));
+    ERR(tsafe_lora_server_response_size(f->server, nulls, 1, &n));
+    ERR(tsafe_lora_server_response_size(f->server, sites, 0, &n));
+    ERR(tsafe_lora_server_response_size(f->server, sites, SIZE_MAX, &n));
+    ERR(tsafe_lora_server_response_size(f->server, sites, 1, NULL));
+    assert_int_equal(n, 0);
+    OK(tsafe_lora_server_response_size(f->server, sites, 1, &n));
+    assert_int_equal(n, f->resp_len);
+}
+
+CHECK_FN(tsafe_lora_server_process_into)
+{
+    const tsafe_lora_site *sites[1] = {f->site}, *nulls[1] = {NULL};
+    size_t cap = f->resp_len, len = 1;
+    uint8_t *buf = malloc(cap);
+    assert_non_null(buf);
+    ERR(tsafe_lora_server_process_into(NULL, sites, 1, f->req, f->req_len, buf, cap, &len,
+                                       NULL));
+    ERR(tsafe_lora_server_process_into(f->server, NULL, 1, f->req, f->req_len, buf, cap, &len,
+                                       NULL));
+    ERR(tsafe_lora_server_process_into(f->server, nulls, 1, f->req, f->req_len, buf, cap, &len,
+                                       NULL));
+    ERR(tsafe_lora_server_process_into(f->server, sites, 0, f->req, f->req_len, buf, cap, &len,
+                                       NULL));
+    ERR(tsafe_lora_server_process_into(f->server, sites, SIZE_MAX, f->req, f->req_len, buf,
+                                       cap, &len, NULL));
+    ERR(tsafe_lora_server_process_into(f->server, sites, 1, NULL, f->req_len, buf, cap, &len,
+                                       NULL));
+    ERR(tsafe_lora_server_process_into(f->server, sites, 1, f->req, 0, buf, cap, &len, NULL));
+    ERR(tsafe_lora_server_process_into(f->server, sites, 1, f->req, f->req_len - 1, buf, cap,
+                                       &len, NULL));
+    assert_int_equal(len, 0);
+    ERR(tsafe_lora_server_process_into(f->server, sites, 1, f->req, f->req_len, NULL, cap, &len,
+                                       NULL));
+    ERR(tsafe_lora_server_process_into(f->server, sites, 1, f->req, f->req_len, buf, cap, NULL,
+                                       NULL));
+    IS(TSAFE_E_BUFFER_SMALL, tsafe_lora_server_process_into(f->server, sites, 1, f->req,
+                                                            f->req_len, buf, cap - 1, &len,
+                                                            NULL));
+    assert_int_equal(len, cap); /* the size needed */
+    IS(TSAFE_E_BUFFER_SMALL, tsafe_lora_server_process_into(f->server, sites, 1, f->req,
+                                                            f->req_len, buf, 0, &len, NULL));
+    ERR(tsafe_lora_server_process_into(f->server, sites, 1, f->resp, f->resp_len, buf, cap,
+                                       &len, NULL));
+    free(buf);
+}
+
 CHECK_FN(tsafe_lora_server_apply)
 {
     const tsafe_lora_site *sites[1] = {f->site}, *nulls[1] = {NULL};
@@ -1320,6 +1385,7 @@ static const api_case k_lora_two_party[] = {
     ENTRY(tsafe_lora_client_decode), ENTRY(tsafe_lora_client_release),
     ENTRY(tsafe_lora_server_create), ENTRY(tsafe_lora_server_free),
     ENTRY(tsafe_lora_server_context), ENTRY(tsafe_lora_server_process),
+    ENTRY(tsafe_lora_server_response_size), ENTRY(tsafe_lora_server_process_into),
     ENTRY(tsafe_lora_server_apply),
 };
 

@@ -106,6 +106,59 @@ static void test_exchange_matches_plaintext(void **state)
             }
 }
 
+/* process_into writes exactly the bytes process returns, into the
+ * caller's buffer reused across requests; response_size predicts them;
+ * a short buffer reports the size needed; a rejected request leaves
+ * *out_len 0. */
+static void test_process_into(void **state)
+{
+    (void)state;
+    tsafe_lora_plan plan;
+    assert_int_equal(tsafe_lora_plan_auto(512, 16, 1.0, 0.05, 1e-6, &plan), TSAFE_OK);
+    party p;
+    party_open(&p, &plan);
+    const tsafe_lora_site *sites[2] = {p.site, p.site};
+    size_t need = 0;
+    assert_int_equal(tsafe_lora_server_response_size(p.server, sites, 2, &need), TSAFE_OK);
+    uint8_t *buf = malloc(need + 16);
+    assert_non_null(buf);
+    for (int round = 0; round < 3; round++) {
+        uint8_t *req = NULL, *resp = NULL;
+        size_t req_len = 0, resp_len = 0, len = 0;
+        assert_int_equal(tsafe_lora_client_encrypt(p.client, p.x, &req, &req_len, NULL),
+                         TSAFE_OK);
+        assert_int_equal(tsafe_lora_server_process(p.server, sites, 2, req, req_len, &resp,
+                                                   &resp_len, NULL), TSAFE_OK);
+        assert_int_equal(resp_len, need);
+        assert_int_equal(tsafe_lora_server_process_into(p.server, sites, 2, req, req_len, buf,
+                                                        need - 1, &len, NULL),
+                         TSAFE_E_BUFFER_SMALL);
+        assert_int_equal(len, need);
+        memset(buf, 0xA5, need + 16);
+        assert_int_equal(tsafe_lora_server_process_into(p.server, sites, 2, req, req_len, buf,
+                                                        need + 16, &len, NULL), TSAFE_OK);
+        assert_int_equal(len, need);
+        assert_memory_equal(buf, resp, need);
+        for (size_t i = need; i < need + 16; i++) /* nothing written past the response */
+            assert_int_equal(buf[i], 0xA5);
+        /* the response decodes like any other */
+        float u[2][16];
+        float *us[2] = {u[0], u[1]};
+        uint32_t ranks[2] = {p.r, p.r};
+        assert_int_equal(tsafe_lora_client_decode(p.client, buf, len, 2, ranks, us, NULL),
+                         TSAFE_OK);
+        assert_memory_equal(u[0], u[1], p.r * sizeof(float));
+        assert_int_not_equal(tsafe_lora_server_process_into(p.server, sites, 2, req,
+                                                            req_len - 1, buf, need, &len, NULL),
+                             TSAFE_OK);
+        assert_int_equal(len, 0);
+        tsafe_lora_bytes_free(req);
+        tsafe_lora_bytes_free(resp);
+    }
+    free(buf);
+    party_close(&p);
+}
+
 /* Corrupt every region of each message: always an error, never a crash,
  * and the delta buffer is untouched on a rejected u' message. */
 static void test_corrupted_messages(void **state)
@@ -240,6 +293,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exchange_matches_plaintext),
         cmocka_unit_test(test_corrupted_messages),
+        cmocka_unit_test(test_process_into),
         cmocka_unit_test(test_dp_release),
     };
     return cmocka_run_group_tests_name("lora_two_party", tests, NULL, NULL);

@@ -584,6 +584,37 @@ static void test_roundtrip_presets(void **state)
     }
 }
 
+/* serialized_size_at(level) is the size of a real full ciphertext at every
+ * level, without one: what servers size their response buffers with. */
+static void test_size_at_levels(void **state)
+{
+    (void)state;
+    const char *names[] = {"ifma-n4096", "seed-n16384"};
+    for (int i = 0; i < 2; i++) {
+        fixture f;
+        fx_open_preset(&f, names[i]);
+        double *x = rand_vec(f.slots);
+        tsafe_ciphertext *s = encrypt(&f, x, f.top, 0), *u = NULL;
+        tsafe_plaintext *pt = encode(&f, x, f.top);
+        assert_int_equal(tsafe_ciphertext_create(f.c, &u), TSAFE_OK);
+        assert_int_equal(tsafe_ckks_mul_plain(f.c, s, pt, u), TSAFE_OK);
+        for (uint32_t l = f.top + 1; l-- > 0;) {
+            size_t real = 0, at = 0;
+            assert_int_equal(tsafe_ckks_drop_to_level(f.c, u, l, u), TSAFE_OK);
+            assert_int_equal(tsafe_ciphertext_serialized_size(f.c, u, &real), TSAFE_OK);
+            assert_int_equal(tsafe_ciphertext_serialized_size_at(f.c, l, &at), TSAFE_OK);
+            assert_int_equal(at, real);
+        }
+        size_t at = 0;
+        assert_int_equal(tsafe_ciphertext_serialized_size_at(f.c, f.top + 1, &at), TSAFE_E_LEVEL);
+        tsafe_ciphertext_free(s);
+        tsafe_ciphertext_free(u);
+        tsafe_plaintext_free(pt);
+        free(x);
+        fx_close(&f);
+    }
+}
+
 /* --------------------------------------------------------- bad bytes */
 
 typedef struct {
@@ -1020,6 +1051,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_small),
         cmocka_unit_test(test_roundtrip_presets),
+        cmocka_unit_test(test_size_at_levels),
         cmocka_unit_test(test_truncations_small),
         cmocka_unit_test(test_corruptions_small),
         cmocka_unit_test(test_bad_bytes_preset),

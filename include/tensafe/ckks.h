@@ -253,6 +253,12 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_ciphertext_deserialize(
     const tsafe_context *ctx, const uint8_t *buf, size_t len,
     tsafe_ciphertext **out);
 
+/* Size of a full (not seeded) ciphertext serialized at `level`, without
+ * having one: for sizing buffers up front (TSAFE_E_LEVEL above the
+ * context's top level). */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_ciphertext_serialized_size_at(
+    const tsafe_context *ctx, uint32_t level, size_t *size);
+
 /* Same, into an existing ciphertext (no allocation: for hot loops). On
  * error ct is left invalid (unusable until written again). */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_ciphertext_deserialize_into(

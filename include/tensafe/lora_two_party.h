@@ -14,7 +14,9 @@
  * encrypted and u' (DP-protected when the client adds noise). The client
  * can read every product x_j A_ij of plain ZeRo-MOAI, so it learns A.
  *
- * Every message is malloc'd by the library; free it with tsafe_lora_bytes_free.
+ * Every message is malloc'd by the library (free it with
+ * tsafe_lora_bytes_free), except where the caller passes the buffer
+ * (tsafe_lora_server_process_into).
  * Parsers validate every length and value and return TSAFE_E_FORMAT-family
  * errors. Thread safety: one client/server object per thread; sites are
  * shared read-only. The two types live in separate compilation units; the
@@ -72,11 +74,26 @@ TSAFE_API void tsafe_lora_server_free(tsafe_lora_server *s);
 /* The server's context (public data only), to build sites with. */
 TSAFE_API const tsafe_context *tsafe_lora_server_context(
     const tsafe_lora_server *s);
-/* Request -> response: every site's products with the one ciphertext. */
+/* Request -> response: every site's products with the one ciphertext
+ * (*response malloc'd; free with tsafe_lora_bytes_free). */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_server_process(
     tsafe_lora_server *s, const tsafe_lora_site *const *sites, size_t n_sites,
     const uint8_t *request, size_t len, uint8_t **response, size_t *out_len,
     tsafe_lora_stats *stats);
+/* Exact size of the response for these sites (the same for every request:
+ * it depends only on the plan and the sites' batch counts). */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_server_response_size(
+    const tsafe_lora_server *s, const tsafe_lora_site *const *sites,
+    size_t n_sites, size_t *size);
+/* tsafe_lora_server_process into the caller's buffer of cap bytes, for a
+ * server loop that reuses one buffer per connection: no allocation and no
+ * first-touch page faults per token (responses are megabytes). *out_len
+ * receives the size needed even when TSAFE_E_BUFFER_SMALL is returned;
+ * after any other error it is 0 and buf's contents are unspecified. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_server_process_into(
+    tsafe_lora_server *s, const tsafe_lora_site *const *sites, size_t n_sites,
+    const uint8_t *request, size_t len, uint8_t *buf, size_t cap,
+    size_t *out_len, tsafe_lora_stats *stats);
 /* u' message -> delta[s] (d_out of site s) = scale * B u'. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_server_apply(
     tsafe_lora_server *s, const tsafe_lora_site *const *sites, size_t n_sites,

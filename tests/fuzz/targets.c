@@ -389,6 +389,16 @@ int tsafe_fuzz_lora_request(const uint8_t *data, size_t size)
         TSAFE_OK)
         return 0;
     FZ_CHECK(resp != NULL && rlen > 0);
+    /* the caller-buffer variant accepts the same request, writes the same
+     * bytes and stays inside its buffer */
+    uint8_t *into = malloc(rlen);
+    size_t ilen = 0;
+    if (into) {
+        FZ_CHECK(tsafe_lora_server_process_into(f->server, sites, 1, data, size, into, rlen, &ilen,
+                                                NULL) == TSAFE_OK);
+        FZ_CHECK(ilen == rlen && memcmp(into, resp, rlen) == 0);
+        free(into);
+    }
     (void)fz_lora_decode(f, resp, rlen);
     tsafe_lora_bytes_free(resp);
     return 1;

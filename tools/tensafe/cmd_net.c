@@ -511,8 +511,16 @@ static int serve_session(serve_state *S, conn *c, unsigned session)
     uint64_t served = 0;
     double t0 = now_ms(), busy = 0;
     const io_modules *m = S->m;
+    /* one response buffer per session, reused for every request */
+    size_t resp_cap = 0;
+    if ((st = tsafe_lora_server_response_size(S->server,
+                                              (const tsafe_lora_site *const *)S->sites, m->n,
+                                              &resp_cap)) != TSAFE_OK) {
+        snprintf(c->what, sizeof c->what, "response size");
+        goto fail;
+    }
     if (!(dflat = malloc((size_t)m->total_out * sizeof *dflat)) ||
-        !(dbytes = malloc((size_t)m->total_out * 4))) {
+        !(dbytes = malloc((size_t)m->total_out * 4)) || !(resp = malloc(resp_cap))) {
         st = TSAFE_E_NOMEM;
         snprintf(c->what, sizeof c->what, "allocate");
         goto fail;
@@ -550,8 +558,9 @@ static int serve_session(serve_state *S, conn *c, unsigned session)
             break;
         }
         double t1 = now_ms();
-        st = tsafe_lora_server_process(S->server, (const tsafe_lora_site *const *)S->sites, m->n,
-                                       buf, len, &resp, &resp_len, &S->stats);
+        st = tsafe_lora_server_process_into(S->server, (const tsafe_lora_site *const *)S->sites,
+                                            m->n, buf, len, resp, resp_cap, &resp_len,
+                                            &S->stats);
         busy += now_ms() - t1;
         if (st != TSAFE_OK) {
             snprintf(c->what, sizeof c->what, "request %llu: ciphertext rejected",
@@ -560,8 +569,6 @@ static int serve_session(serve_state *S, conn *c, unsigned session)
             goto fail;
         }
         st = send_frame(c, K_RESPONSE, resp, resp_len);
-        tsafe_lora_bytes_free(resp);
-        resp = NULL;
         if (st != TSAFE_OK)
             goto fail;
         free(buf);
@@ -607,12 +614,13 @@ static int serve_session(serve_state *S, conn *c, unsigned session)
     free(buf);
     free(dflat);
     free(dbytes);
+    free(resp);
     return 0;
 fail:
     free(buf);
     free(dflat);
     free(dbytes);
-    tsafe_lora_bytes_free(resp);
+    free(resp);
     {
         char what[700];
         snprintf(what, sizeof what, "serve: session %u: %s", session, c->what);

@@ -231,6 +231,15 @@ tsafe_status tsafe_ciphertext_serialized_size(const tsafe_context *ctx,
     return TSAFE_OK;
 }
 
+tsafe_status tsafe_ciphertext_serialized_size_at(const tsafe_context *ctx,
+                                                 uint32_t level, size_t *size)
+{
+    TSAFE_REQUIRE(ctx && size, TSAFE_E_NULL);
+    TSAFE_REQUIRE(level <= tsafe_context_max_level(ctx), TSAFE_E_LEVEL);
+    *size = SER_HEADER + 2 * poly_bytes(ctx, level);
+    return TSAFE_OK;
+}
+
 tsafe_status tsafe_ciphertext_serialize(const tsafe_context *ctx,
                                         const tsafe_ciphertext *ct,
                                         uint8_t *buf, size_t cap,

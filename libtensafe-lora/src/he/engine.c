@@ -69,11 +69,13 @@ static tsafe_status pair_fn(void *user, const tsafe_lora_site *const *sites,
         return TSAFE_E_NOMEM;
     for (size_t s = 0, off = 0; s < n; off += ranks[s], s++)
         u[s] = ubuf + off;
-    uint8_t *req = NULL, *resp = NULL, *umsg = NULL;
+    uint8_t *req = NULL, *umsg = NULL;
+    const uint8_t *resp = NULL; /* the server's reused buffer */
     size_t rl = 0, pl = 0, ul = 0;
     tsafe_status st;
     if ((st = tsafe_lora_client_encrypt(p->client, x, &req, &rl, stats)) == TSAFE_OK &&
-        (st = tsafe_lora_server_process(p->server, sites, n, req, rl, &resp, &pl, stats)) == TSAFE_OK &&
+        (resp = tsafe_lora_server_process_scratch(p->server, sites, n, req, rl, &pl, stats,
+                                                  &st)) != NULL &&
         (st = tsafe_lora_client_decode(p->client, resp, pl, n, ranks, u, stats)) == TSAFE_OK &&
         (st = tsafe_lora_client_release(p->client, n, ranks, u, p->dp, &umsg, &ul, stats)) == TSAFE_OK)
         st = tsafe_lora_server_apply(p->server, sites, n, umsg, ul, delta, stats);
@@ -81,7 +83,6 @@ static tsafe_status pair_fn(void *user, const tsafe_lora_site *const *sites,
         for (size_t s = 0; s < n; s++)
             stats->bytes_down += (uint64_t)tsafe_lora_site_d_out(sites[s]) * 4;
     tsafe_lora_bytes_free(req);
-    tsafe_lora_bytes_free(resp);
     tsafe_lora_bytes_free(umsg);
     free(ubuf);
     return st;

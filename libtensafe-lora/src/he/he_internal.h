@@ -5,6 +5,7 @@
 #define TSAFE_LORA_HE_INTERNAL_H
 
 #include "tensafe/lora_he.h"
+#include "tensafe/lora_two_party.h"
 
 struct tsafe_lora_site {
     const tsafe_context *ctx;
@@ -44,6 +45,16 @@ size_t tsafe_lora_read_stride(const tsafe_context *ctx,
  * response rescales), computed exactly as the core computes it. */
 double tsafe_lora_response_scale(const tsafe_context *ctx,
                                  const tsafe_lora_plan *plan);
+
+/* tsafe_lora_server_process into a buffer the server owns and reuses
+ * (grown when needed): valid until the next call on s or its free. For the
+ * in-process pair, so a steady stream of tokens allocates nothing and
+ * touches no fresh pages. NULL with *status set on error. */
+const uint8_t *tsafe_lora_server_process_scratch(tsafe_lora_server *s,
+                                                 const tsafe_lora_site *const *sites,
+                                                 size_t n_sites, const uint8_t *request,
+                                                 size_t len, size_t *out_len,
+                                                 tsafe_lora_stats *stats, tsafe_status *status);
 
 /* delta = scale * B u (OpenBLAS sgemv). */
 void tsafe_lora_apply_b(const tsafe_lora_site *site, const float *u,

@@ -15,6 +15,8 @@ struct tsafe_lora_server {
     tsafe_ciphertext *prod;
     float *u;
     size_t u_cap;
+    uint8_t *resp; /* reused response buffer (tsafe_lora_server_process_scratch) */
+    size_t resp_cap;
 };
 
 tsafe_status tsafe_lora_server_create(const tsafe_lora_plan *plan,
@@ -48,6 +50,7 @@ void tsafe_lora_server_free(tsafe_lora_server *s)
     tsafe_ciphertext_free(s->x);
     tsafe_context_free(s->ctx);
     free(s->u);
+    free(s->resp);
     free(s);
 }
 
@@ -56,7 +59,7 @@ const tsafe_context *tsafe_lora_server_context(const tsafe_lora_server *s)
     return s ? s->ctx : NULL;
 }
 
-static tsafe_status check_sites(tsafe_lora_server *s,
+static tsafe_status check_sites(const tsafe_lora_server *s,
                                 const tsafe_lora_site *const *sites, size_t n)
 {
     if (!sites)
@@ -72,19 +75,34 @@ static tsafe_status check_sites(tsafe_lora_server *s,
     return TSAFE_OK;
 }
 
-tsafe_status tsafe_lora_server_process(tsafe_lora_server *s,
-                                       const tsafe_lora_site *const *sites,
-                                       size_t n_sites, const uint8_t *request,
-                                       size_t len, uint8_t **response,
-                                       size_t *out_len, tsafe_lora_stats *stats)
+tsafe_status tsafe_lora_server_response_size(const tsafe_lora_server *s,
+                                             const tsafe_lora_site *const *sites,
+                                             size_t n_sites, size_t *size)
 {
-    if (!s || !request || !response || !out_len)
+    if (!s || !size)
         return TSAFE_E_NULL;
-    *response = NULL;
-    *out_len = 0;
+    *size = 0;
     tsafe_status st = check_sites(s, sites, n_sites);
-    if (st != TSAFE_OK)
+    size_t prod_len;
+    if (st != TSAFE_OK ||
+        (st = tsafe_ciphertext_serialized_size_at(s->ctx, s->plan.response_level,
+                                                  &prod_len)) != TSAFE_OK)
         return st;
+    /* bounded: n_sites <= TSAFE_MSG_MAX_SITES, batches and prod_len small */
+    size_t total = TSAFE_MSG_HEADER + 4;
+    for (size_t i = 0; i < n_sites; i++)
+        total += 8 + (size_t)sites[i]->plan.n_batches * (4 + prod_len);
+    *size = total;
+    return TSAFE_OK;
+}
+
+/* Parse the request into s->x and write the response into w (growable or
+ * fixed). Sites are checked by the caller. */
+static tsafe_status process(tsafe_lora_server *s, const tsafe_lora_site *const *sites,
+                            size_t n_sites, const uint8_t *request, size_t len,
+                            tsafe_wbuf *w, tsafe_lora_stats *stats)
+{
+    tsafe_status st;
     tsafe_rbuf r = {request, len, 0};
     uint32_t clen;
     const uint8_t *blob;
@@ -100,27 +118,15 @@ tsafe_status tsafe_lora_server_process(tsafe_lora_server *s,
     if (tsafe_ciphertext_level(x) != s->plan.level ||
         tsafe_ciphertext_scale(x) != s->plan.scale_x)
         return TSAFE_E_FORMAT;
-    /* size the response once: every product has the same size */
-    size_t prod_len = 0, total = 0;
 
     double prod_us = 0, ser_us = 0;
     uint64_t ops = 0;
-    tsafe_wbuf w = {0};
-    if (tsafe_ckks_mul_plain(s->ctx, x, sites[0]->pts[0], s->prod) == TSAFE_OK &&
-        tsafe_ckks_drop_to_level(s->ctx, s->prod, s->plan.response_level, s->prod) == TSAFE_OK &&
-        tsafe_ciphertext_serialized_size(s->ctx, s->prod, &prod_len) == TSAFE_OK) {
-        total = TSAFE_MSG_HEADER + 4;
-        for (size_t i = 0; i < n_sites; i++)
-            total += 8 + (size_t)sites[i]->plan.n_batches * (4 + prod_len);
-        if (tsafe_wbuf_reserve(&w, total))
-            w.len = 0;
-    }
-    tsafe_wbuf_header(&w, TSAFE_MSG_RESPONSE);
-    tsafe_wbuf_u32(&w, (uint32_t)n_sites);
+    tsafe_wbuf_header(w, TSAFE_MSG_RESPONSE);
+    tsafe_wbuf_u32(w, (uint32_t)n_sites);
     for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
         const tsafe_lora_site *site = sites[i];
-        tsafe_wbuf_u32(&w, site->plan.rank);
-        tsafe_wbuf_u32(&w, site->plan.n_batches);
+        tsafe_wbuf_u32(w, site->plan.rank);
+        tsafe_wbuf_u32(w, site->plan.n_batches);
         for (uint32_t b = 0; b < site->plan.n_batches && st == TSAFE_OK; b++) {
             double t0 = tsafe_lora_now_us();
             st = tsafe_ckks_mul_plain(s->ctx, x, site->pts[b], s->prod);
@@ -133,29 +139,104 @@ tsafe_status tsafe_lora_server_process(tsafe_lora_server *s,
             if (st == TSAFE_OK && n > UINT32_MAX)
                 st = TSAFE_E_SIZE_OVERFLOW;
             if (st == TSAFE_OK) {
-                tsafe_wbuf_u32(&w, (uint32_t)n);
-                uint8_t *p = tsafe_wbuf_reserve(&w, n);
-                st = p ? tsafe_ciphertext_serialize(s->ctx, s->prod, p, n, &wr) : TSAFE_E_NOMEM;
+                tsafe_wbuf_u32(w, (uint32_t)n);
+                uint8_t *p = tsafe_wbuf_reserve(w, n);
+                st = p ? tsafe_ciphertext_serialize(s->ctx, s->prod, p, n, &wr)
+                       : (w->fixed ? TSAFE_E_BUFFER_SMALL : TSAFE_E_NOMEM);
             }
             prod_us += t1 - t0;
             ser_us += tsafe_lora_now_us() - t1;
             ops++;
         }
     }
-    if (st == TSAFE_OK && w.failed)
-        st = TSAFE_E_NOMEM;
-    if (st != TSAFE_OK) {
-        free(w.buf);
-        return st;
-    }
-    *response = w.buf;
-    *out_len = w.len;
-    if (stats) {
+    if (st == TSAFE_OK && w->failed)
+        st = w->fixed ? TSAFE_E_BUFFER_SMALL : TSAFE_E_NOMEM;
+    if (st == TSAFE_OK && stats) {
         stats->products_us += prod_us;
         stats->reduce_us += ser_us;
         stats->he_ops += ops;
     }
+    return st;
+}
+
+tsafe_status tsafe_lora_server_process_into(tsafe_lora_server *s,
+                                            const tsafe_lora_site *const *sites,
+                                            size_t n_sites, const uint8_t *request,
+                                            size_t len, uint8_t *buf, size_t cap,
+                                            size_t *out_len, tsafe_lora_stats *stats)
+{
+    if (!s || !request || !out_len)
+        return TSAFE_E_NULL;
+    *out_len = 0;
+    size_t need;
+    tsafe_status st = tsafe_lora_server_response_size(s, sites, n_sites, &need);
+    if (st != TSAFE_OK)
+        return st;
+    *out_len = need; /* reported even when the buffer is too small */
+    if (!buf)
+        return TSAFE_E_NULL;
+    if (cap < need)
+        return TSAFE_E_BUFFER_SMALL;
+    tsafe_wbuf w = {buf, 0, cap, 0, 1};
+    st = process(s, sites, n_sites, request, len, &w, stats);
+    if (st == TSAFE_OK && w.len != need)
+        st = TSAFE_E_STATE; /* the size formula and the writer disagree */
+    if (st != TSAFE_OK)
+        *out_len = 0;
+    return st;
+}
+
+tsafe_status tsafe_lora_server_process(tsafe_lora_server *s,
+                                       const tsafe_lora_site *const *sites,
+                                       size_t n_sites, const uint8_t *request,
+                                       size_t len, uint8_t **response,
+                                       size_t *out_len, tsafe_lora_stats *stats)
+{
+    if (!s || !request || !response || !out_len)
+        return TSAFE_E_NULL;
+    *response = NULL;
+    *out_len = 0;
+    size_t need;
+    tsafe_status st = tsafe_lora_server_response_size(s, sites, n_sites, &need);
+    if (st != TSAFE_OK)
+        return st;
+    uint8_t *buf = malloc(need);
+    if (!buf)
+        return TSAFE_E_NOMEM;
+    size_t n;
+    st = tsafe_lora_server_process_into(s, sites, n_sites, request, len, buf, need, &n, stats);
+    if (st != TSAFE_OK) {
+        free(buf);
+        return st;
+    }
+    *response = buf;
+    *out_len = n;
     return TSAFE_OK;
+}
+
+const uint8_t *tsafe_lora_server_process_scratch(tsafe_lora_server *s,
+                                                 const tsafe_lora_site *const *sites,
+                                                 size_t n_sites, const uint8_t *request,
+                                                 size_t len, size_t *out_len,
+                                                 tsafe_lora_stats *stats, tsafe_status *status)
+{
+    size_t need;
+    tsafe_status st = tsafe_lora_server_response_size(s, sites, n_sites, &need);
+    if (st == TSAFE_OK && need > s->resp_cap) {
+        uint8_t *nb = malloc(need);
+        if (!nb) {
+            st = TSAFE_E_NOMEM;
+        } else {
+            free(s->resp);
+            s->resp = nb;
+            s->resp_cap = need;
+        }
+    }
+    if (st == TSAFE_OK)
+        st = tsafe_lora_server_process_into(s, sites, n_sites, request, len, s->resp,
+                                            s->resp_cap, out_len, stats);
+    *status = st;
+    return st == TSAFE_OK ? s->resp : NULL;
 }
 
 tsafe_status tsafe_lora_server_apply(tsafe_lora_server *s,

@@ -15,6 +15,10 @@ uint8_t *tsafe_wbuf_reserve(tsafe_wbuf *w, size_t n)
         return NULL;
     }
     if (w->len + n > w->cap) {
+        if (w->fixed) {
+            w->failed = 1;
+            return NULL;
+        }
         size_t cap = w->cap ? w->cap : 256;
         while (cap < w->len + n)
             cap *= 2;

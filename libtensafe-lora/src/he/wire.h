@@ -18,11 +18,14 @@ enum { TSAFE_MSG_REQUEST = 1, TSAFE_MSG_RESPONSE = 2, TSAFE_MSG_U = 3 };
 #define TSAFE_MSG_HEADER 8
 #define TSAFE_MSG_MAX_SITES 4096u
 
-/* A growable output buffer; on allocation failure `failed` is set. */
+/* An output buffer: growable (malloc'd, `fixed` 0), or the caller's
+ * memory of `cap` bytes (`fixed` 1: never reallocated). When a reserve
+ * cannot be met, `failed` is set and later writes do nothing. */
 typedef struct {
     uint8_t *buf;
     size_t len, cap;
     int failed;
+    int fixed;
 } tsafe_wbuf;
 
 void tsafe_wbuf_header(tsafe_wbuf *w, uint8_t kind);
