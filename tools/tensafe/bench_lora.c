@@ -18,6 +18,8 @@ typedef struct {
     tsafe_lora_server *server;
     tsafe_lora_site *site;        /* in the local context */
     tsafe_lora_site *server_site; /* in the server's context */
+    uint8_t *resp;                /* response buffer reused by every token */
+    size_t resp_cap;
     float *x, *delta, *u;
     tsafe_lora_stats stats;
     int failed;
@@ -38,16 +40,16 @@ static void run_two_party(void *arg)
     const tsafe_lora_site *sites[1] = {c->server_site};
     uint32_t ranks[1] = {c->plan->rank};
     float *us[1] = {c->u}, *ds[1] = {c->delta};
-    uint8_t *req = NULL, *resp = NULL, *um = NULL;
+    uint8_t *req = NULL, *um = NULL;
     size_t rl, pl, ul;
     if (tsafe_lora_client_encrypt(c->client, c->x, &req, &rl, &c->stats) != TSAFE_OK ||
-        tsafe_lora_server_process(c->server, sites, 1, req, rl, &resp, &pl, &c->stats) != TSAFE_OK ||
-        tsafe_lora_client_decode(c->client, resp, pl, 1, ranks, us, &c->stats) != TSAFE_OK ||
+        tsafe_lora_server_process_into(c->server, sites, 1, req, rl, c->resp, c->resp_cap, &pl,
+                                       &c->stats) != TSAFE_OK ||
+        tsafe_lora_client_decode(c->client, c->resp, pl, 1, ranks, us, &c->stats) != TSAFE_OK ||
         tsafe_lora_client_release(c->client, 1, ranks, us, NULL, &um, &ul, &c->stats) != TSAFE_OK ||
         tsafe_lora_server_apply(c->server, sites, 1, um, ul, ds, &c->stats) != TSAFE_OK)
         c->failed = 1;
     tsafe_lora_bytes_free(req);
-    tsafe_lora_bytes_free(resp);
     tsafe_lora_bytes_free(um);
 }
 
@@ -114,7 +116,11 @@ static int bench_one(bench_report *r, const tsafe_lora_plan *plan, int quick)
         (st = tsafe_lora_client_create(plan, NULL, &c.client)) != TSAFE_OK ||
         (st = tsafe_lora_server_create(plan, &c.server)) != TSAFE_OK ||
         (st = tsafe_lora_site_create(tsafe_lora_server_context(c.server), plan, A, B, dout, 1.0f,
-                                     &c.server_site)) != TSAFE_OK) {
+                                     &c.server_site)) != TSAFE_OK ||
+        (st = tsafe_lora_server_response_size(
+             c.server, (const tsafe_lora_site *const *)&c.server_site, 1, &c.resp_cap)) !=
+            TSAFE_OK ||
+        (st = (c.resp = malloc(c.resp_cap)) ? TSAFE_OK : TSAFE_E_NOMEM) != TSAFE_OK) {
         rc = tool_fail("bench lora: setup", st);
         goto out;
     }
@@ -143,7 +149,7 @@ out:
     tsafe_lora_local_free(c.local);
     tsafe_lora_client_free(c.client);
     tsafe_lora_server_free(c.server);
-    free(A); free(B); free(c.x); free(c.delta); free(c.u);
+    free(A); free(B); free(c.x); free(c.delta); free(c.u); free(c.resp);
     return rc;
 }
 
