@@ -159,6 +159,20 @@ static tsafe_status process(tsafe_lora_server *s, const tsafe_lora_site *const *
     return st;
 }
 
+/* Response into buf (cap >= need, the checked response size). */
+static tsafe_status process_sized(tsafe_lora_server *s, const tsafe_lora_site *const *sites,
+                                  size_t n_sites, const uint8_t *request, size_t len,
+                                  uint8_t *buf, size_t need, size_t *out_len,
+                                  tsafe_lora_stats *stats)
+{
+    tsafe_wbuf w = {buf, 0, need, 0, 1};
+    tsafe_status st = process(s, sites, n_sites, request, len, &w, stats);
+    if (st == TSAFE_OK && w.len != need)
+        st = TSAFE_E_STATE; /* the size formula and the writer disagree */
+    *out_len = st == TSAFE_OK ? need : 0;
+    return st;
+}
+
 tsafe_status tsafe_lora_server_process_into(tsafe_lora_server *s,
                                             const tsafe_lora_site *const *sites,
                                             size_t n_sites, const uint8_t *request,
@@ -177,13 +191,7 @@ tsafe_status tsafe_lora_server_process_into(tsafe_lora_server *s,
         return TSAFE_E_NULL;
     if (cap < need)
         return TSAFE_E_BUFFER_SMALL;
-    tsafe_wbuf w = {buf, 0, cap, 0, 1};
-    st = process(s, sites, n_sites, request, len, &w, stats);
-    if (st == TSAFE_OK && w.len != need)
-        st = TSAFE_E_STATE; /* the size formula and the writer disagree */
-    if (st != TSAFE_OK)
-        *out_len = 0;
-    return st;
+    return process_sized(s, sites, n_sites, request, len, buf, need, out_len, stats);
 }
 
 tsafe_status tsafe_lora_server_process(tsafe_lora_server *s,
@@ -204,7 +212,7 @@ tsafe_status tsafe_lora_server_process(tsafe_lora_server *s,
     if (!buf)
         return TSAFE_E_NOMEM;
     size_t n;
-    st = tsafe_lora_server_process_into(s, sites, n_sites, request, len, buf, need, &n, stats);
+    st = process_sized(s, sites, n_sites, request, len, buf, need, &n, stats);
     if (st != TSAFE_OK) {
         free(buf);
         return st;
@@ -221,7 +229,8 @@ const uint8_t *tsafe_lora_server_process_scratch(tsafe_lora_server *s,
                                                  tsafe_lora_stats *stats, tsafe_status *status)
 {
     size_t need;
-    tsafe_status st = tsafe_lora_server_response_size(s, sites, n_sites, &need);
+    tsafe_status st = request && out_len ? tsafe_lora_server_response_size(s, sites, n_sites, &need)
+                                         : TSAFE_E_NULL;
     if (st == TSAFE_OK && need > s->resp_cap) {
         uint8_t *nb = malloc(need);
         if (!nb) {
@@ -233,8 +242,7 @@ const uint8_t *tsafe_lora_server_process_scratch(tsafe_lora_server *s,
         }
     }
     if (st == TSAFE_OK)
-        st = tsafe_lora_server_process_into(s, sites, n_sites, request, len, s->resp,
-                                            s->resp_cap, out_len, stats);
+        st = process_sized(s, sites, n_sites, request, len, s->resp, need, out_len, stats);
     *status = st;
     return st == TSAFE_OK ? s->resp : NULL;
 }
