@@ -67,7 +67,7 @@ endif
 CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
              -gencode arch=compute_90,code=compute_90
 NVCCFLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC,-fvisibility=hidden -DTSAFE_BUILDING_LIBRARY \
-             -Iinclude -Ilibtensafe-he-core/src/common $(CUDA_ARCH)
+             -Iinclude $(INTERNAL_INC) $(CUDA_ARCH)
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lpthread -lstdc++
 
 # ------------------------------------------------------------- sources

@@ -47,7 +47,6 @@ tsafe_status tsafe_cuda_fail_msg(tsafe_status st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 tsafe_status tsafe_cuda_map_error(cudaError_t e);
 
-
 #define TSAFE_CUDA_TRY(call)                                                 \
     do {                                                                     \
         cudaError_t e_ = (call);                                             \

@@ -96,8 +96,10 @@ tsafe_status tsafe_lora_server_response_size(const tsafe_lora_server *s,
     return TSAFE_OK;
 }
 
-/* Parse the request into s->x and write the response into w (growable or
- * fixed). Sites are checked by the caller. */
+/* Parse the request into s->x and write the response into w, a fixed
+ * buffer of exactly the checked response size (sites checked by the
+ * caller); running out of room means the size formula and the writer
+ * disagree: TSAFE_E_STATE. */
 static tsafe_status process(tsafe_lora_server *s, const tsafe_lora_site *const *sites,
                             size_t n_sites, const uint8_t *request, size_t len,
                             tsafe_wbuf *w, tsafe_lora_stats *stats)
@@ -141,8 +143,7 @@ static tsafe_status process(tsafe_lora_server *s, const tsafe_lora_site *const *
             if (st == TSAFE_OK) {
                 tsafe_wbuf_u32(w, (uint32_t)n);
                 uint8_t *p = tsafe_wbuf_reserve(w, n);
-                st = p ? tsafe_ciphertext_serialize(s->ctx, s->prod, p, n, &wr)
-                       : (w->fixed ? TSAFE_E_BUFFER_SMALL : TSAFE_E_NOMEM);
+                st = p ? tsafe_ciphertext_serialize(s->ctx, s->prod, p, n, &wr) : TSAFE_E_STATE;
             }
             prod_us += t1 - t0;
             ser_us += tsafe_lora_now_us() - t1;
@@ -150,7 +151,7 @@ static tsafe_status process(tsafe_lora_server *s, const tsafe_lora_site *const *
         }
     }
     if (st == TSAFE_OK && w->failed)
-        st = w->fixed ? TSAFE_E_BUFFER_SMALL : TSAFE_E_NOMEM;
+        st = TSAFE_E_STATE;
     if (st == TSAFE_OK && stats) {
         stats->products_us += prod_us;
         stats->reduce_us += ser_us;
@@ -159,7 +160,7 @@ static tsafe_status process(tsafe_lora_server *s, const tsafe_lora_site *const *
     return st;
 }
 
-/* Response into buf (cap >= need, the checked response size). */
+/* Response into buf of `need` bytes (the checked response size). */
 static tsafe_status process_sized(tsafe_lora_server *s, const tsafe_lora_site *const *sites,
                                   size_t n_sites, const uint8_t *request, size_t len,
                                   uint8_t *buf, size_t need, size_t *out_len,
