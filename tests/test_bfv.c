@@ -1,0 +1,253 @@
+/* Exact BFV coefficient encryption (include/tensafe/bfv.h) against an
+ * independent reference: the negacyclic product m*P mod t computed with
+ * plain 128-bit integer loops. Also: noise after sealing within the bound
+ * the sealed planner assumes, serialization round trips and every reader's
+ * refusal of bad bytes, the security bound. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensafe/bfv.h"
+#include "support/tsafe_test_rng.h"
+
+static const tsafe_bfv_params k_params = {12, 49, 60, 37, 0};
+
+typedef struct {
+    tsafe_bfv_context *c;
+    tsafe_bfv_secret_key *sk;
+    tsafe_bfv_public_key *pk;
+    size_t n;
+    uint64_t t;
+} fixture;
+
+static void fx_open(fixture *f, const tsafe_bfv_params *p)
+{
+    memset(f, 0, sizeof *f);
+    assert_int_equal(tsafe_bfv_context_create(p, &f->c), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_secret_key_generate(f->c, NULL, &f->sk), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_public_key_generate(f->c, f->sk, NULL, &f->pk), TSAFE_OK);
+    f->n = tsafe_bfv_context_n(f->c);
+    f->t = 1ull << p->t_bits;
+}
+
+static void fx_close(fixture *f)
+{
+    tsafe_bfv_public_key_free(f->pk);
+    tsafe_bfv_secret_key_free(f->sk);
+    tsafe_bfv_context_free(f->c);
+}
+
+/* sum over chunks of x_c * P_c in Z[X]/(X^N+1), coefficient k, mod t */
+static uint64_t ref_coeff(size_t n, uint64_t t, int64_t *const *x,
+                          int64_t *const *p, size_t chunks, size_t k)
+{
+    __int128 acc = 0;
+    for (size_t c = 0; c < chunks; c++)
+        for (size_t j = 0; j < n; j++) {
+            if (!x[c][j])
+                continue;
+            size_t i = (k + n - j) % n; /* x_j * p_i lands at j + i */
+            __int128 term = (__int128)x[c][j] * p[c][i];
+            acc += j <= k ? term : -term;
+        }
+    __int128 r = acc % (__int128)t;
+    if (r < 0)
+        r += t;
+    return (uint64_t)r;
+}
+
+static void products_match_reference(void **state)
+{
+    (void)state;
+    fixture f;
+    fx_open(&f, &k_params);
+    enum { CHUNKS = 3, READS = 24 };
+    int64_t *x[CHUNKS], *p[CHUNKS];
+    tsafe_bfv_ct *ct;
+    tsafe_bfv_plain *pt[CHUNKS];
+    tsafe_bfv_acc *acc;
+    tsafe_bfv_sealed *res;
+    assert_int_equal(tsafe_bfv_ct_create(f.c, &ct), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_acc_create(f.c, &acc), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_sealed_create(f.c, READS, &res), TSAFE_OK);
+    size_t ct_len = tsafe_bfv_ct_bytes(f.c);
+    uint8_t *wire = malloc(ct_len);
+    for (size_t c = 0; c < CHUNKS; c++) {
+        x[c] = calloc(f.n, sizeof **x);
+        p[c] = calloc(f.n, sizeof **p);
+        for (size_t k = 0; k < f.n; k++) {
+            x[c][k] = (int64_t)tsafe_test_below(4096) - 2048;   /* 12-bit */
+            p[c][k] = (int64_t)tsafe_test_below(4096) - 2048;
+        }
+        assert_int_equal(tsafe_bfv_plain_create(f.c, p[c], f.n, &pt[c]), TSAFE_OK);
+        /* through the wire, as the server sees it */
+        assert_int_equal(tsafe_bfv_encrypt(f.c, f.sk, x[c], f.n, NULL, ct), TSAFE_OK);
+        assert_int_equal(tsafe_bfv_ct_write(f.c, ct, wire, ct_len), TSAFE_OK);
+        assert_int_equal(tsafe_bfv_ct_read(f.c, wire, ct_len, ct), TSAFE_OK);
+        assert_int_equal(tsafe_bfv_acc_mul_add(acc, ct, pt[c]), TSAFE_OK);
+    }
+    uint32_t pos[READS];
+    uint64_t mask[READS], m[READS];
+    double noise[READS];
+    for (size_t k = 0; k < READS; k++) {
+        pos[k] = (uint32_t)tsafe_test_below(f.n);
+        mask[k] = tsafe_test_below(f.t);
+    }
+    /* flood 2^20: far below q0/(2t) ~ 2^11 after the 2^60 switch */
+    assert_int_equal(tsafe_bfv_seal(f.c, acc, f.pk, pos, mask, READS, 20, NULL, res),
+                     TSAFE_OK);
+    size_t rlen = tsafe_bfv_sealed_bytes(f.c, READS);
+    uint8_t *rw = malloc(rlen);
+    assert_int_equal(tsafe_bfv_sealed_write(f.c, res, rw, rlen), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_sealed_read(f.c, rw, rlen, READS, res), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_decrypt_reads(f.c, f.sk, res, pos, READS, m), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_decrypt_noise(f.c, f.sk, res, pos, READS, noise), TSAFE_OK);
+    double bound = (double)tsafe_bfv_context_prime(f.c, 0) / (2.0 * (double)f.t);
+    for (size_t k = 0; k < READS; k++) {
+        uint64_t want = (ref_coeff(f.n, f.t, x, p, CHUNKS, pos[k]) + mask[k]) % f.t;
+        assert_true(m[k] == want);
+        assert_true(fabs(noise[k]) < bound / 4);
+    }
+    for (size_t c = 0; c < CHUNKS; c++) {
+        tsafe_bfv_plain_free(pt[c]);
+        free(x[c]);
+        free(p[c]);
+    }
+    free(wire);
+    free(rw);
+    tsafe_bfv_sealed_free(res);
+    tsafe_bfv_acc_free(acc);
+    tsafe_bfv_ct_free(ct);
+    fx_close(&f);
+}
+
+/* Many reads take the NTT path of the decryption; it must agree. */
+static void many_reads_match_reference(void **state)
+{
+    (void)state;
+    fixture f;
+    fx_open(&f, &k_params);
+    size_t reads = 300;
+    int64_t *x = calloc(f.n, sizeof *x), *p = calloc(f.n, sizeof *p);
+    for (size_t k = 0; k < 64; k++)
+        x[k] = (int64_t)tsafe_test_below(1u << 20) - (1 << 19);
+    for (size_t k = 0; k < f.n; k++)
+        p[k] = (int64_t)tsafe_test_below(512) - 256;
+    tsafe_bfv_ct *ct;
+    tsafe_bfv_plain *pt;
+    tsafe_bfv_acc *acc;
+    tsafe_bfv_sealed *res;
+    assert_int_equal(tsafe_bfv_ct_create(f.c, &ct), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_plain_create(f.c, p, f.n, &pt), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_acc_create(f.c, &acc), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_sealed_create(f.c, reads, &res), TSAFE_OK);
+    uint8_t seed[32];
+    tsafe_test_seed32(seed);
+    assert_int_equal(tsafe_bfv_encrypt(f.c, f.sk, x, 64, seed, ct), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_acc_mul_add(acc, ct, pt), TSAFE_OK);
+    uint32_t *pos = malloc(reads * sizeof *pos);
+    uint64_t *m = malloc(reads * sizeof *m);
+    for (size_t k = 0; k < reads; k++)
+        pos[k] = (uint32_t)(k * 13 % f.n);
+    assert_int_equal(tsafe_bfv_seal(f.c, acc, f.pk, pos, NULL, reads, 30, seed, res), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_decrypt_reads(f.c, f.sk, res, pos, reads, m), TSAFE_OK);
+    int64_t *xs[1] = {x}, *ps[1] = {p};
+    for (size_t k = 0; k < reads; k++)
+        assert_true(m[k] == ref_coeff(f.n, f.t, xs, ps, 1, pos[k]));
+    free(pos);
+    free(m);
+    free(x);
+    free(p);
+    tsafe_bfv_sealed_free(res);
+    tsafe_bfv_acc_free(acc);
+    tsafe_bfv_plain_free(pt);
+    tsafe_bfv_ct_free(ct);
+    fx_close(&f);
+}
+
+static void refuses_bad_params_and_values(void **state)
+{
+    (void)state;
+    tsafe_bfv_context *c = NULL;
+    tsafe_bfv_params p = k_params;
+    p.gap_bits = 61; /* 49 + 61 > 109 */
+    assert_int_equal(tsafe_bfv_context_create(&p, &c), TSAFE_E_INSECURE);
+    assert_null(c);
+    p.flags = TSAFE_BFV_INSECURE_FOR_TESTS;
+    assert_int_equal(tsafe_bfv_context_create(&p, &c), TSAFE_OK);
+    tsafe_bfv_context_free(c);
+    p = k_params;
+    p.t_bits = 45; /* leaves no room for noise under q0 */
+    assert_int_equal(tsafe_bfv_context_create(&p, &c), TSAFE_E_PARAMS);
+    p = k_params;
+    p.log_n = 9;
+    assert_int_equal(tsafe_bfv_context_create(&p, &c), TSAFE_E_PARAMS);
+    assert_int_equal(tsafe_bfv_context_create(NULL, &c), TSAFE_E_NULL);
+
+    fixture f;
+    fx_open(&f, &k_params);
+    tsafe_bfv_ct *ct;
+    assert_int_equal(tsafe_bfv_ct_create(f.c, &ct), TSAFE_OK);
+    int64_t big = (int64_t)(f.t / 2);
+    assert_int_equal(tsafe_bfv_encrypt(f.c, f.sk, &big, 1, NULL, ct), TSAFE_E_VALUE_RANGE);
+    big = -big; /* -t/2 is the lowest allowed */
+    assert_int_equal(tsafe_bfv_encrypt(f.c, f.sk, &big, 1, NULL, ct), TSAFE_OK);
+    tsafe_bfv_ct_free(ct);
+    fx_close(&f);
+}
+
+static void readers_refuse_bad_bytes(void **state)
+{
+    (void)state;
+    fixture f;
+    fx_open(&f, &k_params);
+    size_t len = tsafe_bfv_public_key_bytes(f.c);
+    uint8_t *buf = malloc(len + 1);
+    assert_int_equal(tsafe_bfv_public_key_write(f.c, f.pk, buf, len), TSAFE_OK);
+    tsafe_bfv_public_key *pk2 = NULL;
+    assert_int_equal(tsafe_bfv_public_key_read(f.c, buf, len - 1, &pk2), TSAFE_E_TRUNCATED);
+    assert_int_equal(tsafe_bfv_public_key_read(f.c, buf, len + 1, &pk2), TSAFE_E_FORMAT);
+    assert_null(pk2);
+    /* a coefficient >= q0: all ones in the first packed limb */
+    memset(buf + TSAFE_BFV_SEED_BYTES, 0xff, 16);
+    assert_int_equal(tsafe_bfv_public_key_read(f.c, buf, len, &pk2), TSAFE_E_FORMAT);
+    assert_int_equal(tsafe_bfv_public_key_write(f.c, f.pk, buf, len), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_public_key_read(f.c, buf, len, &pk2), TSAFE_OK);
+    /* the round trip encrypts zero the same way: compare written bytes */
+    uint8_t *again = malloc(len);
+    assert_int_equal(tsafe_bfv_public_key_write(f.c, pk2, again, len), TSAFE_OK);
+    assert_memory_equal(buf, again, len);
+    tsafe_bfv_public_key_free(pk2);
+    free(again);
+
+    tsafe_bfv_sealed *res;
+    assert_int_equal(tsafe_bfv_sealed_create(f.c, 4, &res), TSAFE_OK);
+    size_t rl = tsafe_bfv_sealed_bytes(f.c, 4);
+    uint8_t *rb = calloc(1, rl);
+    assert_int_equal(tsafe_bfv_sealed_read(f.c, rb, rl, 5, res), TSAFE_E_RANGE);
+    assert_int_equal(tsafe_bfv_sealed_read(f.c, rb, rl - 1, 4, res), TSAFE_E_TRUNCATED);
+    rb[rl - 1] = 0xff; /* padding or value bits past q0 */
+    assert_int_not_equal(tsafe_bfv_sealed_read(f.c, rb, rl, 4, res), TSAFE_OK);
+    free(rb);
+    tsafe_bfv_sealed_free(res);
+    free(buf);
+    fx_close(&f);
+}
+
+int main(void)
+{
+    tsafe_test_rng_init("bfv");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(products_match_reference),
+        cmocka_unit_test(many_reads_match_reference),
+        cmocka_unit_test(refuses_bad_params_and_values),
+        cmocka_unit_test(readers_refuse_bad_bytes),
+    };
+    return cmocka_run_group_tests_name("bfv", tests, NULL, NULL);
+}
