@@ -54,6 +54,8 @@ typedef enum tsafe_status {
     TSAFE_E_CRYPTO = -50,        /* CSPRNG or primitive failure */
     TSAFE_E_VERIFY = -51,        /* signature or digest check failed */
     TSAFE_E_KEY = -52,           /* wrong or unusable key */
+    TSAFE_E_REPLAY = -53,        /* message replayed, reordered or from
+                                    another session or key epoch */
 
     /* privacy budget */
     TSAFE_E_BUDGET = -60,        /* differential-privacy budget spent */

@@ -15,6 +15,14 @@ static uint64_t *limbs_alloc(const tsafe_bfv_context *c)
     return calloc(2 * c->n, sizeof(uint64_t));
 }
 
+/* Objects of equal contexts may be combined (a server's sites and the
+ * ciphertexts it reads are built on separate but identical contexts). */
+static int same_ctx(const tsafe_bfv_context *a, const tsafe_bfv_context *b)
+{
+    return a == b || memcmp(a->fingerprint, b->fingerprint,
+                            TSAFE_BFV_FINGERPRINT_BYTES) == 0;
+}
+
 static inline uint64_t signed_mod(int64_t v, uint64_t q)
 {
     if (v >= 0)
@@ -208,7 +216,7 @@ tsafe_status tsafe_bfv_acc_mul_add(tsafe_bfv_acc *acc, const tsafe_bfv_ct *ct,
 {
     TSAFE_REQUIRE(acc && ct && pt, TSAFE_E_NULL);
     const tsafe_bfv_context *c = acc->ctx;
-    TSAFE_REQUIRE(ct->ctx == c && pt->ctx == c, TSAFE_E_PARAMS_MISMATCH);
+    TSAFE_REQUIRE(same_ctx(ct->ctx, c) && same_ctx(pt->ctx, c), TSAFE_E_PARAMS_MISMATCH);
     TSAFE_REQUIRE(ct->valid, TSAFE_E_STATE);
     for (uint32_t i = 0; i < 2; i++) {
         size_t o = i * c->n;
@@ -301,7 +309,7 @@ tsafe_status tsafe_bfv_seal(const tsafe_bfv_context *c, tsafe_bfv_acc *acc,
                             tsafe_bfv_sealed *r)
 {
     TSAFE_REQUIRE(c && acc && pk && r && (pos || n_reads == 0), TSAFE_E_NULL);
-    TSAFE_REQUIRE(acc->ctx == c && pk->ctx == c && r->ctx == c,
+    TSAFE_REQUIRE(same_ctx(acc->ctx, c) && same_ctx(pk->ctx, c) && same_ctx(r->ctx, c),
                   TSAFE_E_PARAMS_MISMATCH);
     TSAFE_REQUIRE(n_reads <= r->cap && flood_bits <= 100, TSAFE_E_RANGE);
     for (size_t k = 0; k < n_reads; k++) {
@@ -428,7 +436,7 @@ static tsafe_status phase(const tsafe_bfv_context *c,
                           size_t n_reads, uint64_t *v)
 {
     TSAFE_REQUIRE(c && sk && r && v && (pos || n_reads == 0), TSAFE_E_NULL);
-    TSAFE_REQUIRE(sk->ctx == c && r->ctx == c, TSAFE_E_PARAMS_MISMATCH);
+    TSAFE_REQUIRE(same_ctx(sk->ctx, c) && same_ctx(r->ctx, c), TSAFE_E_PARAMS_MISMATCH);
     TSAFE_REQUIRE(n_reads == r->n_reads, TSAFE_E_RANGE);
     for (size_t k = 0; k < n_reads; k++)
         TSAFE_REQUIRE(pos[k] < c->n, TSAFE_E_RANGE);

@@ -18,4 +18,13 @@ double tsafe_dp_gdp_eps_(double mu, double delta);
  * conversion minimised over alpha > 1; >= 0. */
 double tsafe_dp_rdp_eps_(double rho, double delta);
 
+/* One sample of the discrete Gaussian N_Z(0, sigma^2), exact (CKS 2020),
+ * randomness from the CSPRNG. sigma in (0, 2^50]. */
+tsafe_status tsafe_dp_discrete_gaussian(double sigma, int64_t *out);
+
+/* Charge one release to the session (TSAFE_E_BUDGET when spent) and give
+ * its sigma, for callers that add the noise themselves (the sealed
+ * client adds discrete-Gaussian noise to integer shares). */
+tsafe_status tsafe_dp_session_charge(tsafe_dp_session *s, double *sigma);
+
 #endif

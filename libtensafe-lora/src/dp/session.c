@@ -135,3 +135,14 @@ tsafe_status tsafe_dp_session_stats(const tsafe_dp_session *s,
     *out = r;
     return TSAFE_OK;
 }
+
+tsafe_status tsafe_dp_session_charge(tsafe_dp_session *s, double *sigma)
+{
+    if (!s || !sigma)
+        return TSAFE_E_NULL;
+    if (s->releases >= s->releases_max)
+        return TSAFE_E_BUDGET;
+    s->releases++;
+    *sigma = s->sigma;
+    return TSAFE_OK;
+}

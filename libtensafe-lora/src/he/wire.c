@@ -104,3 +104,41 @@ tsafe_status tsafe_rbuf_header(tsafe_rbuf *r, uint8_t kind)
         return TSAFE_E_FORMAT;
     return TSAFE_OK;
 }
+
+void tsafe_wbuf_u64(tsafe_wbuf *w, uint64_t v)
+{
+    tsafe_wbuf_u32(w, (uint32_t)v);
+    tsafe_wbuf_u32(w, (uint32_t)(v >> 32));
+}
+
+void tsafe_wbuf_f64(tsafe_wbuf *w, double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, 8);
+    tsafe_wbuf_u64(w, v);
+}
+
+void tsafe_wbuf_bytes(tsafe_wbuf *w, const void *src, size_t n)
+{
+    uint8_t *p = tsafe_wbuf_reserve(w, n);
+    if (p && n)
+        memcpy(p, src, n);
+}
+
+int tsafe_rbuf_u64(tsafe_rbuf *r, uint64_t *v)
+{
+    uint32_t lo, hi;
+    if (!tsafe_rbuf_u32(r, &lo) || !tsafe_rbuf_u32(r, &hi))
+        return 0;
+    *v = (uint64_t)hi << 32 | lo;
+    return 1;
+}
+
+int tsafe_rbuf_f64(tsafe_rbuf *r, double *d)
+{
+    uint64_t v;
+    if (!tsafe_rbuf_u64(r, &v))
+        return 0;
+    memcpy(d, &v, 8);
+    return 1;
+}

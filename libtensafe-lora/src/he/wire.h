@@ -14,7 +14,14 @@
 
 #include "tensafe/status.h"
 
-enum { TSAFE_MSG_REQUEST = 1, TSAFE_MSG_RESPONSE = 2, TSAFE_MSG_U = 3 };
+enum {
+    TSAFE_MSG_REQUEST = 1, TSAFE_MSG_RESPONSE = 2, TSAFE_MSG_U = 3,
+    /* sealed protocol (docs/PROTOCOL.md) */
+    TSAFE_MSG_SEALED_HELLO = 10, TSAFE_MSG_SEALED_QUERY = 11,
+    TSAFE_MSG_SEALED_RESPONSE1 = 12, TSAFE_MSG_SEALED_SHARE = 13,
+    TSAFE_MSG_SEALED_SHARE_CT = 14, TSAFE_MSG_SEALED_DELTA = 15,
+    TSAFE_MSG_SEALED_RESPONSE2 = 16
+};
 #define TSAFE_MSG_HEADER 8
 #define TSAFE_MSG_MAX_SITES 4096u
 
@@ -33,6 +40,9 @@ void tsafe_wbuf_u32(tsafe_wbuf *w, uint32_t v);
 void tsafe_wbuf_f32(tsafe_wbuf *w, float v);
 /* Reserve n bytes and return where to write them (NULL on failure). */
 uint8_t *tsafe_wbuf_reserve(tsafe_wbuf *w, size_t n);
+void tsafe_wbuf_u64(tsafe_wbuf *w, uint64_t v);
+void tsafe_wbuf_f64(tsafe_wbuf *w, double v);
+void tsafe_wbuf_bytes(tsafe_wbuf *w, const void *src, size_t n);
 
 typedef struct {
     const uint8_t *buf;
@@ -42,6 +52,8 @@ typedef struct {
 tsafe_status tsafe_rbuf_header(tsafe_rbuf *r, uint8_t kind);
 int tsafe_rbuf_u32(tsafe_rbuf *r, uint32_t *v);
 int tsafe_rbuf_f32(tsafe_rbuf *r, float *v);
+int tsafe_rbuf_u64(tsafe_rbuf *r, uint64_t *v);
+int tsafe_rbuf_f64(tsafe_rbuf *r, double *v);
 /* Borrow n bytes (0 when fewer remain). */
 const uint8_t *tsafe_rbuf_take(tsafe_rbuf *r, size_t n);
 

@@ -1,0 +1,203 @@
+/* Sealed two-party HE-LoRA: the client learns only delta = s B A x; the
+ * server learns nothing about x (sealed-private, the default) or only
+ * u + DP noise (sealed). docs/THREAT_MODEL.md states the argument,
+ * docs/PROTOCOL.md the wire format.
+ *
+ *   client                                     server
+ *   hello: plan, session id, public key  -->   accept (plan must match)
+ *   query: Enc(x chunks)                 -->   round 1: per site
+ *                                              Enc(A x) + Enc(0), mask R,
+ *                                              flood, switch to q0
+ *                                        <--   response: c1 + read c0s
+ *   decrypt share v = u + t/2 - R mod t (uniform: reveals nothing of A)
+ *   sealed:         v + DP noise         -->   u + n = v + R - t/2 (mod t)
+ *                                        <--   delta' = s B (u + n)
+ *   sealed-private: Enc(floor(v/2^k), d) -->   round 2: Enc(B' u~) (exact,
+ *                                              u~ = floor(u/2^k) - {0,1})
+ *                                        <--   sealed result: delta
+ *
+ * Arithmetic is exact integer fixed point (BFV-style, tensafe/bfv.h): x is
+ * quantized per token to x_bits (scale kept by the client), A per site to
+ * a_bits, s*B*scale_A to b_bits (sealed-private). What the client decrypts
+ * carries no encryption noise, and nothing it sends back is derived from
+ * a decryption in sealed-private (no decryption oracle for the server).
+ *
+ * The client owns the parameters: it derives the plan from public shapes
+ * and its own options and refuses any other (tsafe_sealed_plan_check).
+ * Every message carries the session id, a sequence number and the round;
+ * out-of-order or replayed messages are refused with TSAFE_E_REPLAY.
+ *
+ * Messages are malloc'd by the library (tsafe_lora_bytes_free). Thread
+ * safety: clients and servers are per-thread objects; sites are immutable
+ * after creation and shareable between the servers of one plan. */
+#ifndef TENSAFE_LORA_SEALED_H
+#define TENSAFE_LORA_SEALED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensafe/bfv.h"
+#include "tensafe/lora_he.h"
+#include "tensafe/lora_dp.h"
+#include "tensafe/lora_two_party.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TSAFE_SEALED_PLAN_VERSION 1u
+#define TSAFE_SEALED_SESSION_BYTES 16
+
+typedef enum tsafe_sealed_mode {
+    TSAFE_SEALED = 1,         /* one HE round; the server learns u + noise */
+    TSAFE_SEALED_PRIVATE = 2  /* two HE rounds; the server learns nothing */
+} tsafe_sealed_mode;
+
+/* Client options (zero = default). */
+typedef struct tsafe_sealed_opts {
+    uint32_t x_bits;       /* default 12 */
+    uint32_t a_bits;       /* default 12 */
+    uint32_t b_bits;       /* default 12 (sealed-private) */
+    uint32_t rotate_after; /* tokens per secret key; default 4096 */
+} tsafe_sealed_opts;
+
+/* Everything both sides must agree on, derived from the public shapes and
+ * the client's options. A plain value; compare with tsafe_sealed_plan_check. */
+typedef struct tsafe_sealed_plan {
+    uint32_t version;
+    uint32_t mode;               /* tsafe_sealed_mode */
+    uint32_t d_in, rank;         /* rank: the largest rank of any site */
+    uint32_t d_out_max;          /* the largest d_out of any site */
+    uint32_t x_bits, a_bits, b_bits;
+    tsafe_bfv_params r1;         /* round 1 (x chunks times A blocks) */
+    tsafe_bfv_params r2;         /* round 2 (sealed-private only) */
+    uint32_t chunk1, rows1;      /* x chunk length, A rows per block */
+    uint32_t n_chunks1;          /* ceil(d_in / chunk1) */
+    uint32_t flood1;             /* flooding bits, round 1 */
+    uint32_t trunc_bits;         /* k: round 2 works on floor(u / 2^k) */
+    uint32_t chunk2;             /* round-2 input chunk (rows of B per block
+                                    = N / chunk2) */
+    uint32_t rotate_after;       /* tokens per secret key */
+    double log2_sd1, log2_sd2;   /* flooding: statistical distance per site
+                                    response (log2), rounds 1 and 2 */
+    double log2_fail;            /* decryption failure probability (log2) */
+    double expected_rel_error;   /* model of |delta error| / |delta| */
+} tsafe_sealed_plan;
+
+/* Derive the plan for sites with input d_in, ranks <= rank and outputs
+ * <= d_out_max. opts may be NULL. TSAFE_E_VALUE_RANGE when no parameter
+ * set meets the bounds (widths too large for N = 4096..8192). */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_plan_derive(
+    tsafe_sealed_mode mode, uint32_t d_in, uint32_t rank, uint32_t d_out_max,
+    const tsafe_sealed_opts *opts, tsafe_sealed_plan *out);
+/* The client's check of a plan it was handed: re-derives it from its
+ * shapes and widths and refuses (TSAFE_E_PARAMS) anything that differs,
+ * and TSAFE_E_INSECURE for a test-only flag. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_plan_check(
+    const tsafe_sealed_plan *plan);
+/* Bytes per token of one site (up: shared query; down and round 2). */
+typedef struct tsafe_sealed_sizes {
+    size_t query;      /* client -> server, shared by all sites of one x */
+    size_t response1;  /* server -> client per site */
+    size_t share;      /* client -> server per site (round 2 input) */
+    size_t response2;  /* server -> client per site (delta) */
+} tsafe_sealed_sizes;
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_plan_sizes(
+    const tsafe_sealed_plan *plan, uint32_t rank, uint32_t d_out,
+    tsafe_sealed_sizes *out);
+
+/* ------------------------------------------------------------------ site */
+
+typedef struct tsafe_sealed_site tsafe_sealed_site;
+
+/* Quantize an adapter module for plan (A: rank x d_in, B: d_out x rank,
+ * row-major, copied; rank <= plan rank, d_out <= plan d_out_max). The
+ * plaintexts are built once here. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_site_create(
+    const tsafe_sealed_plan *plan, const float *A, const float *B,
+    uint32_t rank, uint32_t d_out, float scale, tsafe_sealed_site **out);
+TSAFE_API void tsafe_sealed_site_free(tsafe_sealed_site *site);
+TSAFE_API uint32_t tsafe_sealed_site_rank(const tsafe_sealed_site *site);
+TSAFE_API uint32_t tsafe_sealed_site_d_out(const tsafe_sealed_site *site);
+
+/* ---------------------------------------------------------------- client */
+
+typedef struct tsafe_sealed_client tsafe_sealed_client;
+
+/* Checks plan (tsafe_sealed_plan_check), builds contexts and keys (seed:
+ * 32 bytes for tests, NULL for the CSPRNG) and a random session id. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_client_create(
+    const tsafe_sealed_plan *plan, const uint8_t *seed,
+    tsafe_sealed_client **out);
+TSAFE_API void tsafe_sealed_client_free(tsafe_sealed_client *c);
+/* The hello message (plan, session id, public keys). Send it first and
+ * again after every key rotation (tsafe_sealed_client_needs_hello). */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_client_hello(
+    tsafe_sealed_client *c, uint8_t **msg, size_t *len);
+/* 1 when the key was rotated and a new hello must be sent. */
+TSAFE_API int tsafe_sealed_client_needs_hello(const tsafe_sealed_client *c);
+/* Quantize and encrypt x (d_in floats, finite) for the next token. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_client_query(
+    tsafe_sealed_client *c, const float *x, uint8_t **msg, size_t *len,
+    tsafe_lora_stats *stats);
+/* Decrypt the round-1 response for sites of the given ranks and outputs,
+ * and produce the client's second message: sealed: the shares plus
+ * discrete-Gaussian DP noise from dp (dp may be NULL only with
+ * allow_no_dp: the server then learns u exactly); sealed-private: the
+ * encrypted truncated shares (dp unused). */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_client_respond(
+    tsafe_sealed_client *c, const uint8_t *response, size_t len,
+    size_t n_sites, const uint32_t *ranks, const uint32_t *d_outs,
+    tsafe_dp_session *dp, int allow_no_dp, uint8_t **msg, size_t *out_len,
+    tsafe_lora_stats *stats);
+/* Read the server's final message into delta[s] (d_outs[s] floats). */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_client_finish(
+    tsafe_sealed_client *c, const uint8_t *msg, size_t len, size_t n_sites,
+    const uint32_t *d_outs, float *const *delta, tsafe_lora_stats *stats);
+
+/* ---------------------------------------------------------------- server */
+
+typedef struct tsafe_sealed_server tsafe_sealed_server;
+
+/* A server for plan (its own derivation; a hello with another plan is
+ * refused). Holds public keys only. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_create(
+    const tsafe_sealed_plan *plan, tsafe_sealed_server **out);
+TSAFE_API void tsafe_sealed_server_free(tsafe_sealed_server *s);
+/* Start (or re-key) a session from a hello message. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_accept(
+    tsafe_sealed_server *s, const uint8_t *hello, size_t len);
+/* Round 1: query -> response (masks kept for round 2). */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_round1(
+    tsafe_sealed_server *s, const tsafe_sealed_site *const *sites,
+    size_t n_sites, const uint8_t *query, size_t len, uint8_t **response,
+    size_t *out_len, tsafe_lora_stats *stats);
+/* Round 2: the client's second message -> the final message (sealed: the
+ * deltas in clear, scaled by the client's private x scale; sealed-private:
+ * sealed encryptions of the deltas). The same sites, in the same order. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_round2(
+    tsafe_sealed_server *s, const tsafe_sealed_site *const *sites,
+    size_t n_sites, const uint8_t *msg, size_t len, uint8_t **out,
+    size_t *out_len, tsafe_lora_stats *stats);
+/* sealed only: what the server learned in the last round 2, u + n of
+ * site i in units of the client's quantized x (attack tests, audits). */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_last_u(
+    const tsafe_sealed_server *s, size_t site, int64_t *u, size_t n);
+
+/* ------------------------------------------------------ in-process pair */
+
+/* A sealed client and server in one process exchanging the real bytes
+ * (demos, tests, benchmarks). The engine builds one sealed site per LoRA
+ * site it is given (from the site's A, B and scale) on first use and keeps
+ * it until the pair's free. dp: sealed mode only (NULL with allow_no_dp). */
+typedef struct tsafe_sealed_pair tsafe_sealed_pair;
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_pair_create(
+    const tsafe_sealed_plan *plan, tsafe_dp_session *dp, int allow_no_dp,
+    tsafe_sealed_pair **out);
+TSAFE_API void tsafe_sealed_pair_free(tsafe_sealed_pair *p);
+TSAFE_API tsafe_lora_engine tsafe_lora_engine_sealed(tsafe_sealed_pair *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,462 @@
+/* Sealed client: derives/validates the plan, holds the secret keys, never
+ * an adapter. Per token: query (encrypt x), respond (decrypt the shares;
+ * send them noised, or re-encrypted), finish (read delta). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "sealed_internal.h"
+#include "tsafe_check.h"
+#include "../dp/dp_internal.h"
+
+enum { IDLE = 0, QUERIED = 1, RESPONDED = 2 };
+
+struct tsafe_sealed_client {
+    tsafe_sealed_plan plan;
+    tsafe_bfv_context *c1, *c2;
+    tsafe_bfv_secret_key *sk1, *sk2;
+    tsafe_bfv_public_key *pk1, *pk2;
+    tsafe_sealed_tag tag;
+    uint32_t tokens;        /* finished under the current key */
+    int needs_hello;
+    int state;
+    size_t n_sites;         /* of the pending token */
+    double sx;              /* x ~ sx * x_q (never leaves the client) */
+    int64_t *xq;            /* d_in; holds x: wiped */
+    int64_t *z;             /* N scratch; holds shares: wiped */
+    uint64_t *m;            /* N decrypted values: wiped */
+    uint32_t *pos;
+    tsafe_bfv_ct *ct1, *ct2;
+    tsafe_bfv_sealed *res1, *res2;
+};
+
+static void drop_keys(tsafe_sealed_client *c)
+{
+    tsafe_bfv_secret_key_free(c->sk1);
+    tsafe_bfv_secret_key_free(c->sk2);
+    tsafe_bfv_public_key_free(c->pk1);
+    tsafe_bfv_public_key_free(c->pk2);
+    c->sk1 = c->sk2 = NULL;
+    c->pk1 = c->pk2 = NULL;
+}
+
+/* Fresh keys (a new epoch): the client's defence against a server that
+ * would collect decryption-derived data under one key for long. */
+static tsafe_status new_keys(tsafe_sealed_client *c, const uint8_t *seed)
+{
+    drop_keys(c);
+    uint8_t s[4][32], *sp[4] = {NULL, NULL, NULL, NULL};
+    if (seed) {
+        const char *labels[4] = {"sk1", "pk1", "sk2", "pk2"};
+        for (int i = 0; i < 4; i++) {
+            uint8_t lab[40];
+            memcpy(s[i], seed, 32);
+            /* per-epoch, per-purpose seeds from the test seed */
+            snprintf((char *)lab, sizeof lab, "tsafe-sealed-%s-%u", labels[i], c->tag.epoch);
+            crypto_generichash(s[i], 32, lab, strlen((char *)lab), seed, 32);
+            sp[i] = s[i];
+        }
+    }
+    tsafe_status st = tsafe_bfv_secret_key_generate(c->c1, sp[0], &c->sk1);
+    if (st == TSAFE_OK)
+        st = tsafe_bfv_public_key_generate(c->c1, c->sk1, sp[1], &c->pk1);
+    if (st == TSAFE_OK && c->c2)
+        st = tsafe_bfv_secret_key_generate(c->c2, sp[2], &c->sk2);
+    if (st == TSAFE_OK && c->c2)
+        st = tsafe_bfv_public_key_generate(c->c2, c->sk2, sp[3], &c->pk2);
+    sodium_memzero(s, sizeof s);
+    c->tokens = 0;
+    c->tag.seq = 0;
+    c->needs_hello = 1;
+    c->state = IDLE;
+    return st;
+}
+
+void tsafe_sealed_client_free(tsafe_sealed_client *c)
+{
+    if (!c)
+        return;
+    drop_keys(c);
+    size_t n = c->c1 ? tsafe_bfv_context_n(c->c1) : 0;
+    if (c->xq)
+        sodium_memzero(c->xq, c->plan.d_in * sizeof *c->xq);
+    if (c->z)
+        sodium_memzero(c->z, n * sizeof *c->z);
+    if (c->m)
+        sodium_memzero(c->m, n * sizeof *c->m);
+    free(c->xq);
+    free(c->z);
+    free(c->m);
+    free(c->pos);
+    tsafe_bfv_ct_free(c->ct1);
+    tsafe_bfv_ct_free(c->ct2);
+    tsafe_bfv_sealed_free(c->res1);
+    tsafe_bfv_sealed_free(c->res2);
+    tsafe_bfv_context_free(c->c1);
+    tsafe_bfv_context_free(c->c2);
+    sodium_memzero(&c->sx, sizeof c->sx);
+    free(c);
+}
+
+tsafe_status tsafe_sealed_client_create(const tsafe_sealed_plan *plan,
+                                        const uint8_t *seed,
+                                        tsafe_sealed_client **out)
+{
+    TSAFE_REQUIRE(plan && out, TSAFE_E_NULL);
+    *out = NULL;
+    /* the client's own derivation decides: anything else is refused */
+    tsafe_status st = tsafe_sealed_plan_check(plan);
+    if (st != TSAFE_OK)
+        return st;
+    tsafe_sealed_client *c = calloc(1, sizeof *c);
+    if (!c)
+        return TSAFE_E_NOMEM;
+    c->plan = *plan;
+    TSAFE_TRY(tsafe_sealed_contexts(plan, &c->c1, &c->c2));
+    size_t n = tsafe_bfv_context_n(c->c1);
+    c->xq = calloc(plan->d_in, sizeof *c->xq);
+    c->z = calloc(n, sizeof *c->z);
+    c->m = calloc(n, sizeof *c->m);
+    c->pos = calloc(n, sizeof *c->pos);
+    TSAFE_CHECK(c->xq && c->z && c->m && c->pos, TSAFE_E_NOMEM);
+    TSAFE_TRY(tsafe_bfv_ct_create(c->c1, &c->ct1));
+    TSAFE_TRY(tsafe_bfv_sealed_create(c->c1, n, &c->res1));
+    if (c->c2) {
+        TSAFE_TRY(tsafe_bfv_ct_create(c->c2, &c->ct2));
+        TSAFE_TRY(tsafe_bfv_sealed_create(c->c2, n, &c->res2));
+    }
+    if (seed)
+        memcpy(c->tag.session, seed, TSAFE_SEALED_SESSION_BYTES);
+    else
+        randombytes_buf(c->tag.session, TSAFE_SEALED_SESSION_BYTES);
+    TSAFE_TRY(new_keys(c, seed));
+    *out = c;
+    return TSAFE_OK;
+fail:
+    tsafe_sealed_client_free(c);
+    return st;
+}
+
+int tsafe_sealed_client_needs_hello(const tsafe_sealed_client *c)
+{
+    return c ? c->needs_hello : 0;
+}
+
+tsafe_status tsafe_sealed_client_hello(tsafe_sealed_client *c, uint8_t **msg,
+                                       size_t *len)
+{
+    TSAFE_REQUIRE(c && msg && len, TSAFE_E_NULL);
+    *msg = NULL;
+    *len = 0;
+    uint8_t fp[32];
+    tsafe_sealed_plan_fingerprint(&c->plan, fp);
+    size_t l1 = tsafe_bfv_public_key_bytes(c->c1);
+    size_t l2 = c->c2 ? tsafe_bfv_public_key_bytes(c->c2) : 0;
+    tsafe_wbuf w = {0};
+    tsafe_wbuf_header(&w, TSAFE_MSG_SEALED_HELLO);
+    tsafe_wbuf_bytes(&w, fp, 32);
+    tsafe_wbuf_bytes(&w, c->tag.session, TSAFE_SEALED_SESSION_BYTES);
+    tsafe_wbuf_u32(&w, c->tag.epoch);
+    uint8_t *p1 = tsafe_wbuf_reserve(&w, l1), *p2 = l2 ? tsafe_wbuf_reserve(&w, l2) : NULL;
+    tsafe_status st = w.failed ? TSAFE_E_NOMEM : TSAFE_OK;
+    if (st == TSAFE_OK)
+        st = tsafe_bfv_public_key_write(c->c1, c->pk1, p1, l1);
+    if (st == TSAFE_OK && l2)
+        st = tsafe_bfv_public_key_write(c->c2, c->pk2, p2, l2);
+    if (st != TSAFE_OK) {
+        free(w.buf);
+        return st;
+    }
+    c->needs_hello = 0;
+    *msg = w.buf;
+    *len = w.len;
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_sealed_client_query(tsafe_sealed_client *c, const float *x,
+                                       uint8_t **msg, size_t *len,
+                                       tsafe_lora_stats *stats)
+{
+    TSAFE_REQUIRE(c && x && msg && len, TSAFE_E_NULL);
+    *msg = NULL;
+    *len = 0;
+    TSAFE_REQUIRE(!c->needs_hello, TSAFE_E_STATE);
+    const tsafe_sealed_plan *p = &c->plan;
+    double t0 = tsafe_lora_now_us(), mx = 0;
+    for (uint32_t j = 0; j < p->d_in; j++) {
+        TSAFE_REQUIRE(isfinite(x[j]), TSAFE_E_VALUE_RANGE);
+        mx = fmax(mx, fabs((double)x[j]));
+    }
+    /* per-token scale: x_q in [-x_max, x_max], the scale stays here */
+    int64_t xmax = tsafe_sealed_qmax(p->x_bits);
+    c->sx = mx > 0 ? mx / (double)xmax : 1.0;
+    for (uint32_t j = 0; j < p->d_in; j++)
+        c->xq[j] = (int64_t)lrint(x[j] / c->sx);
+    size_t ctl = tsafe_bfv_ct_bytes(c->c1);
+    tsafe_wbuf w = {0};
+    tsafe_wbuf_header(&w, TSAFE_MSG_SEALED_QUERY);
+    tsafe_sealed_put_tag(&w, &c->tag);
+    tsafe_wbuf_u32(&w, p->n_chunks1);
+    tsafe_status st = TSAFE_OK;
+    for (uint32_t ch = 0; ch < p->n_chunks1 && st == TSAFE_OK; ch++) {
+        uint32_t from = ch * p->chunk1;
+        uint32_t cnt = from + p->chunk1 <= p->d_in ? p->chunk1 : p->d_in - from;
+        st = tsafe_bfv_encrypt(c->c1, c->sk1, c->xq + from, cnt, NULL, c->ct1);
+        uint8_t *dst = st == TSAFE_OK ? tsafe_wbuf_reserve(&w, ctl) : NULL;
+        if (st == TSAFE_OK)
+            st = dst ? tsafe_bfv_ct_write(c->c1, c->ct1, dst, ctl) : TSAFE_E_NOMEM;
+    }
+    sodium_memzero(c->xq, p->d_in * sizeof *c->xq);
+    if (st != TSAFE_OK) {
+        free(w.buf);
+        return st;
+    }
+    c->state = QUERIED;
+    *msg = w.buf;
+    *len = w.len;
+    if (stats) {
+        stats->encrypt_us += tsafe_lora_now_us() - t0;
+        stats->bytes_up += w.len;
+        stats->tokens += 1;
+    }
+    return TSAFE_OK;
+}
+
+/* Decrypt one site's round-1 blocks into c->m[0..rank) (values mod t). */
+static tsafe_status decrypt_site(tsafe_sealed_client *c, tsafe_rbuf *r, uint32_t rank)
+{
+    tsafe_sealed_layout l;
+    tsafe_sealed_layout1(&c->plan, rank, &l);
+    for (uint32_t b = 0; b < l.n_blocks; b++) {
+        uint32_t reads = tsafe_sealed_block_reads(&l, b, c->pos);
+        size_t need = tsafe_bfv_sealed_bytes(c->c1, reads);
+        const uint8_t *p = tsafe_rbuf_take(r, need);
+        if (!p)
+            return TSAFE_E_TRUNCATED;
+        tsafe_status st = tsafe_bfv_sealed_read(c->c1, p, need, reads, c->res1);
+        if (st == TSAFE_OK)
+            st = tsafe_bfv_decrypt_reads(c->c1, c->sk1, c->res1, c->pos, reads,
+                                         c->m + (size_t)b * l.rows);
+        if (st != TSAFE_OK)
+            return st;
+    }
+    return TSAFE_OK;
+}
+
+/* sealed-private: encrypt floor(v/2^k) and d = -(t/2^k)[v >= t/2] */
+static tsafe_status share_ct(tsafe_sealed_client *c, uint32_t rank, uint32_t d_out,
+                             uint32_t ks, tsafe_wbuf *w)
+{
+    const tsafe_sealed_plan *p = &c->plan;
+    tsafe_sealed_layout l;
+    tsafe_sealed_layout2(p, rank, d_out, &l);
+    uint64_t t = 1ull << p->r1.t_bits;
+    int64_t big = (int64_t)(t >> ks);
+    size_t ctl = tsafe_bfv_ct_bytes(c->c2);
+    tsafe_wbuf_u32(w, rank);
+    tsafe_wbuf_u32(w, 2 * l.n_chunks);
+    tsafe_status st = TSAFE_OK;
+    for (int part = 0; part < 2 && st == TSAFE_OK; part++)
+        for (uint32_t ch = 0; ch < l.n_chunks && st == TSAFE_OK; ch++) {
+            uint32_t from = ch * l.chunk;
+            uint32_t cnt = from + l.chunk <= rank ? l.chunk : rank - from;
+            for (uint32_t k = 0; k < cnt; k++) {
+                uint64_t v = c->m[from + k];
+                c->z[k] = part == 0 ? (int64_t)(v >> ks)
+                                    : (v >= t / 2 ? -big : 0);
+            }
+            st = tsafe_bfv_encrypt(c->c2, c->sk2, c->z, cnt, NULL, c->ct2);
+            uint8_t *dst = st == TSAFE_OK ? tsafe_wbuf_reserve(w, ctl) : NULL;
+            if (st == TSAFE_OK)
+                st = dst ? tsafe_bfv_ct_write(c->c2, c->ct2, dst, ctl) : TSAFE_E_NOMEM;
+        }
+    return st;
+}
+
+tsafe_status tsafe_sealed_client_respond(tsafe_sealed_client *c,
+                                         const uint8_t *response, size_t len,
+                                         size_t n_sites, const uint32_t *ranks,
+                                         const uint32_t *d_outs,
+                                         tsafe_dp_session *dp, int allow_no_dp,
+                                         uint8_t **msg, size_t *out_len,
+                                         tsafe_lora_stats *stats)
+{
+    TSAFE_REQUIRE(c && response && ranks && d_outs && msg && out_len, TSAFE_E_NULL);
+    *msg = NULL;
+    *out_len = 0;
+    TSAFE_REQUIRE(c->state == QUERIED, TSAFE_E_STATE);
+    TSAFE_REQUIRE(n_sites >= 1 && n_sites <= TSAFE_MSG_MAX_SITES, TSAFE_E_RANGE);
+    int priv = c->plan.mode == TSAFE_SEALED_PRIVATE;
+    /* sealed releases u + n to the server: no noise only on request */
+    TSAFE_REQUIRE(priv || dp || allow_no_dp, TSAFE_E_ARG);
+    for (size_t i = 0; i < n_sites; i++)
+        TSAFE_REQUIRE(ranks[i] >= 1 && ranks[i] <= c->plan.rank && d_outs[i] >= 1 &&
+                          d_outs[i] <= c->plan.d_out_max, TSAFE_E_RANGE);
+    double t0 = tsafe_lora_now_us(), dec_us = 0;
+    tsafe_rbuf r = {response, len, 0};
+    tsafe_status st;
+    uint32_t ns;
+    if ((st = tsafe_rbuf_header(&r, TSAFE_MSG_SEALED_RESPONSE1)) != TSAFE_OK ||
+        (st = tsafe_sealed_get_tag(&r, &c->tag)) != TSAFE_OK)
+        return st;
+    if (!tsafe_rbuf_u32(&r, &ns))
+        return TSAFE_E_TRUNCATED;
+    if (ns != n_sites)
+        return TSAFE_E_FORMAT;
+    double sigma = 0;
+    if (!priv && dp && (st = tsafe_dp_session_charge(dp, &sigma)) != TSAFE_OK)
+        return st;
+    tsafe_wbuf w = {0};
+    tsafe_wbuf_header(&w, priv ? TSAFE_MSG_SEALED_SHARE_CT : TSAFE_MSG_SEALED_SHARE);
+    tsafe_sealed_put_tag(&w, &c->tag);
+    tsafe_wbuf_u32(&w, (uint32_t)n_sites);
+    uint64_t t = 1ull << c->plan.r1.t_bits;
+    for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
+        uint32_t rank, d_out;
+        double scale_a;
+        uint32_t ks;
+        if (!tsafe_rbuf_u32(&r, &rank) || !tsafe_rbuf_u32(&r, &d_out) ||
+            !tsafe_rbuf_f64(&r, &scale_a) || !tsafe_rbuf_u32(&r, &ks)) {
+            st = TSAFE_E_TRUNCATED;
+            break;
+        }
+        if (rank != ranks[i] || d_out != d_outs[i] || !isfinite(scale_a) || scale_a <= 0 ||
+            ks > c->plan.trunc_bits) {
+            st = TSAFE_E_FORMAT;
+            break;
+        }
+        double d0 = tsafe_lora_now_us();
+        if ((st = decrypt_site(c, &r, rank)) != TSAFE_OK)
+            break;
+        dec_us += tsafe_lora_now_us() - d0;
+        if (priv) {
+            st = share_ct(c, rank, d_out, ks, &w);
+            continue;
+        }
+        tsafe_wbuf_u32(&w, rank);
+        double sig_int = sigma > 0 ? sigma / (c->sx * scale_a) : 0;
+        for (uint32_t k = 0; k < rank && st == TSAFE_OK; k++) {
+            int64_t noise = 0;
+            if (sig_int > 0)
+                st = tsafe_dp_discrete_gaussian(sig_int, &noise);
+            uint64_t v = (c->m[k] + (uint64_t)noise) & (t - 1);
+            tsafe_wbuf_u64(&w, v);
+        }
+    }
+    size_t n = tsafe_bfv_context_n(c->c1);
+    sodium_memzero(c->m, n * sizeof *c->m);
+    sodium_memzero(c->z, n * sizeof *c->z);
+    if (st == TSAFE_OK && r.pos != len)
+        st = TSAFE_E_FORMAT;
+    if (st == TSAFE_OK && w.failed)
+        st = TSAFE_E_NOMEM;
+    if (st != TSAFE_OK) {
+        free(w.buf);
+        return st;
+    }
+    c->state = RESPONDED;
+    c->n_sites = n_sites;
+    *msg = w.buf;
+    *out_len = w.len;
+    if (stats) {
+        stats->decrypt_us += dec_us;
+        stats->sums_us += tsafe_lora_now_us() - t0 - dec_us;
+        stats->bytes_down += len;
+        stats->bytes_up += w.len;
+    }
+    return TSAFE_OK;
+}
+
+static tsafe_status finish_private(tsafe_sealed_client *c, tsafe_rbuf *r,
+                                   uint32_t d_out, float *delta)
+{
+    double scale;
+    if (!tsafe_rbuf_f64(r, &scale))
+        return TSAFE_E_TRUNCATED;
+    if (!isfinite(scale) || scale <= 0)
+        return TSAFE_E_FORMAT;
+    tsafe_sealed_layout l;
+    tsafe_sealed_layout2(&c->plan, c->plan.rank, d_out, &l);
+    /* the layout's chunking of the input does not change the reads */
+    uint64_t t2 = 1ull << c->plan.r2.t_bits;
+    for (uint32_t b = 0; b < l.n_blocks; b++) {
+        uint32_t reads = tsafe_sealed_block_reads(&l, b, c->pos);
+        size_t need = tsafe_bfv_sealed_bytes(c->c2, reads);
+        const uint8_t *p = tsafe_rbuf_take(r, need);
+        if (!p)
+            return TSAFE_E_TRUNCATED;
+        tsafe_status st = tsafe_bfv_sealed_read(c->c2, p, need, reads, c->res2);
+        if (st == TSAFE_OK)
+            st = tsafe_bfv_decrypt_reads(c->c2, c->sk2, c->res2, c->pos, reads, c->m);
+        if (st != TSAFE_OK)
+            return st;
+        for (uint32_t k = 0; k < reads; k++) {
+            int64_t v = c->m[k] >= t2 / 2 ? (int64_t)c->m[k] - (int64_t)t2 : (int64_t)c->m[k];
+            delta[(size_t)b * l.rows + k] = (float)(c->sx * scale * (double)v);
+        }
+    }
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_sealed_client_finish(tsafe_sealed_client *c, const uint8_t *msg,
+                                        size_t len, size_t n_sites,
+                                        const uint32_t *d_outs, float *const *delta,
+                                        tsafe_lora_stats *stats)
+{
+    TSAFE_REQUIRE(c && msg && d_outs && delta, TSAFE_E_NULL);
+    TSAFE_REQUIRE(c->state == RESPONDED, TSAFE_E_STATE);
+    TSAFE_REQUIRE(n_sites == c->n_sites, TSAFE_E_RANGE);
+    int priv = c->plan.mode == TSAFE_SEALED_PRIVATE;
+    double t0 = tsafe_lora_now_us();
+    tsafe_rbuf r = {msg, len, 0};
+    tsafe_status st;
+    uint32_t ns;
+    if ((st = tsafe_rbuf_header(&r, priv ? TSAFE_MSG_SEALED_RESPONSE2
+                                         : TSAFE_MSG_SEALED_DELTA)) != TSAFE_OK ||
+        (st = tsafe_sealed_get_tag(&r, &c->tag)) != TSAFE_OK)
+        return st;
+    if (!tsafe_rbuf_u32(&r, &ns))
+        return TSAFE_E_TRUNCATED;
+    if (ns != n_sites)
+        return TSAFE_E_FORMAT;
+    for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
+        uint32_t d_out;
+        if (!delta[i])
+            return TSAFE_E_NULL;
+        if (!tsafe_rbuf_u32(&r, &d_out))
+            return TSAFE_E_TRUNCATED;
+        if (d_out != d_outs[i])
+            return TSAFE_E_FORMAT;
+        if (priv) {
+            st = finish_private(c, &r, d_out, delta[i]);
+            continue;
+        }
+        for (uint32_t j = 0; j < d_out; j++) {
+            float v;
+            if (!tsafe_rbuf_f32(&r, &v))
+                return TSAFE_E_TRUNCATED;
+            if (!isfinite(v))
+                return TSAFE_E_FORMAT;
+            delta[i][j] = (float)(c->sx * v);
+        }
+    }
+    sodium_memzero(c->m, tsafe_bfv_context_n(c->c1) * sizeof *c->m);
+    if (st != TSAFE_OK)
+        return st;
+    if (r.pos != len)
+        return TSAFE_E_FORMAT;
+    c->state = IDLE;
+    c->tag.seq++;
+    if (++c->tokens >= c->plan.rotate_after) {
+        c->tag.epoch++;
+        if ((st = new_keys(c, NULL)) != TSAFE_OK)
+            return st;
+    }
+    if (stats) {
+        stats->decrypt_us += tsafe_lora_now_us() - t0;
+        stats->bytes_down += len;
+    }
+    return TSAFE_OK;
+}

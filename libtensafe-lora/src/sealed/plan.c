@@ -1,0 +1,385 @@
+/* Sealed plan: the client's derivation of every parameter from public
+ * shapes and its own widths, with the bounds that make it exact and safe.
+ *
+ * Bounds (per read coefficient; sigma = sqrt(21/2) for the centred
+ * binomial error, 8 sigma tails are below 2^-45):
+ *  - product noise B = chunks*chunk*P_max/2 (rounding of round(Q m/t),
+ *    non-zero only where m is) + 8 sigma P_max sqrt(nnz) (error times the
+ *    plaintexts); it depends on the server's weights, so it is flooded:
+ *  - flood = 2^(ceil log2 B + 40 + ceil log2 reads): statistical distance
+ *    at most reads * B / flood <= 2^-40 per site response;
+ *  - after the switch Q -> q0 the noise is flood/q1 + B/q1 + 1/2 + the
+ *    switch's rounding of c1 times s, at most 4 sqrt(N) (Hoeffding, 2^-45);
+ *    decryption is exact while that stays below q0 / (2t).
+ * Round 1 needs |u| <= U = x_max a_max d_in with 4U <= t (the share
+ * reconstruction in round 2 relies on it); round 2 needs |B_q u~| < t2/2
+ * with u~ = floor(u / 2^k) - {0,1}. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "sealed_internal.h"
+
+#define SIGMA_CBD 3.2403703492039302 /* sqrt(21/2) */
+#define RESP_BITS 49u
+#define MAX_SITES_LOG2 0 /* statistical distance is stated per site */
+
+void tsafe_sealed_layout_make(uint32_t n, uint32_t len, uint32_t chunk,
+                              uint32_t outs, tsafe_sealed_layout *l)
+{
+    l->chunk = chunk;
+    l->n_chunks = (len + chunk - 1) / chunk;
+    l->rows = n / chunk;
+    l->outs = outs;
+    l->n_blocks = (outs + l->rows - 1) / l->rows;
+}
+
+uint32_t tsafe_sealed_block_reads(const tsafe_sealed_layout *l, uint32_t b,
+                                  uint32_t *pos)
+{
+    uint32_t first = b * l->rows, count = 0;
+    for (uint32_t o = 0; o < l->rows && first + o < l->outs; o++) {
+        if (pos)
+            pos[count] = o * l->chunk + l->chunk - 1;
+        count++;
+    }
+    return count;
+}
+
+static size_t ct_bytes(uint32_t log_n, uint32_t b0, uint32_t b1)
+{
+    size_t n = (size_t)1 << log_n;
+    return 32 + (n * b0 + 7) / 8 + (n * b1 + 7) / 8;
+}
+
+static size_t sealed_bytes(uint32_t log_n, uint32_t b0, uint32_t reads)
+{
+    size_t n = (size_t)1 << log_n;
+    return (n * b0 + 7) / 8 + ((size_t)reads * b0 + 7) / 8;
+}
+
+static uint32_t ceil_log2(double v)
+{
+    return v <= 1 ? 0 : (uint32_t)ceil(log2(v));
+}
+
+/* Noise bound per read (see the top of the file). */
+static double product_noise(uint32_t n_chunks, uint32_t chunk, uint32_t rows,
+                            double p_max)
+{
+    double nnz = (double)n_chunks * chunk * rows;
+    return n_chunks * (double)chunk * p_max / 2 + 8 * SIGMA_CBD * p_max * sqrt(nnz);
+}
+
+/* Noise after the switch, for a flood of 2^flood bits. */
+static double switched_noise(uint32_t log_n, double q1, uint32_t flood, double b)
+{
+    return ldexp(1.0, (int)flood) / q1 + b / q1 + 0.5 + 4 * sqrt(ldexp(1.0, (int)log_n));
+}
+
+/* The cheapest split (query + 2 * response bytes, the query being shared)
+ * of a product with input len and outs outputs. */
+static uint32_t best_chunk(uint32_t log_n, uint32_t len, uint32_t outs,
+                           uint32_t chunks_mult)
+{
+    uint32_t n = 1u << log_n, best = 0;
+    double best_cost = INFINITY;
+    for (uint32_t nc = 1; nc <= 256 && nc <= len; nc++) {
+        uint32_t chunk = (len + nc - 1) / nc;
+        if (chunk > n || (nc > 1 && (len + chunk - 1) / chunk != nc))
+            continue;
+        tsafe_sealed_layout l;
+        tsafe_sealed_layout_make(n, len, chunk, outs, &l);
+        double up = (double)chunks_mult * l.n_chunks * ct_bytes(log_n, RESP_BITS, 60);
+        double down = (double)l.n_blocks * sealed_bytes(log_n, RESP_BITS, l.rows);
+        double cost = up + 2 * down;
+        if (cost < best_cost) {
+            best_cost = cost;
+            best = chunk;
+        }
+    }
+    return best;
+}
+
+void tsafe_sealed_layout1(const tsafe_sealed_plan *p, uint32_t rank,
+                          tsafe_sealed_layout *l)
+{
+    tsafe_sealed_layout_make(1u << p->r1.log_n, p->d_in, p->chunk1, rank, l);
+}
+
+void tsafe_sealed_layout2(const tsafe_sealed_plan *p, uint32_t rank,
+                          uint32_t d_out, tsafe_sealed_layout *l)
+{
+    tsafe_sealed_layout_make(1u << p->r2.log_n, rank, p->chunk2, d_out, l);
+}
+
+static double b_max(const tsafe_sealed_plan *p)
+{
+    return (double)tsafe_sealed_qmax(p->b_bits);
+}
+
+static double round2_noise(const tsafe_sealed_plan *p)
+{
+    tsafe_sealed_layout l;
+    tsafe_sealed_layout2(p, p->rank, p->d_out_max, &l);
+    /* v-chunks and, when every coordinate is in the band, as many d-chunks */
+    return product_noise(2 * l.n_chunks, l.chunk, l.rows, b_max(p));
+}
+
+uint32_t tsafe_sealed_flood2(const tsafe_sealed_plan *p, uint32_t d_out)
+{
+    (void)d_out; /* the bound uses d_out_max: one flood for every site */
+    return ceil_log2(round2_noise(p)) + 40 + ceil_log2(p->d_out_max);
+}
+
+static tsafe_status primes_of(const tsafe_bfv_params *bp, double *q0, double *q1)
+{
+    tsafe_bfv_context *c;
+    tsafe_status st = tsafe_bfv_context_create(bp, &c);
+    if (st != TSAFE_OK)
+        return st;
+    *q0 = (double)tsafe_bfv_context_prime(c, 0);
+    *q1 = (double)tsafe_bfv_context_prime(c, 1);
+    tsafe_bfv_context_free(c);
+    return TSAFE_OK;
+}
+
+static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
+                              uint32_t d_in, uint32_t rank, uint32_t d_out_max,
+                              const tsafe_sealed_opts *o, tsafe_sealed_plan *p)
+{
+    uint32_t n = 1u << log_n;
+    memset(p, 0, sizeof *p);
+    p->version = TSAFE_SEALED_PLAN_VERSION;
+    p->mode = mode;
+    p->d_in = d_in;
+    p->rank = rank;
+    p->d_out_max = d_out_max;
+    p->x_bits = o->x_bits;
+    p->a_bits = o->a_bits;
+    p->b_bits = mode == TSAFE_SEALED_PRIVATE ? o->b_bits : 0;
+    p->rotate_after = o->rotate_after;
+    uint32_t max_q = tsafe_params_max_log_q(log_n);
+    uint32_t gap = max_q - RESP_BITS > 61 ? 61 : max_q - RESP_BITS;
+
+    /* round 1 */
+    double x_max = (double)tsafe_sealed_qmax(p->x_bits);
+    double a_max = (double)tsafe_sealed_qmax(p->a_bits);
+    double U = x_max * a_max * d_in;
+    uint32_t t_bits = ceil_log2(4 * U + 1);
+    if (t_bits < 8)
+        t_bits = 8;
+    p->r1 = (tsafe_bfv_params){log_n, RESP_BITS, gap, t_bits, 0};
+    p->chunk1 = best_chunk(log_n, d_in, rank, 1);
+    if (!p->chunk1)
+        return TSAFE_E_VALUE_RANGE;
+    tsafe_sealed_layout l1;
+    tsafe_sealed_layout1(p, rank, &l1);
+    p->rows1 = l1.rows;
+    p->n_chunks1 = l1.n_chunks;
+    double b1 = product_noise(l1.n_chunks, l1.chunk, l1.rows, a_max);
+    p->flood1 = ceil_log2(b1) + 40 + ceil_log2(rank);
+    p->log2_sd1 = log2((double)rank) + log2(b1) - p->flood1;
+    double q0, q1;
+    if (t_bits + 8 > RESP_BITS)
+        return TSAFE_E_VALUE_RANGE;
+    tsafe_status st = primes_of(&p->r1, &q0, &q1);
+    if (st != TSAFE_OK)
+        return st == TSAFE_E_INSECURE ? TSAFE_E_VALUE_RANGE : st;
+    if (switched_noise(log_n, q1, p->flood1, b1) >= q0 / (2 * ldexp(1.0, (int)t_bits)))
+        return TSAFE_E_VALUE_RANGE;
+    p->log2_fail = -40;
+
+    /* quantization error model: a uniform rounding error of half a step
+     * against values whose rms is a quarter of their maximum */
+    double ex = 4 / sqrt(12.0) / x_max, ea = 4 / sqrt(12.0) / a_max;
+    double err2 = ex * ex + ea * ea;
+
+    if (mode == TSAFE_SEALED_PRIVATE) {
+        p->r2 = (tsafe_bfv_params){log_n, RESP_BITS, gap, 8, 0};
+        p->chunk2 = best_chunk(log_n, rank, d_out_max, 2);
+        if (!p->chunk2)
+            return TSAFE_E_VALUE_RANGE;
+        double bb = b_max(p), noise2 = round2_noise(p);
+        uint32_t flood2 = tsafe_sealed_flood2(p, d_out_max);
+        double room = q0 / (2 * switched_noise(log_n, q1, flood2, noise2));
+        /* the smallest truncation whose |B_q u~| fits t2 within the room */
+        for (uint32_t k = 0; k < 60; k++) {
+            double dmax = bb * rank * (ldexp(U, -(int)k) + 2);
+            uint32_t t2 = ceil_log2(2 * dmax + 1);
+            if (t2 < 8)
+                t2 = 8;
+            if (t2 + 8 <= RESP_BITS && ldexp(1.0, (int)t2) < room) {
+                p->trunc_bits = k;
+                p->r2.t_bits = t2;
+                break;
+            }
+            if (k == 59)
+                return TSAFE_E_VALUE_RANGE;
+        }
+        tsafe_sealed_layout l2;
+        tsafe_sealed_layout2(p, rank, d_out_max, &l2);
+        p->log2_sd2 = log2((double)d_out_max) + log2(noise2) - flood2;
+        /* u~ = u / 2^k: typical |u| ~ U / (4 sqrt(d_in)) (random signs) */
+        double eu = ldexp(1.0, (int)p->trunc_bits) / (U / (16 * sqrt((double)d_in))) / sqrt(12.0);
+        double eb = 4 / sqrt(12.0) / bb;
+        err2 += eu * eu + eb * eb;
+    }
+    (void)n;
+    p->expected_rel_error = sqrt(err2);
+    return TSAFE_OK;
+}
+
+static void fill_defaults(const tsafe_sealed_opts *in, tsafe_sealed_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    if (in)
+        *o = *in;
+    if (!o->x_bits)
+        o->x_bits = 12;
+    if (!o->a_bits)
+        o->a_bits = 12;
+    if (!o->b_bits)
+        o->b_bits = 12;
+    if (!o->rotate_after)
+        o->rotate_after = 4096;
+}
+
+tsafe_status tsafe_sealed_plan_derive(tsafe_sealed_mode mode, uint32_t d_in,
+                                      uint32_t rank, uint32_t d_out_max,
+                                      const tsafe_sealed_opts *opts,
+                                      tsafe_sealed_plan *out)
+{
+    if (!out)
+        return TSAFE_E_NULL;
+    memset(out, 0, sizeof *out);
+    if (mode != TSAFE_SEALED && mode != TSAFE_SEALED_PRIVATE)
+        return TSAFE_E_ARG;
+    if (d_in == 0 || d_in > 65536 || rank == 0 || rank > 1024 || d_out_max == 0 ||
+        d_out_max > 65536)
+        return TSAFE_E_RANGE;
+    tsafe_sealed_opts o;
+    fill_defaults(opts, &o);
+    if (o.x_bits < 4 || o.x_bits > 20 || o.a_bits < 4 || o.a_bits > 20 ||
+        o.b_bits < 4 || o.b_bits > 20 || o.rotate_after > (1u << 24))
+        return TSAFE_E_RANGE;
+    tsafe_status st = TSAFE_E_VALUE_RANGE;
+    for (uint32_t log_n = 12; log_n <= 13; log_n++) {
+        st = derive_at(mode, log_n, d_in, rank, d_out_max, &o, out);
+        if (st == TSAFE_OK)
+            return TSAFE_OK;
+        if (st != TSAFE_E_VALUE_RANGE)
+            break;
+    }
+    memset(out, 0, sizeof *out);
+    return st;
+}
+
+tsafe_status tsafe_sealed_plan_check(const tsafe_sealed_plan *plan)
+{
+    if (!plan)
+        return TSAFE_E_NULL;
+    if (plan->version != TSAFE_SEALED_PLAN_VERSION)
+        return TSAFE_E_VERSION;
+    if (plan->r1.flags || plan->r2.flags)
+        return TSAFE_E_INSECURE;
+    tsafe_sealed_opts o = {plan->x_bits, plan->a_bits,
+                           plan->b_bits ? plan->b_bits : 12, plan->rotate_after};
+    tsafe_sealed_plan mine;
+    tsafe_status st = tsafe_sealed_plan_derive((tsafe_sealed_mode)plan->mode, plan->d_in,
+                                               plan->rank, plan->d_out_max, &o, &mine);
+    if (st != TSAFE_OK)
+        return TSAFE_E_PARAMS;
+    uint8_t a[32], b[32];
+    tsafe_sealed_plan_fingerprint(&mine, a);
+    tsafe_sealed_plan_fingerprint(plan, b);
+    return sodium_memcmp(a, b, 32) == 0 ? TSAFE_OK : TSAFE_E_PARAMS;
+}
+
+static void put_u32(crypto_generichash_state *h, uint32_t v)
+{
+    uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    crypto_generichash_update(h, b, 4);
+}
+
+static void put_f64(crypto_generichash_state *h, double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, 8);
+    put_u32(h, (uint32_t)v);
+    put_u32(h, (uint32_t)(v >> 32));
+}
+
+static void put_bfv(crypto_generichash_state *h, const tsafe_bfv_params *b)
+{
+    put_u32(h, b->log_n);
+    put_u32(h, b->resp_bits);
+    put_u32(h, b->gap_bits);
+    put_u32(h, b->t_bits);
+    put_u32(h, b->flags);
+}
+
+void tsafe_sealed_plan_fingerprint(const tsafe_sealed_plan *p, uint8_t out[32])
+{
+    crypto_generichash_state h;
+    crypto_generichash_init(&h, (const unsigned char *)"tsafe-sealed-plan", 17, 32);
+    uint32_t f[] = {p->version, p->mode, p->d_in, p->rank, p->d_out_max,
+                    p->x_bits, p->a_bits, p->b_bits, p->chunk1, p->rows1,
+                    p->n_chunks1, p->flood1, p->trunc_bits, p->chunk2,
+                    p->rotate_after};
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+        put_u32(&h, f[i]);
+    put_bfv(&h, &p->r1);
+    put_bfv(&h, &p->r2);
+    put_f64(&h, p->log2_sd1);
+    put_f64(&h, p->log2_sd2);
+    put_f64(&h, p->log2_fail);
+    put_f64(&h, p->expected_rel_error);
+    crypto_generichash_final(&h, out, 32);
+}
+
+tsafe_status tsafe_sealed_plan_sizes(const tsafe_sealed_plan *p, uint32_t rank,
+                                     uint32_t d_out, tsafe_sealed_sizes *out)
+{
+    if (!p || !out)
+        return TSAFE_E_NULL;
+    memset(out, 0, sizeof *out);
+    if (rank == 0 || rank > p->rank || d_out == 0 || d_out > p->d_out_max)
+        return TSAFE_E_RANGE;
+    tsafe_sealed_layout l1;
+    tsafe_sealed_layout1(p, rank, &l1);
+    const tsafe_bfv_params *b1 = &p->r1;
+    out->query = l1.n_chunks * ct_bytes(b1->log_n, b1->resp_bits, b1->gap_bits);
+    for (uint32_t b = 0; b < l1.n_blocks; b++)
+        out->response1 += sealed_bytes(b1->log_n, b1->resp_bits,
+                                       tsafe_sealed_block_reads(&l1, b, NULL));
+    if (p->mode == TSAFE_SEALED_PRIVATE) {
+        tsafe_sealed_layout l2;
+        tsafe_sealed_layout2(p, rank, d_out, &l2);
+        const tsafe_bfv_params *b2 = &p->r2;
+        out->share = 2 * (size_t)l2.n_chunks * ct_bytes(b2->log_n, b2->resp_bits, b2->gap_bits);
+        for (uint32_t b = 0; b < l2.n_blocks; b++)
+            out->response2 += sealed_bytes(b2->log_n, b2->resp_bits,
+                                           tsafe_sealed_block_reads(&l2, b, NULL));
+    } else {
+        out->share = (size_t)rank * 8;
+        out->response2 = (size_t)d_out * 4;
+    }
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_sealed_contexts(const tsafe_sealed_plan *p,
+                                   tsafe_bfv_context **c1, tsafe_bfv_context **c2)
+{
+    *c1 = *c2 = NULL;
+    tsafe_status st = tsafe_bfv_context_create(&p->r1, c1);
+    if (st == TSAFE_OK && p->mode == TSAFE_SEALED_PRIVATE)
+        st = tsafe_bfv_context_create(&p->r2, c2);
+    if (st != TSAFE_OK) {
+        tsafe_bfv_context_free(*c1);
+        *c1 = NULL;
+    }
+    return st;
+}

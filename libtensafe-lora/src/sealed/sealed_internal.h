@@ -1,0 +1,91 @@
+/* Sealed protocol internals shared by plan.c, site.c, client.c, server.c
+ * and pair.c (libtensafe-lora/src/sealed). */
+#ifndef TSAFE_SEALED_INTERNAL_H
+#define TSAFE_SEALED_INTERNAL_H
+
+#include "tensafe/lora_sealed.h"
+
+/* Coefficient layout of one sealed product: an input vector of length
+ * len cut into chunks of `chunk`, an output of `outs` rows in blocks of
+ * rows = N / chunk; row o of a block is read at o*chunk + chunk - 1. */
+typedef struct tsafe_sealed_layout {
+    uint32_t chunk, n_chunks;
+    uint32_t rows, n_blocks;
+    uint32_t outs;
+} tsafe_sealed_layout;
+
+void tsafe_sealed_layout_make(uint32_t n, uint32_t len, uint32_t chunk,
+                              uint32_t outs, tsafe_sealed_layout *l);
+/* Number of reads in block b and their positions (pos: rows entries). */
+uint32_t tsafe_sealed_block_reads(const tsafe_sealed_layout *l, uint32_t b,
+                                  uint32_t *pos);
+
+/* Largest |value| of a signed b-bit quantized number: 2^(b-1) - 1. */
+static inline int64_t tsafe_sealed_qmax(uint32_t bits)
+{
+    return ((int64_t)1 << (bits - 1)) - 1;
+}
+
+/* floor(a / 2^k) for signed a (C's >> on negatives is implementation
+ * defined). */
+static inline int64_t tsafe_sealed_floor_shift(int64_t a, uint32_t k)
+{
+    return a >= 0 ? a >> k : -(int64_t)((((uint64_t)0 - (uint64_t)a) + (((uint64_t)1 << k) - 1)) >> k);
+}
+
+/* Coefficients of the plaintext for chunk c, block b of the matrix m
+ * (outs x width, row-major): row o of the block holds row b*rows + o,
+ * its entries for inputs c*chunk + j reversed (coefficient n entries). */
+void tsafe_sealed_encode_block(const tsafe_sealed_layout *l, const int64_t *m,
+                               uint32_t width, uint32_t c, uint32_t b,
+                               int64_t *coeff, size_t n);
+
+/* Round-2 flooding bits for a site with d_out outputs. */
+uint32_t tsafe_sealed_flood2(const tsafe_sealed_plan *p, uint32_t d_out);
+/* Layouts of a site's two products. */
+void tsafe_sealed_layout1(const tsafe_sealed_plan *p, uint32_t rank,
+                          tsafe_sealed_layout *l);
+void tsafe_sealed_layout2(const tsafe_sealed_plan *p, uint32_t rank,
+                          uint32_t d_out, tsafe_sealed_layout *l);
+/* BLAKE2b-256 of the plan's fields (carried by every hello). */
+void tsafe_sealed_plan_fingerprint(const tsafe_sealed_plan *p, uint8_t out[32]);
+
+struct tsafe_sealed_site {
+    tsafe_sealed_plan plan;
+    uint32_t rank, d_out;
+    float scale;
+    double scale_a;            /* A ~ scale_a * A_q */
+    double scale_b;            /* scale * B * scale_a ~ scale_b * B_q */
+    float *bprime;             /* d_out x rank: scale * B * scale_a (sealed) */
+    int64_t *bq;               /* d_out x rank quantized (sealed-private) */
+    int64_t *u_bound;          /* per row: X_max * sum_j |A_q,ij| */
+    uint32_t trunc_bits;       /* round-2 shift for this site (<= plan's) */
+    tsafe_bfv_context *ctx1, *ctx2;
+    tsafe_bfv_plain **p1;      /* n_chunks1 x n_blocks1 */
+    tsafe_bfv_plain **p2;      /* v-chunks x blocks (B_q, fixed) */
+    tsafe_sealed_layout l1, l2;
+};
+
+/* The protocol's contexts for a plan (round 2 NULL in sealed mode). */
+tsafe_status tsafe_sealed_contexts(const tsafe_sealed_plan *p,
+                                   tsafe_bfv_context **c1,
+                                   tsafe_bfv_context **c2);
+
+/* Common message prefix after the header: session id, key epoch, token
+ * sequence number. */
+typedef struct tsafe_sealed_tag {
+    uint8_t session[TSAFE_SEALED_SESSION_BYTES];
+    uint32_t epoch;
+    uint64_t seq;
+} tsafe_sealed_tag;
+
+/* Message framing shared by client and server. */
+#include "../he/wire.h"
+void tsafe_sealed_put_tag(tsafe_wbuf *w, const tsafe_sealed_tag *t);
+/* Reads the tag and refuses (TSAFE_E_REPLAY) one that is not `want`. */
+tsafe_status tsafe_sealed_get_tag(tsafe_rbuf *r, const tsafe_sealed_tag *want);
+
+/* Microseconds on CLOCK_MONOTONIC (he/engine). */
+double tsafe_lora_now_us(void);
+
+#endif

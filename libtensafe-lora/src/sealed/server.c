@@ -1,0 +1,499 @@
+/* Sealed server: holds the client's public keys and reads sites; never a
+ * secret key. Round 1 answers a query with masked, re-randomised, flooded
+ * products; round 2 turns the client's shares into the deltas. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "sealed_internal.h"
+#include "tsafe_check.h"
+
+#define MAX_CHUNKS 256
+
+struct tsafe_sealed_server {
+    tsafe_sealed_plan plan;
+    tsafe_bfv_context *c1, *c2;
+    tsafe_bfv_public_key *pk1, *pk2;
+    tsafe_sealed_tag tag;     /* session, epoch; seq = next expected */
+    int have_session;
+    int await_round2;         /* round 1 of tag.seq done, masks held */
+    size_t n_sites;           /* of the pending token */
+    tsafe_bfv_ct *x[MAX_CHUNKS];
+    tsafe_bfv_ct *z[2 * MAX_CHUNKS];
+    tsafe_bfv_acc *acc, *acc2;
+    tsafe_bfv_sealed *res, *res2;
+    uint32_t *pos;
+    uint64_t *mask;
+    uint64_t *R;              /* per pending site: rank masks (flat) */
+    size_t R_cap;
+    int64_t *last_u;          /* sealed: u + n of the last round 2 (flat) */
+    size_t *off;              /* site i's masks start at R + off[i] */
+    int64_t *coeff, *colsel;  /* round-2 per-token plaintext scratch */
+};
+
+void tsafe_sealed_server_free(tsafe_sealed_server *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < MAX_CHUNKS; i++)
+        tsafe_bfv_ct_free(s->x[i]);
+    for (size_t i = 0; i < 2 * MAX_CHUNKS; i++)
+        tsafe_bfv_ct_free(s->z[i]);
+    tsafe_bfv_acc_free(s->acc);
+    tsafe_bfv_acc_free(s->acc2);
+    tsafe_bfv_sealed_free(s->res);
+    tsafe_bfv_sealed_free(s->res2);
+    tsafe_bfv_public_key_free(s->pk1);
+    tsafe_bfv_public_key_free(s->pk2);
+    tsafe_bfv_context_free(s->c1);
+    tsafe_bfv_context_free(s->c2);
+    if (s->R)
+        sodium_memzero(s->R, s->R_cap * sizeof *s->R);
+    free(s->R);
+    free(s->last_u);
+    free(s->off);
+    free(s->pos);
+    free(s->mask);
+    free(s->coeff);
+    free(s->colsel);
+    free(s);
+}
+
+tsafe_status tsafe_sealed_server_create(const tsafe_sealed_plan *plan,
+                                        tsafe_sealed_server **out)
+{
+    TSAFE_REQUIRE(plan && out, TSAFE_E_NULL);
+    *out = NULL;
+    tsafe_status st = tsafe_sealed_plan_check(plan);
+    if (st != TSAFE_OK)
+        return st;
+    tsafe_sealed_server *s = calloc(1, sizeof *s);
+    if (!s)
+        return TSAFE_E_NOMEM;
+    s->plan = *plan;
+    TSAFE_TRY(tsafe_sealed_contexts(plan, &s->c1, &s->c2));
+    size_t n = tsafe_bfv_context_n(s->c1);
+    TSAFE_CHECK(plan->n_chunks1 <= MAX_CHUNKS, TSAFE_E_RANGE);
+    for (uint32_t i = 0; i < plan->n_chunks1; i++)
+        TSAFE_TRY(tsafe_bfv_ct_create(s->c1, &s->x[i]));
+    TSAFE_TRY(tsafe_bfv_acc_create(s->c1, &s->acc));
+    TSAFE_TRY(tsafe_bfv_sealed_create(s->c1, n, &s->res));
+    s->pos = malloc(n * sizeof *s->pos);
+    s->mask = malloc(n * sizeof *s->mask);
+    s->off = calloc(TSAFE_MSG_MAX_SITES + 1, sizeof *s->off);
+    TSAFE_CHECK(s->pos && s->mask && s->off, TSAFE_E_NOMEM);
+    if (plan->mode == TSAFE_SEALED_PRIVATE) {
+        tsafe_sealed_layout l2;
+        tsafe_sealed_layout2(plan, plan->rank, plan->d_out_max, &l2);
+        TSAFE_CHECK(l2.n_chunks <= MAX_CHUNKS, TSAFE_E_RANGE);
+        for (uint32_t i = 0; i < 2 * l2.n_chunks; i++)
+            TSAFE_TRY(tsafe_bfv_ct_create(s->c2, &s->z[i]));
+        TSAFE_TRY(tsafe_bfv_acc_create(s->c2, &s->acc2));
+        TSAFE_TRY(tsafe_bfv_sealed_create(s->c2, n, &s->res2));
+        s->coeff = malloc(n * sizeof *s->coeff);
+        s->colsel = malloc((size_t)plan->d_out_max * plan->rank * sizeof *s->colsel);
+        TSAFE_CHECK(s->coeff && s->colsel, TSAFE_E_NOMEM);
+    }
+    *out = s;
+    return TSAFE_OK;
+fail:
+    tsafe_sealed_server_free(s);
+    return st;
+}
+
+tsafe_status tsafe_sealed_server_accept(tsafe_sealed_server *s,
+                                        const uint8_t *hello, size_t len)
+{
+    TSAFE_REQUIRE(s && hello, TSAFE_E_NULL);
+    tsafe_rbuf r = {hello, len, 0};
+    tsafe_status st = tsafe_rbuf_header(&r, TSAFE_MSG_SEALED_HELLO);
+    if (st != TSAFE_OK)
+        return st;
+    const uint8_t *fp, *sess, *k1, *k2 = NULL;
+    uint32_t epoch;
+    uint8_t mine[32];
+    if (!(fp = tsafe_rbuf_take(&r, 32)) || !(sess = tsafe_rbuf_take(&r, TSAFE_SEALED_SESSION_BYTES)) ||
+        !tsafe_rbuf_u32(&r, &epoch))
+        return TSAFE_E_TRUNCATED;
+    tsafe_sealed_plan_fingerprint(&s->plan, mine);
+    if (sodium_memcmp(fp, mine, 32) != 0)
+        return TSAFE_E_PARAMS_MISMATCH;
+    size_t l1 = tsafe_bfv_public_key_bytes(s->c1);
+    size_t l2 = s->c2 ? tsafe_bfv_public_key_bytes(s->c2) : 0;
+    if (!(k1 = tsafe_rbuf_take(&r, l1)) || (s->c2 && !(k2 = tsafe_rbuf_take(&r, l2))))
+        return TSAFE_E_TRUNCATED;
+    if (r.pos != len)
+        return TSAFE_E_FORMAT;
+    /* a re-key of the current session must move to a later epoch */
+    if (s->have_session && memcmp(sess, s->tag.session, TSAFE_SEALED_SESSION_BYTES) == 0 &&
+        epoch <= s->tag.epoch)
+        return TSAFE_E_REPLAY;
+    tsafe_bfv_public_key *p1 = NULL, *p2 = NULL;
+    if ((st = tsafe_bfv_public_key_read(s->c1, k1, l1, &p1)) != TSAFE_OK)
+        return st;
+    if (s->c2 && (st = tsafe_bfv_public_key_read(s->c2, k2, l2, &p2)) != TSAFE_OK) {
+        tsafe_bfv_public_key_free(p1);
+        return st;
+    }
+    tsafe_bfv_public_key_free(s->pk1);
+    tsafe_bfv_public_key_free(s->pk2);
+    s->pk1 = p1;
+    s->pk2 = p2;
+    memcpy(s->tag.session, sess, TSAFE_SEALED_SESSION_BYTES);
+    s->tag.epoch = epoch;
+    s->tag.seq = 0;
+    s->have_session = 1;
+    s->await_round2 = 0;
+    return TSAFE_OK;
+}
+
+static tsafe_status check_sites(const tsafe_sealed_server *s,
+                                const tsafe_sealed_site *const *sites, size_t n)
+{
+    TSAFE_REQUIRE(sites, TSAFE_E_NULL);
+    TSAFE_REQUIRE(n >= 1 && n <= TSAFE_MSG_MAX_SITES, TSAFE_E_RANGE);
+    uint8_t a[32], b[32];
+    tsafe_sealed_plan_fingerprint(&s->plan, a);
+    for (size_t i = 0; i < n; i++) {
+        TSAFE_REQUIRE(sites[i], TSAFE_E_NULL);
+        tsafe_sealed_plan_fingerprint(&sites[i]->plan, b);
+        TSAFE_REQUIRE(memcmp(a, b, 32) == 0, TSAFE_E_PARAMS_MISMATCH);
+    }
+    return TSAFE_OK;
+}
+
+static tsafe_status reserve_R(tsafe_sealed_server *s, size_t need)
+{
+    if (need <= s->R_cap)
+        return TSAFE_OK;
+    if (s->R)
+        sodium_memzero(s->R, s->R_cap * sizeof *s->R);
+    free(s->R);
+    free(s->last_u);
+    s->R = malloc(need * sizeof *s->R);
+    s->last_u = calloc(need, sizeof *s->last_u);
+    s->R_cap = s->R && s->last_u ? need : 0;
+    return s->R_cap ? TSAFE_OK : TSAFE_E_NOMEM;
+}
+
+/* Seal acc's block b of layout l into w (reads at the block's rows). */
+static tsafe_status seal_block(tsafe_sealed_server *s, const tsafe_bfv_context *ctx,
+                               tsafe_bfv_acc *acc, const tsafe_bfv_public_key *pk,
+                               tsafe_bfv_sealed *res, const tsafe_sealed_layout *l,
+                               uint32_t b, uint32_t flood, tsafe_wbuf *w)
+{
+    uint32_t reads = tsafe_sealed_block_reads(l, b, s->pos);
+    tsafe_status st = tsafe_bfv_seal(ctx, acc, pk, s->pos, s->mask, reads, flood,
+                                     NULL, res);
+    if (st != TSAFE_OK)
+        return st;
+    size_t need = tsafe_bfv_sealed_bytes(ctx, reads);
+    uint8_t *p = tsafe_wbuf_reserve(w, need);
+    if (!p)
+        return TSAFE_E_NOMEM;
+    return tsafe_bfv_sealed_write(ctx, res, p, need);
+}
+
+tsafe_status tsafe_sealed_server_round1(tsafe_sealed_server *s,
+                                        const tsafe_sealed_site *const *sites,
+                                        size_t n_sites, const uint8_t *query,
+                                        size_t len, uint8_t **response,
+                                        size_t *out_len, tsafe_lora_stats *stats)
+{
+    TSAFE_REQUIRE(s && query && response && out_len, TSAFE_E_NULL);
+    *response = NULL;
+    *out_len = 0;
+    tsafe_status st = check_sites(s, sites, n_sites);
+    if (st != TSAFE_OK)
+        return st;
+    TSAFE_REQUIRE(s->have_session, TSAFE_E_STATE);
+    double t0 = tsafe_lora_now_us();
+    tsafe_rbuf r = {query, len, 0};
+    if ((st = tsafe_rbuf_header(&r, TSAFE_MSG_SEALED_QUERY)) != TSAFE_OK ||
+        (st = tsafe_sealed_get_tag(&r, &s->tag)) != TSAFE_OK)
+        return st;
+    uint32_t nc;
+    if (!tsafe_rbuf_u32(&r, &nc))
+        return TSAFE_E_TRUNCATED;
+    if (nc != s->plan.n_chunks1)
+        return TSAFE_E_FORMAT;
+    size_t ctl = tsafe_bfv_ct_bytes(s->c1);
+    for (uint32_t c = 0; c < nc; c++) {
+        const uint8_t *p = tsafe_rbuf_take(&r, ctl);
+        if (!p)
+            return TSAFE_E_TRUNCATED;
+        if ((st = tsafe_bfv_ct_read(s->c1, p, ctl, s->x[c])) != TSAFE_OK)
+            return st;
+    }
+    if (r.pos != len)
+        return TSAFE_E_FORMAT;
+    size_t total = 0;
+    for (size_t i = 0; i < n_sites; i++) {
+        s->off[i] = total;
+        total += sites[i]->rank;
+    }
+    s->off[n_sites] = total;
+    if ((st = reserve_R(s, total)) != TSAFE_OK)
+        return st;
+    uint64_t t = 1ull << s->plan.r1.t_bits, half = t >> 1;
+    randombytes_buf(s->R, total * sizeof *s->R);
+    for (size_t i = 0; i < total; i++)
+        s->R[i] &= t - 1;
+
+    tsafe_wbuf w = {0};
+    tsafe_wbuf_header(&w, TSAFE_MSG_SEALED_RESPONSE1);
+    tsafe_sealed_put_tag(&w, &s->tag);
+    tsafe_wbuf_u32(&w, (uint32_t)n_sites);
+    double prod_us = 0;
+    const uint64_t *R = s->R;
+    for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
+        const tsafe_sealed_site *site = sites[i];
+        const tsafe_sealed_layout *l = &site->l1;
+        tsafe_wbuf_u32(&w, site->rank);
+        tsafe_wbuf_u32(&w, site->d_out);
+        tsafe_wbuf_f64(&w, site->scale_a);
+        tsafe_wbuf_u32(&w, site->trunc_bits);
+        for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++) {
+            double p0 = tsafe_lora_now_us();
+            tsafe_bfv_acc_zero(s->acc);
+            for (uint32_t c = 0; c < l->n_chunks && st == TSAFE_OK; c++)
+                st = tsafe_bfv_acc_mul_add(s->acc, s->x[c], site->p1[(size_t)c * l->n_blocks + b]);
+            prod_us += tsafe_lora_now_us() - p0;
+            /* the client decrypts v = u + t/2 - R mod t: uniform */
+            uint32_t reads = tsafe_sealed_block_reads(l, b, NULL);
+            for (uint32_t k = 0; k < reads; k++)
+                s->mask[k] = (half - R[b * l->rows + k]) & (t - 1);
+            if (st == TSAFE_OK)
+                st = seal_block(s, s->c1, s->acc, s->pk1, s->res, l, b, s->plan.flood1, &w);
+        }
+        R += site->rank;
+    }
+    if (st == TSAFE_OK && w.failed)
+        st = TSAFE_E_NOMEM;
+    if (st != TSAFE_OK) {
+        free(w.buf);
+        return st;
+    }
+    s->await_round2 = 1;
+    s->n_sites = n_sites;
+    *response = w.buf;
+    *out_len = w.len;
+    if (stats) {
+        stats->products_us += prod_us;
+        stats->reduce_us += tsafe_lora_now_us() - t0 - prod_us;
+        stats->bytes_down += w.len;
+        stats->he_ops += (uint64_t)n_sites * s->plan.n_chunks1;
+    }
+    return TSAFE_OK;
+}
+
+/* sealed: shares (+ noise) -> u + n -> delta' = s B' (u + n), in clear */
+static tsafe_status round2_sealed(tsafe_sealed_server *s,
+                                  const tsafe_sealed_site *const *sites,
+                                  size_t n_sites, tsafe_rbuf *r, tsafe_wbuf *w)
+{
+    uint64_t t = 1ull << s->plan.r1.t_bits, half = t >> 1;
+    const uint64_t *R = s->R;
+    int64_t *U = s->last_u;
+    for (size_t i = 0; i < n_sites; i++) {
+        const tsafe_sealed_site *site = sites[i];
+        uint32_t rank;
+        if (!tsafe_rbuf_u32(r, &rank))
+            return TSAFE_E_TRUNCATED;
+        if (rank != site->rank)
+            return TSAFE_E_FORMAT;
+        for (uint32_t k = 0; k < rank; k++) {
+            uint64_t v;
+            if (!tsafe_rbuf_u64(r, &v))
+                return TSAFE_E_TRUNCATED;
+            if (v >= t)
+                return TSAFE_E_FORMAT;
+            uint64_t y = (v + R[k] + half) & (t - 1);
+            U[k] = y >= half ? (int64_t)y - (int64_t)t : (int64_t)y;
+        }
+        tsafe_wbuf_u32(w, site->d_out);
+        for (uint32_t j = 0; j < site->d_out; j++) {
+            double acc = 0;
+            const float *row = site->bprime + (size_t)j * rank;
+            for (uint32_t k = 0; k < rank; k++)
+                acc += (double)row[k] * (double)U[k];
+            tsafe_wbuf_f32(w, (float)acc);
+        }
+        R += rank;
+        U += rank;
+    }
+    return TSAFE_OK;
+}
+
+/* sealed-private: Enc(floor(v/2^k)), Enc(d) -> Enc(B_q u~), with
+ * u~ = floor(v/2^k) + band * d + C (see docs/THREAT_MODEL.md: the band is
+ * where the server cannot tell whether v + R wrapped; there the client's
+ * second representative d = -(t/2^k)[v >= t/2] is used). */
+static tsafe_status round2_private(tsafe_sealed_server *s,
+                                   const tsafe_sealed_site *const *sites,
+                                   size_t n_sites, tsafe_rbuf *r, tsafe_wbuf *w,
+                                   double *prod_us)
+{
+    const tsafe_sealed_plan *p = &s->plan;
+    int64_t t = (int64_t)1 << p->r1.t_bits, half = t / 2;
+    uint64_t t2 = 1ull << p->r2.t_bits;
+    size_t n = tsafe_bfv_context_n(s->c2), ctl = tsafe_bfv_ct_bytes(s->c2);
+    uint32_t flood2 = tsafe_sealed_flood2(p, p->d_out_max);
+    const uint64_t *R = s->R;
+    tsafe_status st = TSAFE_OK;
+    int64_t C[1024];
+    uint8_t band[1024];
+    for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
+        const tsafe_sealed_site *site = sites[i];
+        const tsafe_sealed_layout *l = &site->l2;
+        uint32_t rank, ncts;
+        if (!tsafe_rbuf_u32(r, &rank) || !tsafe_rbuf_u32(r, &ncts))
+            return TSAFE_E_TRUNCATED;
+        if (rank != site->rank || ncts != 2 * l->n_chunks)
+            return TSAFE_E_FORMAT;
+        for (uint32_t c = 0; c < ncts; c++) {
+            const uint8_t *b = tsafe_rbuf_take(r, ctl);
+            if (!b)
+                return TSAFE_E_TRUNCATED;
+            if ((st = tsafe_bfv_ct_read(s->c2, b, ctl, s->z[c])) != TSAFE_OK)
+                return st;
+        }
+        int any_band = 0;
+        uint32_t ks = site->trunc_bits;
+        for (uint32_t k = 0; k < rank; k++) {
+            int64_t Rk = (int64_t)R[k], U = site->u_bound[k];
+            band[k] = Rk > half - U && Rk <= half + U;
+            int64_t known = !band[k] && Rk > half + U;
+            /* + 1: the two floors lose 1 on average; this centres u~ */
+            C[k] = tsafe_sealed_floor_shift(Rk - half - (known ? t : 0), ks) + 1;
+            any_band |= band[k];
+        }
+        /* the band's columns of B_q (the rest zero), for the d-chunks */
+        if (any_band)
+            for (uint32_t j = 0; j < site->d_out; j++)
+                for (uint32_t k = 0; k < rank; k++)
+                    s->colsel[(size_t)j * rank + k] = band[k] ? site->bq[(size_t)j * rank + k] : 0;
+        tsafe_wbuf_u32(w, site->d_out);
+        tsafe_wbuf_f64(w, site->scale_b * ldexp(1.0, (int)ks));
+        for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++) {
+            double p0 = tsafe_lora_now_us();
+            tsafe_bfv_acc *acc = s->acc2;
+            tsafe_bfv_acc_zero(acc);
+            for (uint32_t c = 0; c < l->n_chunks && st == TSAFE_OK; c++)
+                st = tsafe_bfv_acc_mul_add(acc, s->z[c], site->p2[(size_t)c * l->n_blocks + b]);
+            for (uint32_t c = 0; any_band && c < l->n_chunks && st == TSAFE_OK; c++) {
+                int hit = 0;
+                for (uint32_t j = 0; j < l->chunk && c * l->chunk + j < rank; j++)
+                    hit |= band[c * l->chunk + j];
+                if (!hit)
+                    continue;
+                tsafe_bfv_plain *pd;
+                tsafe_sealed_encode_block(l, s->colsel, rank, c, b, s->coeff, n);
+                if ((st = tsafe_bfv_plain_create(s->c2, s->coeff, n, &pd)) == TSAFE_OK)
+                    st = tsafe_bfv_acc_mul_add(acc, s->z[l->n_chunks + c], pd);
+                tsafe_bfv_plain_free(pd);
+            }
+            *prod_us += tsafe_lora_now_us() - p0;
+            uint32_t reads = tsafe_sealed_block_reads(l, b, NULL);
+            for (uint32_t k = 0; k < reads; k++) {
+                const int64_t *row = site->bq + (size_t)(b * l->rows + k) * rank;
+                __int128 acc_c = 0;
+                for (uint32_t q = 0; q < rank; q++)
+                    acc_c += (__int128)row[q] * C[q];
+                __int128 m = acc_c % (__int128)t2;
+                s->mask[k] = (uint64_t)(m < 0 ? m + t2 : m);
+            }
+            if (st == TSAFE_OK)
+                st = seal_block(s, s->c2, acc, s->pk2, s->res2, l, b, flood2, w);
+        }
+        R += rank;
+    }
+    return st;
+}
+
+tsafe_status tsafe_sealed_server_round2(tsafe_sealed_server *s,
+                                        const tsafe_sealed_site *const *sites,
+                                        size_t n_sites, const uint8_t *msg,
+                                        size_t len, uint8_t **out, size_t *out_len,
+                                        tsafe_lora_stats *stats)
+{
+    TSAFE_REQUIRE(s && msg && out && out_len, TSAFE_E_NULL);
+    *out = NULL;
+    *out_len = 0;
+    tsafe_status st = check_sites(s, sites, n_sites);
+    if (st != TSAFE_OK)
+        return st;
+    TSAFE_REQUIRE(s->have_session && s->await_round2, TSAFE_E_STATE);
+    TSAFE_REQUIRE(n_sites == s->n_sites, TSAFE_E_RANGE);
+    double t0 = tsafe_lora_now_us(), prod_us = 0;
+    int priv = s->plan.mode == TSAFE_SEALED_PRIVATE;
+    tsafe_rbuf r = {msg, len, 0};
+    uint32_t ns;
+    if ((st = tsafe_rbuf_header(&r, priv ? TSAFE_MSG_SEALED_SHARE_CT
+                                         : TSAFE_MSG_SEALED_SHARE)) != TSAFE_OK ||
+        (st = tsafe_sealed_get_tag(&r, &s->tag)) != TSAFE_OK)
+        return st;
+    if (!tsafe_rbuf_u32(&r, &ns))
+        return TSAFE_E_TRUNCATED;
+    if (ns != n_sites)
+        return TSAFE_E_FORMAT;
+    tsafe_wbuf w = {0};
+    tsafe_wbuf_header(&w, priv ? TSAFE_MSG_SEALED_RESPONSE2 : TSAFE_MSG_SEALED_DELTA);
+    tsafe_sealed_put_tag(&w, &s->tag);
+    tsafe_wbuf_u32(&w, (uint32_t)n_sites);
+    st = priv ? round2_private(s, sites, n_sites, &r, &w, &prod_us)
+              : round2_sealed(s, sites, n_sites, &r, &w);
+    if (st == TSAFE_OK && r.pos != len)
+        st = TSAFE_E_FORMAT;
+    if (st == TSAFE_OK && w.failed)
+        st = TSAFE_E_NOMEM;
+    if (st != TSAFE_OK) {
+        free(w.buf);
+        return st;
+    }
+    /* the token is done: its masks go, the next query must be seq + 1 */
+    sodium_memzero(s->R, s->R_cap * sizeof *s->R);
+    s->await_round2 = 0;
+    s->tag.seq++;
+    *out = w.buf;
+    *out_len = w.len;
+    if (stats) {
+        stats->products_us += prod_us;
+        stats->bu_us += tsafe_lora_now_us() - t0 - prod_us;
+        stats->bytes_down += w.len;
+    }
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_sealed_server_last_u(const tsafe_sealed_server *s, size_t site,
+                                        int64_t *u, size_t n)
+{
+    TSAFE_REQUIRE(s && u, TSAFE_E_NULL);
+    TSAFE_REQUIRE(s->plan.mode == TSAFE_SEALED, TSAFE_E_STATE);
+    TSAFE_REQUIRE(s->last_u && site < s->n_sites &&
+                      n == s->off[site + 1] - s->off[site], TSAFE_E_RANGE);
+    memcpy(u, s->last_u + s->off[site], n * sizeof *u);
+    return TSAFE_OK;
+}
+
+void tsafe_sealed_put_tag(tsafe_wbuf *w, const tsafe_sealed_tag *t)
+{
+    tsafe_wbuf_bytes(w, t->session, TSAFE_SEALED_SESSION_BYTES);
+    tsafe_wbuf_u32(w, t->epoch);
+    tsafe_wbuf_u64(w, t->seq);
+}
+
+tsafe_status tsafe_sealed_get_tag(tsafe_rbuf *r, const tsafe_sealed_tag *want)
+{
+    const uint8_t *sess = tsafe_rbuf_take(r, TSAFE_SEALED_SESSION_BYTES);
+    uint32_t epoch;
+    uint64_t seq;
+    if (!sess || !tsafe_rbuf_u32(r, &epoch) || !tsafe_rbuf_u64(r, &seq))
+        return TSAFE_E_TRUNCATED;
+    if (memcmp(sess, want->session, TSAFE_SEALED_SESSION_BYTES) != 0 ||
+        epoch != want->epoch || seq != want->seq)
+        return TSAFE_E_REPLAY;
+    return TSAFE_OK;
+}

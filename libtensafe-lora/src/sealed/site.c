@@ -1,0 +1,175 @@
+/* Sealed sites: an adapter module quantized for a plan, with its
+ * coefficient-encoded plaintexts built once (the server's side). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "sealed_internal.h"
+#include "tsafe_check.h"
+
+static double max_abs(const float *v, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++)
+        m = fmax(m, fabs((double)v[i]));
+    return m;
+}
+
+static void free_plains(tsafe_bfv_plain **p, size_t n)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < n; i++)
+        tsafe_bfv_plain_free(p[i]);
+    free(p);
+}
+
+/* Plaintext of block b of chunk c: row o of the block holds matrix row
+ * b*rows + o, its entries for inputs c*chunk + j reversed, so that the
+ * product with the chunk puts the inner product at o*chunk + chunk - 1. */
+void tsafe_sealed_encode_block(const tsafe_sealed_layout *l, const int64_t *m,
+                               uint32_t width, uint32_t c, uint32_t b,
+                               int64_t *coeff, size_t n)
+{
+    memset(coeff, 0, n * sizeof *coeff);
+    for (uint32_t o = 0; o < l->rows; o++) {
+        uint32_t row = b * l->rows + o;
+        if (row >= l->outs)
+            break;
+        for (uint32_t j = 0; j < l->chunk; j++) {
+            uint32_t in = c * l->chunk + j;
+            if (in >= width)
+                break;
+            coeff[(size_t)o * l->chunk + l->chunk - 1 - j] = m[(size_t)row * width + in];
+        }
+    }
+}
+
+static tsafe_status build_plains(const tsafe_bfv_context *ctx,
+                                 const tsafe_sealed_layout *l, const int64_t *m,
+                                 uint32_t width, tsafe_bfv_plain ***out)
+{
+    size_t n = tsafe_bfv_context_n(ctx), count = (size_t)l->n_chunks * l->n_blocks;
+    tsafe_bfv_plain **p = calloc(count, sizeof *p);
+    int64_t *coeff = malloc(n * sizeof *coeff);
+    tsafe_status st = TSAFE_OK;
+    if (!p || !coeff)
+        st = TSAFE_E_NOMEM;
+    for (uint32_t c = 0; st == TSAFE_OK && c < l->n_chunks; c++)
+        for (uint32_t b = 0; st == TSAFE_OK && b < l->n_blocks; b++) {
+            tsafe_sealed_encode_block(l, m, width, c, b, coeff, n);
+            st = tsafe_bfv_plain_create(ctx, coeff, n, &p[(size_t)c * l->n_blocks + b]);
+        }
+    free(coeff);
+    if (st != TSAFE_OK) {
+        free_plains(p, count);
+        return st;
+    }
+    *out = p;
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_sealed_site_create(const tsafe_sealed_plan *plan,
+                                      const float *A, const float *B,
+                                      uint32_t rank, uint32_t d_out, float scale,
+                                      tsafe_sealed_site **out)
+{
+    TSAFE_REQUIRE(plan && A && B && out, TSAFE_E_NULL);
+    *out = NULL;
+    TSAFE_REQUIRE(rank >= 1 && rank <= plan->rank && d_out >= 1 &&
+                      d_out <= plan->d_out_max, TSAFE_E_RANGE);
+    TSAFE_REQUIRE(isfinite(scale), TSAFE_E_VALUE_RANGE);
+    size_t na = (size_t)rank * plan->d_in, nb = (size_t)d_out * rank;
+    for (size_t i = 0; i < na; i++)
+        TSAFE_REQUIRE(isfinite(A[i]), TSAFE_E_VALUE_RANGE);
+    for (size_t i = 0; i < nb; i++)
+        TSAFE_REQUIRE(isfinite(B[i]), TSAFE_E_VALUE_RANGE);
+    tsafe_status st;
+    tsafe_sealed_site *s = calloc(1, sizeof *s);
+    int64_t *aq = malloc(na * sizeof *aq);
+    TSAFE_CHECK(s && aq, TSAFE_E_NOMEM);
+    s->plan = *plan;
+    s->rank = rank;
+    s->d_out = d_out;
+    s->scale = scale;
+    s->bprime = malloc(nb * sizeof *s->bprime);
+    s->u_bound = malloc(rank * sizeof *s->u_bound);
+    TSAFE_CHECK(s->bprime && s->u_bound, TSAFE_E_NOMEM);
+    TSAFE_TRY(tsafe_sealed_contexts(plan, &s->ctx1, &s->ctx2));
+
+    /* A ~ scale_a * A_q, one scale per site (the client needs it for DP
+     * calibration in sealed mode; a per-row scale would reveal row maxima) */
+    double amax = (double)tsafe_sealed_qmax(plan->a_bits), am = max_abs(A, na);
+    s->scale_a = am > 0 ? am / amax : 1.0;
+    int64_t xmax = tsafe_sealed_qmax(plan->x_bits);
+    for (uint32_t i = 0; i < rank; i++) {
+        int64_t l1 = 0;
+        for (uint32_t j = 0; j < plan->d_in; j++) {
+            int64_t q = (int64_t)lrint(A[(size_t)i * plan->d_in + j] / s->scale_a);
+            aq[(size_t)i * plan->d_in + j] = q;
+            l1 += q < 0 ? -q : q;
+        }
+        s->u_bound[i] = xmax * l1;
+    }
+    for (size_t i = 0; i < nb; i++)
+        s->bprime[i] = (float)((double)scale * B[i] * s->scale_a);
+    tsafe_sealed_layout1(plan, rank, &s->l1);
+    TSAFE_TRY(build_plains(s->ctx1, &s->l1, aq, plan->d_in, &s->p1));
+
+    if (plan->mode == TSAFE_SEALED_PRIVATE) {
+        double bmax = (double)tsafe_sealed_qmax(plan->b_bits), bm = max_abs(s->bprime, nb);
+        s->scale_b = bm > 0 ? bm / bmax : 1.0;
+        s->bq = malloc(nb * sizeof *s->bq);
+        TSAFE_CHECK(s->bq, TSAFE_E_NOMEM);
+        for (size_t i = 0; i < nb; i++)
+            s->bq[i] = (int64_t)lrint(s->bprime[i] / s->scale_b);
+        /* the smallest shift k with |B_q u~| < t2/2 for every input the
+         * plan allows (x at its bound), from this adapter's norms: at most
+         * the plan's worst-case shift */
+        double t2half = ldexp(1.0, (int)plan->r2.t_bits - 1), worst = 0;
+        for (uint32_t k = 0; k <= plan->trunc_bits; k++) {
+            worst = 0;
+            for (uint32_t j = 0; j < d_out; j++) {
+                double acc = 0;
+                for (uint32_t i = 0; i < rank; i++)
+                    acc += fabs((double)s->bq[(size_t)j * rank + i]) *
+                           (ldexp((double)s->u_bound[i], -(int)k) + 2);
+                worst = fmax(worst, acc);
+            }
+            s->trunc_bits = k;
+            if (worst < t2half)
+                break;
+        }
+        tsafe_sealed_layout2(plan, rank, d_out, &s->l2);
+        TSAFE_TRY(build_plains(s->ctx2, &s->l2, s->bq, rank, &s->p2));
+    }
+    sodium_memzero(aq, na * sizeof *aq);
+    free(aq);
+    *out = s;
+    return TSAFE_OK;
+fail:
+    if (aq)
+        sodium_memzero(aq, na * sizeof *aq);
+    free(aq);
+    tsafe_sealed_site_free(s);
+    return st;
+}
+
+void tsafe_sealed_site_free(tsafe_sealed_site *s)
+{
+    if (!s)
+        return;
+    free_plains(s->p1, (size_t)s->l1.n_chunks * s->l1.n_blocks);
+    free_plains(s->p2, (size_t)s->l2.n_chunks * s->l2.n_blocks);
+    free(s->bprime);
+    free(s->bq);
+    free(s->u_bound);
+    tsafe_bfv_context_free(s->ctx1);
+    tsafe_bfv_context_free(s->ctx2);
+    free(s);
+}
+
+uint32_t tsafe_sealed_site_rank(const tsafe_sealed_site *s) { return s ? s->rank : 0; }
+uint32_t tsafe_sealed_site_d_out(const tsafe_sealed_site *s) { return s ? s->d_out : 0; }
