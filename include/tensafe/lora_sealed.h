@@ -187,13 +187,17 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_last_u(
 /* ------------------------------------------------------ in-process pair */
 
 /* A sealed client and server in one process exchanging the real bytes
- * (demos, tests, benchmarks). The engine builds one sealed site per LoRA
- * site it is given (from the site's A, B and scale) on first use and keeps
- * it until the pair's free. dp: sealed mode only (NULL with allow_no_dp). */
+ * (demos, tests, benchmarks). Calls group sites by input width; for each
+ * width the pair keeps a client/server session whose plan the client
+ * derives (opts may be NULL) from the largest rank and d_out seen (a
+ * larger site later starts a new session). The engine builds one sealed
+ * site per LoRA site (from the site's A, B and scale) on first use and
+ * keeps it until the pair's free: the LoRA sites must outlive the pair.
+ * dp (borrowed): sealed mode only; NULL there needs allow_no_dp. */
 typedef struct tsafe_sealed_pair tsafe_sealed_pair;
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_pair_create(
-    const tsafe_sealed_plan *plan, tsafe_dp_session *dp, int allow_no_dp,
-    tsafe_sealed_pair **out);
+    tsafe_sealed_mode mode, const tsafe_sealed_opts *opts,
+    tsafe_dp_session *dp, int allow_no_dp, tsafe_sealed_pair **out);
 TSAFE_API void tsafe_sealed_pair_free(tsafe_sealed_pair *p);
 TSAFE_API tsafe_lora_engine tsafe_lora_engine_sealed(tsafe_sealed_pair *p);
 

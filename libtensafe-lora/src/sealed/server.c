@@ -283,7 +283,6 @@ tsafe_status tsafe_sealed_server_round1(tsafe_sealed_server *s,
     if (stats) {
         stats->products_us += prod_us;
         stats->reduce_us += tsafe_lora_now_us() - t0 - prod_us;
-        stats->bytes_down += w.len;
         stats->he_ops += (uint64_t)n_sites * s->plan.n_chunks1;
     }
     return TSAFE_OK;
@@ -462,7 +461,6 @@ tsafe_status tsafe_sealed_server_round2(tsafe_sealed_server *s,
     if (stats) {
         stats->products_us += prod_us;
         stats->bu_us += tsafe_lora_now_us() - t0 - prod_us;
-        stats->bytes_down += w.len;
     }
     return TSAFE_OK;
 }

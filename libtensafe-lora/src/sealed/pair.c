@@ -1,0 +1,215 @@
+/* In-process sealed pair: a client and a server per input width that
+ * exchange the real message bytes; the LoRA engine over it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sealed_internal.h"
+#include "tsafe_check.h"
+#include "../he/he_internal.h"
+
+#define MAX_LANES 16
+#define MAX_CALL_SITES 256
+
+typedef struct lane {
+    uint32_t d_in;
+    tsafe_sealed_plan plan;
+    tsafe_sealed_client *client;
+    tsafe_sealed_server *server;
+} lane;
+
+typedef struct cached_site {
+    const tsafe_lora_site *key;
+    lane *ln;
+    tsafe_sealed_site *site;
+} cached_site;
+
+struct tsafe_sealed_pair {
+    tsafe_sealed_mode mode;
+    tsafe_sealed_opts opts;
+    int have_opts;
+    tsafe_dp_session *dp;
+    int allow_no_dp;
+    lane lanes[MAX_LANES];
+    size_t n_lanes;
+    cached_site *cache;
+    size_t n_cache, cap_cache;
+};
+
+tsafe_status tsafe_sealed_pair_create(tsafe_sealed_mode mode,
+                                      const tsafe_sealed_opts *opts,
+                                      tsafe_dp_session *dp, int allow_no_dp,
+                                      tsafe_sealed_pair **out)
+{
+    TSAFE_REQUIRE(out, TSAFE_E_NULL);
+    *out = NULL;
+    TSAFE_REQUIRE(mode == TSAFE_SEALED || mode == TSAFE_SEALED_PRIVATE, TSAFE_E_ARG);
+    TSAFE_REQUIRE(mode == TSAFE_SEALED_PRIVATE || dp || allow_no_dp, TSAFE_E_ARG);
+    tsafe_sealed_pair *p = calloc(1, sizeof *p);
+    if (!p)
+        return TSAFE_E_NOMEM;
+    p->mode = mode;
+    if (opts) {
+        p->opts = *opts;
+        p->have_opts = 1;
+    }
+    p->dp = dp;
+    p->allow_no_dp = allow_no_dp;
+    *out = p;
+    return TSAFE_OK;
+}
+
+static void lane_close(lane *l)
+{
+    tsafe_sealed_client_free(l->client);
+    tsafe_sealed_server_free(l->server);
+    l->client = NULL;
+    l->server = NULL;
+}
+
+static void drop_cache_of(tsafe_sealed_pair *p, const lane *l)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < p->n_cache; i++) {
+        if (p->cache[i].ln == l)
+            tsafe_sealed_site_free(p->cache[i].site);
+        else
+            p->cache[w++] = p->cache[i];
+    }
+    p->n_cache = w;
+}
+
+void tsafe_sealed_pair_free(tsafe_sealed_pair *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->n_cache; i++)
+        tsafe_sealed_site_free(p->cache[i].site);
+    free(p->cache);
+    for (size_t i = 0; i < p->n_lanes; i++)
+        lane_close(&p->lanes[i]);
+    free(p);
+}
+
+/* (Re)open the lane for d_in with a plan that covers rank and d_out. */
+static tsafe_status lane_open(tsafe_sealed_pair *p, lane *l, uint32_t d_in,
+                              uint32_t rank, uint32_t d_out)
+{
+    drop_cache_of(p, l);
+    lane_close(l);
+    l->d_in = d_in;
+    tsafe_status st = tsafe_sealed_plan_derive(p->mode, d_in, rank, d_out,
+                                               p->have_opts ? &p->opts : NULL, &l->plan);
+    if (st == TSAFE_OK)
+        st = tsafe_sealed_client_create(&l->plan, NULL, &l->client);
+    if (st == TSAFE_OK)
+        st = tsafe_sealed_server_create(&l->plan, &l->server);
+    if (st != TSAFE_OK)
+        lane_close(l);
+    return st;
+}
+
+static tsafe_status lane_for(tsafe_sealed_pair *p, uint32_t d_in, uint32_t rank,
+                             uint32_t d_out, lane **out)
+{
+    lane *l = NULL;
+    for (size_t i = 0; i < p->n_lanes; i++)
+        if (p->lanes[i].d_in == d_in)
+            l = &p->lanes[i];
+    if (!l) {
+        TSAFE_REQUIRE(p->n_lanes < MAX_LANES, TSAFE_E_RANGE);
+        l = &p->lanes[p->n_lanes++];
+        memset(l, 0, sizeof *l);
+    }
+    if (!l->client || rank > l->plan.rank || d_out > l->plan.d_out_max) {
+        uint32_t r = l->client && l->plan.rank > rank ? l->plan.rank : rank;
+        uint32_t d = l->client && l->plan.d_out_max > d_out ? l->plan.d_out_max : d_out;
+        tsafe_status st = lane_open(p, l, d_in, r, d);
+        if (st != TSAFE_OK)
+            return st;
+    }
+    *out = l;
+    return TSAFE_OK;
+}
+
+static tsafe_status site_for(tsafe_sealed_pair *p, lane *l, const tsafe_lora_site *key,
+                             const tsafe_sealed_site **out)
+{
+    for (size_t i = 0; i < p->n_cache; i++)
+        if (p->cache[i].key == key && p->cache[i].ln == l) {
+            *out = p->cache[i].site;
+            return TSAFE_OK;
+        }
+    if (p->n_cache == p->cap_cache) {
+        size_t cap = p->cap_cache ? 2 * p->cap_cache : 32;
+        cached_site *nc = realloc(p->cache, cap * sizeof *nc);
+        if (!nc)
+            return TSAFE_E_NOMEM;
+        p->cache = nc;
+        p->cap_cache = cap;
+    }
+    tsafe_sealed_site *s;
+    tsafe_status st = tsafe_sealed_site_create(&l->plan, key->A, key->B, key->plan.rank,
+                                               key->d_out, key->scale, &s);
+    if (st != TSAFE_OK)
+        return st;
+    p->cache[p->n_cache++] = (cached_site){key, l, s};
+    *out = s;
+    return TSAFE_OK;
+}
+
+static tsafe_status pair_fn(void *user, const tsafe_lora_site *const *sites,
+                            size_t n, const float *x, float *const *delta,
+                            tsafe_lora_stats *stats)
+{
+    tsafe_sealed_pair *p = user;
+    TSAFE_REQUIRE(p && sites && x && delta, TSAFE_E_NULL);
+    TSAFE_REQUIRE(n >= 1 && n <= MAX_CALL_SITES, TSAFE_E_RANGE);
+    uint32_t ranks[MAX_CALL_SITES], d_outs[MAX_CALL_SITES], rmax = 0, dmax = 0;
+    for (size_t i = 0; i < n; i++) {
+        TSAFE_REQUIRE(sites[i] && delta[i], TSAFE_E_NULL);
+        TSAFE_REQUIRE(sites[i]->plan.d_in == sites[0]->plan.d_in, TSAFE_E_PARAMS_MISMATCH);
+        ranks[i] = sites[i]->plan.rank;
+        d_outs[i] = sites[i]->d_out;
+        rmax = ranks[i] > rmax ? ranks[i] : rmax;
+        dmax = d_outs[i] > dmax ? d_outs[i] : dmax;
+    }
+    lane *l;
+    tsafe_status st = lane_for(p, sites[0]->plan.d_in, rmax, dmax, &l);
+    if (st != TSAFE_OK)
+        return st;
+    const tsafe_sealed_site *ss[MAX_CALL_SITES];
+    for (size_t i = 0; i < n; i++)
+        if ((st = site_for(p, l, sites[i], &ss[i])) != TSAFE_OK)
+            return st;
+    uint8_t *m[5] = {NULL, NULL, NULL, NULL, NULL};
+    size_t len[5] = {0, 0, 0, 0, 0};
+    if (tsafe_sealed_client_needs_hello(l->client)) {
+        st = tsafe_sealed_client_hello(l->client, &m[0], &len[0]);
+        if (st == TSAFE_OK)
+            st = tsafe_sealed_server_accept(l->server, m[0], len[0]);
+        if (st == TSAFE_OK && stats)
+            stats->bytes_up += len[0];
+    }
+    if (st == TSAFE_OK)
+        st = tsafe_sealed_client_query(l->client, x, &m[1], &len[1], stats);
+    if (st == TSAFE_OK)
+        st = tsafe_sealed_server_round1(l->server, ss, n, m[1], len[1], &m[2], &len[2], stats);
+    if (st == TSAFE_OK)
+        st = tsafe_sealed_client_respond(l->client, m[2], len[2], n, ranks, d_outs, p->dp,
+                                         p->allow_no_dp, &m[3], &len[3], stats);
+    if (st == TSAFE_OK)
+        st = tsafe_sealed_server_round2(l->server, ss, n, m[3], len[3], &m[4], &len[4], stats);
+    if (st == TSAFE_OK)
+        st = tsafe_sealed_client_finish(l->client, m[4], len[4], n, d_outs, delta, stats);
+    for (int i = 0; i < 5; i++)
+        tsafe_lora_bytes_free(m[i]);
+    if (st != TSAFE_OK)
+        lane_close(l); /* a failed token leaves no half-open session */
+    return st;
+}
+
+tsafe_lora_engine tsafe_lora_engine_sealed(tsafe_sealed_pair *p)
+{
+    tsafe_lora_engine e = {pair_fn, p};
+    return e;
+}
