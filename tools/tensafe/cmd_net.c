@@ -475,7 +475,7 @@ static const char k_serve_help[] =
     "usage: tensafe serve --adapter DIR|PKG [--trusted-key HEX|FILE] --module NAME[,NAME...]\n"
     "                     [--port P] [--port-file F] [--preset NAME | --precision P]\n"
     "                     [--max-abs X] [--once | --requests K] [--timeout S]\n"
-    "                     [--accept-timeout S]\n"
+    "                     [--accept-timeout S] [--allow-unsigned]\n"
     "\n"
     "Two-party HE-LoRA server on 127.0.0.1 (never another interface). It holds the\n"
     "adapter and a CKKS context, never a secret key: it announces the plan, multiplies\n"
@@ -488,6 +488,8 @@ static const char k_serve_help[] =
     "  --requests K        exit after K row requests in total\n"
     "  --timeout S         per-socket send/receive timeout (default 30 s)\n"
     "  --accept-timeout S  exit with an error when no client connects for S seconds\n"
+    "  --allow-unsigned    serve an unsigned PEFT directory (with a warning); without it\n"
+    "                      only a signed package verified with --trusted-key is served\n"
     "The protocol has no authentication or transport encryption (docs/PROTOCOL.md).\n";
 
 typedef struct {
@@ -659,7 +661,7 @@ int cmd_serve(int argc, char **argv)
     const char *adapter = NULL, *key = NULL, *modules = NULL, *preset = NULL, *port_file = NULL;
     uint32_t port = 7433, requests = 0;
     double precision = 1e-6, max_abs = 8.0, timeout = 30, accept_timeout = 0;
-    int once = 0;
+    int once = 0, allow_unsigned = 0;
     tool_opt o[] = {{"--adapter", OPT_STR, &adapter, 0},
                     {"--trusted-key", OPT_STR, &key, 0},
                     {"--module", OPT_STR, &modules, 0},
@@ -671,7 +673,8 @@ int cmd_serve(int argc, char **argv)
                     {"--once", OPT_FLAG, &once, 0},
                     {"--requests", OPT_U32, &requests, 0},
                     {"--timeout", OPT_DOUBLE, &timeout, 0},
-                    {"--accept-timeout", OPT_DOUBLE, &accept_timeout, 0}};
+                    {"--accept-timeout", OPT_DOUBLE, &accept_timeout, 0},
+                    {"--allow-unsigned", OPT_FLAG, &allow_unsigned, 0}};
     int rc = opts_parse("serve", argc, argv, 1, o, sizeof o / sizeof o[0], NULL, 0, NULL);
     if (rc == OPTS_HELP) {
         fputs(k_serve_help, stdout);
@@ -709,6 +712,7 @@ int cmd_serve(int argc, char **argv)
     }
     tsafe_lora_plan plan;
     if ((st = io_load_adapter(adapter, key, &ad, what, sizeof what)) != TSAFE_OK ||
+        (st = io_require_signed(ad, "serve", allow_unsigned, what, sizeof what)) != TSAFE_OK ||
         (st = io_resolve_modules(ad, modules, m, what, sizeof what)) != TSAFE_OK ||
         (st = io_make_plan(preset, m, max_abs, precision, &plan, what, sizeof what)) != TSAFE_OK) {
         tool_fail(what, st);
@@ -743,6 +747,8 @@ int cmd_serve(int argc, char **argv)
            "d_in %u, |x| <= %g\n",
            bound, plan.name, 1u << plan.params.log_n, plan.log2_q, plan.max_log2_q, m->n,
            m->n == 1 ? "" : "s", m->d_in, plan.max_abs_x);
+    io_origin_text(ad, what, sizeof what);
+    printf("adapter: %s\n", what);
     fflush(stdout);
     if (port_file) {
         char pbuf[16], tmp[4200];
