@@ -966,6 +966,7 @@ static void test_serve_client(void **state)
             tmp_path("x.f32"), tmp_path("dp.f32"));
     expect_ok(&r, "client --dp-eps");
     assert_non_null(strstr(r.out, "eps spent"));
+    assert_non_null(strstr(r.out, " of 8 (delta 1e-05)")); /* the default session budget */
     result_free(&r);
     assert_int_equal(wait_exit(pid), 0);
     slog = slurp(log, NULL);
@@ -974,6 +975,33 @@ static void test_serve_client(void **state)
     assert_non_null(strstr(slog, ", signer "));
     assert_null(strstr(slog, "warning"));
     free(slog);
+    free(port);
+
+    /* issue 12.5: the default budget (eps 8 per session) refuses rows it
+     * cannot cover -- at --dp-eps 8 one release -- before sending any,
+     * and the client still prints what it spent (nothing) */
+    pid = spawn_serve(pf, log);
+    port = slurp(pf, NULL);
+    port[strcspn(port, "\n")] = 0;
+    r = run("client --port %s --input %s --dp-eps 8 --dp-clip 1", port, tmp_path("x.f32"));
+    expect_error(&r, 1, "3 rows need 3 DP releases, the session budget eps 8 (delta 1e-05, "
+                        "the default) allows 1",
+                 "TSAFE_E_BUDGET");
+    assert_non_null(strstr(r.out, "0 releases, eps spent 0 of 8"));
+    result_free(&r);
+    assert_true(wait_exit(pid) != 0); /* the session failed */
+    /* an explicit budget covers them */
+    pid = spawn_serve(pf, log);
+    free(port);
+    port = slurp(pf, NULL);
+    port[strcspn(port, "\n")] = 0;
+    r = run("client --port %s --input %s --dp-eps 8 --dp-clip 1 --dp-budget 40", port,
+            tmp_path("x.f32"));
+    expect_ok(&r, "client --dp-budget 40");
+    assert_non_null(strstr(r.out, "3 releases, eps spent"));
+    assert_non_null(strstr(r.out, " of 40 "));
+    result_free(&r);
+    assert_int_equal(wait_exit(pid), 0);
     free(port);
 }
 
