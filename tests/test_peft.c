@@ -838,7 +838,10 @@ static void test_error_detail(void **state)
     size_t name_len = 2 * TSAFE_ERROR_DETAIL_MAX, cap = name_len + 128;
     char *lh = malloc(cap);
     assert_non_null(lh);
-    memset(lh, 'x', cap);
+    for (size_t i = 2; i + 1 < 2 + name_len; i += 2) { /* U+00E9, two bytes each */
+        lh[i] = (char)0xc3;
+        lh[i + 1] = (char)0xa9;
+    }
     lh[0] = '{';
     lh[1] = '"';
     int n = snprintf(lh + 2 + name_len, cap - 2 - name_len,
@@ -853,8 +856,13 @@ static void test_error_detail(void **state)
     assert_int_equal(tsafe_lora_adapter_load_peft_memory(GOOD_CFG, strlen(GOOD_CFG), lb,
                                                          8 + hl + 28, &opt, &a),
                      TSAFE_E_SHAPE);
-    assert_int_equal(strlen(ei.detail), TSAFE_ERROR_DETAIL_MAX - 1);
-    assert_has(ei.detail, "tensor 'xxxx");
+    /* "tensor '" is 8 bytes, so 511 would end inside a character: the cut
+     * drops the lone lead byte */
+    size_t dl = strlen(ei.detail);
+    assert_int_equal(dl, TSAFE_ERROR_DETAIL_MAX - 2);
+    assert_has(ei.detail, "tensor '\xc3\xa9\xc3\xa9");
+    assert_int_equal((unsigned char)ei.detail[dl - 2], 0xc3);
+    assert_int_equal((unsigned char)ei.detail[dl - 1], 0xa9);
     free(lb);
     free(lh);
     assert_int_equal(tsafe_lora_adapter_load_peft_memory(GOOD_CFG, strlen(GOOD_CFG), NULL, 0,
