@@ -54,7 +54,7 @@ typedef enum tsafe_status {
     TSAFE_E_CRYPTO = -50,        /* CSPRNG or primitive failure */
     TSAFE_E_VERIFY = -51,        /* signature or digest check failed */
     TSAFE_E_KEY = -52,           /* wrong or unusable key */
-    TSAFE_E_UNSIGNED = -53,      /* unsigned adapter refused (not allowed) */
+    TSAFE_E_UNSIGNED = -54,      /* unsigned adapter refused (not allowed) */
 
     /* privacy budget */
     TSAFE_E_BUDGET = -60,        /* differential-privacy budget spent */
