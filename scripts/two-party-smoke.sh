@@ -1,6 +1,7 @@
 #!/bin/sh
-# Two-party smoke test over localhost: a random PEFT adapter, `tensafe serve
-# --once` in the background, `tensafe client` on a few rows, and the deltas
+# Two-party smoke test over localhost: a random PEFT adapter signed into a
+# package (serve refuses unsigned adapters), `tensafe serve --once` in the
+# background, `tensafe client` on a few rows, and the deltas
 # compared with `tensafe lora apply --plain` (relative L2 <= 1e-4).
 # Uses $TENSAFE if set, else `tensafe` from PATH. Prints one PASS/FAIL line.
 set -u
@@ -27,6 +28,10 @@ trap 'exit 130' INT TERM
 
 "$TENSAFE" adapter make-random --out "$tmp/adapter" --dim "$DIM" --rank 8 \
     --modules q_proj,v_proj >"$tmp/make.log" 2>&1 || fail "adapter make-random: $(tail -n1 "$tmp/make.log")"
+"$TENSAFE" adapter keygen --out "$tmp/sign" >"$tmp/key.log" 2>&1 &&
+    "$TENSAFE" adapter pack "$tmp/adapter" --key "$tmp/sign.key" --id smoke \
+        --out "$tmp/adapter.pkg" >"$tmp/pack.log" 2>&1 ||
+    fail "adapter keygen/pack: $(tail -n1 "$tmp/key.log" "$tmp/pack.log" | tail -n1)"
 "$TENSAFE" lora make-input --dim "$DIM" --rows "$ROWS" --max-abs 4 --out "$tmp/x.f32" \
     >"$tmp/input.log" 2>&1 || fail "lora make-input: $(tail -n1 "$tmp/input.log")"
 
@@ -36,7 +41,8 @@ port=""
 for attempt in 1 2 3 4 5 6 7 8; do
     try=$(( $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 20000 + 40000 ))
     rm -f "$tmp/port"
-    "$TENSAFE" serve --adapter "$tmp/adapter" --module q_proj,v_proj --port "$try" \
+    "$TENSAFE" serve --adapter "$tmp/adapter.pkg" --trusted-key "$tmp/sign.pub" \
+        --module q_proj,v_proj --port "$try" \
         --port-file "$tmp/port" --max-abs 4 --once --timeout 30 --accept-timeout 60 \
         >"$tmp/serve.log" 2>&1 &
     srv_pid=$!

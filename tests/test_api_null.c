@@ -216,8 +216,8 @@ static int setup_fixture(void **state)
         return -1;
     /* registry */
     static int object;
-    tsafe_registry_meta meta = {"adapter-1", 0.5};
-    if (tsafe_registry_create(&f->reg) ||
+    tsafe_registry_meta meta = {"adapter-1", 0.5, NULL};
+    if (tsafe_registry_create(&f->reg) || tsafe_registry_set_allow_unsigned(f->reg, 1) ||
         tsafe_registry_put(f->reg, "slot", &object, count_destroy, &meta) ||
         tsafe_registry_acquire(f->reg, "slot", &f->ref))
         return -1;
@@ -1694,7 +1694,7 @@ CHECK_FN(tsafe_registry_free)
 CHECK_FN(tsafe_registry_put)
 {
     static int obj;
-    tsafe_registry_meta ok = {"a", 1.0}, m;
+    tsafe_registry_meta ok = {"a", 1.0, NULL}, m;
     char *longs = malloc(TSAFE_REGISTRY_MAX_NAME + 2);
     memset(longs, 's', TSAFE_REGISTRY_MAX_NAME + 1);
     longs[TSAFE_REGISTRY_MAX_NAME + 1] = '\0';
@@ -1710,8 +1710,28 @@ CHECK_FN(tsafe_registry_put)
     m = ok; m.adapter_id = longs; ERR(tsafe_registry_put(f->reg, "s", &obj, count_destroy, &m));
     m = ok; m.price_per_1k_tokens = -1; ERR(tsafe_registry_put(f->reg, "s", &obj, count_destroy, &m));
     m = ok; m.price_per_1k_tokens = NAN; ERR(tsafe_registry_put(f->reg, "s", &obj, count_destroy, &m));
+    tsafe_lora_origin o = {(tsafe_lora_origin_kind)7, {0}, {0}, NULL};
+    m = ok; m.origin = &o; ERR(tsafe_registry_put(f->reg, "s", &obj, count_destroy, &m));
+    o.kind = TSAFE_LORA_ORIGIN_UNSIGNED;
+    o.path = "\xc3\x28"; ERR(tsafe_registry_put(f->reg, "s", &obj, count_destroy, &m));
+    o.path = ""; ERR(tsafe_registry_put(f->reg, "s", &obj, count_destroy, &m));
     free(longs);
     assert_int_equal(f->destroyed, before); /* the caller still owns obj */
+}
+
+CHECK_FN(tsafe_registry_set_allow_unsigned)
+{
+    ERR(tsafe_registry_set_allow_unsigned(NULL, 1));
+    IS(TSAFE_OK, tsafe_registry_set_allow_unsigned(f->reg, 1)); /* the fixture's setting */
+}
+
+CHECK_FN(tsafe_registry_ref_origin)
+{
+    tsafe_lora_origin o;
+    ERR(tsafe_registry_ref_origin(NULL, &o));
+    ERR(tsafe_registry_ref_origin(f->ref, NULL));
+    IS(TSAFE_OK, tsafe_registry_ref_origin(f->ref, &o));
+    assert_int_equal(o.kind, TSAFE_LORA_ORIGIN_UNSIGNED);
 }
 
 CHECK_FN(tsafe_registry_remove)
@@ -1790,6 +1810,7 @@ CHECK_FN(tsafe_registry_metering_json)
 
 static const api_case k_lora_registry[] = {
     ENTRY(tsafe_registry_create), ENTRY(tsafe_registry_free), ENTRY(tsafe_registry_put),
+    ENTRY(tsafe_registry_set_allow_unsigned), ENTRY(tsafe_registry_ref_origin),
     ENTRY(tsafe_registry_remove), ENTRY(tsafe_registry_acquire), ENTRY(tsafe_registry_release),
     ENTRY(tsafe_registry_ref_object), ENTRY(tsafe_registry_ref_adapter_id),
     ENTRY(tsafe_registry_ref_price), ENTRY(tsafe_registry_ref_generation),
@@ -2054,7 +2075,7 @@ static const api_case k_safetensors[] = {
 static void load_dir_checks(int ex)
 {
     tsafe_lora_adapter *a = NULL;
-    tsafe_lora_load_options bad = {(tsafe_lora_fused_layout)7};
+    tsafe_lora_load_options bad = {.fused_layout = (tsafe_lora_fused_layout)7};
 #define LOAD(dir, out) \
     (ex ? tsafe_lora_adapter_load_peft_ex(dir, NULL, out) : tsafe_lora_adapter_load_peft(dir, out))
     ERR(LOAD(NULL, &a));
@@ -2074,7 +2095,7 @@ CHECK_FN(tsafe_lora_adapter_load_peft_memory)
 {
     static const char cfg[] = "{\"peft_type\":\"LORA\",\"r\":2,\"lora_alpha\":4}";
     tsafe_lora_adapter *a = NULL;
-    tsafe_lora_load_options bad = {(tsafe_lora_fused_layout)7};
+    tsafe_lora_load_options bad = {.fused_layout = (tsafe_lora_fused_layout)7};
     ERR(tsafe_lora_adapter_load_peft_memory(NULL, 10, f->st_bytes, f->st_len, NULL, &a));
     ERR(tsafe_lora_adapter_load_peft_memory(cfg, strlen(cfg), NULL, f->st_len, NULL, &a));
     ERR(tsafe_lora_adapter_load_peft_memory(cfg, strlen(cfg), f->st_bytes, f->st_len, NULL,
@@ -2091,7 +2112,7 @@ CHECK_FN(tsafe_lora_adapter_load_package)
 {
     tsafe_lora_adapter *a = NULL;
     uint8_t zero_pk[32] = {0};
-    tsafe_lora_load_options bad = {(tsafe_lora_fused_layout)7};
+    tsafe_lora_load_options bad = {.fused_layout = (tsafe_lora_fused_layout)7};
     ERR(tsafe_lora_adapter_load_package(NULL, f->pkg_len, f->pkg_pk, NULL, &a));
     ERR(tsafe_lora_adapter_load_package(f->pkg, f->pkg_len, NULL, NULL, &a));
     ERR(tsafe_lora_adapter_load_package(f->pkg, f->pkg_len, f->pkg_pk, NULL, NULL));
@@ -2169,6 +2190,13 @@ CHECK_FN(tsafe_lora_adapter_free)
     tsafe_lora_adapter_free(NULL);
 }
 
+CHECK_FN(tsafe_lora_adapter_origin)
+{
+    tsafe_lora_origin o;
+    ERR(tsafe_lora_adapter_origin(NULL, &o));
+    ERR(tsafe_lora_adapter_origin(f->adapter, NULL));
+}
+
 CHECK_FN(tsafe_lora_adapter_config)
 {
     tsafe_lora_config c;
@@ -2234,7 +2262,8 @@ static const api_case k_lora_adapter[] = {
     ENTRY(tsafe_lora_adapter_create),
     ENTRY(tsafe_lora_adapter_add_module), ENTRY(tsafe_lora_adapter_save_peft),
     ENTRY(tsafe_lora_adapter_save_peft_memory), ENTRY(tsafe_lora_adapter_free),
-    ENTRY(tsafe_lora_adapter_config), ENTRY(tsafe_lora_adapter_target_count),
+    ENTRY(tsafe_lora_adapter_config), ENTRY(tsafe_lora_adapter_origin),
+    ENTRY(tsafe_lora_adapter_target_count),
     ENTRY(tsafe_lora_adapter_target), ENTRY(tsafe_lora_adapter_module_count),
     ENTRY(tsafe_lora_adapter_module), ENTRY(tsafe_lora_adapter_find),
     ENTRY(tsafe_lora_module_delta_w),

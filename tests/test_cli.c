@@ -411,6 +411,45 @@ static void test_missing_files(void **state)
     result_free(&r);
 }
 
+/* Issue 12.6: a bad adapter's error line names the tensor and the numbers
+ * (through tsafe_lora_load_options.error), for every command that loads. */
+static void test_adapter_error_detail(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    const char *dir = tmp_path("bad-ad");
+    mkdir(dir, 0700);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/adapter_config.json", dir);
+    const char *cfg = "{\"peft_type\":\"LORA\",\"r\":4,\"lora_alpha\":8}";
+    spit(path, cfg, strlen(cfg));
+    tsafe_safetensors_writer *w = NULL;
+    float v[64] = {0};
+    uint64_t sa[2] = {4, 16}, sb[2] = {8, 3};
+    assert_int_equal(tsafe_safetensors_writer_create(&w), TSAFE_OK);
+    assert_int_equal(tsafe_safetensors_writer_add_f32(
+                         w, "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight",
+                         TSAFE_DTYPE_F32, sa, 2, v),
+                     TSAFE_OK);
+    assert_int_equal(tsafe_safetensors_writer_add_f32(
+                         w, "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight",
+                         TSAFE_DTYPE_F32, sb, 2, v),
+                     TSAFE_OK);
+    snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir);
+    assert_int_equal(tsafe_safetensors_writer_write_file(w, path), TSAFE_OK);
+    tsafe_safetensors_writer_free(w);
+    const char *cmds[3] = {"adapter inspect %s",
+                           "lora apply --adapter %s --module q_proj --input x --output y",
+                           "serve --allow-unsigned --adapter %s --module q_proj --once"};
+    for (int i = 0; i < 3; i++) {
+        result r = run(cmds[i], dir);
+        expect_error(&r, 1, "tensor 'base_model.model.model.layers.0.self_attn.q_proj.lora_B."
+                            "weight' is [8, 3]: expected 4 columns",
+                     "found 3: TSAFE_E_SHAPE");
+        result_free(&r);
+    }
+}
+
 static void test_bad_vector_size(void **state)
 {
     (void)state;
@@ -807,6 +846,10 @@ static void test_keys_roundtrip(void **state)
 
 /* ------------------------------------------------------- serve/client */
 
+/* Serves tmp_path("ad") (unsigned, so with --allow-unsigned), or the
+ * signed package ad.pkg verified with sign.pub when g_serve_signed. */
+static int g_serve_signed;
+
 static pid_t spawn_serve(const char *port_file, const char *log)
 {
     unlink(port_file);
@@ -818,9 +861,17 @@ static pid_t spawn_serve(const char *port_file, const char *log)
             _exit(127);
         dup2(fd, 1);
         dup2(fd, 2);
-        execl(g_tool, g_tool, "serve", "--adapter", tmp_path("ad"), "--module", "q_proj,v_proj",
-              "--port", "0", "--port-file", port_file, "--max-abs", "4", "--once",
-              "--accept-timeout", "30", (char *)NULL);
+        char ad[PATH_MAX], pub[PATH_MAX];
+        snprintf(ad, sizeof ad, "%s", tmp_path(g_serve_signed ? "ad.pkg" : "ad"));
+        snprintf(pub, sizeof pub, "%s", tmp_path("sign.pub"));
+        if (g_serve_signed)
+            execl(g_tool, g_tool, "serve", "--adapter", ad, "--trusted-key", pub, "--module",
+                  "q_proj,v_proj", "--port", "0", "--port-file", port_file, "--max-abs", "4",
+                  "--once", "--accept-timeout", "30", (char *)NULL);
+        else
+            execl(g_tool, g_tool, "serve", "--adapter", ad, "--allow-unsigned", "--module",
+                  "q_proj,v_proj", "--port", "0", "--port-file", port_file, "--max-abs", "4",
+                  "--once", "--accept-timeout", "30", (char *)NULL);
         _exit(127);
     }
     for (int i = 0; i < 1000 && access(port_file, R_OK) != 0; i++) {
@@ -850,7 +901,9 @@ static void test_serve_client(void **state)
 {
     (void)state;
     NEED_TOOL();
-    const char *pf = tmp_path("port"), *log = tmp_path("serve.log");
+    char pf[PATH_MAX], log[PATH_MAX]; /* tmp_path's buffers rotate */
+    snprintf(pf, sizeof pf, "%s", tmp_path("port"));
+    snprintf(log, sizeof log, "%s", tmp_path("serve.log"));
     pid_t pid = spawn_serve(pf, log);
     char *port = slurp(pf, NULL);
     assert_non_null(port);
@@ -890,14 +943,63 @@ static void test_serve_client(void **state)
     result_free(&r);
     free(port);
 
-    /* DP release: runs, and the deltas move away from the exact ones */
+    /* issue 12.4: an unsigned directory is refused without --allow-unsigned;
+     * with it, served with a warning naming it */
+    r = run("serve --adapter %s --module q_proj --once --accept-timeout 1", tmp_path("ad"));
+    expect_error(&r, 1, "--allow-unsigned", "TSAFE_E_UNSIGNED");
+    assert_non_null(strstr(r.err, "UNSIGNED directory"));
+    result_free(&r);
+    char *slog = slurp(log, NULL);
+    assert_non_null(slog);
+    assert_non_null(strstr(slog, "warning: serve: serving the UNSIGNED directory"));
+    assert_non_null(strstr(slog, "adapter: UNSIGNED directory"));
+    free(slog);
+
+    /* DP release over the SIGNED package: runs, and the deltas move away
+     * from the exact ones; the server names the package digest and signer */
+    g_serve_signed = 1;
     pid = spawn_serve(pf, log);
+    g_serve_signed = 0;
     port = slurp(pf, NULL);
     port[strcspn(port, "\n")] = 0;
     r = run("client --port %s --input %s --output %s --dp-eps 1 --dp-clip 1", port,
             tmp_path("x.f32"), tmp_path("dp.f32"));
     expect_ok(&r, "client --dp-eps");
     assert_non_null(strstr(r.out, "eps spent"));
+    assert_non_null(strstr(r.out, " of 8 (delta 1e-05)")); /* the default session budget */
+    result_free(&r);
+    assert_int_equal(wait_exit(pid), 0);
+    slog = slurp(log, NULL);
+    assert_non_null(slog);
+    assert_non_null(strstr(slog, "adapter: signed package "));
+    assert_non_null(strstr(slog, ", signer "));
+    assert_null(strstr(slog, "warning"));
+    free(slog);
+    free(port);
+
+    /* issue 12.5: the default budget (eps 8 per session) refuses rows it
+     * cannot cover -- at --dp-eps 8 one release -- before sending any,
+     * and the client still prints what it spent (nothing) */
+    pid = spawn_serve(pf, log);
+    port = slurp(pf, NULL);
+    port[strcspn(port, "\n")] = 0;
+    r = run("client --port %s --input %s --dp-eps 8 --dp-clip 1", port, tmp_path("x.f32"));
+    expect_error(&r, 1, "3 rows need 3 DP releases, the session budget eps 8 (delta 1e-05, "
+                        "the default) allows 1",
+                 "TSAFE_E_BUDGET");
+    assert_non_null(strstr(r.out, "0 releases, eps spent 0 of 8"));
+    result_free(&r);
+    assert_true(wait_exit(pid) != 0); /* the session failed */
+    /* an explicit budget covers them */
+    pid = spawn_serve(pf, log);
+    free(port);
+    port = slurp(pf, NULL);
+    port[strcspn(port, "\n")] = 0;
+    r = run("client --port %s --input %s --dp-eps 8 --dp-clip 1 --dp-budget 40", port,
+            tmp_path("x.f32"));
+    expect_ok(&r, "client --dp-budget 40");
+    assert_non_null(strstr(r.out, "3 releases, eps spent"));
+    assert_non_null(strstr(r.out, " of 40 "));
     result_free(&r);
     assert_int_equal(wait_exit(pid), 0);
     free(port);
@@ -1081,6 +1183,7 @@ int main(void)
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_usage_errors),
         cmocka_unit_test(test_missing_files),
+        cmocka_unit_test(test_adapter_error_detail),
         cmocka_unit_test(test_bad_vector_size),
         cmocka_unit_test(test_params_plan_json),
         cmocka_unit_test(test_adapter_pack_verify_apply),

@@ -160,6 +160,74 @@ static void test_encode_errors(void **state)
     tsafe_context_free(c);
 }
 
+/* The per-thread FFT scratch of this thread is all zeros (or absent). */
+static void assert_scratch_wiped(const char *after)
+{
+    size_t bytes = 0;
+    const unsigned char *v = tsafe_encode_scratch_peek_(&bytes);
+    size_t nonzero = 0;
+    for (size_t i = 0; v && i < bytes; i++)
+        nonzero += v[i] != 0;
+    if (nonzero)
+        print_message("after %s: %zu of %zu scratch bytes not wiped\n", after, nonzero, bytes);
+    assert_int_equal(nonzero, 0);
+}
+
+/* White-box (issue 12, point 2): encode leaves none of its input slot
+ * values in the per-thread FFT scratch -- on success and on both error
+ * exits that come after the scratch was written. What this proves: the
+ * buffer the encoder keeps between calls holds no copy of x. It says
+ * nothing about copies the compiler may keep in registers or on the stack,
+ * nor about freed heap blocks. */
+static void test_encode_scratch_wiped(void **state)
+{
+    (void)state;
+    tsafe_params p;
+    tsafe_context *c = NULL;
+    assert_int_equal(tsafe_params_preset("ifma-n4096", &p), TSAFE_OK);
+    assert_int_equal(tsafe_context_create(&p, &c), TSAFE_OK);
+    size_t slots = tsafe_context_slots(c);
+    double *x = malloc(slots * sizeof *x), out[4];
+    assert_non_null(x);
+    for (size_t j = 0; j < slots; j++)
+        x[j] = tsafe_test_uniform(-1, 1);
+    tsafe_plaintext *pt = NULL;
+    assert_int_equal(tsafe_plaintext_create(c, &pt), TSAFE_OK);
+
+    assert_int_equal(tsafe_ckks_encode(c, x, slots, 0x1p40, 0, pt), TSAFE_OK);
+    size_t bytes = 0;
+    assert_non_null(tsafe_encode_scratch_peek_(&bytes)); /* the hook sees a buffer */
+    assert_true(bytes >= tsafe_context_n(c) * 16);
+    assert_scratch_wiped("encode");
+
+    assert_int_equal(tsafe_ckks_decode(c, pt, out, 4), TSAFE_OK);
+    assert_scratch_wiped("decode");
+
+    x[slots - 1] = NAN; /* slots 0..slots-2 are already in the scratch */
+    assert_int_equal(tsafe_ckks_encode(c, x, slots, 0x1p40, 0, pt), TSAFE_E_VALUE_RANGE);
+    assert_scratch_wiped("encode refusing a NaN");
+
+    x[slots - 1] = 1e30; /* refused after the FFT */
+    assert_int_equal(tsafe_ckks_encode(c, x, slots, 0x1p40, 0, pt), TSAFE_E_VALUE_RANGE);
+    assert_scratch_wiped("encode refusing a value out of range");
+
+    /* the symmetric encryption path encodes through the same scratch */
+    tsafe_secret_key *sk = NULL;
+    tsafe_ciphertext *ct = NULL;
+    assert_int_equal(tsafe_secret_key_generate(c, NULL, &sk), TSAFE_OK);
+    assert_int_equal(tsafe_ciphertext_create(c, &ct), TSAFE_OK);
+    x[slots - 1] = 0.5;
+    assert_int_equal(tsafe_ckks_encrypt_values_symmetric(c, sk, x, NULL, slots, 0x1p40, 0,
+                                                         NULL, ct),
+                     TSAFE_OK);
+    assert_scratch_wiped("encrypt_values_symmetric");
+    tsafe_ciphertext_free(ct);
+    tsafe_secret_key_free(sk);
+    tsafe_plaintext_free(pt);
+    free(x);
+    tsafe_context_free(c);
+}
+
 int main(void)
 {
     tsafe_test_rng_init("encode");
@@ -168,6 +236,7 @@ int main(void)
         cmocka_unit_test(test_embedding_2048),
         cmocka_unit_test(test_roundtrip_presets),
         cmocka_unit_test(test_encode_errors),
+        cmocka_unit_test(test_encode_scratch_wiped),
     };
     return cmocka_run_group_tests_name("encode", tests, NULL, NULL);
 }

@@ -458,7 +458,7 @@ static void test_fused_experts(void **state)
                      "\"target_modules\":[\"q_proj\"],"
                      "\"target_parameters\":[\"mlp.experts.gate_up_proj\"],"
                      "\"alpha_pattern\":{\"experts.gate_up_proj\":6}}");
-        tsafe_lora_load_options opt = {out_in ? TSAFE_LORA_FUSED_OUT_IN
+        tsafe_lora_load_options opt = {.fused_layout = out_in ? TSAFE_LORA_FUSED_OUT_IN
                                               : TSAFE_LORA_FUSED_IN_OUT};
         tsafe_lora_adapter *a = load_ok(&f, &opt);
         check_adapter(&f, a);
@@ -642,7 +642,18 @@ static void test_save_pattern_collision(void **state)
 /* One valid module plus whatever a case adds; returns the load status. */
 static const char *GOOD_CFG = "{\"peft_type\":\"LORA\",\"r\":2,\"lora_alpha\":4}";
 
+static tsafe_status load_case_ei(const char *cfg, int extra, tsafe_dtype dt,
+                                 tsafe_error_info *ei);
+
 static tsafe_status load_case(const char *cfg, int extra, tsafe_dtype dt)
+{
+    return load_case_ei(cfg, extra, dt, NULL);
+}
+
+/* With ei: loads through _ex with opt.error = ei as well, and checks that
+ * both loads agree and that ei->status is the returned status. */
+static tsafe_status load_case_ei(const char *cfg, int extra, tsafe_dtype dt,
+                                 tsafe_error_info *ei)
 {
     fixture f;
     fx_init(&f, dt);
@@ -700,6 +711,17 @@ static tsafe_status load_case(const char *cfg, int extra, tsafe_dtype dt)
         tsafe_lora_adapter_free(a);
     else
         assert_null(a);
+    if (ei) {
+        tsafe_lora_load_options opt = {TSAFE_LORA_FUSED_IN_OUT, ei};
+        ei->status = TSAFE_E_STATE; /* stale values must be reset */
+        snprintf(ei->detail, sizeof ei->detail, "stale");
+        tsafe_status st2 = tsafe_lora_adapter_load_peft_ex(f.dir, &opt, &a);
+        assert_int_equal(st2, st);
+        assert_int_equal(ei->status, st);
+        if (st2 == TSAFE_OK)
+            tsafe_lora_adapter_free(a);
+        print_message("case %d: %s: %s\n", extra, tsafe_status_name(st), ei->detail);
+    }
     free(A);
     free(B);
     fx_free(&f);
@@ -740,6 +762,113 @@ static void test_malformed(void **state)
     assert_int_equal(load_case(GOOD_CFG, 7, TSAFE_DTYPE_F32), TSAFE_E_SHAPE);
     assert_int_equal(load_case(GOOD_CFG, 8, TSAFE_DTYPE_F32), TSAFE_E_ADAPTER);
     assert_int_equal(load_case(GOOD_CFG, 9, TSAFE_DTYPE_F32), TSAFE_E_UNSUPPORTED);
+}
+
+/* The detail names the culprit (tensor or field) and the numbers. */
+static void assert_has(const char *detail, const char *want)
+{
+    if (!strstr(detail, want))
+        print_message("detail \"%s\" lacks \"%s\"\n", detail, want);
+    assert_non_null(strstr(detail, want));
+}
+
+static void test_error_detail(void **state)
+{
+    (void)state;
+    tsafe_error_info ei;
+    assert_int_equal(load_case_ei(GOOD_CFG, 0, TSAFE_DTYPE_F32, &ei), TSAFE_OK);
+    assert_string_equal(ei.detail, "");
+    /* B [8, 3] against A [2, 8]: tensor, both shapes, expected vs found */
+    assert_int_equal(load_case_ei(GOOD_CFG, 2, TSAFE_DTYPE_F32, &ei), TSAFE_E_SHAPE);
+    assert_has(ei.detail, "tensor '" QWEN "0.self_attn.q_proj.lora_B.weight' is [8, 3]");
+    assert_has(ei.detail, "expected 2 columns");
+    assert_has(ei.detail, QWEN "0.self_attn.q_proj.lora_A.weight' [2, 8]");
+    assert_has(ei.detail, "found 3");
+    assert_int_equal(load_case_ei(GOOD_CFG, 1, TSAFE_DTYPE_F32, &ei), TSAFE_E_ADAPTER);
+    assert_has(ei.detail, QWEN "0.self_attn.q_proj.lora_A.weight': lora_A without its lora_B");
+    assert_int_equal(load_case_ei(GOOD_CFG, 5, TSAFE_DTYPE_F32, &ei), TSAFE_E_DTYPE);
+    assert_has(ei.detail, "q_proj.lora_B.weight': dtype I32, expected F32, F16 or BF16");
+    assert_int_equal(load_case_ei(GOOD_CFG, 6, TSAFE_DTYPE_F32, &ei), TSAFE_E_VALUE_RANGE);
+    assert_has(ei.detail, "module 'layers.0.self_attn.q_proj': a non-finite value");
+    assert_int_equal(load_case_ei(GOOD_CFG, 7, TSAFE_DTYPE_F32, &ei), TSAFE_E_SHAPE);
+    assert_has(ei.detail, "k_proj.lora_A.weight': shape [1, 2, 8], expected 2-D");
+    assert_has(ei.detail, "found 3-D");
+    assert_int_equal(load_case_ei(GOOD_CFG, 3, TSAFE_DTYPE_F32, &ei), TSAFE_E_DORA);
+    assert_has(ei.detail, "lora_magnitude_vector");
+    /* configured rank 3 against a rank-2 factor */
+    assert_int_equal(load_case_ei("{\"peft_type\":\"LORA\",\"r\":3,\"lora_alpha\":4}", 0,
+                                  TSAFE_DTYPE_F32, &ei),
+                     TSAFE_E_ADAPTER);
+    assert_has(ei.detail, "q_proj.lora_A.weight': rank 2");
+    assert_has(ei.detail, "(expected 3, found 2)");
+    /* config fields */
+    assert_int_equal(load_case_ei("{\"peft_type\":\"LORA\",\"lora_alpha\":4}", 0,
+                                  TSAFE_DTYPE_F32, &ei),
+                     TSAFE_E_MISSING_FIELD);
+    assert_string_equal(ei.detail, "adapter_config.json: no \"r\"");
+    assert_int_equal(load_case_ei("{\"peft_type\":\"LORA\",\"r\":2,", 0, TSAFE_DTYPE_F32,
+                                  &ei),
+                     TSAFE_E_JSON);
+    assert_has(ei.detail, "adapter_config.json: line 1 column");
+
+    /* safetensors level, from memory: offsets span 28 bytes for a [2, 4] F32
+     * tensor (32 needed) */
+    static const char hdr[] =
+        "{\"m.lora_A.weight\":{\"dtype\":\"F32\",\"shape\":[2,4],\"data_offsets\":[0,28]}}";
+    uint8_t buf[8 + sizeof hdr - 1 + 28];
+    memset(buf, 0, sizeof buf);
+    buf[0] = (uint8_t)(sizeof hdr - 1);
+    memcpy(buf + 8, hdr, sizeof hdr - 1);
+    tsafe_lora_load_options opt = {TSAFE_LORA_FUSED_IN_OUT, &ei};
+    tsafe_lora_adapter *a = NULL;
+    assert_int_equal(tsafe_lora_adapter_load_peft_memory(GOOD_CFG, strlen(GOOD_CFG), buf,
+                                                         sizeof buf, &opt, &a),
+                     TSAFE_E_SHAPE);
+    assert_null(a);
+    assert_int_equal(ei.status, TSAFE_E_SHAPE);
+    assert_string_equal(ei.detail,
+                        "tensor 'm.lora_A.weight': shape [2, 4] of F32 needs 32 bytes, "
+                        "data_offsets [0, 28] span 28 (expected 32, found 28)");
+    /* NULL error pointer: same status, nothing written anywhere */
+    opt.error = NULL;
+    assert_int_equal(tsafe_lora_adapter_load_peft_memory(GOOD_CFG, strlen(GOOD_CFG), buf,
+                                                         sizeof buf, &opt, &a),
+                     TSAFE_E_SHAPE);
+    /* a tensor name longer than the detail: cut to fit, NUL-terminated */
+    size_t name_len = 2 * TSAFE_ERROR_DETAIL_MAX, cap = name_len + 128;
+    char *lh = malloc(cap);
+    assert_non_null(lh);
+    for (size_t i = 2; i + 1 < 2 + name_len; i += 2) { /* U+00E9, two bytes each */
+        lh[i] = (char)0xc3;
+        lh[i + 1] = (char)0xa9;
+    }
+    lh[0] = '{';
+    lh[1] = '"';
+    int n = snprintf(lh + 2 + name_len, cap - 2 - name_len,
+                     "\":{\"dtype\":\"F32\",\"shape\":[2,4],\"data_offsets\":[0,28]}}");
+    size_t hl = 2 + name_len + (size_t)n;
+    uint8_t *lb = calloc(1, 8 + hl + 28);
+    assert_non_null(lb);
+    lb[0] = (uint8_t)hl;
+    lb[1] = (uint8_t)(hl >> 8);
+    memcpy(lb + 8, lh, hl);
+    opt.error = &ei;
+    assert_int_equal(tsafe_lora_adapter_load_peft_memory(GOOD_CFG, strlen(GOOD_CFG), lb,
+                                                         8 + hl + 28, &opt, &a),
+                     TSAFE_E_SHAPE);
+    /* "tensor '" is 8 bytes, so 511 would end inside a character: the cut
+     * drops the lone lead byte */
+    size_t dl = strlen(ei.detail);
+    assert_int_equal(dl, TSAFE_ERROR_DETAIL_MAX - 2);
+    assert_has(ei.detail, "tensor '\xc3\xa9\xc3\xa9");
+    assert_int_equal((unsigned char)ei.detail[dl - 2], 0xc3);
+    assert_int_equal((unsigned char)ei.detail[dl - 1], 0xa9);
+    free(lb);
+    free(lh);
+    assert_int_equal(tsafe_lora_adapter_load_peft_memory(GOOD_CFG, strlen(GOOD_CFG), NULL, 0,
+                                                         &opt, &a),
+                     TSAFE_E_TRUNCATED);
+    assert_string_equal(ei.detail, "0 bytes: shorter than the 8-byte header length");
 }
 
 static void test_directory_cases(void **state)
@@ -799,6 +928,7 @@ int main(void)
         cmocka_unit_test(test_save_reload),
         cmocka_unit_test(test_save_pattern_collision),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_error_detail),
         cmocka_unit_test(test_directory_cases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

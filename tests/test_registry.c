@@ -113,11 +113,13 @@ static void test_basic_semantics(void **state)
     reset_counts(16);
     tsafe_registry *reg = NULL;
     assert_int_equal(tsafe_registry_create(&reg), TSAFE_OK);
+    /* opaque test objects, no provenance: allowed explicitly */
+    assert_int_equal(tsafe_registry_set_allow_unsigned(reg, 1), TSAFE_OK);
     tsafe_registry_ref *r = (tsafe_registry_ref *)1;
     assert_int_equal(tsafe_registry_acquire(reg, "q", &r), TSAFE_E_NOT_FOUND);
     assert_null(r);
 
-    tsafe_registry_meta meta = {adapter_name(1), adapter_price(1)};
+    tsafe_registry_meta meta = {adapter_name(1), adapter_price(1), NULL};
     assert_int_equal(tsafe_registry_put(reg, "q", obj_new(1), obj_destroy, &meta),
                      TSAFE_OK);
     tsafe_registry_ref *r1 = NULL;
@@ -128,7 +130,7 @@ static void test_basic_semantics(void **state)
     assert_int_equal(tsafe_registry_ref_generation(r1), 1);
 
     /* replace while r1 is in flight: 1 survives until released */
-    tsafe_registry_meta meta2 = {adapter_name(2), adapter_price(2)};
+    tsafe_registry_meta meta2 = {adapter_name(2), adapter_price(2), NULL};
     assert_int_equal(tsafe_registry_put(reg, "q", obj_new(2), obj_destroy, &meta2),
                      TSAFE_OK);
     assert_int_equal(atomic_load(&g_destroyed[1]), 0);
@@ -215,8 +217,10 @@ static void test_bad_args(void **state)
     (void)state;
     tsafe_registry *reg = NULL;
     assert_int_equal(tsafe_registry_create(&reg), TSAFE_OK);
+    /* opaque test objects, no provenance: allowed explicitly */
+    assert_int_equal(tsafe_registry_set_allow_unsigned(reg, 1), TSAFE_OK);
     int dummy = 0;
-    tsafe_registry_meta meta = {"a", 1.0};
+    tsafe_registry_meta meta = {"a", 1.0, NULL};
     assert_int_equal(tsafe_registry_put(reg, "", &dummy, NULL, &meta), TSAFE_E_ARG);
     assert_int_equal(tsafe_registry_put(reg, "\xc0\xaf", &dummy, NULL, &meta),
                      TSAFE_E_ARG); /* overlong UTF-8 */
@@ -313,7 +317,7 @@ static void *swapper_main(void *arg)
     swapper *sw = arg;
     for (int i = 0; i < N_SWAPS; i++) {
         uint64_t id = sw->next_id++;
-        tsafe_registry_meta meta = {adapter_name(id), adapter_price(id)};
+        tsafe_registry_meta meta = {adapter_name(id), adapter_price(id), NULL};
         const char *slot = stress_slots[i & 1];
         if (tsafe_registry_put(sw->reg, slot, obj_new(id), obj_destroy, &meta) !=
             TSAFE_OK)
@@ -331,10 +335,12 @@ static void test_hot_swap_stress(void **state)
     reset_counts(N_SWAPS + 8);
     tsafe_registry *reg = NULL;
     assert_int_equal(tsafe_registry_create(&reg), TSAFE_OK);
+    /* opaque test objects, no provenance: allowed explicitly */
+    assert_int_equal(tsafe_registry_set_allow_unsigned(reg, 1), TSAFE_OK);
     swapper sw = {reg, 0, 1};
     for (int s = 0; s < 2; s++) { /* both slots populated before readers start */
         uint64_t id = sw.next_id++;
-        tsafe_registry_meta meta = {adapter_name(id), adapter_price(id)};
+        tsafe_registry_meta meta = {adapter_name(id), adapter_price(id), NULL};
         assert_int_equal(tsafe_registry_put(reg, stress_slots[s], obj_new(id),
                                             obj_destroy, &meta), TSAFE_OK);
     }

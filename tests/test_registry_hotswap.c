@@ -115,10 +115,12 @@ static void test_hotswap_real_adapters(void **state)
     }
     tsafe_registry *reg = NULL;
     assert_int_equal(tsafe_registry_create(&reg), TSAFE_OK);
+    /* opaque test objects, no provenance: allowed explicitly */
+    assert_int_equal(tsafe_registry_set_allow_unsigned(reg, 1), TSAFE_OK);
     int serial = 0;
     handle *h0 = malloc(sizeof *h0);
     *h0 = (handle){&versions[0], serial++};
-    tsafe_registry_meta meta = {"adapter-v0", 0.5};
+    tsafe_registry_meta meta = {"adapter-v0", 0.5, NULL};
     assert_int_equal(tsafe_registry_put(reg, "q_proj", h0, destroy_handle, &meta), TSAFE_OK);
 
     shared s[WORKERS];
@@ -132,7 +134,7 @@ static void test_hotswap_real_adapters(void **state)
         handle *h = malloc(sizeof *h);
         *h = (handle){&versions[k % VERSIONS], serial++};
         snprintf(id, sizeof id, "adapter-v%d", k % VERSIONS);
-        tsafe_registry_meta m = {id, 0.5};
+        tsafe_registry_meta m = {id, 0.5, NULL};
         assert_int_equal(tsafe_registry_put(reg, "q_proj", h, destroy_handle, &m), TSAFE_OK);
     }
     for (int w = 0; w < WORKERS; w++)

@@ -111,9 +111,44 @@ typedef enum tsafe_lora_fused_layout {
     TSAFE_LORA_FUSED_OUT_IN = 1
 } tsafe_lora_fused_layout;
 
+/* Load options (plain value struct; zero-initialise, then fill).
+ *  fused_layout  see FUSED-EXPERT KEYS above.
+ *  error         optional (NULL: none), caller-owned: every load call that
+ *                takes these options resets it on entry and, when it fails,
+ *                sets error->status to the returned status and
+ *                error->detail to the culprit and its numbers -- the tensor
+ *                or file and what was expected vs found, e.g.
+ *                "tensor 'm.lora_B.weight' is [8, 3]: expected 4 columns (the
+ *                rows of 'm.lora_A.weight' [4, 16])". The library prints
+ *                nothing; the caller decides. Thread-safe as long as each
+ *                concurrent call gets its own tsafe_error_info (the options
+ *                struct itself is only read). */
 typedef struct tsafe_lora_load_options {
     tsafe_lora_fused_layout fused_layout;
+    tsafe_error_info *error;
 } tsafe_lora_load_options;
+
+/* Where an adapter came from (plain value struct), as recorded by the
+ * loader that made it; see tsafe_lora_adapter_origin. */
+typedef enum tsafe_lora_origin_kind {
+    TSAFE_LORA_ORIGIN_UNSIGNED = 0, /* PEFT directory or memory, or built in
+                                       code: nobody vouches for it */
+    TSAFE_LORA_ORIGIN_SIGNED = 1    /* a signed package whose digest and
+                                       signature verified */
+} tsafe_lora_origin_kind;
+
+typedef struct tsafe_lora_origin {
+    tsafe_lora_origin_kind kind;
+    /* SIGNED: the package digest the signature covers (BLAKE2b-256 of every
+     * package byte before the trailer, docs/PACKAGE_FORMAT.md) and the
+     * trusted Ed25519 public key that verified it. Zero when UNSIGNED. */
+    uint8_t package_digest[32];
+    uint8_t signer_key[32];
+    /* UNSIGNED: the directory it was loaded from (NUL-terminated), or NULL
+     * for memory / built adapters. NULL when SIGNED. Borrowed: valid as
+     * long as the object that filled the struct (adapter or registry ref). */
+    const char *path;
+} tsafe_lora_origin;
 
 /* One module, as returned by tsafe_lora_adapter_module. Every pointer is
  * borrowed from the adapter and valid until tsafe_lora_adapter_free. */
@@ -209,6 +244,15 @@ tsafe_lora_adapter_load_package(const uint8_t *bytes, size_t len,
 
 /* NULL is a no-op. The adapter must no longer be in use by any thread. */
 TSAFE_API void tsafe_lora_adapter_free(tsafe_lora_adapter *adapter);
+
+/* Where the adapter came from: SIGNED with the package digest and signer
+ * key for tsafe_lora_adapter_load_package; UNSIGNED with path = dir for
+ * tsafe_lora_adapter_load_peft / _ex; UNSIGNED with path NULL for
+ * tsafe_lora_adapter_load_peft_memory and tsafe_lora_adapter_create.
+ * out->path is borrowed from the adapter (valid until its free). Pass it
+ * to tsafe_registry_meta.origin when serving the adapter. */
+TSAFE_API TSAFE_NODISCARD tsafe_status
+tsafe_lora_adapter_origin(const tsafe_lora_adapter *adapter, tsafe_lora_origin *out);
 
 /* The adapter's defaults (after load: r, lora_alpha, use_rslora,
  * fan_in_fan_out from adapter_config.json). */

@@ -56,6 +56,7 @@ typedef enum tsafe_status {
     TSAFE_E_KEY = -52,           /* wrong or unusable key */
     TSAFE_E_REPLAY = -53,        /* message replayed, reordered or from
                                     another session or key epoch */
+    TSAFE_E_UNSIGNED = -54,      /* unsigned adapter refused (not allowed) */
 
     /* privacy budget */
     TSAFE_E_BUDGET = -60,        /* differential-privacy budget spent */
@@ -73,6 +74,21 @@ typedef enum tsafe_status {
     TSAFE_E_DORA = -91,          /* DoRA adapters are not supported */
     TSAFE_E_ADAPTER = -92        /* adapter content is inconsistent */
 } tsafe_status;
+
+/* What went wrong, for a human: filled by calls that take one (e.g. through
+ * tsafe_lora_load_options.error) when they fail, naming the culprit and
+ * the numbers, e.g. "tensor 'x.lora_A.weight': shape [4, 8] of F32 needs
+ * 128 bytes, data_offsets span 120 (expected 128, found 120)". A plain
+ * value struct owned by the caller: one per call (or per thread), so no
+ * locking is involved. On success the call leaves status TSAFE_OK and an
+ * empty detail. */
+#define TSAFE_ERROR_DETAIL_MAX 512u
+typedef struct tsafe_error_info {
+    tsafe_status status;                 /* the status the call returned */
+    char detail[TSAFE_ERROR_DETAIL_MAX]; /* NUL-terminated, "" when none;
+                                            names and paths quoted as
+                                            given; one line, no newline */
+} tsafe_error_info;
 
 /* A short English sentence for a status; never NULL, static storage. */
 TSAFE_API const char *tsafe_strerror(int status);

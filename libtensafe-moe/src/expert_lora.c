@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <sodium.h>
+
 #include "tensafe/moe_lora.h"
 
 #define MAX_SITES_PER_TOKEN (2 * (TSAFE_MOE_MAX_TOPK + 1))
@@ -267,6 +269,13 @@ tsafe_status tsafe_moe_lora_forward(tsafe_moe_layer *layer, tsafe_moe_lora *lora
 out:
     if (rt != routes)
         free(rt);
+    /* LoRA deltas decrypted from h (the client's activations): wipe. The
+     * plaintext forward's own activations are not: the base model runs in
+     * the clear in this process by design (docs/THREAT_MODEL.md). */
+    if (hs.gate_up)
+        sodium_memzero(hs.gate_up, cache * 2 * (size_t)hs.inter_max * sizeof *hs.gate_up);
+    if (hs.down)
+        sodium_memzero(hs.down, cfg->hidden_size * sizeof *hs.down);
     free(hs.gate_up);
     free(hs.have);
     free(hs.down);

@@ -780,10 +780,17 @@ int tsafe_fuzz_safetensors(const uint8_t *data, size_t size)
     tsafe_status s2 = tsafe_safetensors_parse_borrowed(data, size, &sb);
     FZ_CHECK(s1 == s2);
     tsafe_safetensors_free(sb);
-    /* the same bytes as PEFT weights under a fixed adapter_config.json */
+    /* the same bytes as PEFT weights under a fixed adapter_config.json,
+     * with the error detail (tensor names and numbers from the header) */
     tsafe_lora_adapter *a = NULL;
-    if (tsafe_lora_adapter_load_peft_memory(k_fz_adapter_config, strlen(k_fz_adapter_config),
-                                            data, size, NULL, &a) == TSAFE_OK) {
+    tsafe_error_info ei;
+    tsafe_lora_load_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.error = &ei;
+    tsafe_status sa = tsafe_lora_adapter_load_peft_memory(
+        k_fz_adapter_config, strlen(k_fz_adapter_config), data, size, &opt, &a);
+    FZ_CHECK(ei.status == sa && strnlen(ei.detail, sizeof ei.detail) < sizeof ei.detail);
+    if (sa == TSAFE_OK) {
         fz_adapter_use(a);
         tsafe_lora_adapter_free(a);
     }
@@ -801,11 +808,16 @@ int tsafe_fuzz_adapter_config(const uint8_t *data, size_t size)
     int accepted = 0;
     for (int layout = 0; layout < 2; layout++) {
         tsafe_lora_load_options opt;
+        tsafe_error_info ei; /* layout 1 also exercises the error detail */
         memset(&opt, 0, sizeof opt);
         opt.fused_layout = layout ? TSAFE_LORA_FUSED_OUT_IN : TSAFE_LORA_FUSED_IN_OUT;
+        opt.error = layout ? &ei : NULL;
         tsafe_lora_adapter *a = NULL;
-        if (tsafe_lora_adapter_load_peft_memory((const char *)data, size, f->st, f->st_len,
-                                                &opt, &a) == TSAFE_OK) {
+        tsafe_status st = tsafe_lora_adapter_load_peft_memory((const char *)data, size, f->st,
+                                                              f->st_len, &opt, &a);
+        if (layout) /* the detail matches the status and is terminated */
+            FZ_CHECK(ei.status == st && strnlen(ei.detail, sizeof ei.detail) < sizeof ei.detail);
+        if (st == TSAFE_OK) {
             accepted |= layout == 0;
             fz_adapter_use(a);
             tsafe_lora_adapter_free(a);

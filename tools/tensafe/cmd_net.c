@@ -475,7 +475,7 @@ static const char k_serve_help[] =
     "usage: tensafe serve --adapter DIR|PKG [--trusted-key HEX|FILE] --module NAME[,NAME...]\n"
     "                     [--port P] [--port-file F] [--preset NAME | --precision P]\n"
     "                     [--max-abs X] [--once | --requests K] [--timeout S]\n"
-    "                     [--accept-timeout S]\n"
+    "                     [--accept-timeout S] [--allow-unsigned]\n"
     "\n"
     "Two-party HE-LoRA server on 127.0.0.1 (never another interface). It holds the\n"
     "adapter and a CKKS context, never a secret key: it announces the plan, multiplies\n"
@@ -488,6 +488,8 @@ static const char k_serve_help[] =
     "  --requests K        exit after K row requests in total\n"
     "  --timeout S         per-socket send/receive timeout (default 30 s)\n"
     "  --accept-timeout S  exit with an error when no client connects for S seconds\n"
+    "  --allow-unsigned    serve an unsigned PEFT directory (with a warning); without it\n"
+    "                      only a signed package verified with --trusted-key is served\n"
     "The protocol has no authentication or transport encryption (docs/PROTOCOL.md).\n";
 
 typedef struct {
@@ -659,7 +661,7 @@ int cmd_serve(int argc, char **argv)
     const char *adapter = NULL, *key = NULL, *modules = NULL, *preset = NULL, *port_file = NULL;
     uint32_t port = 7433, requests = 0;
     double precision = 1e-6, max_abs = 8.0, timeout = 30, accept_timeout = 0;
-    int once = 0;
+    int once = 0, allow_unsigned = 0;
     tool_opt o[] = {{"--adapter", OPT_STR, &adapter, 0},
                     {"--trusted-key", OPT_STR, &key, 0},
                     {"--module", OPT_STR, &modules, 0},
@@ -671,7 +673,8 @@ int cmd_serve(int argc, char **argv)
                     {"--once", OPT_FLAG, &once, 0},
                     {"--requests", OPT_U32, &requests, 0},
                     {"--timeout", OPT_DOUBLE, &timeout, 0},
-                    {"--accept-timeout", OPT_DOUBLE, &accept_timeout, 0}};
+                    {"--accept-timeout", OPT_DOUBLE, &accept_timeout, 0},
+                    {"--allow-unsigned", OPT_FLAG, &allow_unsigned, 0}};
     int rc = opts_parse("serve", argc, argv, 1, o, sizeof o / sizeof o[0], NULL, 0, NULL);
     if (rc == OPTS_HELP) {
         fputs(k_serve_help, stdout);
@@ -709,6 +712,7 @@ int cmd_serve(int argc, char **argv)
     }
     tsafe_lora_plan plan;
     if ((st = io_load_adapter(adapter, key, &ad, what, sizeof what)) != TSAFE_OK ||
+        (st = io_require_signed(ad, "serve", allow_unsigned, what, sizeof what)) != TSAFE_OK ||
         (st = io_resolve_modules(ad, modules, m, what, sizeof what)) != TSAFE_OK ||
         (st = io_make_plan(preset, m, max_abs, precision, &plan, what, sizeof what)) != TSAFE_OK) {
         tool_fail(what, st);
@@ -743,6 +747,8 @@ int cmd_serve(int argc, char **argv)
            "d_in %u, |x| <= %g\n",
            bound, plan.name, 1u << plan.params.log_n, plan.log2_q, plan.max_log2_q, m->n,
            m->n == 1 ? "" : "s", m->d_in, plan.max_abs_x);
+    io_origin_text(ad, what, sizeof what);
+    printf("adapter: %s\n", what);
     fflush(stdout);
     if (port_file) {
         char pbuf[16], tmp[4200];
@@ -801,6 +807,12 @@ out:
 
 /* ------------------------------------------------------------- client */
 
+/* Default total epsilon of one client session (one `tensafe client` run)
+ * when --dp-budget is not given: a stated, fixed budget that refuses once
+ * spent, instead of E x rows, which can never refuse. Why 8: docs/THREAT_MODEL.md
+ * ("Differential privacy: the default budget"). */
+#define DP_SESSION_EPS_DEFAULT 8.0
+
 static const char k_client_help[] =
     "usage: tensafe client --port P --input X.f32 [--rows K] [--output D.f32]\n"
     "                      [--dp-eps E --dp-clip C [--dp-delta D] [--dp-budget EPS]]\n"
@@ -814,8 +826,11 @@ static const char k_client_help[] =
     "  --rows K       the first K rows of X.f32 (default: all)\n"
     "  --dp-eps E, --dp-clip C   clip u to L2 norm C and add Gaussian noise so that\n"
     "                 each release is (E, D)-DP (analytic Gaussian mechanism, exact\n"
-    "                 Gaussian-DP accounting); --dp-delta D (default 1e-5);\n"
-    "                 --dp-budget EPS total epsilon of the session (default E * rows)\n"
+    "                 Gaussian-DP accounting); --dp-delta D (default 1e-5, also the\n"
+    "                 session's total delta);\n"
+    "                 --dp-budget EPS total epsilon of the session (default 8, see\n"
+    "                 docs/THREAT_MODEL.md): rows beyond what it allows are refused\n"
+    "                 before anything is sent; the spent budget is printed at the end\n"
     "  --timeout S    send/receive timeout (default 30 s)\n"
     "Note: plain ZeRo-MOAI lets this client read the adapter's A (docs/THREAT_MODEL.md).\n";
 
@@ -936,12 +951,30 @@ static int run_client(const client_opts *co)
         dpp.clip_norm = co->dp_clip;
         dpp.eps = co->dp_eps;
         dpp.delta = co->dp_delta;
-        dpp.eps_total = co->budget_seen ? co->dp_budget : co->dp_eps * (double)rows;
+        dpp.eps_total = co->budget_seen ? co->dp_budget : DP_SESSION_EPS_DEFAULT;
         dpp.delta_total = co->dp_delta;
         dpp.accountant = TSAFE_DP_ACCOUNTANT_GDP;
         if ((st = tsafe_dp_session_create(&dpp, &dp)) != TSAFE_OK) {
             send_error(&c, st, "client gave up");
             tool_fail("client: DP session (--dp-eps, --dp-clip, --dp-delta, --dp-budget)", st);
+            goto out;
+        }
+        tsafe_dp_stats ds; /* refuse before releasing anything, not at row k */
+        if ((st = tsafe_dp_session_stats(dp, &ds)) != TSAFE_OK) {
+            snprintf(what, sizeof what, "client: DP session");
+        } else if (ds.releases_max < rows) {
+            snprintf(what, sizeof what,
+                     "client: %zu rows need %zu DP releases, the session budget eps %g "
+                     "(delta %g%s) allows %llu at --dp-eps %g; send fewer rows (--rows) or "
+                     "set --dp-budget",
+                     rows, rows, ds.eps_total, ds.delta_total,
+                     co->budget_seen ? "" : ", the default", (unsigned long long)ds.releases_max,
+                     co->dp_eps);
+            st = TSAFE_E_BUDGET;
+        }
+        if (st != TSAFE_OK) {
+            send_error(&c, st, "client gave up");
+            tool_fail(what, st);
             goto out;
         }
     }
@@ -1038,15 +1071,15 @@ static int run_client(const client_opts *co)
            rows == 1 ? "" : "s", ms / (double)rows, (double)c.bytes_out / 1024.0,
            (double)c.bytes_in / 1024.0, co->output ? ", deltas -> " : "",
            co->output ? co->output : "");
-    if (dp) {
+    rc = 0;
+out:
+    if (dp) { /* the spent budget, on every exit once a session exists */
         tsafe_dp_stats ds;
         if (tsafe_dp_session_stats(dp, &ds) == TSAFE_OK)
             printf("dp: clip %g, sigma %.4g, %llu releases, eps spent %.4g of %.4g (delta %g)\n",
                    ds.clip_norm, ds.sigma, (unsigned long long)ds.releases, ds.eps_spent,
                    ds.eps_total, ds.delta_total);
     }
-    rc = 0;
-out:
     if (c.fd >= 0)
         close(c.fd);
     for (size_t i = 0; h && i < h->n; i++)

@@ -11,6 +11,8 @@
 #include <jansson.h>
 
 #include "commands.h"
+#include <sodium.h>
+
 #include "io.h"
 
 /* ------------------------------------------------------------- files */
@@ -361,10 +363,67 @@ tsafe_status io_load_trusted_key(const char *arg, uint8_t pk[32])
 
 /* ------------------------------------------------------------ adapters */
 
+void io_origin_text(const tsafe_lora_adapter *ad, char *buf, size_t cap)
+{
+    tsafe_lora_origin o;
+    if (tsafe_lora_adapter_origin(ad, &o) != TSAFE_OK) {
+        snprintf(buf, cap, "unknown");
+        return;
+    }
+    if (o.kind == TSAFE_LORA_ORIGIN_SIGNED) {
+        char d[65], k[65];
+        sodium_bin2hex(d, sizeof d, o.package_digest, 32);
+        sodium_bin2hex(k, sizeof k, o.signer_key, 32);
+        snprintf(buf, cap, "signed package %s, signer %s", d, k);
+    } else if (o.path) {
+        snprintf(buf, cap, "UNSIGNED directory '%s'", o.path);
+    } else {
+        snprintf(buf, cap, "UNSIGNED (built in memory)");
+    }
+}
+
+tsafe_status io_require_signed(const tsafe_lora_adapter *ad, const char *cmd,
+                               int allow_unsigned, char *what, size_t cap)
+{
+    tsafe_lora_origin o;
+    tsafe_status st = tsafe_lora_adapter_origin(ad, &o);
+    if (st != TSAFE_OK) {
+        snprintf(what, cap, "%s: adapter origin", cmd);
+        return st;
+    }
+    if (o.kind == TSAFE_LORA_ORIGIN_SIGNED)
+        return TSAFE_OK;
+    char org[4200];
+    io_origin_text(ad, org, sizeof org);
+    if (!allow_unsigned) {
+        snprintf(what, cap,
+                 "%s: refusing the %s: sign it into a package ('tensafe adapter pack') and "
+                 "serve that with --trusted-key, or pass --allow-unsigned",
+                 cmd, org);
+        return TSAFE_E_UNSIGNED;
+    }
+    fprintf(stderr, "tensafe: warning: %s: serving the %s (--allow-unsigned): nobody vouches "
+                    "for its weights\n", cmd, org);
+    return TSAFE_OK;
+}
+
+/* Appends ": <detail>" of a failed load to what (it names the culprit). */
+static void add_detail(char *what, size_t cap, const tsafe_error_info *ei)
+{
+    size_t n = strlen(what);
+    if (ei->detail[0] && n + 3 < cap)
+        snprintf(what + n, cap - n, ": %s", ei->detail);
+}
+
 tsafe_status io_load_adapter(const char *path, const char *trusted_key,
                              tsafe_lora_adapter **out, char *what, size_t cap)
 {
     *out = NULL;
+    tsafe_error_info ei;
+    tsafe_lora_load_options opt;
+    memset(&opt, 0, sizeof opt);
+    opt.error = &ei;
+    tsafe_status st;
     int d = io_is_dir(path);
     if (d < 0) {
         snprintf(what, cap, "adapter '%s'", path);
@@ -372,14 +431,16 @@ tsafe_status io_load_adapter(const char *path, const char *trusted_key,
     }
     if (d == 1) {
         snprintf(what, cap, "load PEFT adapter '%s'", path);
-        return tsafe_lora_adapter_load_peft(path, out);
+        if ((st = tsafe_lora_adapter_load_peft_ex(path, &opt, out)) != TSAFE_OK)
+            add_detail(what, cap, &ei);
+        return st;
     }
     if (!trusted_key) {
         snprintf(what, cap, "package '%s' needs --trusted-key (hex or key file)", path);
         return TSAFE_E_KEY;
     }
     uint8_t pk[32];
-    tsafe_status st = io_load_trusted_key(trusted_key, pk);
+    st = io_load_trusted_key(trusted_key, pk);
     if (st != TSAFE_OK) {
         snprintf(what, cap, "trusted key '%s' (64 hex characters or a file of them)", trusted_key);
         return st;
@@ -391,7 +452,9 @@ tsafe_status io_load_adapter(const char *path, const char *trusted_key,
         return st;
     }
     snprintf(what, cap, "verify and load package '%s'", path);
-    st = tsafe_lora_adapter_load_package(b, n, pk, NULL, out);
+    st = tsafe_lora_adapter_load_package(b, n, pk, &opt, out);
+    if (st != TSAFE_OK)
+        add_detail(what, cap, &ei);
     free(b);
     return st;
 }

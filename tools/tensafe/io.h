@@ -93,6 +93,15 @@ tsafe_status io_load_trusted_key(const char *arg, uint8_t pk[32]);
  * writes a description of the step into what (cap bytes). */
 tsafe_status io_load_adapter(const char *path, const char *trusted_key,
                              tsafe_lora_adapter **out, char *what, size_t cap);
+/* Where the adapter came from, one line: "signed package <digest hex>,
+ * signer <key hex>" or "UNSIGNED directory '<path>'" (or "UNSIGNED (built
+ * in memory)"). */
+void io_origin_text(const tsafe_lora_adapter *ad, char *buf, size_t cap);
+/* Serving policy: a signed adapter passes; an unsigned one is refused
+ * (TSAFE_E_UNSIGNED, description in what) unless allow_unsigned, and then
+ * warned about on stderr. */
+tsafe_status io_require_signed(const tsafe_lora_adapter *ad, const char *cmd,
+                               int allow_unsigned, char *what, size_t cap);
 /* Index of a module by canonical name, or by a unique last-components
  * suffix ("q_proj", "self_attn.q_proj"). TSAFE_E_NOT_FOUND / TSAFE_E_ARG
  * (ambiguous), with a description in what. */

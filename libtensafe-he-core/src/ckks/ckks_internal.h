@@ -116,6 +116,10 @@ tsafe_status tsafe_encode_coeffs(const tsafe_context *ctx, const double *re,
                                  const double *im, size_t count, double scale,
                                  uint32_t level, uint64_t *poly);
 
+/* White-box hook for tests: this thread's FFT scratch (NULL and 0 bytes
+ * before its first encode/decode). Read-only; never exported. */
+const void *tsafe_encode_scratch_peek_(size_t *bytes);
+
 /* Centred CRT of the residues res[0..level] (one coefficient) to double. */
 double tsafe_crt_to_double(const tsafe_context *c, const uint64_t *res,
                            uint32_t level);

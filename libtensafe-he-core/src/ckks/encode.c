@@ -21,7 +21,10 @@
 
 /* Per-thread FFT scratch: encode/decode run on the hot path of every token,
  * and a fresh 16*N-byte buffer per call costs page faults (large mallocs
- * are fresh mmaps). Freed by the key's destructor when the thread exits. */
+ * are fresh mmaps). Freed by the key's destructor when the thread exits.
+ * It holds slot values, which are secret on the client path (the client's
+ * x) and after a decode: every user wipes it before returning, so between
+ * calls it is all zeros (tsafe_encode_scratch_peek_ lets a test check). */
 static pthread_key_t g_scratch_key;
 static pthread_once_t g_scratch_once = PTHREAD_ONCE_INIT;
 
@@ -70,6 +73,14 @@ static fftw_complex *scratch_get(size_t n)
         s->n = n;
     }
     return s->v;
+}
+
+const void *tsafe_encode_scratch_peek_(size_t *bytes)
+{
+    pthread_once(&g_scratch_once, scratch_key_init);
+    fft_scratch *s = pthread_getspecific(g_scratch_key);
+    *bytes = s && s->v ? s->n * sizeof *s->v : 0;
+    return s ? s->v : NULL;
 }
 
 tsafe_status tsafe_plaintext_create(const tsafe_context *ctx,
@@ -165,7 +176,10 @@ tsafe_status tsafe_encode_coeffs(const tsafe_context *ctx, const double *re,
     memset(v, 0, n * sizeof *v);
     for (size_t j = 0; j < count; j++) {
         double a = re[j], b = im ? im[j] : 0.0;
-        TSAFE_REQUIRE(isfinite(a) && isfinite(b), TSAFE_E_VALUE_RANGE);
+        if (!isfinite(a) || !isfinite(b)) {
+            st = TSAFE_E_VALUE_RANGE;
+            goto wipe;
+        }
         size_t s = ctx->slot_index[j];
         v[s] = a + I * b;
         v[n - 1 - s] = a - I * b; /* zeta^-t = conj: index N-1-s */
@@ -187,7 +201,11 @@ tsafe_status tsafe_encode_coeffs(const tsafe_context *ctx, const double *re,
         put_coeff(ctx, x, level, poly, k, big);
     }
     mpz_clear(big);
-    return st; /* scratch stays with the thread; it held public slot data */
+wipe:
+    /* the buffer stays with the thread, its contents do not: they are the
+     * slot values (x itself when a client encrypts) */
+    sodium_memzero(v, n * sizeof *v);
+    return st;
 }
 
 tsafe_status tsafe_ckks_encode_complex(const tsafe_context *ctx,

@@ -232,6 +232,10 @@ tsafe_status tsafe_ckks_encrypt_values_symmetric(
     ct->seeded = 1;
     ct->valid = 1;
 fail:
+    /* a failure after encoding leaves m (the caller's values, scaled) in
+     * c0 in the clear: wipe what may have been written */
+    if (st != TSAFE_OK && level < ctx->n_data)
+        sodium_memzero(ct->c0, (size_t)(level + 1) * ctx->n * sizeof *ct->c0);
     sodium_memzero(root, sizeof root);
     sodium_memzero(e_seed, sizeof e_seed);
     if (e) {

@@ -41,6 +41,7 @@ static const status_entry k_status[] = {
     {TSAFE_E_KEY, "TSAFE_E_KEY", "wrong or unusable key"},
     {TSAFE_E_REPLAY, "TSAFE_E_REPLAY",
      "message replayed, reordered or from another session"},
+    {TSAFE_E_UNSIGNED, "TSAFE_E_UNSIGNED", "unsigned adapter refused (unsigned adapters must be allowed explicitly)"},
     {TSAFE_E_BUDGET, "TSAFE_E_BUDGET", "differential-privacy budget exhausted"},
     {TSAFE_E_DEVICE, "TSAFE_E_DEVICE", "device call failed"},
     {TSAFE_E_NO_DEVICE, "TSAFE_E_NO_DEVICE", "no usable device"},

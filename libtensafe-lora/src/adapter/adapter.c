@@ -112,7 +112,29 @@ void tsafe_lora_adapter_free(tsafe_lora_adapter *a)
     for (size_t i = 0; i < a->n_targets; i++)
         free(a->targets[i]);
     free(a->targets);
+    free(a->origin_path);
     free(a);
+}
+
+tsafe_status tsafe_lora_adapter_set_unsigned_path(tsafe_lora_adapter *a, const char *path)
+{
+    char *copy = path ? strdup(path) : NULL;
+    if (path && !copy)
+        return TSAFE_E_NOMEM;
+    free(a->origin_path);
+    memset(&a->origin, 0, sizeof a->origin);
+    a->origin.kind = TSAFE_LORA_ORIGIN_UNSIGNED;
+    a->origin_path = copy;
+    a->origin.path = copy;
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_lora_adapter_origin(const tsafe_lora_adapter *a, tsafe_lora_origin *out)
+{
+    if (!a || !out)
+        return TSAFE_E_NULL;
+    *out = a->origin;
+    return TSAFE_OK;
 }
 
 /* Lower bound of name in the sorted table; *found set when equal. */

@@ -23,7 +23,12 @@ struct tsafe_lora_adapter {
     size_t n, cap;
     char **targets;
     size_t n_targets;
+    tsafe_lora_origin origin; /* path points at origin_path */
+    char *origin_path;
 };
+
+/* Records an unsigned origin with a copy of path (NULL: none). */
+tsafe_status tsafe_lora_adapter_set_unsigned_path(tsafe_lora_adapter *a, const char *path);
 
 /* Natural order: digit runs compared as numbers, the rest bytewise. */
 int tsafe_lora_name_cmp(const char *a, const char *b);

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "detail.h"
 #include "peft_internal.h"
 #include "safetensors_internal.h"
 
@@ -73,63 +74,91 @@ static tsafe_status string_list(json_t *v, json_t **out)
     return TSAFE_OK;
 }
 
+/* The config's failures all read "adapter_config.json: ..." */
+#define CFG_FAIL(code, ...)                                                       \
+    do {                                                                          \
+        st = tsafe_detail(err, (code), "adapter_config.json: " __VA_ARGS__);      \
+        goto fail;                                                                \
+    } while (0)
+
 tsafe_status tsafe_peft_config_parse(const char *text, size_t len,
-                                     tsafe_peft_config *c)
+                                     tsafe_error_info *err, tsafe_peft_config *c)
 {
     tsafe_status st = TSAFE_OK;
     memset(c, 0, sizeof *c);
     json_error_t jerr;
     c->root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-    TSAFE_CHECK(c->root, TSAFE_E_JSON);
-    TSAFE_CHECK(json_is_object(c->root), TSAFE_E_FORMAT);
+    if (!c->root)
+        CFG_FAIL(TSAFE_E_JSON, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
+    if (!json_is_object(c->root))
+        CFG_FAIL(TSAFE_E_FORMAT, "not a JSON object");
     json_t *root = c->root;
 
     /* DoRA first: the clearest answer for a DoRA adapter. */
     int flag;
-    TSAFE_TRY(opt_bool(root, "use_dora", &flag));
-    TSAFE_CHECK(!flag, TSAFE_E_DORA);
+    if ((st = opt_bool(root, "use_dora", &flag)) != TSAFE_OK)
+        CFG_FAIL(st, "\"use_dora\" is not a boolean");
+    if (flag)
+        CFG_FAIL(TSAFE_E_DORA, "\"use_dora\": true (DoRA is not supported)");
 
     json_t *pt = json_object_get(root, "peft_type");
-    TSAFE_CHECK(pt, TSAFE_E_MISSING_FIELD);
-    TSAFE_CHECK(json_is_string(pt), TSAFE_E_FORMAT);
-    TSAFE_CHECK(strcmp(json_string_value(pt), "LORA") == 0, TSAFE_E_UNSUPPORTED);
+    if (!pt)
+        CFG_FAIL(TSAFE_E_MISSING_FIELD, "no \"peft_type\"");
+    if (!json_is_string(pt))
+        CFG_FAIL(TSAFE_E_FORMAT, "\"peft_type\" is not a string");
+    if (strcmp(json_string_value(pt), "LORA") != 0)
+        CFG_FAIL(TSAFE_E_UNSUPPORTED, "\"peft_type\": \"%s\", expected \"LORA\"",
+                 json_string_value(pt));
 
     json_t *r = json_object_get(root, "r");
     json_t *alpha = json_object_get(root, "lora_alpha");
-    TSAFE_CHECK(r && alpha, TSAFE_E_MISSING_FIELD);
-    TSAFE_CHECK(positive_rank(r, &c->cfg.r), TSAFE_E_FORMAT);
-    TSAFE_CHECK(finite_number(alpha, &c->cfg.lora_alpha), TSAFE_E_FORMAT);
+    if (!r || !alpha)
+        CFG_FAIL(TSAFE_E_MISSING_FIELD, "no \"%s\"", !r ? "r" : "lora_alpha");
+    if (!positive_rank(r, &c->cfg.r))
+        CFG_FAIL(TSAFE_E_FORMAT, "\"r\" is not an integer in [1, 2^24]");
+    if (!finite_number(alpha, &c->cfg.lora_alpha))
+        CFG_FAIL(TSAFE_E_FORMAT, "\"lora_alpha\" is not a finite number");
 
-    TSAFE_TRY(opt_bool(root, "use_rslora", &c->cfg.use_rslora));
-    TSAFE_TRY(opt_bool(root, "fan_in_fan_out", &c->cfg.fan_in_fan_out));
-    TSAFE_TRY(opt_bool(root, "lora_bias", &flag));
-    TSAFE_CHECK(!flag, TSAFE_E_UNSUPPORTED);
-    TSAFE_TRY(opt_bool(root, "use_qalora", &flag));
-    TSAFE_CHECK(!flag, TSAFE_E_UNSUPPORTED);
+    const char *bools[4] = {"use_rslora", "fan_in_fan_out", "lora_bias", "use_qalora"};
+    int *dst[4] = {&c->cfg.use_rslora, &c->cfg.fan_in_fan_out, &flag, &flag};
+    for (int b = 0; b < 4; b++) {
+        if ((st = opt_bool(root, bools[b], dst[b])) != TSAFE_OK)
+            CFG_FAIL(st, "\"%s\" is not a boolean", bools[b]);
+        if (b >= 2 && flag)
+            CFG_FAIL(TSAFE_E_UNSUPPORTED, "\"%s\": true is not supported", bools[b]);
+    }
 
     const char *names[2] = {"rank_pattern", "alpha_pattern"};
     for (int p = 0; p < 2; p++) {
         json_t *pat = json_object_get(root, names[p]);
         if (!pat || json_is_null(pat))
             continue;
-        TSAFE_CHECK(json_is_object(pat), TSAFE_E_FORMAT);
+        if (!json_is_object(pat))
+            CFG_FAIL(TSAFE_E_FORMAT, "\"%s\" is not an object", names[p]);
         const char *k;
         json_t *v;
         json_object_foreach(pat, k, v) {
             size_t rv;
             double av;
-            TSAFE_CHECK(k[0] != '\0', TSAFE_E_FORMAT);
-            TSAFE_CHECK(p == 0 ? positive_rank(v, &rv) : finite_number(v, &av),
-                     TSAFE_E_FORMAT);
+            if (k[0] == '\0')
+                CFG_FAIL(TSAFE_E_FORMAT, "\"%s\" has an empty key", names[p]);
+            if (!(p == 0 ? positive_rank(v, &rv) : finite_number(v, &av)))
+                CFG_FAIL(TSAFE_E_FORMAT, "\"%s\"[\"%s\"] is not %s", names[p], k,
+                         p == 0 ? "an integer in [1, 2^24]" : "a finite number");
         }
         if (p == 0)
             c->rank_pattern = pat;
         else
             c->alpha_pattern = pat;
     }
-    TSAFE_TRY(string_list(json_object_get(root, "target_modules"), &c->targets));
-    TSAFE_TRY(string_list(json_object_get(root, "target_parameters"),
-                       &c->target_params));
+    const char *lists[2] = {"target_modules", "target_parameters"};
+    json_t **ldst[2] = {&c->targets, &c->target_params};
+    for (int l = 0; l < 2; l++)
+        if ((st = string_list(json_object_get(root, lists[l]), ldst[l])) != TSAFE_OK) {
+            if (st == TSAFE_E_NOMEM)
+                goto fail;
+            CFG_FAIL(st, "\"%s\" is not a string or a list of strings", lists[l]);
+        }
     return TSAFE_OK;
 fail:
     tsafe_peft_config_clear(c);

@@ -16,9 +16,10 @@ typedef struct {
     json_t *target_params; /* array of strings (normalised) */
 } tsafe_peft_config;
 
-/* Parses and validates adapter_config.json text. On error nothing is held. */
+/* Parses and validates adapter_config.json text. On error nothing is held
+ * and err (may be NULL) names the field. */
 tsafe_status tsafe_peft_config_parse(const char *text, size_t len,
-                                     tsafe_peft_config *out);
+                                     tsafe_error_info *err, tsafe_peft_config *out);
 void tsafe_peft_config_clear(tsafe_peft_config *c);
 
 /* PEFT's pattern rule: name == key or name ends with "." + key. */

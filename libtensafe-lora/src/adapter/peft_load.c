@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "detail.h"
 #include "peft_internal.h"
 #include "safetensors_internal.h"
 
@@ -15,6 +16,7 @@ typedef struct {
     const tsafe_safetensors *st;
     tsafe_lora_fused_layout layout;
     tsafe_lora_adapter *a;
+    tsafe_error_info *err; /* caller's, may be NULL */
 } load_ctx;
 
 static int cmp_keys(const void *x, const void *y)
@@ -34,14 +36,23 @@ static tsafe_status read_factor(const load_ctx *c, const char *name,
 {
     tsafe_status st = tsafe_safetensors_find(c->st, name, ti);
     if (st != TSAFE_OK)
-        return st;
+        return tsafe_detail(c->err, st, "tensor '%s' not found", name);
     if (ti->dtype != TSAFE_DTYPE_F32 && ti->dtype != TSAFE_DTYPE_F16 &&
         ti->dtype != TSAFE_DTYPE_BF16)
-        return TSAFE_E_DTYPE;
-    if (ti->ndim != 2 || ti->numel == 0)
-        return TSAFE_E_SHAPE;
+        return tsafe_detail(c->err, TSAFE_E_DTYPE,
+                            "tensor '%s': dtype %s, expected F32, F16 or BF16", name,
+                            tsafe_dtype_name(ti->dtype));
+    if (ti->ndim != 2 || ti->numel == 0) {
+        char sh[96];
+        return tsafe_detail(c->err, TSAFE_E_SHAPE,
+                            "tensor '%s': shape %s, expected 2-D with no zero dimension "
+                            "(found %zu-D, %zu elements)",
+                            name, tsafe_detail_shape(sh, sizeof sh, ti->shape, ti->ndim),
+                            ti->ndim, ti->numel);
+    }
     if (ti->numel > SIZE_MAX / sizeof(float))
-        return TSAFE_E_SIZE_OVERFLOW;
+        return tsafe_detail(c->err, TSAFE_E_SIZE_OVERFLOW, "tensor '%s': %zu elements", name,
+                            ti->numel);
     float *v = malloc(ti->numel * sizeof *v);
     if (!v)
         return TSAFE_E_NOMEM;
@@ -117,9 +128,42 @@ static tsafe_status fused_proj(const load_ctx *c, const tsafe_peft_key *k,
         qsort(cand, m, sizeof *cand, cmp_proj);
         *proj = cand[m - 1 - (size_t)k->depth];
         st = TSAFE_OK;
+    } else {
+        tsafe_detail(c->err, st,
+                     "tensor '%s': fused expert weight, but target_parameters names %zu "
+                     "parameter%s of '%s' (expected at least %d)",
+                     k->key, m, m == 1 ? "" : "s", k->peft_name, k->depth + 1);
     }
     free(cand);
     return st;
+}
+
+/* lora_B's columns must equal lora_A's rows (the rank). */
+static tsafe_status shape_mismatch(const load_ctx *c, const char *a_key,
+                                   const tsafe_tensor_info *ta, const char *b_key,
+                                   const tsafe_tensor_info *tb)
+{
+    char sa[96], sb[96];
+    return tsafe_detail(c->err, TSAFE_E_SHAPE,
+                        "tensor '%s' is %s: expected %llu columns (the rows of '%s' %s), "
+                        "found %llu",
+                        b_key, tsafe_detail_shape(sb, sizeof sb, tb->shape, tb->ndim),
+                        (unsigned long long)ta->shape[0], a_key,
+                        tsafe_detail_shape(sa, sizeof sa, ta->shape, ta->ndim),
+                        (unsigned long long)tb->shape[1]);
+}
+
+/* Detail for a refused module (duplicate name, non-finite values...). */
+static void append_failed(const load_ctx *c, tsafe_status st, const char *module)
+{
+    if (st == TSAFE_E_VALUE_RANGE)
+        tsafe_detail(c->err, st, "module '%s': a non-finite value in lora_A, lora_B or alpha",
+                     module);
+    else if (st == TSAFE_E_ARG)
+        tsafe_detail(c->err, TSAFE_E_ADAPTER, "module '%s': name refused or given twice",
+                     module);
+    else
+        tsafe_detail(c->err, st, "module '%s'", module);
 }
 
 static tsafe_status add_plain(load_ctx *c, const tsafe_peft_key *ka,
@@ -132,11 +176,24 @@ static tsafe_status add_plain(load_ctx *c, const tsafe_peft_key *ka,
     TSAFE_TRY(read_factor(c, kb->key, &tb, &B));
     size_t r = (size_t)ta.shape[0], in = (size_t)ta.shape[1];
     size_t out = (size_t)tb.shape[0];
-    TSAFE_CHECK(tb.shape[1] == ta.shape[0], TSAFE_E_SHAPE);
-    TSAFE_CHECK(r == tsafe_peft_rank_for(c->cfg, ka->peft_name), TSAFE_E_ADAPTER);
+    if (tb.shape[1] != ta.shape[0]) {
+        st = shape_mismatch(c, ka->key, &ta, kb->key, &tb);
+        goto fail;
+    }
+    size_t want_r = tsafe_peft_rank_for(c->cfg, ka->peft_name);
+    if (r != want_r) {
+        st = tsafe_detail(c->err, TSAFE_E_ADAPTER,
+                          "tensor '%s': rank %zu, but adapter_config.json gives r = %zu for "
+                          "'%s' (expected %zu, found %zu)",
+                          ka->key, r, want_r, ka->peft_name, want_r, r);
+        goto fail;
+    }
     double alpha = tsafe_peft_alpha_for(c->cfg, ka->peft_name);
-    TSAFE_TRY(tsafe_lora_adapter_append(c->a, ka->canonical, r, in, out, A, B,
-                                     alpha, ta.dtype));
+    st = tsafe_lora_adapter_append(c->a, ka->canonical, r, in, out, A, B, alpha, ta.dtype);
+    if (st != TSAFE_OK) {
+        append_failed(c, st, ka->canonical);
+        goto fail;
+    }
     return TSAFE_OK;
 fail:
     free(A);
@@ -155,7 +212,10 @@ static tsafe_status add_fused(load_ctx *c, const tsafe_peft_key *ka,
     TSAFE_TRY(fused_proj(c, ka, &proj));
     TSAFE_TRY(read_factor(c, ka->key, &ta, &A));
     TSAFE_TRY(read_factor(c, kb->key, &tb, &B));
-    TSAFE_CHECK(tb.shape[1] == ta.shape[0], TSAFE_E_SHAPE);
+    if (tb.shape[1] != ta.shape[0]) {
+        st = shape_mismatch(c, ka->key, &ta, kb->key, &tb);
+        goto fail;
+    }
     size_t rE = (size_t)ta.shape[0], d1 = (size_t)ta.shape[1];
     size_t d2 = (size_t)tb.shape[0];
 
@@ -165,7 +225,13 @@ static tsafe_status add_fused(load_ctx *c, const tsafe_peft_key *ka,
     snprintf(pname, pl, "%s.%s", ka->peft_name, proj);
     size_t r = tsafe_peft_rank_for(c->cfg, pname);
     double alpha = tsafe_peft_alpha_for(c->cfg, pname);
-    TSAFE_CHECK(rE % r == 0, TSAFE_E_SHAPE);
+    if (rE % r != 0) {
+        st = tsafe_detail(c->err, TSAFE_E_SHAPE,
+                          "tensor '%s': %zu rows, expected a multiple of r = %zu (rank x "
+                          "experts; found remainder %zu)",
+                          ka->key, rE, r, rE % r);
+        goto fail;
+    }
     size_t E = rE / r;
     int swap = c->layout == TSAFE_LORA_FUSED_OUT_IN;
     size_t in = swap ? d2 : d1, out = swap ? d1 : d2;
@@ -194,8 +260,11 @@ static tsafe_status add_fused(load_ctx *c, const tsafe_peft_key *ka,
             }
         }
         snprintf(name, nl, "%s.%zu.%s", ka->canonical, e, proj);
-        TSAFE_TRY(tsafe_lora_adapter_append(c->a, name, r, in, out, Ae, Be, alpha,
-                                         ta.dtype));
+        st = tsafe_lora_adapter_append(c->a, name, r, in, out, Ae, Be, alpha, ta.dtype);
+        if (st != TSAFE_OK) {
+            append_failed(c, st, name);
+            goto fail;
+        }
         Ae = Be = NULL;
     }
 fail:
@@ -218,7 +287,15 @@ static tsafe_status build(load_ctx *c)
     for (size_t i = 0; i < n; i++) {
         tsafe_tensor_info ti;
         TSAFE_TRY(tsafe_safetensors_tensor_at(c->st, i, &ti));
-        TSAFE_TRY(tsafe_peft_parse_key(ti.name, &k[nk]));
+        if ((st = tsafe_peft_parse_key(ti.name, &k[nk])) != TSAFE_OK) {
+            tsafe_detail(c->err, st,
+                         st == TSAFE_E_DORA ? "tensor '%s': a DoRA magnitude vector"
+                         : st == TSAFE_E_NOMEM
+                             ? "tensor '%s'"
+                             : "tensor '%s': not a lora_A / lora_B weight of a LoRA module",
+                         ti.name);
+            goto fail;
+        }
         nk++;
     }
     qsort(k, nk, sizeof *k, cmp_keys);
@@ -227,18 +304,34 @@ static tsafe_status build(load_ctx *c)
         int same_next = i + 1 < nk &&
                         strcmp(k[i].canonical, k[i + 1].canonical) == 0 &&
                         k[i].depth == k[i + 1].depth;
-        TSAFE_CHECK(same_next && !k[i].is_b && k[i + 1].is_b, TSAFE_E_ADAPTER);
-        TSAFE_CHECK(i + 2 >= nk || strcmp(k[i].canonical, k[i + 2].canonical) ||
-                     k[i].depth != k[i + 2].depth,
-                 TSAFE_E_ADAPTER); /* the same factor under two names */
+        if (!(same_next && !k[i].is_b && k[i + 1].is_b)) {
+            st = tsafe_detail(c->err, TSAFE_E_ADAPTER,
+                              "tensor '%s': %s without its %s (module '%s')", k[i].key,
+                              k[i].is_b ? "lora_B" : "lora_A", k[i].is_b ? "lora_A" : "lora_B",
+                              k[i].canonical);
+            goto fail;
+        }
+        if (!(i + 2 >= nk || strcmp(k[i].canonical, k[i + 2].canonical) ||
+              k[i].depth != k[i + 2].depth)) { /* the same factor under two names */
+            st = tsafe_detail(c->err, TSAFE_E_ADAPTER,
+                              "tensors '%s' and '%s' give the same factor of module '%s'",
+                              k[i + 1].key, k[i + 2].key, k[i].canonical);
+            goto fail;
+        }
         if (k[i].fused)
             TSAFE_TRY(add_fused(c, &k[i], &k[i + 1]));
         else
             TSAFE_TRY(add_plain(c, &k[i], &k[i + 1]));
         i += 2;
     }
-    TSAFE_CHECK(c->a->n > 0, TSAFE_E_ADAPTER);
-    TSAFE_TRY(tsafe_lora_adapter_finish(c->a));
+    if (c->a->n == 0) {
+        st = tsafe_detail(c->err, TSAFE_E_ADAPTER, "no LoRA module (%zu tensors, none a lora_A/lora_B pair)", n);
+        goto fail;
+    }
+    if ((st = tsafe_lora_adapter_finish(c->a)) != TSAFE_OK) {
+        tsafe_detail(c->err, st, "two tensor keys give the same module name");
+        goto fail;
+    }
 fail:
     for (size_t i = 0; i < nk; i++)
         tsafe_peft_key_clear(&k[i]);
@@ -254,7 +347,8 @@ static tsafe_status load_common(const char *config, size_t config_len,
     tsafe_status st = TSAFE_OK;
     tsafe_peft_config cfg;
     tsafe_lora_adapter *a = NULL;
-    TSAFE_TRY(tsafe_peft_config_parse(config, config_len, &cfg));
+    tsafe_error_info *err = opt ? opt->error : NULL;
+    TSAFE_TRY(tsafe_peft_config_parse(config, config_len, err, &cfg));
     TSAFE_TRY(tsafe_lora_adapter_create(&cfg.cfg, &a));
     size_t nt = json_array_size(cfg.targets);
     if (nt) {
@@ -266,10 +360,12 @@ static tsafe_status load_common(const char *config, size_t config_len,
             a->n_targets++;
         }
     }
-    load_ctx c = {&cfg, sts, opt ? opt->fused_layout : TSAFE_LORA_FUSED_IN_OUT, a};
-    TSAFE_CHECK(c.layout == TSAFE_LORA_FUSED_IN_OUT ||
-                 c.layout == TSAFE_LORA_FUSED_OUT_IN,
-             TSAFE_E_ARG);
+    load_ctx c = {&cfg, sts, opt ? opt->fused_layout : TSAFE_LORA_FUSED_IN_OUT, a, err};
+    if (c.layout != TSAFE_LORA_FUSED_IN_OUT && c.layout != TSAFE_LORA_FUSED_OUT_IN) {
+        st = tsafe_detail(err, TSAFE_E_ARG, "fused_layout %d is not a tsafe_lora_fused_layout",
+                          (int)c.layout);
+        goto fail;
+    }
     TSAFE_TRY(build(&c));
     tsafe_peft_config_clear(&cfg);
     *out = a;
@@ -277,7 +373,7 @@ static tsafe_status load_common(const char *config, size_t config_len,
 fail:
     tsafe_peft_config_clear(&cfg);
     tsafe_lora_adapter_free(a);
-    return st;
+    return tsafe_detail(err, st, "%s", ""); /* status even when no detail */
 }
 
 tsafe_status tsafe_lora_adapter_load_peft_memory(
@@ -285,14 +381,16 @@ tsafe_status tsafe_lora_adapter_load_peft_memory(
     size_t safetensors_len, const tsafe_lora_load_options *opt,
     tsafe_lora_adapter **out)
 {
+    tsafe_error_info *err = opt ? opt->error : NULL;
+    tsafe_detail_reset(err);
     if (!out || !config_json || (!safetensors && safetensors_len))
-        return TSAFE_E_NULL;
+        return tsafe_detail(err, TSAFE_E_NULL, "a required pointer is NULL");
     *out = NULL;
     tsafe_safetensors *sts;
     tsafe_status st =
-        tsafe_safetensors_parse_borrowed(safetensors, safetensors_len, &sts);
+        tsafe_safetensors_parse_borrowed_ex(safetensors, safetensors_len, err, &sts);
     if (st != TSAFE_OK)
-        return st;
+        return tsafe_detail(err, st, "%s", "");
     st = load_common(config_json, config_len, sts, opt, out);
     tsafe_safetensors_free(sts);
     return st;
@@ -317,8 +415,10 @@ tsafe_status tsafe_lora_adapter_load_peft_ex(const char *dir,
                                              const tsafe_lora_load_options *opt,
                                              tsafe_lora_adapter **out)
 {
+    tsafe_error_info *err = opt ? opt->error : NULL;
+    tsafe_detail_reset(err);
     if (!dir || !out)
-        return TSAFE_E_NULL;
+        return tsafe_detail(err, TSAFE_E_NULL, "a required pointer is NULL");
     *out = NULL;
     tsafe_status st = TSAFE_OK;
     char *pc = join(dir, "adapter_config.json");
@@ -329,12 +429,31 @@ tsafe_status tsafe_lora_adapter_load_peft_ex(const char *dir,
     tsafe_safetensors *sts = NULL;
     TSAFE_CHECK(pc && ps && pb, TSAFE_E_NOMEM);
     if (!exists(ps)) {
-        TSAFE_CHECK(!exists(pb), TSAFE_E_PICKLE);
-        TSAFE_CHECK(0, TSAFE_E_NOT_FOUND);
+        st = exists(pb) ? tsafe_detail(err, TSAFE_E_PICKLE,
+                                       "'%s' exists but '%s' does not: pickled weights are "
+                                       "refused, convert them to safetensors",
+                                       pb, ps)
+                        : tsafe_detail(err, TSAFE_E_NOT_FOUND, "no '%s'", ps);
+        goto fail;
     }
-    TSAFE_TRY(tsafe_read_file(pc, CONFIG_CAP, &text, &text_len));
-    TSAFE_TRY(tsafe_safetensors_open_file(ps, &sts));
+    if ((st = tsafe_read_file(pc, CONFIG_CAP, &text, &text_len)) != TSAFE_OK) {
+        tsafe_detail(err, st, st == TSAFE_E_NOT_FOUND ? "no '%s'" : "read '%s'", pc);
+        goto fail;
+    }
+    if ((st = tsafe_safetensors_open_file_ex(ps, err, &sts)) != TSAFE_OK) {
+        if (err && err->detail[0] && err->detail[0] != '\'') { /* name the file */
+            char inner[TSAFE_ERROR_DETAIL_MAX];
+            memcpy(inner, err->detail, sizeof inner);
+            err->detail[0] = '\0';
+            tsafe_detail(err, st, "'%s': %s", ps, inner);
+        }
+        goto fail;
+    }
     TSAFE_TRY(load_common((const char *)text, text_len, sts, opt, out));
+    if ((st = tsafe_lora_adapter_set_unsigned_path(*out, dir)) != TSAFE_OK) {
+        tsafe_lora_adapter_free(*out);
+        *out = NULL;
+    }
 fail:
     tsafe_safetensors_free(sts);
     free(text);

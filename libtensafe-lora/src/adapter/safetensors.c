@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "detail.h"
 #include "safetensors_internal.h"
 
 typedef struct {
@@ -36,6 +37,7 @@ struct tsafe_safetensors {
     char **meta_key;
     char **meta_val;
     size_t n_meta;
+    tsafe_error_info *err; /* during parsing only (caller's, may be NULL) */
 };
 
 /* ---------------------------------------------------------------- utf-8 */
@@ -132,28 +134,40 @@ static int json_uint(const json_t *v, uint64_t *out)
     return 1;
 }
 
-static tsafe_status parse_entry(const char *name, json_t *obj, st_tensor *t)
+static tsafe_status parse_entry(const char *name, json_t *obj, st_tensor *t,
+                                tsafe_error_info *err)
 {
     tsafe_status st = TSAFE_OK;
     if (!json_is_object(obj))
-        return TSAFE_E_FORMAT;
+        return tsafe_detail(err, TSAFE_E_FORMAT, "tensor '%s': entry is not a JSON object",
+                            name);
     json_t *dt = json_object_get(obj, "dtype");
     json_t *sh = json_object_get(obj, "shape");
     json_t *off = json_object_get(obj, "data_offsets");
     if (!dt || !sh || !off)
-        return TSAFE_E_MISSING_FIELD;
+        return tsafe_detail(err, TSAFE_E_MISSING_FIELD, "tensor '%s': no \"%s\"", name,
+                            !dt ? "dtype" : !sh ? "shape" : "data_offsets");
     if (json_object_size(obj) != 3)
-        return TSAFE_E_FORMAT; /* unknown field */
+        return tsafe_detail(err, TSAFE_E_FORMAT,
+                            "tensor '%s': %zu fields, expected dtype, shape and "
+                            "data_offsets only",
+                            name, json_object_size(obj));
     if (!json_is_string(dt) || !json_is_array(sh) || !json_is_array(off) ||
         json_array_size(off) != 2)
-        return TSAFE_E_FORMAT;
+        return tsafe_detail(err, TSAFE_E_FORMAT,
+                            "tensor '%s': dtype must be a string, shape an array and "
+                            "data_offsets an array of 2",
+                            name);
     t->dtype = tsafe_dtype_from_name(json_string_value(dt));
     if (t->dtype == TSAFE_DTYPE_INVALID)
-        return TSAFE_E_DTYPE;
+        return tsafe_detail(err, TSAFE_E_DTYPE, "tensor '%s': unknown dtype \"%s\"", name,
+                            json_string_value(dt));
     uint64_t b, e;
     if (!json_uint(json_array_get(off, 0), &b) ||
         !json_uint(json_array_get(off, 1), &e))
-        return TSAFE_E_FORMAT;
+        return tsafe_detail(err, TSAFE_E_FORMAT,
+                            "tensor '%s': data_offsets are not two non-negative integers",
+                            name);
     t->ndim = json_array_size(sh);
     size_t numel = 1;
     if (t->ndim) {
@@ -162,16 +176,32 @@ static tsafe_status parse_entry(const char *name, json_t *obj, st_tensor *t)
     }
     for (size_t i = 0; i < t->ndim; i++) {
         uint64_t d;
-        TSAFE_CHECK(json_uint(json_array_get(sh, i), &d), TSAFE_E_FORMAT);
-        TSAFE_CHECK(d <= SIZE_MAX, TSAFE_E_SIZE_OVERFLOW);
+        if (!json_uint(json_array_get(sh, i), &d)) {
+            st = tsafe_detail(err, TSAFE_E_FORMAT,
+                              "tensor '%s': shape[%zu] is not a non-negative integer", name,
+                              i);
+            goto fail;
+        }
+        if (d > SIZE_MAX || !tsafe_mul_size(numel, (size_t)d, &numel)) {
+            st = tsafe_detail(err, TSAFE_E_SIZE_OVERFLOW,
+                              "tensor '%s': element count overflows at shape[%zu] = %llu",
+                              name, i, (unsigned long long)d);
+            goto fail;
+        }
         t->shape[i] = d;
-        TSAFE_CHECK(tsafe_mul_size(numel, (size_t)d, &numel),
-                 TSAFE_E_SIZE_OVERFLOW);
     }
     t->numel = numel;
-    TSAFE_CHECK(tsafe_mul_size(numel, tsafe_dtype_size(t->dtype), &t->nbytes),
-             TSAFE_E_SIZE_OVERFLOW);
-    TSAFE_CHECK(b <= SIZE_MAX && e <= SIZE_MAX, TSAFE_E_OFFSETS);
+    if (!tsafe_mul_size(numel, tsafe_dtype_size(t->dtype), &t->nbytes)) {
+        st = tsafe_detail(err, TSAFE_E_SIZE_OVERFLOW,
+                          "tensor '%s': %zu elements of %s overflow a size", name, numel,
+                          tsafe_dtype_name(t->dtype));
+        goto fail;
+    }
+    if (b > SIZE_MAX || e > SIZE_MAX) {
+        st = tsafe_detail(err, TSAFE_E_OFFSETS, "tensor '%s': data_offsets [%llu, %llu] too large",
+                          name, (unsigned long long)b, (unsigned long long)e);
+        goto fail;
+    }
     t->begin = (size_t)b;
     t->end = (size_t)e;
     t->name = strdup(name);
@@ -228,33 +258,48 @@ static tsafe_status parse_metadata(tsafe_safetensors *s, json_t *meta)
 static tsafe_status parse_all(tsafe_safetensors *s)
 {
     tsafe_status st = TSAFE_OK;
+    tsafe_error_info *err = s->err;
     json_t *root = NULL;
     if (s->len < 8)
-        return TSAFE_E_TRUNCATED;
+        return tsafe_detail(err, TSAFE_E_TRUNCATED,
+                            "%zu bytes: shorter than the 8-byte header length", s->len);
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--)
         n = (n << 8) | s->bytes[i];
     if (n > TSAFE_SAFETENSORS_MAX_HEADER)
-        return TSAFE_E_HEADER_TOO_LARGE;
+        return tsafe_detail(err, TSAFE_E_HEADER_TOO_LARGE,
+                            "header length %llu above the cap %u", (unsigned long long)n,
+                            TSAFE_SAFETENSORS_MAX_HEADER);
     if (n > s->len - 8)
-        return TSAFE_E_TRUNCATED;
+        return tsafe_detail(err, TSAFE_E_TRUNCATED,
+                            "header length %llu but only %zu bytes follow it (expected "
+                            "%llu, found %zu)",
+                            (unsigned long long)n, s->len - 8, (unsigned long long)n,
+                            s->len - 8);
     const uint8_t *hdr = s->bytes + 8;
     if (!tsafe_utf8_valid(hdr, (size_t)n))
-        return TSAFE_E_FORMAT;
+        return tsafe_detail(err, TSAFE_E_FORMAT, "header is not valid UTF-8");
     s->data = hdr + n;
     s->data_len = s->len - 8 - (size_t)n;
 
     json_error_t jerr;
     root = json_loadb((const char *)hdr, (size_t)n, JSON_REJECT_DUPLICATES,
                       &jerr);
-    TSAFE_CHECK(root, TSAFE_E_JSON);
-    TSAFE_CHECK(json_is_object(root), TSAFE_E_KIND);
+    if (!root)
+        return tsafe_detail(err, TSAFE_E_JSON, "header JSON, line %d column %d: %s",
+                            jerr.line, jerr.column, jerr.text);
+    if (!json_is_object(root)) {
+        st = tsafe_detail(err, TSAFE_E_KIND, "header is JSON but not an object");
+        goto fail;
+    }
 
     size_t total = json_object_size(root);
     json_t *meta = json_object_get(root, "__metadata__");
     size_t nt = total - (meta ? 1 : 0);
-    if (meta)
-        TSAFE_TRY(parse_metadata(s, meta));
+    if (meta && (st = parse_metadata(s, meta)) != TSAFE_OK) {
+        tsafe_detail(err, st, "\"__metadata__\" is not a map of strings to strings");
+        goto fail;
+    }
     if (nt) {
         s->t = calloc(nt, sizeof *s->t);
         TSAFE_CHECK(s->t, TSAFE_E_NOMEM);
@@ -264,7 +309,7 @@ static tsafe_status parse_all(tsafe_safetensors *s)
     json_object_foreach(root, key, val) {
         if (strcmp(key, "__metadata__") == 0)
             continue;
-        TSAFE_TRY(parse_entry(key, val, &s->t[s->n]));
+        TSAFE_TRY(parse_entry(key, val, &s->t[s->n], err));
         s->n++;
     }
 
@@ -274,12 +319,42 @@ static tsafe_status parse_all(tsafe_safetensors *s)
     size_t expect = 0;
     for (size_t i = 0; i < s->n; i++) {
         const st_tensor *t = &s->t[i];
-        TSAFE_CHECK(t->begin == expect && t->end >= t->begin, TSAFE_E_OFFSETS);
-        TSAFE_CHECK(t->end - t->begin == t->nbytes, TSAFE_E_SHAPE);
+        if (t->begin != expect || t->end < t->begin) {
+            st = tsafe_detail(err, TSAFE_E_OFFSETS,
+                              "tensor '%s': data_offsets [%zu, %zu], expected it to start at "
+                              "%zu (found %zu: %s)",
+                              t->name, t->begin, t->end, expect, t->begin,
+                              t->end < t->begin ? "end before start"
+                              : t->begin > expect ? "gap"
+                                                  : "overlap");
+            goto fail;
+        }
+        if (t->end - t->begin != t->nbytes) {
+            char sh[96];
+            st = tsafe_detail(err, TSAFE_E_SHAPE,
+                              "tensor '%s': shape %s of %s needs %zu bytes, data_offsets "
+                              "[%zu, %zu] span %zu (expected %zu, found %zu)",
+                              t->name, tsafe_detail_shape(sh, sizeof sh, t->shape, t->ndim),
+                              tsafe_dtype_name(t->dtype), t->nbytes, t->begin, t->end,
+                              t->end - t->begin, t->nbytes, t->end - t->begin);
+            goto fail;
+        }
         expect = t->end;
     }
-    TSAFE_CHECK(expect <= s->data_len, TSAFE_E_TRUNCATED);
-    TSAFE_CHECK(expect == s->data_len, TSAFE_E_OFFSETS);
+    if (expect > s->data_len) {
+        st = tsafe_detail(err, TSAFE_E_TRUNCATED,
+                          "tensors end at byte %zu of the data section, which has %zu "
+                          "(expected %zu, found %zu)",
+                          expect, s->data_len, expect, s->data_len);
+        goto fail;
+    }
+    if (expect != s->data_len) {
+        st = tsafe_detail(err, TSAFE_E_OFFSETS,
+                          "%zu bytes after the last tensor (data section %zu, tensors end "
+                          "at %zu)",
+                          s->data_len - expect, s->data_len, expect);
+        goto fail;
+    }
     if (s->n > 1)
         qsort(s->t, s->n, sizeof *s->t, cmp_names);
 fail:
@@ -308,9 +383,12 @@ void tsafe_safetensors_free(tsafe_safetensors *s)
     free(s);
 }
 
-static tsafe_status finish(tsafe_safetensors *s, tsafe_safetensors **out)
+static tsafe_status finish(tsafe_safetensors *s, tsafe_error_info *err,
+                           tsafe_safetensors **out)
 {
+    s->err = err;
     tsafe_status st = parse_all(s);
+    s->err = NULL;
     if (st != TSAFE_OK) {
         tsafe_safetensors_free(s);
         return st;
@@ -319,8 +397,9 @@ static tsafe_status finish(tsafe_safetensors *s, tsafe_safetensors **out)
     return TSAFE_OK;
 }
 
-tsafe_status tsafe_safetensors_parse_borrowed(const void *data, size_t len,
-                                              tsafe_safetensors **out)
+tsafe_status tsafe_safetensors_parse_borrowed_ex(const void *data, size_t len,
+                                                 tsafe_error_info *err,
+                                                 tsafe_safetensors **out)
 {
     if (!out || (!data && len))
         return TSAFE_E_NULL;
@@ -330,7 +409,13 @@ tsafe_status tsafe_safetensors_parse_borrowed(const void *data, size_t len,
         return TSAFE_E_NOMEM;
     s->bytes = data ? data : (const uint8_t *)"";
     s->len = len;
-    return finish(s, out);
+    return finish(s, err, out);
+}
+
+tsafe_status tsafe_safetensors_parse_borrowed(const void *data, size_t len,
+                                              tsafe_safetensors **out)
+{
+    return tsafe_safetensors_parse_borrowed_ex(data, len, NULL, out);
 }
 
 tsafe_status tsafe_safetensors_parse(const void *data, size_t len,
@@ -351,7 +436,7 @@ tsafe_status tsafe_safetensors_parse(const void *data, size_t len,
         memcpy(s->owned, data, len);
     s->bytes = s->owned;
     s->len = len;
-    return finish(s, out);
+    return finish(s, NULL, out);
 }
 
 tsafe_status tsafe_read_file(const char *path, size_t cap, uint8_t **data,
@@ -405,6 +490,12 @@ tsafe_status tsafe_write_file(const char *path, const void *data, size_t len)
 tsafe_status tsafe_safetensors_open_file(const char *path,
                                          tsafe_safetensors **out)
 {
+    return tsafe_safetensors_open_file_ex(path, NULL, out);
+}
+
+tsafe_status tsafe_safetensors_open_file_ex(const char *path, tsafe_error_info *err,
+                                            tsafe_safetensors **out)
+{
     if (!path || !out)
         return TSAFE_E_NULL;
     *out = NULL;
@@ -413,8 +504,10 @@ tsafe_status tsafe_safetensors_open_file(const char *path,
         return TSAFE_E_NOMEM;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
+        int e = errno;
         free(s);
-        return errno == ENOENT ? TSAFE_E_NOT_FOUND : TSAFE_E_IO;
+        return tsafe_detail(err, e == ENOENT ? TSAFE_E_NOT_FOUND : TSAFE_E_IO, "'%s': %s",
+                            path, strerror(e));
     }
     struct stat sb;
     if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0 &&
@@ -426,17 +519,17 @@ tsafe_status tsafe_safetensors_open_file(const char *path,
             s->map_len = (size_t)sb.st_size;
             s->bytes = m;
             s->len = s->map_len;
-            return finish(s, out);
+            return finish(s, err, out);
         }
     }
     close(fd);
     tsafe_status st = tsafe_read_file(path, SIZE_MAX / 2, &s->owned, &s->len);
     if (st != TSAFE_OK) {
         free(s);
-        return st;
+        return tsafe_detail(err, st, "read '%s'", path);
     }
     s->bytes = s->owned;
-    return finish(s, out);
+    return finish(s, err, out);
 }
 
 /* --------------------------------------------------------------- queries */

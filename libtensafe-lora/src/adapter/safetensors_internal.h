@@ -8,6 +8,14 @@
 #include "tensafe/safetensors.h"
 #include "tsafe_check.h"
 
+/* The public parse_borrowed / open_file, filling err (may be NULL) with
+ * the culprit when they fail (see tsafe_error_info). */
+tsafe_status tsafe_safetensors_parse_borrowed_ex(const void *data, size_t len,
+                                                 tsafe_error_info *err,
+                                                 tsafe_safetensors **out);
+tsafe_status tsafe_safetensors_open_file_ex(const char *path, tsafe_error_info *err,
+                                            tsafe_safetensors **out);
+
 /* Strict UTF-8 check (no overlongs, no surrogates, <= U+10FFFF). */
 int tsafe_utf8_valid(const uint8_t *s, size_t n);
 

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "tensafe/lora_two_party.h"
 #include "he_internal.h"
 #include "wire.h"
@@ -13,9 +15,20 @@ struct tsafe_lora_client {
     tsafe_secret_key *sk;
     tsafe_lora_plan plan;
     tsafe_plaintext *pt;
-    tsafe_ciphertext *ct;
-    double *re, *im, *y;
+    tsafe_ciphertext *ct; /* Enc(x) out, then the server's products in: public */
+    double *re, *im;      /* packed x: wiped by tsafe_lora_encrypt_x */
+    double *y;            /* decrypted coefficients (x_j A_ij sums): wiped after each use */
+    size_t slots;
 };
+
+/* free() for buffers that held plaintext derived from x. */
+static void wipe_free(void *p, size_t bytes)
+{
+    if (p) {
+        sodium_memzero(p, bytes);
+        free(p);
+    }
+}
 
 void tsafe_lora_bytes_free(uint8_t *bytes) { free(bytes); }
 
@@ -41,9 +54,10 @@ tsafe_status tsafe_lora_client_create(const tsafe_lora_plan *plan,
         (st = tsafe_ciphertext_create(c->ctx, &c->ct)) != TSAFE_OK)
         goto fail;
     size_t slots = tsafe_context_slots(c->ctx);
-    c->re = malloc(slots * sizeof *c->re);
-    c->im = malloc(slots * sizeof *c->im);
-    c->y = malloc(2 * plan->cols * sizeof *c->y);
+    c->re = calloc(slots, sizeof *c->re);
+    c->im = calloc(slots, sizeof *c->im);
+    c->y = calloc(2 * (size_t)plan->cols, sizeof *c->y);
+    c->slots = slots;
     st = TSAFE_E_NOMEM;
     if (!c->re || !c->im || !c->y)
         goto fail;
@@ -62,9 +76,9 @@ void tsafe_lora_client_free(tsafe_lora_client *c)
     tsafe_plaintext_free(c->pt);
     tsafe_secret_key_free(c->sk);
     tsafe_context_free(c->ctx);
-    free(c->re);
-    free(c->im);
-    free(c->y);
+    wipe_free(c->re, c->slots * sizeof *c->re);
+    wipe_free(c->im, c->slots * sizeof *c->im);
+    wipe_free(c->y, 2 * (size_t)c->plan.cols * sizeof *c->y);
     free(c);
 }
 
@@ -109,25 +123,16 @@ tsafe_status tsafe_lora_client_encrypt(tsafe_lora_client *c, const float *x,
     return TSAFE_OK;
 }
 
-tsafe_status tsafe_lora_client_decode(tsafe_lora_client *c, const uint8_t *response,
-                                      size_t len, size_t n_sites,
-                                      const uint32_t *ranks, float *const *u,
-                                      tsafe_lora_stats *stats)
+/* The sites of a response after its header: decrypts each product into
+ * c->y and reads u. The caller wipes c->y. */
+static tsafe_status decode_sites(tsafe_lora_client *c, tsafe_rbuf *rb, size_t n_sites,
+                                 const uint32_t *ranks, float *const *u, size_t stride,
+                                 size_t K, double *dec_us, double *sum_us)
 {
-    if (!c || !response || !ranks || !u)
-        return TSAFE_E_NULL;
-    tsafe_rbuf r = {response, len, 0};
-    tsafe_status st = tsafe_rbuf_header(&r, TSAFE_MSG_RESPONSE);
-    if (st != TSAFE_OK)
-        return st;
-    uint32_t ns;
-    if (!tsafe_rbuf_u32(&r, &ns))
-        return TSAFE_E_TRUNCATED;
-    if (ns != n_sites)
-        return TSAFE_E_FORMAT;
-    size_t stride = tsafe_lora_read_stride(c->ctx, &c->plan), K = 2 * c->plan.cols;
-    double dec_us = 0, sum_us = 0;
+    tsafe_rbuf r = *rb;
+    tsafe_status st;
     tsafe_lora_plan p = c->plan;
+    double sum_t = 0, dec_t = 0;
     for (size_t s = 0; s < n_sites; s++) {
         uint32_t rank, nb;
         if (!u[s])
@@ -154,10 +159,38 @@ tsafe_status tsafe_lora_client_decode(tsafe_lora_client *c, const uint8_t *respo
                 return st;
             double t1 = tsafe_lora_now_us();
             tsafe_lora_read_batch(c->ctx, &p, b, c->y, u[s]);
-            sum_us += tsafe_lora_now_us() - t1;
-            dec_us += t1 - t0;
+            sum_t += tsafe_lora_now_us() - t1;
+            dec_t += t1 - t0;
         }
     }
+    *rb = r;
+    *dec_us = dec_t;
+    *sum_us = sum_t;
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_lora_client_decode(tsafe_lora_client *c, const uint8_t *response,
+                                      size_t len, size_t n_sites,
+                                      const uint32_t *ranks, float *const *u,
+                                      tsafe_lora_stats *stats)
+{
+    if (!c || !response || !ranks || !u)
+        return TSAFE_E_NULL;
+    tsafe_rbuf r = {response, len, 0};
+    tsafe_status st = tsafe_rbuf_header(&r, TSAFE_MSG_RESPONSE);
+    if (st != TSAFE_OK)
+        return st;
+    uint32_t ns;
+    if (!tsafe_rbuf_u32(&r, &ns))
+        return TSAFE_E_TRUNCATED;
+    if (ns != n_sites)
+        return TSAFE_E_FORMAT;
+    size_t stride = tsafe_lora_read_stride(c->ctx, &c->plan), K = 2 * c->plan.cols;
+    double dec_us = 0, sum_us = 0;
+    st = decode_sites(c, &r, n_sites, ranks, u, stride, K, &dec_us, &sum_us);
+    sodium_memzero(c->y, K * sizeof *c->y); /* every exit: y held x_j A_ij sums */
+    if (st != TSAFE_OK)
+        return st;
     if (r.pos != len)
         return TSAFE_E_FORMAT;
     if (stats) {
@@ -198,7 +231,7 @@ tsafe_status tsafe_lora_client_release(tsafe_lora_client *c, size_t n_sites,
         if (st == TSAFE_OK)
             for (size_t s = 0, off = 0; s < n_sites; off += ranks[s], s++)
                 memcpy(u[s], all + off, ranks[s] * sizeof *all);
-        free(all);
+        wipe_free(all, total * sizeof *all); /* u before noise on error paths */
         if (st != TSAFE_OK)
             return st;
     }

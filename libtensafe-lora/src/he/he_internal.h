@@ -25,7 +25,9 @@ int tsafe_lora_plan_compatible(const tsafe_lora_plan *a,
                                const tsafe_lora_plan *b);
 
 /* Pack x (d_in floats) per the plan and encrypt it with sk (one pass,
- * fresh CSPRNG seed); checks the |x| bound. re/im: `slots` doubles each. */
+ * fresh CSPRNG seed); checks the |x| bound. re/im: `slots` doubles each,
+ * scratch for the packed x; every path that writes them wipes them before
+ * returning (sodium_memzero), so no copy of x stays in them. */
 tsafe_status tsafe_lora_encrypt_x(const tsafe_context *ctx,
                                   const tsafe_lora_plan *plan,
                                   const tsafe_secret_key *sk, const float *x,

@@ -2,6 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "he_internal.h"
 
 struct tsafe_lora_local {
@@ -10,10 +12,21 @@ struct tsafe_lora_local {
     tsafe_lora_plan plan;
     tsafe_plaintext *pt;
     tsafe_ciphertext *x_ct, *prod;
-    double *re, *im, *y;
-    float *u;
+    double *re, *im; /* packed x: wiped by tsafe_lora_encrypt_x */
+    double *y;       /* decrypted coefficients: wiped after each token */
+    float *u;        /* u = A x of _delta: wiped after each token */
     uint32_t u_cap;
+    size_t slots;
 };
+
+/* free() for buffers that held plaintext derived from x. */
+static void wipe_free(void *p, size_t bytes)
+{
+    if (p) {
+        sodium_memzero(p, bytes);
+        free(p);
+    }
+}
 
 tsafe_status tsafe_lora_local_create(const tsafe_lora_plan *plan,
                                      const uint8_t *seed, tsafe_lora_local **out)
@@ -37,9 +50,10 @@ tsafe_status tsafe_lora_local_create(const tsafe_lora_plan *plan,
         (st = tsafe_ciphertext_create(l->ctx, &l->prod)) != TSAFE_OK)
         goto fail;
     size_t slots = tsafe_context_slots(l->ctx);
-    l->re = malloc(slots * sizeof *l->re);
-    l->im = malloc(slots * sizeof *l->im);
-    l->y = malloc(2 * plan->cols * sizeof *l->y);
+    l->re = calloc(slots, sizeof *l->re);
+    l->im = calloc(slots, sizeof *l->im);
+    l->y = calloc(2 * (size_t)plan->cols, sizeof *l->y);
+    l->slots = slots;
     st = TSAFE_E_NOMEM;
     if (!l->re || !l->im || !l->y)
         goto fail;
@@ -59,10 +73,10 @@ void tsafe_lora_local_free(tsafe_lora_local *l)
     tsafe_plaintext_free(l->pt);
     tsafe_secret_key_free(l->sk);
     tsafe_context_free(l->ctx);
-    free(l->re);
-    free(l->im);
-    free(l->y);
-    free(l->u);
+    wipe_free(l->re, l->slots * sizeof *l->re);
+    wipe_free(l->im, l->slots * sizeof *l->im);
+    wipe_free(l->y, 2 * (size_t)l->plan.cols * sizeof *l->y);
+    wipe_free(l->u, (size_t)l->u_cap * sizeof *l->u);
     free(l);
 }
 
@@ -87,7 +101,7 @@ static tsafe_status check_sites(tsafe_lora_local *l,
 }
 
 /* Shared body of _u and _delta: u_out[s] gets rank values per site. */
-static tsafe_status run(tsafe_lora_local *l, const tsafe_lora_site *const *sites,
+static tsafe_status run_sites(tsafe_lora_local *l, const tsafe_lora_site *const *sites,
                         size_t n_sites, const float *x, float *const *u_out,
                         tsafe_lora_stats *stats)
 {
@@ -131,6 +145,16 @@ static tsafe_status run(tsafe_lora_local *l, const tsafe_lora_site *const *sites
     return TSAFE_OK;
 }
 
+static tsafe_status run(tsafe_lora_local *l, const tsafe_lora_site *const *sites,
+                        size_t n_sites, const float *x, float *const *u_out,
+                        tsafe_lora_stats *stats)
+{
+    tsafe_status st = run_sites(l, sites, n_sites, x, u_out, stats);
+    /* every exit: y held decrypted x_j A_ij sums */
+    sodium_memzero(l->y, 2 * (size_t)l->plan.cols * sizeof *l->y);
+    return st;
+}
+
 tsafe_status tsafe_lora_local_u(tsafe_lora_local *l,
                                 const tsafe_lora_site *const *sites, size_t n_sites,
                                 const float *x, float *const *u,
@@ -165,22 +189,26 @@ tsafe_status tsafe_lora_local_delta(tsafe_lora_local *l,
         total += sites[s]->plan.rank;
     }
     if (l->u_cap < total) {
-        float *nu = realloc(l->u, total * sizeof *nu);
+        /* not realloc: it may move the block and leave the old one unwiped */
+        float *nu = calloc(total, sizeof *nu);
         if (!nu)
             return TSAFE_E_NOMEM;
+        wipe_free(l->u, (size_t)l->u_cap * sizeof *l->u);
         l->u = nu;
         l->u_cap = (uint32_t)total;
     }
-    float *u_ptrs[1024];
+    float *u_ptrs[1024] = {NULL}; /* only n_sites used; set to quiet -Wmaybe-uninitialized */
     for (size_t s = 0, off = 0; s < n_sites; off += sites[s]->plan.rank, s++)
         u_ptrs[s] = l->u + off;
     tsafe_status st = run(l, sites, n_sites, x, u_ptrs, stats);
-    if (st != TSAFE_OK)
-        return st;
-    double t = tsafe_lora_now_us();
-    for (size_t s = 0; s < n_sites; s++)
-        tsafe_lora_apply_b(sites[s], u_ptrs[s], delta[s]);
-    if (stats)
-        stats->bu_us += tsafe_lora_now_us() - t;
-    return TSAFE_OK;
+    if (st == TSAFE_OK) {
+        double t = tsafe_lora_now_us();
+        for (size_t s = 0; s < n_sites; s++)
+            tsafe_lora_apply_b(sites[s], u_ptrs[s], delta[s]);
+        if (stats)
+            stats->bu_us += tsafe_lora_now_us() - t;
+    }
+    if (l->u) /* u = A x, partly written on error */
+        sodium_memzero(l->u, total * sizeof *l->u);
+    return st;
 }

@@ -7,6 +7,8 @@
 
 #include <cblas.h>
 
+#include <sodium.h>
+
 #include "he_internal.h"
 
 /* slot of copy c, position t: c + cols * t */
@@ -62,8 +64,13 @@ tsafe_status tsafe_lora_encrypt_x(const tsafe_context *ctx,
             im[s] = m;
         }
     }
-    return tsafe_ckks_encrypt_values_symmetric(ctx, sk, re, im, slots, p->scale_x,
-                                               p->level, NULL, ct);
+    tsafe_status st = tsafe_ckks_encrypt_values_symmetric(ctx, sk, re, im, slots,
+                                                          p->scale_x, p->level, NULL, ct);
+    /* re/im are the packed x: wipe on every exit (64 KiB at N = 16384,
+     * noise next to one encryption) */
+    sodium_memzero(re, slots * sizeof *re);
+    sodium_memzero(im, slots * sizeof *im);
+    return st;
 }
 
 double tsafe_lora_response_scale(const tsafe_context *ctx, const tsafe_lora_plan *p)

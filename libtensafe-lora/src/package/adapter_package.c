@@ -10,19 +10,27 @@
 
 #include "tensafe/lora_adapter.h"
 #include "tensafe/lora_package.h"
+#include "../adapter/adapter_internal.h"
+#include "../adapter/detail.h"
+#include "format.h"
 
 tsafe_status tsafe_lora_adapter_load_package(const uint8_t *bytes, size_t len,
                                              const uint8_t trusted_pk[32],
                                              const tsafe_lora_load_options *opt,
                                              tsafe_lora_adapter **out)
 {
+    tsafe_error_info *err = opt ? opt->error : NULL;
+    tsafe_detail_reset(err);
     if (!bytes || !trusted_pk || !out)
-        return TSAFE_E_NULL;
+        return tsafe_detail(err, TSAFE_E_NULL, "a required pointer is NULL");
     *out = NULL;
     tsafe_package *pkg = NULL;
     tsafe_status st = tsafe_package_open(bytes, len, trusted_pk, &pkg);
     if (st != TSAFE_OK)
-        return st;
+        return tsafe_detail(err, st, "package of %zu bytes: %s", len,
+                            st == TSAFE_E_VERIFY ? "digest or signature does not verify "
+                                                   "against the trusted key"
+                                                 : tsafe_strerror(st));
     tsafe_package_manifest m;
     const uint8_t *payload = NULL;
     size_t payload_len = 0;
@@ -44,6 +52,15 @@ tsafe_status tsafe_lora_adapter_load_package(const uint8_t *bytes, size_t len,
     }
     st = tsafe_lora_adapter_load_peft_memory(config, strlen(config), payload, payload_len, opt,
                                              out);
+    if (st == TSAFE_OK) {
+        /* open verified the stored digest (the bytes before the trailer)
+         * and the signature over it with trusted_pk */
+        tsafe_lora_origin *o = &(*out)->origin;
+        o->kind = TSAFE_LORA_ORIGIN_SIGNED;
+        memcpy(o->package_digest, bytes + len - PKG_TRAILER_BYTES, PKG_DIGEST_BYTES);
+        memcpy(o->signer_key, trusted_pk, 32);
+        o->path = NULL;
+    }
 out:
     free(config);
     json_decref(cfg);

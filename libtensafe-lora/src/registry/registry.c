@@ -29,6 +29,8 @@ struct tsafe_registry_ref { /* an entry */
     char *adapter_id;
     double price;
     uint64_t generation;
+    tsafe_lora_origin origin; /* path points at origin_path */
+    char *origin_path;
     meter *adapter_meter;
     meter *slot_meter;
 };
@@ -45,6 +47,7 @@ struct tsafe_registry {
     size_t n_slots, cap_slots;
     meter *adapters;
     uint64_t generation;
+    atomic_int allow_unsigned; /* 0: put refuses unsigned origins */
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -139,6 +142,7 @@ static void entry_release(tsafe_registry_ref *e)
     meter_release(e->adapter_meter);
     meter_release(e->slot_meter);
     free(e->adapter_id);
+    free(e->origin_path);
     free(e);
 }
 
@@ -209,6 +213,7 @@ tsafe_status tsafe_registry_create(tsafe_registry **out)
         free(reg);
         return TSAFE_E_NOMEM;
     }
+    atomic_init(&reg->allow_unsigned, 0);
     *out = reg;
     return TSAFE_OK;
 }
@@ -231,21 +236,67 @@ void tsafe_registry_free(tsafe_registry *reg)
     free(reg);
 }
 
+tsafe_status tsafe_registry_set_allow_unsigned(tsafe_registry *reg, int allow)
+{
+    if (!reg)
+        return TSAFE_E_NULL;
+    atomic_store(&reg->allow_unsigned, allow != 0);
+    return TSAFE_OK;
+}
+
+/* An origin put accepts as well-formed (not yet the policy). */
+static int valid_origin(const tsafe_lora_origin *o)
+{
+    if (!o)
+        return 1;
+    if (o->kind == TSAFE_LORA_ORIGIN_SIGNED)
+        return 1;
+    if (o->kind != TSAFE_LORA_ORIGIN_UNSIGNED)
+        return 0;
+    if (!o->path)
+        return 1;
+    size_t n = strnlen(o->path, TSAFE_REGISTRY_MAX_PATH + 1);
+    return n > 0 && n <= TSAFE_REGISTRY_MAX_PATH &&
+           utf8_valid((const unsigned char *)o->path, n);
+}
+
+static void entry_free_unused(tsafe_registry_ref *e)
+{
+    free(e->adapter_id);
+    free(e->origin_path);
+    free(e);
+}
+
 tsafe_status tsafe_registry_put(tsafe_registry *reg, const char *slot_name,
                                 void *object, tsafe_registry_destroy_fn destroy,
                                 const tsafe_registry_meta *meta)
 {
     if (!reg || !slot_name || !meta)
         return TSAFE_E_NULL;
+    const tsafe_lora_origin *o = meta->origin;
     if (!valid_name(slot_name) || !valid_name(meta->adapter_id) ||
-        !(meta->price_per_1k_tokens >= 0.0) || !isfinite(meta->price_per_1k_tokens))
+        !(meta->price_per_1k_tokens >= 0.0) || !isfinite(meta->price_per_1k_tokens) ||
+        !valid_origin(o))
         return TSAFE_E_ARG;
+    int is_signed = o && o->kind == TSAFE_LORA_ORIGIN_SIGNED;
+    if (!is_signed && !atomic_load(&reg->allow_unsigned))
+        return TSAFE_E_UNSIGNED;
     tsafe_registry_ref *e = calloc(1, sizeof *e);
     if (!e)
         return TSAFE_E_NOMEM;
     e->adapter_id = strdup(meta->adapter_id);
-    if (!e->adapter_id) {
-        free(e);
+    if (o)
+        e->origin = *o;
+    e->origin.kind = is_signed ? TSAFE_LORA_ORIGIN_SIGNED : TSAFE_LORA_ORIGIN_UNSIGNED;
+    e->origin.path = NULL; /* a signed origin carries no path, whatever was passed */
+    if (!is_signed) {
+        memset(e->origin.package_digest, 0, sizeof e->origin.package_digest);
+        memset(e->origin.signer_key, 0, sizeof e->origin.signer_key);
+        if (o && o->path)
+            e->origin.path = e->origin_path = strdup(o->path);
+    }
+    if (!e->adapter_id || (!is_signed && o && o->path && !e->origin_path)) {
+        entry_free_unused(e);
         return TSAFE_E_NOMEM;
     }
     e->object = object;
@@ -258,8 +309,7 @@ tsafe_status tsafe_registry_put(tsafe_registry *reg, const char *slot_name,
     meter *am = s ? get_or_add_adapter(reg, e->adapter_id, e->price) : NULL;
     if (!s || !am) {
         pthread_mutex_unlock(&reg->mu);
-        free(e->adapter_id);
-        free(e);
+        entry_free_unused(e);
         return TSAFE_E_NOMEM;
     }
     meter_retain(am);
@@ -333,6 +383,14 @@ double tsafe_registry_ref_price(const tsafe_registry_ref *ref)
     return ref ? ref->price : 0.0;
 }
 
+tsafe_status tsafe_registry_ref_origin(const tsafe_registry_ref *ref, tsafe_lora_origin *out)
+{
+    if (!ref || !out)
+        return TSAFE_E_NULL;
+    *out = ref->origin;
+    return TSAFE_OK;
+}
+
 uint64_t tsafe_registry_ref_generation(const tsafe_registry_ref *ref)
 {
     return ref ? ref->generation : 0;
@@ -402,6 +460,39 @@ static json_t *jint(uint64_t v)
                                                 : (json_int_t)v);
 }
 
+static json_t *jhex(const uint8_t *b, size_t n)
+{
+    char hex[2 * 32 + 1];
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n && i < 32; i++) {
+        hex[2 * i] = digits[b[i] >> 4];
+        hex[2 * i + 1] = digits[b[i] & 15];
+    }
+    hex[2 * (n < 32 ? n : 32)] = '\0';
+    return json_string(hex);
+}
+
+/* {"kind":"signed","package_digest","signer_key"} or
+ * {"kind":"unsigned","path"}; NULL on allocation failure. */
+static json_t *origin_json(const tsafe_lora_origin *o)
+{
+    json_t *j = json_object();
+    int bad = !j;
+    if (!bad && o->kind == TSAFE_LORA_ORIGIN_SIGNED) {
+        bad |= json_object_set_new(j, "kind", json_string("signed"));
+        bad |= json_object_set_new(j, "package_digest", jhex(o->package_digest, 32));
+        bad |= json_object_set_new(j, "signer_key", jhex(o->signer_key, 32));
+    } else if (!bad) {
+        bad |= json_object_set_new(j, "kind", json_string("unsigned"));
+        bad |= json_object_set_new(j, "path", o->path ? json_string(o->path) : json_null());
+    }
+    if (bad) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
 static int add_counters(json_t *o, const tsafe_registry_counters *c)
 {
     int bad = 0;
@@ -455,6 +546,8 @@ tsafe_status tsafe_registry_metering_json(tsafe_registry *reg, char **json)
                                               : json_null());
         bad |= json_object_set_new(o, "generation",
                                    jint(s->current ? s->current->generation : 0));
+        json_t *org = s->current ? origin_json(&s->current->origin) : json_null();
+        bad |= !org || json_object_set_new(o, "origin", org);
         bad |= add_counters(o, &c);
     }
     pthread_mutex_unlock(&reg->mu);
