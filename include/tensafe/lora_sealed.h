@@ -55,9 +55,9 @@ typedef enum tsafe_sealed_mode {
 
 /* Client options (zero = default). */
 typedef struct tsafe_sealed_opts {
-    uint32_t x_bits;       /* default 12 */
-    uint32_t a_bits;       /* default 12 */
-    uint32_t b_bits;       /* default 12 (sealed-private) */
+    uint32_t x_bits;       /* default 13 */
+    uint32_t a_bits;       /* default 13 */
+    uint32_t b_bits;       /* default 11 (sealed-private) */
     uint32_t rotate_after; /* tokens per secret key; default 4096 */
 } tsafe_sealed_opts;
 

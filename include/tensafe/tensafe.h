@@ -11,6 +11,8 @@
 #include "tensafe/lora_adapter.h"
 #include "tensafe/lora_he.h"
 #include "tensafe/lora_two_party.h"
+#include "tensafe/lora_sealed.h"
+#include "tensafe/bfv.h"
 #include "tensafe/lora_dp.h"
 #include "tensafe/lora_svd.h"
 #include "tensafe/lora_package.h"

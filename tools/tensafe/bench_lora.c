@@ -10,6 +10,7 @@
 #include "bench.h"
 #include "commands.h"
 #include "tensafe/lora_two_party.h"
+#include "tensafe/lora_sealed.h"
 
 typedef struct {
     const tsafe_lora_plan *plan;
@@ -58,6 +59,108 @@ static void run_plain(void *arg)
     lora_case *c = arg;
     if (tsafe_lora_site_plain_delta(c->site, c->x, c->delta) != TSAFE_OK)
         c->failed = 1;
+}
+
+/* One sealed token (one site), every message as bytes. */
+typedef struct {
+    tsafe_sealed_client *client;
+    tsafe_sealed_server *server;
+    tsafe_sealed_site *site;
+    uint32_t rank, d_out;
+    const float *x;
+    float *delta;
+    tsafe_lora_stats stats;
+    int failed;
+} sealed_case;
+
+static void run_sealed(void *arg)
+{
+    sealed_case *c = arg;
+    const tsafe_sealed_site *ss[1] = {c->site};
+    float *ds[1] = {c->delta};
+    uint8_t *m[4] = {NULL, NULL, NULL, NULL};
+    size_t l[4];
+    if (tsafe_sealed_client_needs_hello(c->client)) {
+        uint8_t *h;
+        size_t hl;
+        if (tsafe_sealed_client_hello(c->client, &h, &hl) != TSAFE_OK ||
+            tsafe_sealed_server_accept(c->server, h, hl) != TSAFE_OK)
+            c->failed = 1;
+        tsafe_lora_bytes_free(h);
+    }
+    if (tsafe_sealed_client_query(c->client, c->x, &m[0], &l[0], &c->stats) != TSAFE_OK ||
+        tsafe_sealed_server_round1(c->server, ss, 1, m[0], l[0], &m[1], &l[1], &c->stats) != TSAFE_OK ||
+        tsafe_sealed_client_respond(c->client, m[1], l[1], 1, &c->rank, &c->d_out, NULL, 1, &m[2],
+                                    &l[2], &c->stats) != TSAFE_OK ||
+        tsafe_sealed_server_round2(c->server, ss, 1, m[2], l[2], &m[3], &l[3], &c->stats) != TSAFE_OK ||
+        tsafe_sealed_client_finish(c->client, m[3], l[3], 1, &c->d_out, ds, &c->stats) != TSAFE_OK)
+        c->failed = 1;
+    for (int i = 0; i < 4; i++)
+        tsafe_lora_bytes_free(m[i]);
+}
+
+/* sealed and sealed-private at the plan's shape: median per token, the
+ * client's and the server's share, bytes per message, ratios. */
+static int bench_sealed(bench_report *r, const char *group, const char *params,
+                        tsafe_sealed_mode mode, const float *A, const float *B,
+                        const float *x, uint32_t d, uint32_t rank, uint32_t dout, int reps,
+                        double plain, double local, double two)
+{
+    sealed_case c;
+    memset(&c, 0, sizeof c);
+    c.rank = rank;
+    c.d_out = dout;
+    c.x = x;
+    c.delta = malloc(dout * sizeof *c.delta);
+    tsafe_sealed_plan plan;
+    tsafe_status st = c.delta ? TSAFE_OK : TSAFE_E_NOMEM;
+    if (st == TSAFE_OK)
+        st = tsafe_sealed_plan_derive(mode, d, rank, dout, NULL, &plan);
+    if (st == TSAFE_OK)
+        st = tsafe_sealed_client_create(&plan, NULL, &c.client);
+    if (st == TSAFE_OK)
+        st = tsafe_sealed_server_create(&plan, &c.server);
+    if (st == TSAFE_OK)
+        st = tsafe_sealed_site_create(&plan, A, B, rank, dout, 1.0f, &c.site);
+    const char *name = mode == TSAFE_SEALED ? "sealed" : "sealed-private";
+    int rc = 0;
+    if (st != TSAFE_OK) {
+        rc = tool_fail("bench lora: sealed setup", st);
+        goto out;
+    }
+    double t = bench_median_us(run_sealed, &c, 2, reps);
+    char label[96], note[160];
+    snprintf(label, sizeof label, "HE-LoRA %s (bytes)", name);
+    snprintf(note, sizeof note, "HE/plain %.1fx, /local %.1fx, /plain-ZeRo-MOAI %.2fx", t / plain,
+             t / local, t / two);
+    bench_report_add(r, group, label, params, t, note);
+    int n = reps + 2;
+    const tsafe_lora_stats *s = &c.stats;
+    snprintf(label, sizeof label, "  %s: client encrypt x (shared)", name);
+    bench_report_add(r, group, label, params, s->encrypt_us / n, NULL);
+    snprintf(label, sizeof label, "  %s: client rest (decrypt, shares)", name);
+    bench_report_add(r, group, label, params, (s->decrypt_us + s->sums_us) / n, NULL);
+    snprintf(label, sizeof label, "  %s: server (both rounds)", name);
+    bench_report_add(r, group, label, params, (s->products_us + s->reduce_us + s->bu_us) / n, NULL);
+    tsafe_sealed_sizes z;
+    if (tsafe_sealed_plan_sizes(&plan, rank, dout, &z) == TSAFE_OK) {
+        snprintf(label, sizeof label, "  %s: bytes query (shared by sites)", name);
+        bench_report_add_value(r, group, label, params, (double)z.query, "B");
+        snprintf(label, sizeof label, "  %s: bytes response 1", name);
+        bench_report_add_value(r, group, label, params, (double)z.response1, "B");
+        snprintf(label, sizeof label, "  %s: bytes client share", name);
+        bench_report_add_value(r, group, label, params, (double)z.share, "B");
+        snprintf(label, sizeof label, "  %s: bytes final", name);
+        bench_report_add_value(r, group, label, params, (double)z.response2, "B");
+    }
+    if (c.failed)
+        rc = tool_fail("bench lora: sealed run", TSAFE_E_STATE);
+out:
+    tsafe_sealed_site_free(c.site);
+    tsafe_sealed_client_free(c.client);
+    tsafe_sealed_server_free(c.server);
+    free(c.delta);
+    return rc;
 }
 
 static float *det_floats(size_t n, double amp, uint32_t seed)
@@ -143,6 +246,15 @@ static int bench_one(bench_report *r, const tsafe_lora_plan *plan, int quick)
     bench_report_add(r, group, "HE-LoRA two-party (bytes)", params, two, note);
     add_breakdown(r, group, "two-party", params, &c.stats, reps + 2);
     rc = c.failed ? tool_fail("bench lora: run", TSAFE_E_STATE) : 0;
+    /* the sealed modes derive their own parameters: run them once per shape */
+    if (!rc && strncmp(plan->name, "auto", 4) == 0) {
+        snprintf(params, sizeof params, "sealed d=%u r=%u", d, rank);
+        rc = bench_sealed(r, group, params, TSAFE_SEALED, A, B, c.x, d, rank, dout, reps, plain,
+                          local, two);
+        if (!rc)
+            rc = bench_sealed(r, group, params, TSAFE_SEALED_PRIVATE, A, B, c.x, d, rank, dout,
+                              reps, plain, local, two);
+    }
 out:
     tsafe_lora_site_free(c.site);
     tsafe_lora_site_free(c.server_site);

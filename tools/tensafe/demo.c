@@ -30,10 +30,14 @@
 #define ALPHA 64.0
 #define MAX_ABS_X 8.0
 
+enum { MODE_SEALED_PRIVATE = 0, MODE_SEALED, MODE_LOCAL, MODE_PLAIN };
+static const char *const k_mode_names[] = {"sealed-private", "sealed", "local",
+                                           "plain-zero-moai"};
+
 typedef struct {
     int tokens;
     int json;
-    int local;
+    int mode;
     const char *params; /* "auto" or a preset name */
     uint64_t seed;
 } demo_opts;
@@ -120,8 +124,11 @@ out:
 
 typedef struct {
     tsafe_lora_plan plan;
-    tsafe_lora_pair pair;      /* two-party */
+    tsafe_lora_pair pair;      /* plain ZeRo-MOAI two-party; its server's
+                                  context also holds the sites in the sealed
+                                  modes (public data only) */
     tsafe_lora_local *local;   /* local mode */
+    tsafe_sealed_pair *sealed; /* sealed and sealed-private */
     tsafe_lora_engine engine;
 } party;
 
@@ -139,10 +146,21 @@ typedef struct {
     uint32_t experts_with_sites;
 } demo;
 
-static tsafe_status party_open(party *p, int local)
+static tsafe_status party_open(party *p, int mode)
 {
     tsafe_status st;
-    if (local) {
+    if (mode == MODE_SEALED || mode == MODE_SEALED_PRIVATE) {
+        /* the demo checks exactness: sealed runs without DP noise here
+         * (tensafe client adds it by default) */
+        if ((st = tsafe_lora_server_create(&p->plan, &p->pair.server)) != TSAFE_OK ||
+            (st = tsafe_sealed_pair_create(mode == MODE_SEALED ? TSAFE_SEALED
+                                                               : TSAFE_SEALED_PRIVATE,
+                                           NULL, NULL, 1, &p->sealed)) != TSAFE_OK)
+            return st;
+        p->engine = tsafe_lora_engine_sealed(p->sealed);
+        return TSAFE_OK;
+    }
+    if (mode == MODE_LOCAL) {
         if ((st = tsafe_lora_local_create(&p->plan, NULL, &p->local)) != TSAFE_OK)
             return st;
         p->engine = tsafe_lora_engine_local(p->local);
@@ -157,6 +175,7 @@ static tsafe_status party_open(party *p, int local)
 
 static void party_close(party *p)
 {
+    tsafe_sealed_pair_free(p->sealed);
     tsafe_lora_client_free(p->pair.client);
     tsafe_lora_server_free(p->pair.server);
     tsafe_lora_local_free(p->local);
@@ -333,7 +352,8 @@ static void report(const demo *D, const totals *T, double setup_s)
     add_stats(&all, &D->moe_stats.he);
     double rel = sqrt(T->err_num / T->err_den);
     double per_token_ms = T->he_us / n / 1000.0, plain_ms = T->plain_us / n / 1000.0;
-    const char *mode = D->o.local ? "local" : "two-party";
+    const char *mode = k_mode_names[D->o.mode];
+    double bound = D->o.mode <= MODE_SEALED ? 1e-3 : 1e-5;
     uint64_t sites = 4 * (uint64_t)n + D->moe_stats.expert_runs * 2 + D->moe_stats.engine_calls_act;
     if (D->o.json) {
         json_t *j = json_pack(
@@ -384,8 +404,8 @@ static void report(const demo *D, const totals *T, double setup_s)
     printf("\nHE tokens/s: %.1f   HE/plaintext: %.1fx   bytes up %.2f MB, down %.2f MB per token\n",
            1000.0 / per_token_ms, per_token_ms / plain_ms, all.bytes_up / 1e6 / n,
            all.bytes_down / 1e6 / n);
-    printf("error vs plaintext LoRA: relative L2 %.3g (%s)\n", rel,
-           rel <= 1e-5 ? "ok, <= 1e-5" : "ABOVE 1e-5");
+    printf("error vs plaintext LoRA: relative L2 %.3g (%s %.0e)\n", rel,
+           rel <= bound ? "ok, <=" : "ABOVE", bound);
     printf("setup (adapter generation, PEFT write + load, keys, plaintext encoding): %.1f s\n",
            setup_s);
 }
@@ -411,12 +431,17 @@ int cmd_demo(int argc, char **argv)
         if (!strcmp(argv[i], "--json"))
             D.o.json = 1;
         else if (!strcmp(argv[i], "--local"))
-            D.o.local = 1;
+            D.o.mode = MODE_LOCAL;
         else if (!strcmp(argv[i], "--mode") && i + 1 < argc) {
             const char *m = argv[++i];
-            if (strcmp(m, "local") && strcmp(m, "two-party"))
-                return tool_usage("demo: --mode must be local or two-party");
-            D.o.local = !strcmp(m, "local");
+            int found = -1;
+            for (int k = 0; k < 4; k++)
+                if (!strcmp(m, k_mode_names[k]))
+                    found = k;
+            if (found < 0)
+                return tool_usage("demo: --mode must be sealed-private, sealed, local or "
+                                  "plain-zero-moai, not '%s'", m);
+            D.o.mode = found;
         } else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) {
             D.o.tokens = atoi(argv[++i]);
             if (D.o.tokens < 1 || D.o.tokens > 4096)
@@ -426,10 +451,16 @@ int cmd_demo(int argc, char **argv)
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             D.o.seed = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: tensafe demo [--tokens N] [--mode two-party|local] [--params auto|PRESET]\n"
+            printf("usage: tensafe demo [--tokens N] [--mode MODE] [--params auto|PRESET]\n"
                    "                    [--seed S] [--json]\n"
                    "Runs HE-LoRA on q, k, v, o and the routed experts of one\n"
-                   "Qwen3.5-35B-A3B-shaped layer and compares with plaintext LoRA.\n");
+                   "Qwen3.5-35B-A3B-shaped layer and compares with plaintext LoRA.\n"
+                   "MODE: sealed-private (default; the client learns only delta, the server\n"
+                   "nothing), sealed (the server learns u; run here without DP noise),\n"
+                   "local (one process holds the key: protects nothing), plain-zero-moai\n"
+                   "(the seeds' two-party algorithm: the client reads the adapter).\n"
+                   "--params applies to local and plain-zero-moai (CKKS); the sealed\n"
+                   "modes derive their own parameters.\n");
             return 0;
         } else
             return tool_usage("demo: unknown option '%s'", argv[i]);
@@ -466,9 +497,9 @@ int cmd_demo(int argc, char **argv)
         rc = tool_fail("demo: parameter planning", st);
         goto out;
     }
-    if ((st = party_open(&D.h, D.o.local)) != TSAFE_OK ||
-        (st = party_open(&D.o_in, D.o.local)) != TSAFE_OK ||
-        (st = party_open(&D.act, D.o.local)) != TSAFE_OK) {
+    if ((st = party_open(&D.h, D.o.mode)) != TSAFE_OK ||
+        (st = party_open(&D.o_in, D.o.mode)) != TSAFE_OK ||
+        (st = party_open(&D.act, D.o.mode)) != TSAFE_OK) {
         rc = tool_fail("demo: keys and contexts", st);
         goto out;
     }
@@ -494,7 +525,7 @@ int cmd_demo(int argc, char **argv)
     }
     /* setup = everything before the first token minus the token loop */
     report(&D, &T, (t_setup - t0) / 1e6);
-    rc = sqrt(T.err_num / T.err_den) <= 1e-5 ? 0 : 1;
+    rc = sqrt(T.err_num / T.err_den) <= (D.o.mode <= MODE_SEALED ? 1e-3 : 1e-5) ? 0 : 1;
 out:
     if (D.expert)
         for (uint32_t i = 0; i < D.cfg.n_experts * 3; i++)

@@ -238,11 +238,11 @@ static void fill_defaults(const tsafe_sealed_opts *in, tsafe_sealed_opts *o)
     if (in)
         *o = *in;
     if (!o->x_bits)
-        o->x_bits = 12;
+        o->x_bits = 13;
     if (!o->a_bits)
-        o->a_bits = 12;
+        o->a_bits = 13;
     if (!o->b_bits)
-        o->b_bits = 12;
+        o->b_bits = 11;
     if (!o->rotate_after)
         o->rotate_after = 4096;
 }
@@ -286,7 +286,7 @@ tsafe_status tsafe_sealed_plan_check(const tsafe_sealed_plan *plan)
     if (plan->r1.flags || plan->r2.flags)
         return TSAFE_E_INSECURE;
     tsafe_sealed_opts o = {plan->x_bits, plan->a_bits,
-                           plan->b_bits ? plan->b_bits : 12, plan->rotate_after};
+                           plan->b_bits ? plan->b_bits : 11, plan->rotate_after};
     tsafe_sealed_plan mine;
     tsafe_status st = tsafe_sealed_plan_derive((tsafe_sealed_mode)plan->mode, plan->d_in,
                                                plan->rank, plan->d_out_max, &o, &mine);
