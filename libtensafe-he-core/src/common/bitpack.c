@@ -16,10 +16,11 @@ static inline uint64_t load_le64(const uint8_t *p)
     return v;
 }
 
-/* LSB-first bit stream, 64 bits at a time; the caller reserved the exact
- * limb size (checked against the capacity before any write). */
+/* LSB-first bit stream through a 64-bit accumulator (no 128-bit shifts:
+ * this runs for every ciphertext on the wire); the caller reserved the
+ * exact limb size (checked against the capacity before any write). */
 void tsafe_pack_bits(tsafe_writer *w, const uint64_t *v, size_t n,
-                      uint32_t bits)
+                     uint32_t bits)
 {
     size_t len = (n * bits + 7) / 8;
     if (w->pos > w->cap || len > w->cap - w->pos) {
@@ -27,18 +28,21 @@ void tsafe_pack_bits(tsafe_writer *w, const uint64_t *v, size_t n,
         return;
     }
     uint8_t *out = w->buf + w->pos;
-    unsigned __int128 acc = 0;
-    uint32_t have = 0;
+    uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
+    uint64_t acc = 0;
+    uint32_t have = 0; /* bits held in acc, < 64 */
     size_t o = 0;
     for (size_t k = 0; k < n; k++) {
-        acc |= (unsigned __int128)v[k] << have;
-        have += bits;
-        if (have >= 64) {
-            store_le64(out + o, (uint64_t)acc);
+        uint64_t x = v[k] & mask;
+        acc |= x << have;
+        uint32_t next = have + bits;
+        if (next >= 64) {
+            store_le64(out + o, acc);
             o += 8;
-            acc >>= 64;
-            have -= 64;
+            acc = have ? x >> (64 - have) : 0;
+            next -= 64;
         }
+        have = next;
     }
     while (have > 0) {
         out[o++] = (uint8_t)acc;
@@ -49,41 +53,49 @@ void tsafe_pack_bits(tsafe_writer *w, const uint64_t *v, size_t n,
 }
 
 tsafe_status tsafe_unpack_bits(tsafe_reader *r, uint64_t *v, size_t n,
-                                uint32_t bits, uint64_t q)
+                               uint32_t bits, uint64_t q)
 {
     size_t len = (n * bits + 7) / 8;
     if (r->pos > r->len || len > r->len - r->pos)
         return TSAFE_E_TRUNCATED;
+    if (bits == 0 || bits > 64)
+        return TSAFE_E_FORMAT;
     const uint8_t *p = r->buf + r->pos;
-    unsigned __int128 acc = 0;
-    uint32_t have = 0;
-    size_t byte = 0;
     uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
+    uint64_t acc = 0;
+    uint32_t have = 0; /* bits held in acc, < 64 */
+    size_t byte = 0;
     for (size_t k = 0; k < n; k++) {
-        if (have < bits) {
+        uint64_t x;
+        if (have >= bits) {
+            x = acc & mask;
+            acc = bits == 64 ? 0 : acc >> bits;
+            have -= bits;
+        } else {
+            uint64_t word = 0;
+            uint32_t got = 0;
             if (len - byte >= 8) {
-                acc |= (unsigned __int128)load_le64(p + byte) << have;
+                word = load_le64(p + byte);
                 byte += 8;
-                have += 64;
+                got = 64;
             } else {
-                while (have < bits) {
-                    acc |= (unsigned __int128)p[byte++] << have;
-                    have += 8;
-                }
+                while (byte < len)
+                    word |= (uint64_t)p[byte++] << got, got += 8;
             }
+            uint32_t used = bits - have; /* <= got: len covers n * bits */
+            x = (acc | (have ? word << have : word)) & mask;
+            acc = used == 64 ? 0 : word >> used;
+            have = got - used;
         }
-        uint64_t x = (uint64_t)acc & mask;
-        acc >>= bits;
-        have -= bits;
         if (x >= q)
             return TSAFE_E_FORMAT;
         v[k] = x;
     }
-    while (byte < len) /* trailing padding byte(s) not yet loaded */
-        acc |= (unsigned __int128)p[byte++] << have, have += 8;
     if (acc != 0) /* padding bits must be zero */
         return TSAFE_E_FORMAT;
+    while (byte < len)
+        if (p[byte++] != 0)
+            return TSAFE_E_FORMAT;
     r->pos += len;
     return TSAFE_OK;
 }
-
