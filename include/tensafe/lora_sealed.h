@@ -199,6 +199,10 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_pair_create(
     tsafe_sealed_mode mode, const tsafe_sealed_opts *opts,
     tsafe_dp_session *dp, int allow_no_dp, tsafe_sealed_pair **out);
 TSAFE_API void tsafe_sealed_pair_free(tsafe_sealed_pair *p);
+/* Build the sessions and sealed sites for these LoRA sites now (adapter
+ * load time) instead of on their first token. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_pair_prepare(
+    tsafe_sealed_pair *p, const tsafe_lora_site *const *sites, size_t n);
 TSAFE_API tsafe_lora_engine tsafe_lora_engine_sealed(tsafe_sealed_pair *p);
 
 #ifdef __cplusplus

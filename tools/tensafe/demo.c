@@ -239,6 +239,11 @@ static tsafe_status expert_sites(demo *D, const tsafe_moe_route *routes, int n_t
                     (st = tsafe_moe_lora_set_site(D->mlora, (int32_t)e, (tsafe_moe_proj)p,
                                                   D->expert[e * 3 + p])) != TSAFE_OK)
                     return st;
+                party *pp = p == 2 ? &D->act : &D->h;
+                const tsafe_lora_site *one = D->expert[e * 3 + p];
+                /* sealed sites are built with the expert's sites, untimed */
+                if (pp->sealed && (st = tsafe_sealed_pair_prepare(pp->sealed, &one, 1)) != TSAFE_OK)
+                    return st;
             }
             D->experts_with_sites++;
         }
@@ -389,9 +394,9 @@ static void report(const demo *D, const totals *T, double setup_s)
            D->experts_with_sites, D->cfg.n_experts);
     printf("%-28s %12s %8s\n", "stage (per token)", "ms", "share");
     const struct { const char *name; double us; } stage[] = {
-        {"encrypt (client)", all.encrypt_us},    {"ct x pt products (server)", all.products_us},
-        {"serialize (server)", all.reduce_us},   {"decrypt + parse (client)", all.decrypt_us},
-        {"trace sums -> u (client)", all.sums_us}, {"B * u (server)", all.bu_us}};
+        {"encrypt x (client)", all.encrypt_us},    {"ct x pt products (server)", all.products_us},
+        {"seal/serialize (server)", all.reduce_us}, {"decrypt + parse (client)", all.decrypt_us},
+        {"sums / shares (client)", all.sums_us},   {"B u / round 2 (server)", all.bu_us}};
     double sum = 0;
     for (size_t i = 0; i < 6; i++)
         sum += stage[i].us;
@@ -509,6 +514,15 @@ int cmd_demo(int argc, char **argv)
         snprintf(name, sizeof name, "layers.0.self_attn.%s", attn[i]);
         if ((st = module_site(&D, i == 3 ? &D.o_in : &D.h, name, &D.attn[i])) != TSAFE_OK) {
             rc = tool_fail("demo: attention adapter sites", st);
+            goto out;
+        }
+    }
+    if (D.h.sealed) {
+        const tsafe_lora_site *qkv[3] = {D.attn[0], D.attn[1], D.attn[2]};
+        const tsafe_lora_site *o = D.attn[3];
+        if ((st = tsafe_sealed_pair_prepare(D.h.sealed, qkv, 3)) != TSAFE_OK ||
+            (st = tsafe_sealed_pair_prepare(D.o_in.sealed, &o, 1)) != TSAFE_OK) {
+            rc = tool_fail("demo: sealed sessions", st);
             goto out;
         }
     }

@@ -159,8 +159,9 @@ tsafe_status tsafe_sealed_client_hello(tsafe_sealed_client *c, uint8_t **msg,
     tsafe_wbuf_bytes(&w, fp, 32);
     tsafe_wbuf_bytes(&w, c->tag.session, TSAFE_SEALED_SESSION_BYTES);
     tsafe_wbuf_u32(&w, c->tag.epoch);
-    uint8_t *p1 = tsafe_wbuf_reserve(&w, l1), *p2 = l2 ? tsafe_wbuf_reserve(&w, l2) : NULL;
-    tsafe_status st = w.failed ? TSAFE_E_NOMEM : TSAFE_OK;
+    /* one reservation: a second one may move the buffer under the first */
+    uint8_t *p1 = tsafe_wbuf_reserve(&w, l1 + l2), *p2 = p1 ? p1 + l1 : NULL;
+    tsafe_status st = p1 ? TSAFE_OK : TSAFE_E_NOMEM;
     if (st == TSAFE_OK)
         st = tsafe_bfv_public_key_write(c->c1, c->pk1, p1, l1);
     if (st == TSAFE_OK && l2)

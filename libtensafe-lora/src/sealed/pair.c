@@ -15,6 +15,7 @@ typedef struct lane {
     tsafe_sealed_plan plan;
     tsafe_sealed_client *client;
     tsafe_sealed_server *server;
+    tsafe_bfv_context *c1, *c2; /* shared by the lane's sites */
 } lane;
 
 typedef struct cached_site {
@@ -66,6 +67,13 @@ static void lane_close(lane *l)
     l->server = NULL;
 }
 
+static void lane_free_contexts(lane *l)
+{
+    tsafe_bfv_context_free(l->c1);
+    tsafe_bfv_context_free(l->c2);
+    l->c1 = l->c2 = NULL;
+}
+
 static void drop_cache_of(tsafe_sealed_pair *p, const lane *l)
 {
     size_t w = 0;
@@ -85,8 +93,10 @@ void tsafe_sealed_pair_free(tsafe_sealed_pair *p)
     for (size_t i = 0; i < p->n_cache; i++)
         tsafe_sealed_site_free(p->cache[i].site);
     free(p->cache);
-    for (size_t i = 0; i < p->n_lanes; i++)
+    for (size_t i = 0; i < p->n_lanes; i++) {
         lane_close(&p->lanes[i]);
+        lane_free_contexts(&p->lanes[i]);
+    }
     free(p);
 }
 
@@ -96,9 +106,12 @@ static tsafe_status lane_open(tsafe_sealed_pair *p, lane *l, uint32_t d_in,
 {
     drop_cache_of(p, l);
     lane_close(l);
+    lane_free_contexts(l);
     l->d_in = d_in;
     tsafe_status st = tsafe_sealed_plan_derive(p->mode, d_in, rank, d_out,
                                                p->have_opts ? &p->opts : NULL, &l->plan);
+    if (st == TSAFE_OK)
+        st = tsafe_sealed_contexts(&l->plan, &l->c1, &l->c2);
     if (st == TSAFE_OK)
         st = tsafe_sealed_client_create(&l->plan, NULL, &l->client);
     if (st == TSAFE_OK)
@@ -119,6 +132,16 @@ static tsafe_status lane_for(tsafe_sealed_pair *p, uint32_t d_in, uint32_t rank,
         TSAFE_REQUIRE(p->n_lanes < MAX_LANES, TSAFE_E_RANGE);
         l = &p->lanes[p->n_lanes++];
         memset(l, 0, sizeof *l);
+    }
+    if (l->c1 && !l->client && rank <= l->plan.rank && d_out <= l->plan.d_out_max) {
+        /* after a failed token: a new session on the same plan */
+        tsafe_status st = tsafe_sealed_client_create(&l->plan, NULL, &l->client);
+        if (st == TSAFE_OK)
+            st = tsafe_sealed_server_create(&l->plan, &l->server);
+        if (st != TSAFE_OK) {
+            lane_close(l);
+            return st;
+        }
     }
     if (!l->client || rank > l->plan.rank || d_out > l->plan.d_out_max) {
         uint32_t r = l->client && l->plan.rank > rank ? l->plan.rank : rank;
@@ -148,12 +171,38 @@ static tsafe_status site_for(tsafe_sealed_pair *p, lane *l, const tsafe_lora_sit
         p->cap_cache = cap;
     }
     tsafe_sealed_site *s;
-    tsafe_status st = tsafe_sealed_site_create(&l->plan, key->A, key->B, key->plan.rank,
-                                               key->d_out, key->scale, &s);
+    tsafe_status st = tsafe_sealed_site_build(&l->plan, l->c1, l->c2, key->A, key->B,
+                                              key->plan.rank, key->d_out, key->scale, &s);
     if (st != TSAFE_OK)
         return st;
     p->cache[p->n_cache++] = (cached_site){key, l, s};
     *out = s;
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_sealed_pair_prepare(tsafe_sealed_pair *p,
+                                       const tsafe_lora_site *const *sites, size_t n)
+{
+    TSAFE_REQUIRE(p && sites, TSAFE_E_NULL);
+    TSAFE_REQUIRE(n <= MAX_CALL_SITES, TSAFE_E_RANGE);
+    /* open each width's lane for the largest shapes first, so that a later
+     * site of the same call cannot force a reopen */
+    for (size_t i = 0; i < n; i++) {
+        TSAFE_REQUIRE(sites[i], TSAFE_E_NULL);
+        uint32_t rmax = 0, dmax = 0;
+        for (size_t j = 0; j < n; j++)
+            if (sites[j] && sites[j]->plan.d_in == sites[i]->plan.d_in) {
+                rmax = sites[j]->plan.rank > rmax ? sites[j]->plan.rank : rmax;
+                dmax = sites[j]->d_out > dmax ? sites[j]->d_out : dmax;
+            }
+        lane *l;
+        const tsafe_sealed_site *s;
+        tsafe_status st = lane_for(p, sites[i]->plan.d_in, rmax, dmax, &l);
+        if (st == TSAFE_OK)
+            st = site_for(p, l, sites[i], &s);
+        if (st != TSAFE_OK)
+            return st;
+    }
     return TSAFE_OK;
 }
 

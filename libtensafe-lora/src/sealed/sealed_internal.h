@@ -61,10 +61,20 @@ struct tsafe_sealed_site {
     int64_t *u_bound;          /* per row: X_max * sum_j |A_q,ij| */
     uint32_t trunc_bits;       /* round-2 shift for this site (<= plan's) */
     tsafe_bfv_context *ctx1, *ctx2;
+    int borrowed_ctx;          /* contexts belong to the caller (pair lane) */
     tsafe_bfv_plain **p1;      /* n_chunks1 x n_blocks1 */
     tsafe_bfv_plain **p2;      /* v-chunks x blocks (B_q, fixed) */
     tsafe_sealed_layout l1, l2;
 };
+
+/* tsafe_sealed_site_create on contexts the caller built for plan with
+ * tsafe_sealed_contexts and keeps alive longer than the site (NULL c1:
+ * the site builds its own). Saves the prime search per site. */
+tsafe_status tsafe_sealed_site_build(const tsafe_sealed_plan *plan,
+                                     const tsafe_bfv_context *c1,
+                                     const tsafe_bfv_context *c2, const float *A,
+                                     const float *B, uint32_t rank, uint32_t d_out,
+                                     float scale, tsafe_sealed_site **out);
 
 /* The protocol's contexts for a plan (round 2 NULL in sealed mode). */
 tsafe_status tsafe_sealed_contexts(const tsafe_sealed_plan *p,

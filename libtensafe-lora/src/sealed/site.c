@@ -76,6 +76,15 @@ tsafe_status tsafe_sealed_site_create(const tsafe_sealed_plan *plan,
                                       uint32_t rank, uint32_t d_out, float scale,
                                       tsafe_sealed_site **out)
 {
+    return tsafe_sealed_site_build(plan, NULL, NULL, A, B, rank, d_out, scale, out);
+}
+
+tsafe_status tsafe_sealed_site_build(const tsafe_sealed_plan *plan,
+                                     const tsafe_bfv_context *c1,
+                                     const tsafe_bfv_context *c2, const float *A,
+                                     const float *B, uint32_t rank, uint32_t d_out,
+                                     float scale, tsafe_sealed_site **out)
+{
     TSAFE_REQUIRE(plan && A && B && out, TSAFE_E_NULL);
     *out = NULL;
     TSAFE_REQUIRE(rank >= 1 && rank <= plan->rank && d_out >= 1 &&
@@ -97,7 +106,13 @@ tsafe_status tsafe_sealed_site_create(const tsafe_sealed_plan *plan,
     s->bprime = malloc(nb * sizeof *s->bprime);
     s->u_bound = malloc(rank * sizeof *s->u_bound);
     TSAFE_CHECK(s->bprime && s->u_bound, TSAFE_E_NOMEM);
-    TSAFE_TRY(tsafe_sealed_contexts(plan, &s->ctx1, &s->ctx2));
+    if (c1) { /* borrowed: the caller built them for this plan */
+        s->ctx1 = (tsafe_bfv_context *)c1;
+        s->ctx2 = (tsafe_bfv_context *)c2;
+        s->borrowed_ctx = 1;
+    } else {
+        TSAFE_TRY(tsafe_sealed_contexts(plan, &s->ctx1, &s->ctx2));
+    }
 
     /* A ~ scale_a * A_q, one scale per site (the client needs it for DP
      * calibration in sealed mode; a per-row scale would reveal row maxima) */
@@ -166,8 +181,10 @@ void tsafe_sealed_site_free(tsafe_sealed_site *s)
     free(s->bprime);
     free(s->bq);
     free(s->u_bound);
-    tsafe_bfv_context_free(s->ctx1);
-    tsafe_bfv_context_free(s->ctx2);
+    if (!s->borrowed_ctx) {
+        tsafe_bfv_context_free(s->ctx1);
+        tsafe_bfv_context_free(s->ctx2);
+    }
     free(s);
 }
 
