@@ -20,6 +20,7 @@ struct tsafe_bfv_context {
     uint64_t q1_inv;        /* q1^-1 mod q0 and its Shoup quotient */
     uint64_t q1_inv_shoup;
     uint64_t half_q1;       /* (q1 - 1) / 2: rounding offset of the switch */
+    uint64_t half_q1_q0;    /* half_q1 mod q0 */
     double log2_q;
     uint8_t fingerprint[TSAFE_BFV_FINGERPRINT_BYTES];
 };

@@ -91,7 +91,7 @@ tsafe_status tsafe_bfv_encrypt(const tsafe_bfv_context *c,
     for (uint32_t i = 0; i < 2; i++) {
         uint64_t q = c->mod[i].q;
         for (size_t k = 0; k < c->n; k++) {
-            uint64_t v = signed_mod(e[k], q);
+            uint64_t v = e[k] >= 0 ? (uint64_t)e[k] : q - (uint64_t)(-e[k]);
             if (k < count && m[k])
                 v = tsafe_add_mod(v, tsafe_bfv_scale_up(c, i, m[k]), q);
             tmp[k] = v;
@@ -221,8 +221,18 @@ tsafe_status tsafe_bfv_acc_mul_add(tsafe_bfv_acc *acc, const tsafe_bfv_ct *ct,
     for (uint32_t i = 0; i < 2; i++) {
         size_t o = i * c->n;
         uint64_t q = c->mod[i].q;
-        mul_add_limb(acc->a0 + o, ct->c0 + o, pt->p + o, pt->ps + o, acc->tmp, c->n, q);
-        mul_add_limb(acc->a1 + o, ct->c1 + o, pt->p + o, pt->ps + o, acc->tmp, c->n, q);
+        if (c->ntt[i].use_ifma) { /* the vector kernels run IFMA */
+            mul_add_limb(acc->a0 + o, ct->c0 + o, pt->p + o, pt->ps + o, acc->tmp, c->n, q);
+            mul_add_limb(acc->a1 + o, ct->c1 + o, pt->p + o, pt->ps + o, acc->tmp, c->n, q);
+            continue;
+        }
+        /* one pass for both polynomials: the plaintext is read once */
+        uint64_t *a0 = acc->a0 + o, *a1 = acc->a1 + o;
+        const uint64_t *x0 = ct->c0 + o, *x1 = ct->c1 + o, *w = pt->p + o, *wp = pt->ps + o;
+        for (size_t k = 0; k < c->n; k++) {
+            a0[k] = tsafe_add_mod(a0[k], tsafe_mul_shoup(x0[k], w[k], wp[k], q), q);
+            a1[k] = tsafe_add_mod(a1[k], tsafe_mul_shoup(x1[k], w[k], wp[k], q), q);
+        }
     }
     return TSAFE_OK;
 }
@@ -297,8 +307,8 @@ static inline uint64_t switch_down(const tsafe_bfv_context *c, uint64_t x0,
     uint64_t y1 = x1 + c->half_q1; /* (x + h) mod q1 */
     if (y1 >= q1)
         y1 -= q1;
-    uint64_t y0 = tsafe_add_mod(x0, c->half_q1 % q0, q0);
-    uint64_t d = tsafe_sub_mod(y0, y1 % q0, q0);
+    uint64_t y0 = tsafe_add_mod(x0, c->half_q1_q0, q0);
+    uint64_t d = tsafe_sub_mod(y0, tsafe_reduce_128(y1, &c->mod[0]), q0);
     return tsafe_mul_shoup(d, c->q1_inv, c->q1_inv_shoup, q0);
 }
 
@@ -350,8 +360,9 @@ tsafe_status tsafe_bfv_seal(const tsafe_bfv_context *c, tsafe_bfv_acc *acc,
     tsafe_prng_cbd(&g, small, n);
     for (uint32_t i = 0; i < 2; i++) {
         uint64_t q = c->mod[i].q, *a1 = acc->a1 + i * n;
-        for (size_t k = 0; k < n; k++)
-            a1[k] = tsafe_add_mod(a1[k], signed_mod(small[k], q), q);
+        for (size_t k = 0; k < n; k++) /* |small| <= 21 < q: no division */
+            a1[k] = tsafe_add_mod(a1[k], small[k] >= 0 ? (uint64_t)small[k]
+                                                         : q - (uint64_t)(-small[k]), q);
     }
     tsafe_prng_cbd(&g, small, n_reads ? n_reads : 1);
     for (size_t k = 0; k < n_reads; k++) {
