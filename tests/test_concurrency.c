@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "tensafe/ckks.h"
+#include "tensafe/lora_sealed.h"
 #include "support/tsafe_test_rng.h"
 
 #define THREADS 4
@@ -132,12 +133,100 @@ static void test_concurrent_context_creation(void **state)
     }
 }
 
+/* Sealed sites are shared read-only by servers on several threads, each
+ * thread with its own client and server (one session each). */
+typedef struct {
+    const tsafe_sealed_plan *plan;
+    const tsafe_sealed_site *site;
+    const float *x;
+    float delta[64];
+    int fail;
+} sealed_job;
+
+static void *sealed_worker(void *arg)
+{
+    sealed_job *j = arg;
+    tsafe_sealed_client *c = NULL;
+    tsafe_sealed_server *s = NULL;
+    uint8_t *m[5] = {0};
+    size_t l[5];
+    uint32_t rank = 4, d_out = 64;
+    float *dp = j->delta;
+    j->fail = tsafe_sealed_client_create(j->plan, NULL, &c) != TSAFE_OK ||
+              tsafe_sealed_server_create(j->plan, &s) != TSAFE_OK ||
+              tsafe_sealed_client_hello(c, &m[0], &l[0]) != TSAFE_OK ||
+              tsafe_sealed_server_accept(s, m[0], l[0]) != TSAFE_OK;
+    for (int tok = 0; tok < 3 && !j->fail; tok++) {
+        for (int i = 1; i < 5; i++) {
+            tsafe_lora_bytes_free(m[i]);
+            m[i] = NULL;
+        }
+        j->fail = tsafe_sealed_client_query(c, j->x, &m[1], &l[1], NULL) != TSAFE_OK ||
+                  tsafe_sealed_server_round1(s, &j->site, 1, m[1], l[1], &m[2], &l[2], NULL) != TSAFE_OK ||
+                  tsafe_sealed_client_respond(c, m[2], l[2], 1, &rank, &d_out, NULL, 0, &m[3], &l[3],
+                                              NULL) != TSAFE_OK ||
+                  tsafe_sealed_server_round2(s, &j->site, 1, m[3], l[3], &m[4], &l[4], NULL) != TSAFE_OK ||
+                  tsafe_sealed_client_finish(c, m[4], l[4], 1, &d_out, &dp, NULL) != TSAFE_OK;
+    }
+    for (int i = 0; i < 5; i++)
+        tsafe_lora_bytes_free(m[i]);
+    tsafe_sealed_client_free(c);
+    tsafe_sealed_server_free(s);
+    return NULL;
+}
+
+static void test_sealed_shared_site_threads(void **state)
+{
+    (void)state;
+    tsafe_sealed_plan plan;
+    assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED_PRIVATE, 128, 4, 64, NULL, &plan),
+                     TSAFE_OK);
+    float A[4 * 128], B[64 * 4], x[128];
+    for (int i = 0; i < 4 * 128; i++)
+        A[i] = (float)tsafe_test_uniform(-1, 1);
+    for (int i = 0; i < 64 * 4; i++)
+        B[i] = (float)tsafe_test_uniform(-1, 1);
+    for (int i = 0; i < 128; i++)
+        x[i] = (float)tsafe_test_uniform(-1, 1);
+    tsafe_sealed_site *site;
+    assert_int_equal(tsafe_sealed_site_create(&plan, A, B, 4, 64, 1.0f, &site), TSAFE_OK);
+    enum { T = 3 };
+    sealed_job jobs[T];
+    pthread_t th[T];
+    for (int t = 0; t < T; t++) {
+        jobs[t] = (sealed_job){&plan, site, x, {0}, 0};
+        assert_int_equal(pthread_create(&th[t], NULL, sealed_worker, &jobs[t]), 0);
+    }
+    for (int t = 0; t < T; t++)
+        assert_int_equal(pthread_join(th[t], NULL), 0);
+    /* the same x through the same site: every thread's delta within the
+     * fixed-point error of the double-precision reference */
+    double num = 0, den = 0;
+    for (int o = 0; o < 64; o++) {
+        double want = 0;
+        for (int i = 0; i < 4; i++) {
+            double u = 0;
+            for (int j = 0; j < 128; j++)
+                u += (double)A[i * 128 + j] * x[j];
+            want += (double)B[o * 4 + i] * u;
+        }
+        for (int t = 0; t < T; t++) {
+            assert_false(jobs[t].fail);
+            num += (jobs[t].delta[o] - want) * (jobs[t].delta[o] - want);
+            den += want * want;
+        }
+    }
+    assert_true(sqrt(num / den) < 1e-3);
+    tsafe_sealed_site_free(site);
+}
+
 int main(void)
 {
     tsafe_test_rng_init("concurrency");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shared_context_threads),
         cmocka_unit_test(test_concurrent_context_creation),
+        cmocka_unit_test(test_sealed_shared_site_threads),
     };
     return cmocka_run_group_tests_name("concurrency", tests, NULL, NULL);
 }
