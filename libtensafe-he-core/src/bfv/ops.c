@@ -293,8 +293,8 @@ static void flood_sample(tsafe_prng *g, uint32_t bits, const tsafe_bfv_context *
     tsafe_u128 half = (tsafe_u128)1 << bits;
     int neg = v < half;
     tsafe_u128 mag = neg ? half - v : v - half;
-    for (uint32_t i = 0; i < 2; i++) {
-        uint64_t q = c->mod[i].q, r = (uint64_t)(mag % q);
+    for (uint32_t i = 0; i < 2; i++) { /* mag < 2^101 < q * 2^64: Barrett */
+        uint64_t q = c->mod[i].q, r = tsafe_reduce_128(mag, &c->mod[i]);
         out[i] = neg ? tsafe_neg_mod(r, q) : r;
     }
 }
@@ -390,6 +390,27 @@ tsafe_status tsafe_bfv_seal(const tsafe_bfv_context *c, tsafe_bfv_acc *acc,
 
 /* ------------------------------------------------------------ decryption */
 
+/* round(t * v / q0) for v < q0 (not reduced mod t): a long-double quotient
+ * estimate (64-bit mantissa, the quotient is below 2^43, so it is off by at
+ * most one) corrected with exact 128-bit products -- no 128-bit division
+ * per coefficient. */
+static inline uint64_t scale_down(const tsafe_bfv_context *c, uint64_t v)
+{
+    uint64_t q = c->mod[0].q;
+    tsafe_u128 num = (tsafe_u128)v * c->t + (q >> 1);
+    uint64_t m = (uint64_t)((long double)num / (long double)q);
+    tsafe_u128 prod = (tsafe_u128)m * q;
+    while (prod > num) {
+        m--;
+        prod -= q;
+    }
+    while (num - prod >= q) {
+        m++;
+        prod += q;
+    }
+    return m;
+}
+
 /* (c1 * s)[pos] mod q0 for each read, by signed sums over the ternary
  * secret (no transform: a handful of reads costs N additions each). */
 static void c1s_direct(const tsafe_bfv_context *c, const tsafe_bfv_secret_key *sk,
@@ -474,11 +495,8 @@ tsafe_status tsafe_bfv_decrypt_reads(const tsafe_bfv_context *c,
     tsafe_status st = phase(c, sk, r, pos, n_reads, m);
     if (st != TSAFE_OK)
         return st;
-    uint64_t q = c->mod[0].q;
-    for (size_t k = 0; k < n_reads; k++) {
-        tsafe_u128 num = (tsafe_u128)m[k] * c->t + (q >> 1);
-        m[k] = (uint64_t)(num / q) & (c->t - 1);
-    }
+    for (size_t k = 0; k < n_reads; k++)
+        m[k] = scale_down(c, m[k]) & (c->t - 1);
     return TSAFE_OK;
 }
 
@@ -495,9 +513,8 @@ tsafe_status tsafe_bfv_decrypt_noise(const tsafe_bfv_context *c,
     tsafe_status st = phase(c, sk, r, pos, n_reads, v);
     uint64_t q = c ? c->mod[0].q : 0;
     for (size_t k = 0; st == TSAFE_OK && k < n_reads; k++) {
-        tsafe_u128 num = (tsafe_u128)v[k] * c->t + (q >> 1);
-        uint64_t m = (uint64_t)(num / q); /* not reduced mod t: the nearest
-                                              multiple of q/t */
+        uint64_t m = scale_down(c, v[k]); /* not reduced mod t: the nearest
+                                             multiple of q/t */
         long double e = (long double)v[k] - (long double)q * m / (long double)c->t;
         noise[k] = (double)e;
     }
