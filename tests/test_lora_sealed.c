@@ -16,6 +16,7 @@
 
 #include "tensafe/lora_sealed.h"
 #include "support/tsafe_test_rng.h"
+#include "../libtensafe-lora/src/dp/dp_internal.h"
 
 typedef struct {
     uint32_t d_in, rank, d_out;
@@ -182,12 +183,131 @@ static void sealed_private_shapes(void **state)
     check_shape(TSAFE_SEALED_PRIVATE, 1536, 16, 1536);
 }
 
+/* The exact discrete Gaussian (CKS): empirical pmf against
+ * exp(-y^2 / (2 sigma^2)) / Z by chi-square, and mean / variance at a large
+ * sigma. */
+static void discrete_gaussian_matches_pmf(void **state)
+{
+    (void)state;
+    enum { N = 20000, K = 6 };
+    double sigma = 1.5, counts[2 * K + 1] = {0}, z = 0;
+    for (int i = 0; i < N; i++) {
+        int64_t y;
+        assert_int_equal(tsafe_dp_discrete_gaussian(sigma, &y), TSAFE_OK);
+        int b = y < -K ? 0 : y > K ? 2 * K : (int)y + K;
+        counts[b]++;
+    }
+    for (int y = -60; y <= 60; y++)
+        z += exp(-(double)y * y / (2 * sigma * sigma));
+    double chi = 0;
+    for (int b = 0; b <= 2 * K; b++) {
+        double p = 0;
+        if (b == 0 || b == 2 * K) /* tails folded into the edge bins */
+            for (int y = K; y <= 60; y++)
+                p += exp(-(double)y * y / (2 * sigma * sigma)) / z;
+        else
+            p = exp(-(double)(b - K) * (b - K) / (2 * sigma * sigma)) / z;
+        chi += (counts[b] - N * p) * (counts[b] - N * p) / (N * p);
+    }
+    printf("# discrete Gaussian sigma 1.5: chi2 %.1f over %d bins (99.9%%: 32.9)\n", chi,
+           2 * K + 1);
+    assert_true(chi < 32.9);
+    double s1 = 0, s2 = 0, big = 1000.3;
+    for (int i = 0; i < 4000; i++) {
+        int64_t y;
+        assert_int_equal(tsafe_dp_discrete_gaussian(big, &y), TSAFE_OK);
+        s1 += (double)y;
+        s2 += (double)y * y;
+    }
+    double mean = s1 / 4000, sd = sqrt(s2 / 4000 - mean * mean);
+    assert_true(fabs(mean) < 5 * big / sqrt(4000.0));
+    assert_true(fabs(sd / big - 1) < 0.05);
+    int64_t y;
+    assert_int_equal(tsafe_dp_discrete_gaussian(0, &y), TSAFE_E_ARG);
+    assert_int_equal(tsafe_dp_discrete_gaussian(NAN, &y), TSAFE_E_ARG);
+}
+
+/* sealed with a DP session: the server sees u + n with n of the session's
+ * sigma (in integer units of the client's scales), and the budget refuses
+ * the token after the last allowed release before anything is sent. */
+static void sealed_dp_noise_and_budget(void **state)
+{
+    (void)state;
+    tsafe_sealed_plan p;
+    assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED, 512, 16, 128, NULL, &p), TSAFE_OK);
+    adapter a;
+    adapter_make(&a, 512, 16, 128);
+    tsafe_sealed_site *site;
+    assert_int_equal(tsafe_sealed_site_create(&p, a.A, a.B, 16, 128, a.scale, &site), TSAFE_OK);
+    tsafe_dp_params dpp = {0};
+    dpp.clip_norm = 1.0;
+    dpp.sigma = 4.0; /* sensitivity 2C = 2: a few releases fit eps 8 */
+    dpp.eps_total = 8;
+    dpp.delta_total = 1e-5;
+    dpp.accountant = TSAFE_DP_ACCOUNTANT_GDP;
+    tsafe_dp_session *dp;
+    assert_int_equal(tsafe_dp_session_create(&dpp, &dp), TSAFE_OK);
+    tsafe_dp_stats ds;
+    assert_int_equal(tsafe_dp_session_stats(dp, &ds), TSAFE_OK);
+    tsafe_sealed_client *c;
+    tsafe_sealed_server *s;
+    open_pair(&p, &c, &s);
+    const tsafe_sealed_site *ss = site;
+    double s2 = 0;
+    size_t cnt = 0;
+    for (uint64_t tok = 0; tok <= ds.releases_max; tok++) {
+        uint8_t *q, *r1, *sh, *r2;
+        size_t ql, r1l, shl, r2l;
+        assert_int_equal(tsafe_sealed_client_query(c, a.x, &q, &ql, NULL), TSAFE_OK);
+        assert_int_equal(tsafe_sealed_server_round1(s, &ss, 1, q, ql, &r1, &r1l, NULL), TSAFE_OK);
+        tsafe_status st = tsafe_sealed_client_respond(c, r1, r1l, 1, &a.rank, &a.d_out, dp, 0,
+                                                      &sh, &shl, NULL);
+        tsafe_lora_bytes_free(q);
+        tsafe_lora_bytes_free(r1);
+        if (tok == ds.releases_max) { /* spent: refused, nothing released */
+            assert_int_equal(st, TSAFE_E_BUDGET);
+            break;
+        }
+        assert_int_equal(st, TSAFE_OK);
+        float delta[128], *dp_out = delta;
+        assert_int_equal(tsafe_sealed_server_round2(s, &ss, 1, sh, shl, &r2, &r2l, NULL), TSAFE_OK);
+        assert_int_equal(tsafe_sealed_client_finish(c, r2, r2l, 1, &a.d_out, &dp_out, NULL),
+                         TSAFE_OK);
+        int64_t u[16], ref[16];
+        assert_int_equal(tsafe_sealed_server_last_u(s, 0, u, 16), TSAFE_OK);
+        reference_u(&p, &a, ref);
+        double mx = 0, ma = 0;
+        for (uint32_t j = 0; j < a.d_in; j++)
+            mx = fmax(mx, fabs(a.x[j]));
+        for (size_t i = 0; i < (size_t)16 * a.d_in; i++)
+            ma = fmax(ma, fabs(a.A[i]));
+        double unit = mx / 4095.0 * ma / 4095.0; /* s_x * s_A at 13 bits */
+        for (int i = 0; i < 16; i++, cnt++) {
+            double n = (double)(u[i] - ref[i]) * unit;
+            s2 += n * n;
+        }
+        tsafe_lora_bytes_free(sh);
+        tsafe_lora_bytes_free(r2);
+    }
+    double sd = sqrt(s2 / (double)cnt);
+    printf("# sealed DP: %llu releases, noise sd %.4f (session sigma %.4f)\n",
+           (unsigned long long)ds.releases_max, sd, ds.sigma);
+    assert_true(cnt >= 16 && fabs(sd / ds.sigma - 1) < 0.5);
+    tsafe_sealed_client_free(c);
+    tsafe_sealed_server_free(s);
+    tsafe_sealed_site_free(site);
+    tsafe_dp_session_free(dp);
+    adapter_free(&a);
+}
+
 int main(void)
 {
     tsafe_test_rng_init("lora_sealed");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sealed_exact_shapes),
         cmocka_unit_test(sealed_private_shapes),
+        cmocka_unit_test(discrete_gaussian_matches_pmf),
+        cmocka_unit_test(sealed_dp_noise_and_budget),
     };
     return cmocka_run_group_tests_name("lora_sealed", tests, NULL, NULL);
 }
