@@ -95,10 +95,13 @@ static void products_match_reference(void **state)
     uint32_t pos[READS];
     uint64_t mask[READS], m[READS];
     double noise[READS];
-    for (size_t k = 0; k < READS; k++) {
-        pos[k] = (uint32_t)tsafe_test_below(f.n);
+    for (size_t k = 0; k < READS; k++) { /* distinct positions */
+        pos[k] = (uint32_t)(k * (f.n / READS) + tsafe_test_below(f.n / READS));
         mask[k] = tsafe_test_below(f.t);
     }
+    /* a repeated position is refused (it would be masked twice) */
+    uint32_t twice[2] = {pos[0], pos[0]};
+    assert_int_equal(tsafe_bfv_seal(f.c, acc, f.pk, twice, mask, 2, 20, NULL, res), TSAFE_E_ARG);
     /* flood 2^20: far below q0/(2t) ~ 2^11 after the 2^60 switch */
     assert_int_equal(tsafe_bfv_seal(f.c, acc, f.pk, pos, mask, READS, 20, NULL, res),
                      TSAFE_OK);

@@ -163,8 +163,9 @@ TSAFE_API size_t tsafe_bfv_sealed_bytes(const tsafe_bfv_context *ctx,
  *   + round(Q*mask[k]/t) and a uniform integer in [-2^flood_bits,
  *     2^flood_bits] at each read position pos[k] (mask may be NULL);
  *   switch to q0 and keep c1 and the n_reads read coefficients.
- * flood_bits <= 100. seed (32 bytes) reproduces the randomness in tests;
- * NULL draws from the CSPRNG. */
+ * flood_bits <= 100; the positions must be distinct (TSAFE_E_ARG). seed
+ * (32 bytes) reproduces the randomness in tests; NULL draws from the
+ * CSPRNG. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_seal(
     const tsafe_bfv_context *ctx, tsafe_bfv_acc *acc,
     const tsafe_bfv_public_key *pk, const uint32_t *pos,

@@ -322,9 +322,14 @@ tsafe_status tsafe_bfv_seal(const tsafe_bfv_context *c, tsafe_bfv_acc *acc,
     TSAFE_REQUIRE(same_ctx(acc->ctx, c) && same_ctx(pk->ctx, c) && same_ctx(r->ctx, c),
                   TSAFE_E_PARAMS_MISMATCH);
     TSAFE_REQUIRE(n_reads <= r->cap && flood_bits <= 100, TSAFE_E_RANGE);
+    uint64_t seen[(1u << 15) / 64] = {0}; /* N <= 2^15 */
     for (size_t k = 0; k < n_reads; k++) {
         TSAFE_REQUIRE(pos[k] < c->n, TSAFE_E_RANGE);
         TSAFE_REQUIRE(!mask || mask[k] < c->t, TSAFE_E_VALUE_RANGE);
+        /* a position read twice would get two masks and two floods */
+        uint64_t bit = 1ull << (pos[k] & 63);
+        TSAFE_REQUIRE(!(seen[pos[k] >> 6] & bit), TSAFE_E_ARG);
+        seen[pos[k] >> 6] |= bit;
     }
     tsafe_status st;
     uint8_t master[32];
