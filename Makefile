@@ -260,12 +260,9 @@ fuzz-build: deps
 	  clang -std=c11 -D_GNU_SOURCE -O1 -g -Iinclude $(INTERNAL_INC) -Itests -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	    -o $(FUZZ_BUILD)/$$n $$f $(FUZZ_BUILD)/lib/libtensafe-moe.a $(FUZZ_BUILD)/lib/libtensafe-lora.a \
 	    $(FUZZ_BUILD)/lib/libtensafe-he-core.a $(LORA_DEPS) $(CORE_DEPS) || exit 1; done
+# One summary line per target; libFuzzer's own output goes to build/fuzz/logs/.
 fuzz: fuzz-build
-	@for f in $(FUZZ_BINS); do n=$$(basename $$f); mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
-	  dict=""; [ -f tests/fuzz/$$n.dict ] && dict="-dict=tests/fuzz/$$n.dict"; \
-	  echo "== $$n ($(FUZZ_SECONDS) s)"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/ $$dict \
-	      $(FUZZ_BUILD)/corpus/$$n tests/corpus/$$n || exit 1; done
+	@sh scripts/fuzz-smoke.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_BINS)
 
 # -------------------------------------------------------------- plots
 plots: deps
