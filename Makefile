@@ -9,6 +9,7 @@
 #   make TSAN=1 ... ThreadSanitizer build under build/tsan
 #   make CUDA=auto|0|1   build libtensafe-he-cuda when nvcc is found / never / always
 #   make fuzz FUZZ_SECONDS=N   libFuzzer targets (clang)
+#   make bench-seal SEAL_SRC=DIR   same-run ratios vs Microsoft SEAL built from DIR
 
 VERSION_H := include/tensafe/version.h
 MAJOR := $(shell sed -n 's/^\#define TSAFE_VERSION_MAJOR \([0-9]*\)/\1/p' $(VERSION_H))
@@ -124,7 +125,7 @@ ifeq ($(WITH_CUDA),1)
   TEST_CFLAGS := -DTSAFE_WITH_CUDA=1
 endif
 
-.PHONY: all libs tool tests test demo bench examples install uninstall clean deps \
+.PHONY: all libs tool tests test demo bench bench-seal examples install uninstall clean deps \
         fuzz fuzz-build plots check-tree
 .DEFAULT_GOAL := all
 
@@ -211,6 +212,11 @@ bench: deps
 demo: deps
 	@$(MAKE) --no-print-directory tool
 	$(TOOL) demo $(DEMO_ARGS)
+
+# SEAL is built from SEAL_SRC (outside the repo) by the script; without it the
+# script says what it needs and exits 0.
+bench-seal:
+	@sh scripts/bench-vs-seal.sh $(SEAL_SRC)
 
 # ------------------------------------------------------------ examples
 EXAMPLES_C := $(sort $(wildcard examples/*.c))
