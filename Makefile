@@ -9,6 +9,7 @@
 #   make TSAN=1 ... ThreadSanitizer build under build/tsan
 #   make CUDA=auto|0|1   build libtensafe-he-cuda when nvcc is found / never / always
 #   make fuzz FUZZ_SECONDS=N   libFuzzer targets (clang)
+#   make bench-seal SEAL_SRC=DIR   same-run ratios vs Microsoft SEAL built from DIR
 
 VERSION_H := include/tensafe/version.h
 MAJOR := $(shell sed -n 's/^\#define TSAFE_VERSION_MAJOR \([0-9]*\)/\1/p' $(VERSION_H))
@@ -124,7 +125,7 @@ ifeq ($(WITH_CUDA),1)
   TEST_CFLAGS := -DTSAFE_WITH_CUDA=1
 endif
 
-.PHONY: all libs tool tests test demo bench examples install uninstall clean deps \
+.PHONY: all libs tool tests test demo bench bench-seal examples install uninstall clean deps \
         fuzz fuzz-build plots check-tree
 .DEFAULT_GOAL := all
 
@@ -212,6 +213,11 @@ demo: deps
 	@$(MAKE) --no-print-directory tool
 	$(TOOL) demo $(DEMO_ARGS)
 
+# SEAL is built from SEAL_SRC (outside the repo) by the script; without it the
+# script says what it needs and exits 0.
+bench-seal:
+	@sh scripts/bench-vs-seal.sh $(SEAL_SRC)
+
 # ------------------------------------------------------------ examples
 EXAMPLES_C := $(sort $(wildcard examples/*.c))
 EXAMPLES_CXX := $(sort $(wildcard examples/*.cpp))
@@ -260,12 +266,9 @@ fuzz-build: deps
 	  clang -std=c11 -D_GNU_SOURCE -O1 -g -Iinclude $(INTERNAL_INC) -Itests -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	    -o $(FUZZ_BUILD)/$$n $$f $(FUZZ_BUILD)/lib/libtensafe-moe.a $(FUZZ_BUILD)/lib/libtensafe-lora.a \
 	    $(FUZZ_BUILD)/lib/libtensafe-he-core.a $(LORA_DEPS) $(CORE_DEPS) || exit 1; done
+# One summary line per target; libFuzzer's own output goes to build/fuzz/logs/.
 fuzz: fuzz-build
-	@for f in $(FUZZ_BINS); do n=$$(basename $$f); mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
-	  dict=""; [ -f tests/fuzz/$$n.dict ] && dict="-dict=tests/fuzz/$$n.dict"; \
-	  echo "== $$n ($(FUZZ_SECONDS) s)"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/ $$dict \
-	      $(FUZZ_BUILD)/corpus/$$n tests/corpus/$$n || exit 1; done
+	@sh scripts/fuzz-smoke.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_BINS)
 
 # -------------------------------------------------------------- plots
 plots: deps

@@ -1,5 +1,6 @@
 /* CKKS basics: keygen, encrypt a vector, ct x pt, rescale, decrypt, print
- * the error. Build: cc ckks_basics.c $(pkg-config --cflags --libs tensafe-he-core) */
+ * the error. -lm is for this program's own fmax/fabs (math.h).
+ * Build: cc -o ckks_basics ckks_basics.c $(pkg-config --cflags --libs tensafe-he-core) -lm */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 // A C++ host embedding the C API: RAII wrappers around the opaque handles,
 // proving the public headers are C++-clean (extern "C", no C-only syntax).
-// Build: c++ -std=c++17 host_embed.cpp $(pkg-config --cflags --libs tensafe-lora)
+// Build: c++ -std=c++17 -o host_embed host_embed.cpp $(pkg-config --cflags --libs tensafe-lora)
 #include <cmath>
 #include <cstdio>
 #include <memory>

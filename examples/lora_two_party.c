@@ -1,7 +1,7 @@
 /* Two-party HE-LoRA on one q_proj-like site: the client encrypts x, the
  * server (adapter only, no secret key) multiplies, the client decrypts u and
  * releases it with differential-privacy noise, the server applies B.
- * Build: cc lora_two_party.c $(pkg-config --cflags --libs tensafe-lora) -lm */
+ * Build: cc -o lora_two_party lora_two_party.c $(pkg-config --cflags --libs tensafe-lora) -lm */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

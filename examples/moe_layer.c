@@ -1,7 +1,7 @@
 /* One MoE layer with expert LoRA on the routed experts, computed under HE
  * (local mode for brevity; see lora_two_party.c for the two-party flow), and
  * compared with the same LoRA in plaintext.
- * Build: cc moe_layer.c $(pkg-config --cflags --libs tensafe-moe) -lm */
+ * Build: cc -o moe_layer moe_layer.c $(pkg-config --cflags --libs tensafe-moe) -lm */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -52,13 +52,63 @@ static void test_presets_build(void **state)
     assert_null(tsafe_params_preset_name(tsafe_params_preset_count()));
 }
 
+/* Split `total` bits over as few primes (20..61 bits each) as possible;
+ * 0 when TSAFE_MAX_PRIMES primes cannot hold it. */
+static uint32_t split_bits(uint32_t total, uint32_t bits[TSAFE_MAX_PRIMES])
+{
+    uint32_t k = (total + 60) / 61;
+    if (k == 0 || k > TSAFE_MAX_PRIMES || total < 20 * k)
+        return 0;
+    for (uint32_t i = 0; i < k; i++)
+        bits[i] = total / k + (i < total % k);
+    return k;
+}
+
+/* A generated prime of b bits lies in (2^(b-1), 2^b): bits summing to B give
+ * log2 Q < B, bits summing to B + k (k primes) give log2 Q > B. */
+static tsafe_status create_with_bits(uint32_t log_n, uint32_t total, double *log2_q)
+{
+    tsafe_params p = {.log_n = log_n, .scale = 0x1p20};
+    p.n_primes = split_bits(total, p.prime_bits);
+    if (p.n_primes == 0)
+        return TSAFE_E_PARAMS;
+    tsafe_context *c = NULL;
+    tsafe_status st = tsafe_context_create(&p, &c);
+    *log2_q = st == TSAFE_OK ? tsafe_context_log2_q(c) : 0;
+    tsafe_context_free(c);
+    return st;
+}
+
 static void test_security_bound(void **state)
 {
     (void)state;
-    static const uint32_t table[][2] = {{12, 109}, {13, 218}, {14, 438},
-                                        {15, 881}, {16, 1772}};
-    for (size_t i = 0; i < 5; i++)
-        assert_int_equal(tsafe_params_max_log_q(table[i][0]), table[i][1]);
+    /* Each row and its source are in docs/PARAMETERS.md: the 2018
+     * HomomorphicEncryption.org standard up to N = 32768 (ternary secret,
+     * 128-bit classical), OpenFHE v1.2.0's table for N = 65536. */
+    static const uint32_t table[][2] = {{10, 27},  {11, 54},  {12, 109}, {13, 218},
+                                        {14, 438}, {15, 881}, {16, 1747}};
+    assert_int_equal(tsafe_params_max_log_q(TSAFE_MIN_LOG_N - 1), 0);
+    assert_int_equal(tsafe_params_max_log_q(TSAFE_MAX_LOG_N + 1), 0);
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        uint32_t log_n = table[i][0], bound = table[i][1];
+        assert_int_equal(tsafe_params_max_log_q(log_n), bound);
+        uint32_t bits[TSAFE_MAX_PRIMES];
+        uint32_t margin = (bound + 61) / 61; /* >= primes needed for bound + margin */
+        uint32_t k_over = split_bits(bound + margin, bits);
+        if (k_over == 0) {
+            /* N = 65536: 16 primes of at most 61 bits (976) cannot reach
+             * the bound, so no parameter set can exceed it today. */
+            assert_true(bound > TSAFE_MAX_PRIMES * 61);
+            continue;
+        }
+        assert_true(k_over <= margin);
+        double lq = 0;
+        /* at most the bound, within a bit per prime of it: accepted */
+        assert_int_equal(create_with_bits(log_n, bound, &lq), TSAFE_OK);
+        assert_true(lq <= bound && lq > bound - (double)split_bits(bound, bits));
+        /* more than the bound: refused */
+        assert_int_equal(create_with_bits(log_n, bound + margin, &lq), TSAFE_E_INSECURE);
+    }
     /* N=4096 with three 50-bit primes = ~150 bits > 109: refused */
     tsafe_params p = {.log_n = 12, .n_primes = 3, .prime_bits = {50, 50, 50},
                       .scale = 0x1p40};

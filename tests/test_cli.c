@@ -499,8 +499,8 @@ static void test_params_plan_json(void **state)
         json_int_t n = json_integer_value(json_object_get(j, "n"));
         assert_int_equal(n, (json_int_t)1 << log_n);
         assert_int_equal(json_integer_value(json_object_get(j, "slots")), n / 2);
-        /* HomomorphicEncryption.org 128-bit bounds, ternary secret */
-        static const int bound[] = {0, 0, 54, 109, 218, 438, 881, 1772};
+        /* 128-bit classical bounds, ternary secret (docs/PARAMETERS.md) */
+        static const int bound[] = {0, 0, 54, 109, 218, 438, 881, 1747};
         assert_true(log_n >= 11 && log_n <= 16);
         assert_int_equal(json_integer_value(json_object_get(j, "max_log2_q")), bound[log_n - 9]);
         json_t *primes = json_object_get(j, "primes");

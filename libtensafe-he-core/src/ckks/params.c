@@ -54,7 +54,16 @@ tsafe_status tsafe_params_preset(const char *name, tsafe_params *out)
     return TSAFE_E_NOT_FOUND;
 }
 
-/* HomomorphicEncryption.org standard, 128-bit classical, ternary secret. */
+/* Largest log2(Q) for 128-bit classical security with a uniform ternary
+ * secret. Sources, one per row (docs/PARAMETERS.md says the same):
+ *   N = 1024 .. 32768: Albrecht et al., "Homomorphic Encryption Security
+ *     Standard", HomomorphicEncryption.org, Nov 2018, ternary-secret table,
+ *     128-bit classical column (also SEAL 4.x util/hestdparms.h).
+ *   N = 65536: the standard has no row; OpenFHE's table
+ *     (src/core/lib/lattice/stdlatticeparms.cpp, HEStd_ternary,
+ *     HEStd_128_classic) gives 1747 since v1.2.0 (PR #807, June 2024, which
+ *     re-estimated the 1772 it had carried since 2023).
+ * Any other N has no cited bound and is refused (0). */
 uint32_t tsafe_params_max_log_q(uint32_t log_n)
 {
     switch (log_n) {
@@ -64,7 +73,7 @@ uint32_t tsafe_params_max_log_q(uint32_t log_n)
     case 13: return 218;
     case 14: return 438;
     case 15: return 881;
-    case 16: return 1772;
+    case 16: return 1747;
     default: return 0;
     }
 }

@@ -1,0 +1,130 @@
+#!/bin/sh
+# Same-run ratios against Microsoft SEAL: builds SEAL from a source tree you
+# point to (outside this repository; it is never vendored), builds
+# scripts/seal_harness.cpp against it, then runs the harness and
+# `tensafe bench core` + `tensafe bench lora` back to back on this machine and
+# prints SEAL µs / TenSafe µs for each operation (> 1: TenSafe is faster).
+#
+#   usage: scripts/bench-vs-seal.sh SEAL_SRC        (or: make bench-seal SEAL_SRC=...)
+#   env:   SEAL_BUILD  build + install dir for SEAL and the harness
+#                      (default ${TMPDIR:-/tmp}/tensafe-seal-build)
+#          JOBS        parallel compile jobs for SEAL (default 2)
+#
+# SEAL is configured Release (-O3 -DNDEBUG), static, without Intel HEXL and
+# without its optional downloads (MSGSL, zlib, zstd, tests, examples), so the
+# build needs only cmake and a C++17 compiler. Without SEAL_SRC, or when it is
+# not a SEAL source tree, this prints what it needs and exits 0.
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+src=${1:-${SEAL_SRC:-}}
+
+need() {
+  cat <<EOF
+bench-vs-seal: $1
+It needs:
+  - a Microsoft SEAL 4.x source tree outside this repository, e.g.
+      git clone --branch v4.4.3 https://github.com/microsoft/SEAL /tmp/seal-src
+  - cmake (>= 3.13) and a C++17 compiler
+then:  scripts/bench-vs-seal.sh /tmp/seal-src    (or: make bench-seal SEAL_SRC=/tmp/seal-src)
+Nothing was built or measured.
+EOF
+  exit 0
+}
+
+[ -n "$src" ] || need "no SEAL source tree given."
+[ -d "$src" ] || need "'$src' is not a directory."
+[ -f "$src/CMakeLists.txt" ] && [ -f "$src/native/src/seal/seal.h" ] ||
+  need "'$src' does not look like a SEAL source tree (no CMakeLists.txt + native/src/seal/seal.h)."
+src=$(cd "$src" && pwd)
+case "$src/" in
+  "$root"/*) echo "bench-vs-seal: '$src' is inside this repository; SEAL must stay outside it (never vendored)." >&2
+             exit 2 ;;
+esac
+command -v cmake >/dev/null 2>&1 || need "cmake is not installed."
+CXX=${CXX:-c++}
+command -v "$CXX" >/dev/null 2>&1 || need "no C++ compiler ($CXX)."
+
+build=${SEAL_BUILD:-${TMPDIR:-/tmp}/tensafe-seal-build}
+jobs=${JOBS:-2}
+mkdir -p "$build"
+build=$(cd "$build" && pwd)
+inst=$build/install
+
+echo "== building SEAL from $src in $build (log: $build/seal-build.log)"
+if ! { cmake -S "$src" -B "$build/seal" -DCMAKE_BUILD_TYPE=Release \
+         -DCMAKE_INSTALL_PREFIX="$inst" -DBUILD_SHARED_LIBS=OFF \
+         -DSEAL_USE_INTEL_HEXL=OFF -DSEAL_BUILD_DEPS=OFF -DSEAL_USE_MSGSL=OFF \
+         -DSEAL_USE_ZLIB=OFF -DSEAL_USE_ZSTD=OFF -DSEAL_BUILD_TESTS=OFF \
+         -DSEAL_BUILD_EXAMPLES=OFF -DSEAL_BUILD_BENCH=OFF -DSEAL_BUILD_SEAL_C=OFF &&
+       cmake --build "$build/seal" -j "$jobs" &&
+       cmake --install "$build/seal"; } >"$build/seal-build.log" 2>&1; then
+  tail -n 30 "$build/seal-build.log" >&2
+  echo "bench-vs-seal: the SEAL build failed (full log: $build/seal-build.log)" >&2
+  exit 1
+fi
+incdir=$(ls -d "$inst"/include/SEAL-* 2>/dev/null | head -n 1)
+lib=$(ls "$inst"/lib*/libseal-*.a 2>/dev/null | head -n 1)
+if [ -z "$incdir" ] || [ -z "$lib" ]; then
+  echo "bench-vs-seal: no include/SEAL-* or libseal-*.a under $inst" >&2
+  exit 1
+fi
+
+echo "== building the harness (scripts/seal_harness.cpp) and the tensafe tool"
+"$CXX" -std=c++17 -O3 -DNDEBUG -I"$incdir" -o "$build/seal_harness" \
+  "$root/scripts/seal_harness.cpp" "$lib" -lpthread
+make -s -C "$root" tool
+tool=$root/build/bin/tensafe
+
+out=$build/results-$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$out"
+export OPENBLAS_NUM_THREADS=1
+echo "== running SEAL harness, then tensafe bench core + lora (raw TSV: $out)"
+"$build/seal_harness" >"$out/seal.tsv"
+"$tool" bench core --tsv >"$out/tensafe.tsv"
+"$tool" bench lora --tsv >>"$out/tensafe.tsv"
+
+seal_ver=$(sed -n 's/^# SEAL \([0-9.]*\).*/\1/p' "$out/seal.tsv")
+model=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1)
+ifma=$(awk -F'\t' '$2 == "cpu has AVX-512 IFMA" { print ($4 + 0) ? "yes" : "no" }' "$out/tensafe.tsv")
+echo
+echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "machine: ${model:-unknown CPU}, $(nproc) cores online, AVX-512 IFMA: ${ifma:-?}; $(uname -sr)"
+echo "SEAL:    ${seal_ver:-?} from $src (Release -O3, static, no HEXL); $("$CXX" --version | head -n 1)"
+echo "ours:    $("$tool" --version 2>/dev/null | head -n 1) ($tool, make defaults)"
+echo "command: scripts/bench-vs-seal.sh $src"
+echo "params:  CKKS N=16384, primes [60,40,40,60] (last special), scale 2^40; medians, one thread"
+echo
+
+# Each comparison: label | SEAL harness row | tensafe group | name | params
+awk -F'\t' '
+  FNR == NR { if ($1 == "seal") seal[$2] = $3; next }
+  { ours[$1 "|" $2 "|" $3] = $4 }
+  function dashes(k,   d) { d = ""; while (k-- > 0) d = d "-"; return d }
+  END {
+    n = split("" \
+      "NTT forward, 1 limb, 60-bit (scalar)|ntt forward (1 limb) 60b|core|ntt forward (1 limb)|seed-n16384 N=16384 q0 60b scalar\n" \
+      "NTT inverse, 1 limb, 60-bit (scalar)|ntt inverse (1 limb) 60b|core|ntt inverse (1 limb)|seed-n16384 N=16384 q0 60b scalar\n" \
+      "NTT forward, 1 limb, 40-bit (ours: IFMA)|ntt forward (1 limb) 40b|core|ntt forward (1 limb)|seed-n16384 N=16384 q1 40b ifma\n" \
+      "NTT inverse, 1 limb, 40-bit (ours: IFMA)|ntt inverse (1 limb) 40b|core|ntt inverse (1 limb)|seed-n16384 N=16384 q1 40b ifma\n" \
+      "encode, top level|encode|core|encode|seed-n16384 N=16384 L=3 (top)\n" \
+      "decode, top level|decode|core|decode|seed-n16384 N=16384 L=3 (top)\n" \
+      "encrypt, secret key|encrypt (secret key)|core|encrypt (secret key, seeded)|seed-n16384 N=16384 L=3 (top)\n" \
+      "ct x pt (SEAL multiply_plain; ours prepared)|ct x pt|core|ct x pt (prepared plaintext)|seed-n16384 N=16384 L=3 (top)\n" \
+      "rescale, top level|rescale|core|rescale|seed-n16384 N=16384 L=3 (top)\n" \
+      "decrypt + decode, top level|decrypt + decode (top)|core|decrypt + decode|seed-n16384 N=16384 L=3 (top)\n" \
+      "LoRA delta d=2048 r=32 (SEAL 8 products; ours local)|lora delta d=2048 r=32 (8 products)|lora (per token, one site)|HE-LoRA local (sk in host)|seed-n16384 d=2048 r=32 b=4\n" \
+      "LoRA delta d=2048 r=32 (ours two-party, bytes)|lora delta d=2048 r=32 (8 products)|lora (per token, one site)|HE-LoRA two-party (bytes)|seed-n16384 d=2048 r=32 b=4", cmp, "\n")
+    printf "| %-52s | %12s | %12s | %9s |\n", "operation (seed-n16384)", "SEAL us", "TenSafe us", "SEAL/ours"
+    printf "|%s|%s|%s|%s|\n", dashes(54), dashes(13) ":", dashes(13) ":", dashes(10) ":"
+    for (i = 1; i <= n; i++) {
+      split(cmp[i], f, "|")
+      s = seal[f[2]]; o = ours[f[3] "|" f[4] "|" f[5]]
+      if (s == "" || o == "" || o + 0 <= 0) {
+        printf "| %-52s | %12s | %12s | %9s |\n", f[1], s == "" ? "-" : sprintf("%.1f", s), o == "" ? "-" : sprintf("%.1f", o), "-"
+        continue
+      }
+      printf "| %-52s | %12.1f | %12.1f | %8.2fx |\n", f[1], s, o, s / o
+    }
+  }' "$out/seal.tsv" "$out/tensafe.tsv" | tee "$out/ratios.md"
+echo
+echo "(SEAL/ours > 1: TenSafe-HE is faster; rows: $out/ratios.md)"
