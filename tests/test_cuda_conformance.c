@@ -229,6 +229,14 @@ static void test_device_discovery(void **state)
     assert_true(count >= 0);
     assert_int_equal(tsafe_cuda_device_count(NULL), TSAFE_E_NULL);
     assert_non_null(tsafe_cuda_last_error());
+    /* a failure converted to a status must not stay pending in the
+     * runtime, or the next launch check reports it again (and a retried
+     * in-place NTT runs twice) */
+    int cleared = tsafe_cuda_emu_fail_clears_last_error();
+    if (g_devices > 0)
+        assert_int_equal(cleared, 1);
+    else /* the driver's init error is permanent: nothing to clear */
+        assert_true(cleared == -1 || cleared == 1);
 
     tsafe_context *ctx = make_ctx("ifma-n4096");
     char sentinel;

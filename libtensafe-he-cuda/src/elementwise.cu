@@ -45,6 +45,7 @@ tsafe_status tsafe_cuda_elementwise_launch(tsafe_cuda_backend *cb, int op,
                                    "element-wise batch too large for one launch");
     int bc = b_polys == 1 && n_polys != 1;
     dim3 g((unsigned)blocks), t(TSAFE_EW_THREADS);
+    tsafe_cuda_launch_prepare();
     switch (op) {
     case TSAFE_OP_ADD:
         tsafe_ew_kernel<TSAFE_OP_ADD><<<g, t, 0, cb->stream>>>(

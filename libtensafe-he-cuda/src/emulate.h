@@ -43,6 +43,14 @@ tsafe_status tsafe_cuda_emu_rescale(tsafe_cuda_emu *e, uint64_t *out,
                                     const uint64_t *in, size_t n_polys,
                                     uint32_t n_limbs_in);
 
+/* Test hook for the error path (needs no device): makes a CUDA runtime
+ * call fail, converts it with tsafe_cuda_fail and says whether the
+ * runtime's last error was cleared: 1 cleared, 0 still pending (the next
+ * launch check would report it again), -1 nothing to check (without a
+ * usable driver the runtime's initialisation error stays pending for good,
+ * so the check is meaningful on a machine with a GPU only). */
+int tsafe_cuda_emu_fail_clears_last_error(void);
+
 #ifdef __cplusplus
 }
 #endif

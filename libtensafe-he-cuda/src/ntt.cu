@@ -95,6 +95,7 @@ tsafe_status tsafe_cuda_ntt_launch(tsafe_cuda_backend *cb, int forward,
                             dst_stride, n_limbs, prime_base,
                             forward ? cb->d_tw_fwd : cb->d_tw_inv, cb->d_primes,
                             epi);
+        tsafe_cuda_launch_prepare();
         if (forward)
             tsafe_ntt_pass_kernel<true>
                 <<<(unsigned)blocks, p->threads, p->smem_bytes, cb->stream>>>(a);
