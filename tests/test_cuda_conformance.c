@@ -19,6 +19,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -793,6 +794,18 @@ static tsafe_status pipeline_gpu(tsafe_backend *b, tsafe_buffer *ct,
     return st;
 }
 
+struct graph_end_job {
+    tsafe_backend *b;
+    tsafe_status st;
+};
+
+static void *graph_end_thread(void *arg)
+{
+    struct graph_end_job *j = arg;
+    j->st = tsafe_cuda_graph_end(j->b);
+    return NULL;
+}
+
 static void test_gpu_graph(void **state)
 {
     (void)state;
@@ -841,6 +854,19 @@ static void test_gpu_graph(void **state)
             free(c);
             free(p);
         }
+        /* a backend may move between threads: a capture begun here ends on
+         * another thread (needs the relaxed capture mode) */
+        assert_int_equal(tsafe_cuda_graph_begin(b), TSAFE_OK);
+        assert_int_equal(pipeline_gpu(b, ct, pt, t, out), TSAFE_OK);
+        struct graph_end_job job = {b, TSAFE_E_STATE};
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, graph_end_thread, &job), 0);
+        assert_int_equal(pthread_join(th, NULL), 0);
+        assert_int_equal(job.st, TSAFE_OK);
+        assert_int_equal(tsafe_cuda_graph_launch(b), TSAFE_OK);
+        memset(g, 0, ow * 8);
+        download(out, g);
+        expect_same(g, r, ow, "graph captured across threads", PRESETS[pi]);
         /* an error inside a capture fails graph_end and keeps the old graph */
         assert_int_equal(tsafe_cuda_graph_begin(b), TSAFE_OK);
         assert_int_equal(b->iface->rescale(b, out->mem, t->mem, 2, 1), TSAFE_E_LEVEL);

@@ -132,8 +132,14 @@ static tsafe_status cuda_buffer_alloc(tsafe_backend *b, size_t words,
     tsafe_cuda_device_guard g(cb->device);
     if (g.err != cudaSuccess)
         return tsafe_cuda_fail(g.err, "cudaSetDevice");
+    /* Growth calls cudaMalloc, which is not a stream operation and must
+     * never run while the stream is captured (refused above already; the
+     * pool refuses it too, with TSAFE_E_STATE, should a path ever reach
+     * it during a capture). */
     st = tsafe_cuda_pool_alloc(&cb->pool, words ? words * sizeof(uint64_t) : 1,
-                               1, mem);
+                               !cb->capturing, mem);
+    if (st == TSAFE_E_STATE)
+        return tsafe_cuda_fail_msg(st, "device pool growth during a graph capture");
     if (st == TSAFE_E_NOMEM && !strstr(tsafe_cuda_last_error(), "cudaMalloc"))
         (void)tsafe_cuda_fail_msg(st, "buffer pool bookkeeping: out of memory");
     if (st != TSAFE_OK)
@@ -345,6 +351,16 @@ static tsafe_status cuda_synchronize(tsafe_backend *b)
 
 /* -------------------------------------------------------------- graphs */
 
+/* Whether cb->stream is still being captured; when the query itself fails
+ * the capture is assumed open (refusing work is the safe side). */
+static int capture_still_open(tsafe_cuda_backend *cb)
+{
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    cudaError_t e = cudaStreamIsCapturing(cb->stream, &cs);
+    tsafe_cuda_ignore(e);
+    return e != cudaSuccess || cs != cudaStreamCaptureStatusNone;
+}
+
 static tsafe_status cuda_graph_begin(tsafe_backend *b)
 {
     tsafe_cuda_backend *cb = state(b);
@@ -353,8 +369,18 @@ static tsafe_status cuda_graph_begin(tsafe_backend *b)
     tsafe_cuda_device_guard g(cb->device);
     if (g.err != cudaSuccess)
         return tsafe_cuda_fail(g.err, "cudaSetDevice");
+    /* Relaxed, not ThreadLocal or Global: a backend belongs to one thread
+     * at a time but may move between threads, and in the two other modes
+     * cudaStreamEndCapture must come from the thread that began the
+     * capture. Global would also forbid "unsafe" calls (cudaMalloc, sync
+     * copies) on every other thread, so another backend on another thread
+     * -- the documented way to run adapters concurrently -- would fail or
+     * invalidate this capture. What those modes guard against on our own
+     * stream is refused by the backend itself while capturing: buffer
+     * allocation (pool growth = cudaMalloc), upload, download and
+     * synchronize return TSAFE_E_STATE. */
     cudaError_t e = cudaStreamBeginCapture(cb->stream,
-                                           cudaStreamCaptureModeThreadLocal);
+                                           cudaStreamCaptureModeRelaxed);
     if (e != cudaSuccess)
         return tsafe_cuda_fail(e, "cudaStreamBeginCapture");
     cb->capturing = 1;
@@ -368,14 +394,27 @@ static tsafe_status cuda_graph_end(tsafe_backend *b)
     if (!cb->capturing)
         return tsafe_cuda_fail_msg(TSAFE_E_STATE, "no graph capture open");
     tsafe_cuda_device_guard g(cb->device);
+    if (g.err != cudaSuccess) /* nothing ended: the capture stays open */
+        return tsafe_cuda_fail(g.err, "cudaSetDevice");
     cudaGraph_t graph = NULL;
     cudaError_t e = cudaStreamEndCapture(cb->stream, &graph);
-    cb->capturing = 0;
     tsafe_status st = cb->capture_status;
-    if (st == TSAFE_OK && e != cudaSuccess)
-        st = tsafe_cuda_fail(e, "cudaStreamEndCapture");
-    if (st == TSAFE_OK && g.err != cudaSuccess)
-        st = tsafe_cuda_fail(g.err, "cudaSetDevice");
+    if (e != cudaSuccess) {
+        tsafe_status st_end = tsafe_cuda_fail(e, "cudaStreamEndCapture");
+        if (st == TSAFE_OK)
+            st = st_end;
+        else /* keep both: the first failure's status, this message */
+            (void)tsafe_cuda_fail_msg(st, "cudaStreamEndCapture failed (%s) "
+                                          "after an earlier failure in the "
+                                          "capture (%s)",
+                                      cudaGetErrorName(e), tsafe_strerror(st));
+    }
+    /* The stream, not our flag, says whether the capture is over: an
+     * invalidated capture ends with the failed call, but a refused one
+     * (e.g. a mode/thread mismatch) is still open and must stay marked so
+     * that alloc/upload/download/synchronize keep being refused and a
+     * later end (or destroy) closes it. */
+    cb->capturing = e != cudaSuccess && capture_still_open(cb);
     cudaGraphExec_t exec = NULL;
     if (st == TSAFE_OK) {
         e = cudaGraphInstantiate(&exec, graph, 0);
@@ -385,11 +424,11 @@ static tsafe_status cuda_graph_end(tsafe_backend *b)
         }
     }
     if (graph)
-        (void)cudaGraphDestroy(graph);
+        tsafe_cuda_ignore(cudaGraphDestroy(graph));
     if (st != TSAFE_OK)
         return st; /* the previous graph, if any, stays usable */
     if (cb->graph_exec)
-        (void)cudaGraphExecDestroy(cb->graph_exec);
+        tsafe_cuda_ignore(cudaGraphExecDestroy(cb->graph_exec));
     cb->graph_exec = exec;
     return TSAFE_OK;
 }
