@@ -6,8 +6,11 @@
  *  - always (built with CUDA): device discovery must degrade cleanly (no
  *    device -> count 0, create -> TSAFE_E_NO_DEVICE with a message), the
  *    device-memory pool's bookkeeping (host only), and a host emulation of
- *    the kernels (the kernels' own per-thread code run block by block on
- *    the CPU) against the CPU backend and a direct evaluation;
+ *    the kernels against the CPU backend and a direct evaluation: the
+ *    kernels' own bodies and launch geometry (__host__ __device__ code of
+ *    ntt.cuh / elementwise.cuh, device-only instructions with host
+ *    equivalents) run block by block, thread by thread on the CPU, so only
+ *    the launch and the barriers are untested without a GPU;
  *  - with a device: the real kernels against the CPU backend, transfers,
  *    graph capture + replay, state errors, a benchmark smoke run;
  *  - built without CUDA: one test that says so and skips.
@@ -457,6 +460,12 @@ static void test_emu_elementwise(void **state)
                          TSAFE_OK);
         cpu_elementwise(ctx, TSAFE_OP_MUL, r, a, b, np, np, L);
         expect_same(g, r, words, "emulated element-wise in place", PRESETS[pi]);
+        /* the kernel's 16-byte accesses: an operand that is not 16-byte
+         * aligned would fault on the device, and does in the emulation */
+        assert_int_equal((uintptr_t)a % 16, 0);
+        assert_int_equal(tsafe_cuda_emu_elementwise(e, TSAFE_OP_ADD, g, a + 1, b,
+                                                    1, 1, 1),
+                         TSAFE_E_DEVICE);
         free(a);
         free(b);
         free(g);

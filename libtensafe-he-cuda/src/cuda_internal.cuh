@@ -103,6 +103,9 @@ tsafe_status tsafe_cuda_ntt_launch(tsafe_cuda_backend *cb, int forward,
                                    size_t n_polys, uint32_t n_limbs,
                                    uint32_t prime_base, const tsafe_ntt_epi *epi);
 
+/* The same for a call record (ntt.cuh); what the launcher above wraps. */
+tsafe_status tsafe_cuda_ntt_run(tsafe_cuda_backend *cb, const tsafe_ntt_call *c);
+
 tsafe_status tsafe_cuda_elementwise_launch(tsafe_cuda_backend *cb, int op,
                                            uint64_t *out, const uint64_t *a,
                                            const uint64_t *b, size_t n_polys,

@@ -1,13 +1,18 @@
 /* Host emulation of the CUDA backend's kernels (internal, for tests).
  *
- * Runs the kernels' own per-thread functions (ntt.cuh, elementwise.cuh)
- * block by block and thread by thread on the host, with the same tables
- * and pass plans, so that the index arithmetic and the modular arithmetic
- * of the device code are checked against the CPU backend on machines
- * without a GPU. Between two barriers of a kernel the threads of a block
- * touch disjoint shared-memory words, so running them one after another
- * gives exactly the parallel result. Not a substitute for a GPU run (it
- * cannot see races, launch limits or device faults). */
+ * Runs the kernels' own code on the host: the kernel bodies (block setup,
+ * the NTT phases between barriers, the element-wise thread with its
+ * 16-byte accesses) and the launch geometry (passes, grids, the rescale's
+ * two NTT calls) are the __host__ __device__ functions of ntt.cuh and
+ * elementwise.cuh; device-only instructions (__umul64hi, __ldg, vector
+ * loads/stores) have host equivalents in modarith.cuh, one place each.
+ * Only the launch is replaced: blocks in turn, and within each barrier
+ * interval the threads of a block in turn (they touch disjoint
+ * shared-memory words there, so this gives the parallel result). A 16-byte
+ * access that is not 16-byte aligned fails the operation with
+ * TSAFE_E_DEVICE, as the device would fault. Not a substitute for a GPU
+ * run: it cannot see races, missing barriers, launch limits, the device
+ * spelling of those instructions or device faults. */
 #ifndef TSAFE_CUDA_EMULATE_H
 #define TSAFE_CUDA_EMULATE_H
 
