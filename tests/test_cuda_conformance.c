@@ -6,8 +6,11 @@
  *  - always (built with CUDA): device discovery must degrade cleanly (no
  *    device -> count 0, create -> TSAFE_E_NO_DEVICE with a message), the
  *    device-memory pool's bookkeeping (host only), and a host emulation of
- *    the kernels (the kernels' own per-thread code run block by block on
- *    the CPU) against the CPU backend and a direct evaluation;
+ *    the kernels against the CPU backend and a direct evaluation: the
+ *    kernels' own bodies and launch geometry (__host__ __device__ code of
+ *    ntt.cuh / elementwise.cuh, device-only instructions with host
+ *    equivalents) run block by block, thread by thread on the CPU, so only
+ *    the launch and the barriers are untested without a GPU;
  *  - with a device: the real kernels against the CPU backend, transfers,
  *    graph capture + replay, state errors, a benchmark smoke run;
  *  - built without CUDA: one test that says so and skips.
@@ -19,6 +22,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,6 +233,14 @@ static void test_device_discovery(void **state)
     assert_true(count >= 0);
     assert_int_equal(tsafe_cuda_device_count(NULL), TSAFE_E_NULL);
     assert_non_null(tsafe_cuda_last_error());
+    /* a failure converted to a status must not stay pending in the
+     * runtime, or the next launch check reports it again (and a retried
+     * in-place NTT runs twice) */
+    int cleared = tsafe_cuda_emu_fail_clears_last_error();
+    if (g_devices > 0)
+        assert_int_equal(cleared, 1);
+    else /* the driver's init error is permanent: nothing to clear */
+        assert_true(cleared == -1 || cleared == 1);
 
     tsafe_context *ctx = make_ctx("ifma-n4096");
     char sentinel;
@@ -448,6 +460,12 @@ static void test_emu_elementwise(void **state)
                          TSAFE_OK);
         cpu_elementwise(ctx, TSAFE_OP_MUL, r, a, b, np, np, L);
         expect_same(g, r, words, "emulated element-wise in place", PRESETS[pi]);
+        /* the kernel's 16-byte accesses: an operand that is not 16-byte
+         * aligned would fault on the device, and does in the emulation */
+        assert_int_equal((uintptr_t)a % 16, 0);
+        assert_int_equal(tsafe_cuda_emu_elementwise(e, TSAFE_OP_ADD, g, a + 1, b,
+                                                    1, 1, 1),
+                         TSAFE_E_DEVICE);
         free(a);
         free(b);
         free(g);
@@ -785,6 +803,18 @@ static tsafe_status pipeline_gpu(tsafe_backend *b, tsafe_buffer *ct,
     return st;
 }
 
+struct graph_end_job {
+    tsafe_backend *b;
+    tsafe_status st;
+};
+
+static void *graph_end_thread(void *arg)
+{
+    struct graph_end_job *j = arg;
+    j->st = tsafe_cuda_graph_end(j->b);
+    return NULL;
+}
+
 static void test_gpu_graph(void **state)
 {
     (void)state;
@@ -833,6 +863,19 @@ static void test_gpu_graph(void **state)
             free(c);
             free(p);
         }
+        /* a backend may move between threads: a capture begun here ends on
+         * another thread (needs the relaxed capture mode) */
+        assert_int_equal(tsafe_cuda_graph_begin(b), TSAFE_OK);
+        assert_int_equal(pipeline_gpu(b, ct, pt, t, out), TSAFE_OK);
+        struct graph_end_job job = {b, TSAFE_E_STATE};
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, graph_end_thread, &job), 0);
+        assert_int_equal(pthread_join(th, NULL), 0);
+        assert_int_equal(job.st, TSAFE_OK);
+        assert_int_equal(tsafe_cuda_graph_launch(b), TSAFE_OK);
+        memset(g, 0, ow * 8);
+        download(out, g);
+        expect_same(g, r, ow, "graph captured across threads", PRESETS[pi]);
         /* an error inside a capture fails graph_end and keeps the old graph */
         assert_int_equal(tsafe_cuda_graph_begin(b), TSAFE_OK);
         assert_int_equal(b->iface->rescale(b, out->mem, t->mem, 2, 1), TSAFE_E_LEVEL);

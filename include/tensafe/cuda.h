@@ -85,7 +85,11 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_buffer_device_pointer(
  * freed: the graph may still use it). The replay reads
  * and writes the same buffers as the capture, so upload new inputs into
  * them between launches. A second end replaces the previous graph. The
- * buffers a graph uses must outlive its last launch. */
+ * buffers a graph uses must outlive its last launch. begin and end may be
+ * called from different threads (the backend may move between threads;
+ * one thread at a time). When end fails in the runtime and the stream is
+ * still being captured, the capture stays open (calls stay refused) and
+ * end may be called again; the backend's destruction closes it. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_graph_begin(tsafe_backend *b);
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_graph_end(tsafe_backend *b);
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_graph_launch(tsafe_backend *b);

@@ -30,7 +30,8 @@ extern "C" TSAFE_API tsafe_status tsafe_cuda_device_count(int *count)
     int c = 0;
     cudaError_t e = cudaGetDeviceCount(&c);
     if (e != cudaSuccess) {
-        (void)cudaGetLastError(); /* clear it: no device is not a failure */
+        /* no device is not a failure: keep the message (fail also clears
+         * the runtime's last error) and report 0 */
         (void)tsafe_cuda_fail(e, "no CUDA device: cudaGetDeviceCount");
         c = 0;
     }
@@ -100,17 +101,13 @@ static tsafe_status slab_alloc(void *user, size_t bytes, void **ptr)
 {
     (void)user;
     cudaError_t e = cudaMalloc(ptr, bytes);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return tsafe_cuda_fail(e, "cudaMalloc(pool slab)");
-    }
-    return TSAFE_OK;
+    return e == cudaSuccess ? TSAFE_OK : tsafe_cuda_fail(e, "cudaMalloc(pool slab)");
 }
 
 static void slab_free(void *user, void *ptr)
 {
     (void)user;
-    (void)cudaFree(ptr);
+    tsafe_cuda_ignore(cudaFree(ptr));
 }
 
 static tsafe_status refuse_in_capture(const tsafe_cuda_backend *cb,
@@ -135,8 +132,14 @@ static tsafe_status cuda_buffer_alloc(tsafe_backend *b, size_t words,
     tsafe_cuda_device_guard g(cb->device);
     if (g.err != cudaSuccess)
         return tsafe_cuda_fail(g.err, "cudaSetDevice");
+    /* Growth calls cudaMalloc, which is not a stream operation and must
+     * never run while the stream is captured (refused above already; the
+     * pool refuses it too, with TSAFE_E_STATE, should a path ever reach
+     * it during a capture). */
     st = tsafe_cuda_pool_alloc(&cb->pool, words ? words * sizeof(uint64_t) : 1,
-                               1, mem);
+                               !cb->capturing, mem);
+    if (st == TSAFE_E_STATE)
+        return tsafe_cuda_fail_msg(st, "device pool growth during a graph capture");
     if (st == TSAFE_E_NOMEM && !strstr(tsafe_cuda_last_error(), "cudaMalloc"))
         (void)tsafe_cuda_fail_msg(st, "buffer pool bookkeeping: out of memory");
     if (st != TSAFE_OK)
@@ -186,10 +189,11 @@ static tsafe_status cuda_buffer_upload(tsafe_backend *b, void *mem,
         memcpy(cb->staging[h], src, chunk * sizeof(uint64_t));
         e = cudaMemcpyAsync(dst, cb->staging[h], chunk * sizeof(uint64_t),
                             cudaMemcpyHostToDevice, cb->stream);
-        if (e == cudaSuccess)
-            e = cudaEventRecord(cb->staging_ev[h], cb->stream);
         if (e != cudaSuccess)
             return tsafe_cuda_fail(e, "cudaMemcpyAsync(upload)");
+        e = cudaEventRecord(cb->staging_ev[h], cb->stream);
+        if (e != cudaSuccess)
+            return tsafe_cuda_fail(e, "cudaEventRecord(upload staging)");
         src += chunk;
         dst += chunk;
         words -= chunk;
@@ -229,14 +233,16 @@ static tsafe_status cuda_buffer_download(tsafe_backend *b, const void *mem,
             int h = (int)((h0 + c) & 1);
             size_t len = words - c * CH < CH ? words - c * CH : CH;
             cudaError_t e = cudaEventSynchronize(cb->staging_ev[h]);
-            if (e == cudaSuccess)
-                e = cudaMemcpyAsync(cb->staging[h], src + c * CH,
-                                    len * sizeof(uint64_t),
-                                    cudaMemcpyDeviceToHost, cb->stream);
-            if (e == cudaSuccess)
-                e = cudaEventRecord(cb->staging_ev[h], cb->stream);
+            if (e != cudaSuccess)
+                return tsafe_cuda_fail(e, "cudaEventSynchronize(staging)");
+            e = cudaMemcpyAsync(cb->staging[h], src + c * CH,
+                                len * sizeof(uint64_t), cudaMemcpyDeviceToHost,
+                                cb->stream);
             if (e != cudaSuccess)
                 return tsafe_cuda_fail(e, "cudaMemcpyAsync(download)");
+            e = cudaEventRecord(cb->staging_ev[h], cb->stream);
+            if (e != cudaSuccess)
+                return tsafe_cuda_fail(e, "cudaEventRecord(download staging)");
         }
     }
     cb->staging_next = (int)((h0 + n_chunks) & 1);
@@ -345,6 +351,16 @@ static tsafe_status cuda_synchronize(tsafe_backend *b)
 
 /* -------------------------------------------------------------- graphs */
 
+/* Whether cb->stream is still being captured; when the query itself fails
+ * the capture is assumed open (refusing work is the safe side). */
+static int capture_still_open(tsafe_cuda_backend *cb)
+{
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    cudaError_t e = cudaStreamIsCapturing(cb->stream, &cs);
+    tsafe_cuda_ignore(e);
+    return e != cudaSuccess || cs != cudaStreamCaptureStatusNone;
+}
+
 static tsafe_status cuda_graph_begin(tsafe_backend *b)
 {
     tsafe_cuda_backend *cb = state(b);
@@ -353,8 +369,18 @@ static tsafe_status cuda_graph_begin(tsafe_backend *b)
     tsafe_cuda_device_guard g(cb->device);
     if (g.err != cudaSuccess)
         return tsafe_cuda_fail(g.err, "cudaSetDevice");
+    /* Relaxed, not ThreadLocal or Global: a backend belongs to one thread
+     * at a time but may move between threads, and in the two other modes
+     * cudaStreamEndCapture must come from the thread that began the
+     * capture. Global would also forbid "unsafe" calls (cudaMalloc, sync
+     * copies) on every other thread, so another backend on another thread
+     * -- the documented way to run adapters concurrently -- would fail or
+     * invalidate this capture. What those modes guard against on our own
+     * stream is refused by the backend itself while capturing: buffer
+     * allocation (pool growth = cudaMalloc), upload, download and
+     * synchronize return TSAFE_E_STATE. */
     cudaError_t e = cudaStreamBeginCapture(cb->stream,
-                                           cudaStreamCaptureModeThreadLocal);
+                                           cudaStreamCaptureModeRelaxed);
     if (e != cudaSuccess)
         return tsafe_cuda_fail(e, "cudaStreamBeginCapture");
     cb->capturing = 1;
@@ -368,14 +394,27 @@ static tsafe_status cuda_graph_end(tsafe_backend *b)
     if (!cb->capturing)
         return tsafe_cuda_fail_msg(TSAFE_E_STATE, "no graph capture open");
     tsafe_cuda_device_guard g(cb->device);
+    if (g.err != cudaSuccess) /* nothing ended: the capture stays open */
+        return tsafe_cuda_fail(g.err, "cudaSetDevice");
     cudaGraph_t graph = NULL;
     cudaError_t e = cudaStreamEndCapture(cb->stream, &graph);
-    cb->capturing = 0;
     tsafe_status st = cb->capture_status;
-    if (st == TSAFE_OK && e != cudaSuccess)
-        st = tsafe_cuda_fail(e, "cudaStreamEndCapture");
-    if (st == TSAFE_OK && g.err != cudaSuccess)
-        st = tsafe_cuda_fail(g.err, "cudaSetDevice");
+    if (e != cudaSuccess) {
+        tsafe_status st_end = tsafe_cuda_fail(e, "cudaStreamEndCapture");
+        if (st == TSAFE_OK)
+            st = st_end;
+        else /* keep both: the first failure's status, this message */
+            (void)tsafe_cuda_fail_msg(st, "cudaStreamEndCapture failed (%s) "
+                                          "after an earlier failure in the "
+                                          "capture (%s)",
+                                      cudaGetErrorName(e), tsafe_strerror(st));
+    }
+    /* The stream, not our flag, says whether the capture is over: an
+     * invalidated capture ends with the failed call, but a refused one
+     * (e.g. a mode/thread mismatch) is still open and must stay marked so
+     * that alloc/upload/download/synchronize keep being refused and a
+     * later end (or destroy) closes it. */
+    cb->capturing = e != cudaSuccess && capture_still_open(cb);
     cudaGraphExec_t exec = NULL;
     if (st == TSAFE_OK) {
         e = cudaGraphInstantiate(&exec, graph, 0);
@@ -385,11 +424,11 @@ static tsafe_status cuda_graph_end(tsafe_backend *b)
         }
     }
     if (graph)
-        (void)cudaGraphDestroy(graph);
+        tsafe_cuda_ignore(cudaGraphDestroy(graph));
     if (st != TSAFE_OK)
         return st; /* the previous graph, if any, stays usable */
     if (cb->graph_exec)
-        (void)cudaGraphExecDestroy(cb->graph_exec);
+        tsafe_cuda_ignore(cudaGraphExecDestroy(cb->graph_exec));
     cb->graph_exec = exec;
     return TSAFE_OK;
 }
@@ -459,29 +498,35 @@ static void destroy_state(tsafe_cuda_backend *cb)
 {
     if (!cb)
         return;
+    /* Teardown reports nothing (free has no status); each ignored failure
+     * still has its last error cleared so that no later launch on this
+     * thread reports it. */
     tsafe_cuda_device_guard g(cb->device);
+    tsafe_cuda_ignore(g.err);
     if (cb->capturing) {
         cudaGraph_t graph = NULL;
-        if (cudaStreamEndCapture(cb->stream, &graph) == cudaSuccess && graph)
-            (void)cudaGraphDestroy(graph);
+        cudaError_t e = cudaStreamEndCapture(cb->stream, &graph);
+        tsafe_cuda_ignore(e);
+        if (e == cudaSuccess && graph)
+            tsafe_cuda_ignore(cudaGraphDestroy(graph));
     }
     if (cb->stream)
-        (void)cudaStreamSynchronize(cb->stream);
+        tsafe_cuda_ignore(cudaStreamSynchronize(cb->stream));
     if (cb->graph_exec)
-        (void)cudaGraphExecDestroy(cb->graph_exec);
+        tsafe_cuda_ignore(cudaGraphExecDestroy(cb->graph_exec));
     for (int h = 0; h < 2; h++) {
         if (cb->staging_ev[h])
-            (void)cudaEventDestroy(cb->staging_ev[h]);
+            tsafe_cuda_ignore(cudaEventDestroy(cb->staging_ev[h]));
         if (cb->staging[h])
-            (void)cudaFreeHost(cb->staging[h]);
+            tsafe_cuda_ignore(cudaFreeHost(cb->staging[h]));
     }
     tsafe_cuda_pool_destroy(&cb->pool);
-    (void)cudaFree(cb->d_tw_fwd);
-    (void)cudaFree(cb->d_tw_inv);
-    (void)cudaFree(cb->d_primes);
-    (void)cudaFree(cb->d_rescale);
+    tsafe_cuda_ignore(cudaFree(cb->d_tw_fwd));
+    tsafe_cuda_ignore(cudaFree(cb->d_tw_inv));
+    tsafe_cuda_ignore(cudaFree(cb->d_primes));
+    tsafe_cuda_ignore(cudaFree(cb->d_rescale));
     if (cb->stream)
-        (void)cudaStreamDestroy(cb->stream);
+        tsafe_cuda_ignore(cudaStreamDestroy(cb->stream));
     tsafe_cuda_tables_free(&cb->tables);
     free(cb);
 }
@@ -510,9 +555,12 @@ const struct tsafe_backend_i tsafe_cuda_iface = {
 static tsafe_status upload_table(void **dst, const void *src, size_t bytes)
 {
     cudaError_t e = cudaMalloc(dst, bytes);
-    if (e == cudaSuccess)
-        e = cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice);
-    return e == cudaSuccess ? TSAFE_OK : tsafe_cuda_fail(e, "NTT table upload");
+    if (e != cudaSuccess)
+        return tsafe_cuda_fail(e, "cudaMalloc(constant tables)");
+    e = cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice);
+    /* on failure *dst stays set: destroy_state frees it */
+    return e == cudaSuccess ? TSAFE_OK
+                            : tsafe_cuda_fail(e, "cudaMemcpy(constant tables)");
 }
 
 extern "C" TSAFE_API tsafe_status tsafe_backend_cuda_create(
@@ -585,8 +633,7 @@ extern "C" TSAFE_API tsafe_status tsafe_backend_cuda_create(
     }
     return TSAFE_OK;
 fail:
-    (void)cudaGetLastError(); /* clear a non-sticky error for the caller */
-    destroy_state(cb);
+    destroy_state(cb); /* every CUDA failure above went through tsafe_cuda_fail */
     *out = NULL;
     return st;
 }

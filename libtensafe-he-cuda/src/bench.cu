@@ -1,12 +1,14 @@
 /* GPU benchmark behind `tensafe bench cuda`: medians of CUDA-event timings
  * of the backend's kernels on buffers larger than L2, a small per-token
- * pipeline with plain launches vs a graph replay, and transfer rates. */
-#include <algorithm>
+ * pipeline with plain launches vs a graph replay, and transfer rates.
+ *
+ * Reached through extern "C": nothing here may throw (no std containers,
+ * whose bad_alloc would terminate the host process); memory comes from
+ * malloc and every failure is a status. */
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <vector>
 
 #include "cuda_internal.cuh"
 
@@ -25,33 +27,55 @@ double now_s()
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* One timed run of `op` in milliseconds (CUDA events around it). */
+template <class F>
+tsafe_status time_once(bench_env &env, F &op, float *ms)
+{
+    cudaStream_t s = env.cb->stream;
+    cudaError_t e = cudaEventRecord(env.ev0, s);
+    if (e != cudaSuccess)
+        return tsafe_cuda_fail(e, "cudaEventRecord(start)");
+    tsafe_status st = op();
+    if (st != TSAFE_OK)
+        return st;
+    e = cudaEventRecord(env.ev1, s);
+    if (e != cudaSuccess)
+        return tsafe_cuda_fail(e, "cudaEventRecord(stop)");
+    e = cudaEventSynchronize(env.ev1);
+    if (e != cudaSuccess)
+        return tsafe_cuda_fail(e, "cudaEventSynchronize(benchmark)");
+    e = cudaEventElapsedTime(ms, env.ev0, env.ev1);
+    return e == cudaSuccess ? TSAFE_OK
+                            : tsafe_cuda_fail(e, "cudaEventElapsedTime");
+}
+
 /* Median time in microseconds of `op` (queued on the backend stream). */
 template <class F>
 tsafe_status time_op(bench_env &env, F op, double *us)
 {
-    std::vector<double> t;
-    cudaStream_t s = env.cb->stream;
-    for (uint32_t r = 0; r < env.warmup + env.reps; r++) {
-        cudaError_t e = cudaEventRecord(env.ev0, s);
-        if (e != cudaSuccess)
-            return tsafe_cuda_fail(e, "cudaEventRecord");
-        tsafe_status st = op();
-        if (st != TSAFE_OK)
-            return st;
-        e = cudaEventRecord(env.ev1, s);
-        if (e == cudaSuccess)
-            e = cudaEventSynchronize(env.ev1);
+    double *t = (double *)calloc(env.reps, sizeof(double));
+    if (!t)
+        return tsafe_cuda_fail_msg(TSAFE_E_NOMEM, "benchmark: no memory for "
+                                                  "%u timings", env.reps);
+    tsafe_status st = TSAFE_OK;
+    for (uint32_t r = 0; r < env.warmup + env.reps && st == TSAFE_OK; r++) {
         float ms = 0;
-        if (e == cudaSuccess)
-            e = cudaEventElapsedTime(&ms, env.ev0, env.ev1);
-        if (e != cudaSuccess)
-            return tsafe_cuda_fail(e, "benchmark timing");
-        if (r >= env.warmup)
-            t.push_back(1e3 * (double)ms);
+        st = time_once(env, op, &ms);
+        if (st == TSAFE_OK && r >= env.warmup)
+            t[r - env.warmup] = 1e3 * (double)ms;
     }
-    std::sort(t.begin(), t.end());
-    *us = t[t.size() / 2];
-    return TSAFE_OK;
+    if (st == TSAFE_OK) {
+        qsort(t, env.reps, sizeof(double), cmp_double);
+        *us = t[env.reps / 2];
+    }
+    free(t);
+    return st;
 }
 
 void random_limbs(const tsafe_cuda_tables &tb, uint64_t *w, size_t n_polys,
@@ -86,6 +110,10 @@ extern "C" TSAFE_API tsafe_status tsafe_cuda_bench(
         c.warmup = 3;
     if (!c.pipeline_iters)
         c.pipeline_iters = 100;
+    if (c.reps > (1u << 20) || c.warmup > (1u << 20))
+        return tsafe_cuda_fail_msg(TSAFE_E_RANGE, "benchmark: %u reps, %u "
+                                                  "warm-up runs (at most 2^20)",
+                                   c.reps, c.warmup);
     if (sodium_init() < 0)
         return TSAFE_E_CRYPTO;
 
@@ -95,6 +123,11 @@ extern "C" TSAFE_API tsafe_status tsafe_cuda_bench(
         return st;
     tsafe_cuda_backend *cb = tsafe_cuda_state(be);
     tsafe_cuda_device_guard g(device);
+    if (g.err != cudaSuccess) {
+        st = tsafe_cuda_fail(g.err, "cudaSetDevice");
+        tsafe_backend_free(be);
+        return st;
+    }
     bench_env env = {cb, NULL, NULL, c.reps, c.warmup};
     tsafe_buffer *A = NULL, *B = NULL, *C = NULL, *ct = NULL, *pts = NULL,
                  *prod = NULL, *res = NULL;
@@ -263,9 +296,9 @@ fail:
     free(host);
     free(host2);
     if (env.ev0)
-        (void)cudaEventDestroy(env.ev0);
+        tsafe_cuda_ignore(cudaEventDestroy(env.ev0));
     if (env.ev1)
-        (void)cudaEventDestroy(env.ev1);
+        tsafe_cuda_ignore(cudaEventDestroy(env.ev1));
     tsafe_backend_free(be);
     return st;
 }

@@ -39,13 +39,25 @@ typedef struct tsafe_cuda_backend {
 
 /* ------------------------------------------------------------- errors */
 
-/* Record "what: <CUDA message> (<name>)" and return the mapped status
- * (TSAFE_E_NOMEM, TSAFE_E_NO_DEVICE or TSAFE_E_DEVICE). */
+/* Record "what: <CUDA message> (<name>)", clear the runtime's last error
+ * (the failure is now the caller's status, not a pending error for the
+ * next launch check) and return the mapped status (TSAFE_E_NOMEM,
+ * TSAFE_E_NO_DEVICE or TSAFE_E_DEVICE). Every CUDA call's status is
+ * checked where it is made and, when not cudaSuccess, goes through here
+ * or through tsafe_cuda_ignore. */
 tsafe_status tsafe_cuda_fail(cudaError_t e, const char *what);
 /* Record a message for a non-CUDA failure and return st. */
 tsafe_status tsafe_cuda_fail_msg(tsafe_status st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 tsafe_status tsafe_cuda_map_error(cudaError_t e);
+/* For calls whose failure is deliberately not reported (cleanup paths):
+ * clear the last error they left so that no later launch reports it. */
+void tsafe_cuda_ignore(cudaError_t e);
+/* Before a kernel launch: drop a stale non-sticky error left by CUDA calls
+ * outside this library on the same thread (each such call already
+ * returned its status to its caller), so that the check after <<<>>>
+ * reports this launch's error only. */
+static inline void tsafe_cuda_launch_prepare(void) { (void)cudaGetLastError(); }
 
 #define TSAFE_CUDA_TRY(call)                                                 \
     do {                                                                     \
@@ -71,7 +83,7 @@ struct tsafe_cuda_device_guard {
     ~tsafe_cuda_device_guard()
     {
         if (prev >= 0)
-            (void)cudaSetDevice(prev);
+            tsafe_cuda_ignore(cudaSetDevice(prev));
     }
 };
 
@@ -90,6 +102,9 @@ tsafe_status tsafe_cuda_ntt_launch(tsafe_cuda_backend *cb, int forward,
                                    uint64_t *dst, uint64_t dst_stride,
                                    size_t n_polys, uint32_t n_limbs,
                                    uint32_t prime_base, const tsafe_ntt_epi *epi);
+
+/* The same for a call record (ntt.cuh); what the launcher above wraps. */
+tsafe_status tsafe_cuda_ntt_run(tsafe_cuda_backend *cb, const tsafe_ntt_call *c);
 
 tsafe_status tsafe_cuda_elementwise_launch(tsafe_cuda_backend *cb, int op,
                                            uint64_t *out, const uint64_t *a,

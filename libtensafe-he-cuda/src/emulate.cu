@@ -1,8 +1,13 @@
-/* Host emulation of the kernels; see emulate.h. Mirrors the launch code of
- * ntt.cu, elementwise.cu and rescale.cu step for step. */
+/* Host emulation of the kernels; see emulate.h. What runs here is the
+ * kernels' own code: the per-thread bodies (tsafe_ntt_phase,
+ * tsafe_ew_thread) and the launch geometry (tsafe_ntt_step,
+ * tsafe_rescale_calls, tsafe_ew_setup) are the __host__ __device__
+ * functions of ntt.cuh / elementwise.cuh, compiled here for the host. This
+ * file only replaces the launch: a loop over blocks, and over the threads
+ * of a block within each barrier interval. No C++ allocation (extern "C"
+ * callers): malloc and status codes. */
 #include <stddef.h>
 #include <stdlib.h>
-#include <vector>
 
 #include "elementwise.cuh"
 #include "emulate.h"
@@ -48,61 +53,57 @@ extern "C" uint32_t tsafe_cuda_emu_ntt_passes(const tsafe_cuda_emu *e)
     return e ? e->plan.n_passes : 0;
 }
 
+/* One launch of an NTT pass: blocks x threads, shared memory of exactly
+ * the launch's size (poisoned: every slot must be loaded before use). */
 template <bool FWD>
-static void emu_pass(const tsafe_ntt_args &a, uint64_t blocks,
-                     uint32_t threads)
+static tsafe_status emu_pass(const tsafe_ntt_args &a, const tsafe_ntt_dims &d)
 {
-    const uint32_t tile = 1u << (a.S + a.log_cols);
-    const uint32_t half = tile >> 1;
-    std::vector<uint64_t> sm(tile);
-    for (uint64_t blk = 0; blk < blocks; blk++) {
+    size_t words = d.smem_bytes / sizeof(uint64_t);
+    if (((size_t)1 << (a.S + a.log_cols)) > words)
+        return TSAFE_E_STATE; /* tile beyond the launch's shared memory */
+    uint64_t *sm = (uint64_t *)malloc(d.smem_bytes);
+    if (!sm)
+        return TSAFE_E_NOMEM;
+    const uint32_t phases = tsafe_ntt_phases(a);
+    for (uint64_t blk = 0; blk < d.blocks; blk++) {
         tsafe_ntt_block b;
         tsafe_ntt_block_setup(a, blk, b);
-        /* poison: every slot must be loaded before use */
-        for (uint32_t e = 0; e < tile; e++)
+        for (size_t e = 0; e < words; e++)
             sm[e] = ~0ull;
-        for (uint32_t t = 0; t < threads; t++)
-            for (uint32_t e = t; e < tile; e += threads)
-                tsafe_ntt_load(a, b, sm.data(), e);
-        if (FWD) {
-            for (uint32_t s = a.s0; s < a.s0 + a.S; s++)
-                for (uint32_t t = 0; t < threads; t++)
-                    for (uint32_t bf = t; bf < half; bf += threads)
-                        tsafe_ntt_fwd_butterfly(a, b, sm.data(), s, bf);
-        } else {
-            for (uint32_t s = a.s0 + a.S; s-- > a.s0;)
-                for (uint32_t t = 0; t < threads; t++)
-                    for (uint32_t bf = t; bf < half; bf += threads)
-                        tsafe_ntt_inv_butterfly(a, b, sm.data(), s, bf);
-        }
-        for (uint32_t t = 0; t < threads; t++)
-            for (uint32_t e = t; e < tile; e += threads)
-                tsafe_ntt_store<FWD>(a, b, sm.data(), e);
+        /* the kernel: phase, barrier, phase, ... for all threads at once */
+        for (uint32_t ph = 0; ph < phases; ph++)
+            for (uint32_t t = 0; t < d.threads; t++)
+                tsafe_ntt_phase<FWD>(a, b, sm, ph, t, d.threads);
     }
+    free(sm);
+    return TSAFE_OK;
 }
 
-/* Mirror of tsafe_cuda_ntt_launch. */
-static void emu_ntt(tsafe_cuda_emu *em, int forward, const uint64_t *src,
-                    uint64_t src_stride, uint64_t *dst, uint64_t dst_stride,
-                    size_t n_polys, uint32_t n_limbs, uint32_t prime_base,
-                    const tsafe_ntt_epi *epi)
+/* What a device fault would be: a 16-byte access the device cannot make. */
+static tsafe_status emu_faults(unsigned long misaligned_before)
+{
+    return ts_emu_misaligned() != misaligned_before ? TSAFE_E_DEVICE : TSAFE_OK;
+}
+
+/* The emulated tsafe_cuda_ntt_run. */
+static tsafe_status emu_ntt(tsafe_cuda_emu *em, const tsafe_ntt_call *c)
 {
     const tsafe_ntt_plan *pl = &em->plan;
-    uint64_t rows = (uint64_t)n_polys * n_limbs;
+    if (c->n_polys == 0 || c->n_limbs == 0)
+        return TSAFE_OK;
+    unsigned long mis = ts_emu_misaligned();
     for (uint32_t step = 0; step < pl->n_passes; step++) {
-        uint32_t pi = forward ? step : pl->n_passes - 1 - step;
-        const tsafe_ntt_pass *p = &pl->pass[pi];
         tsafe_ntt_args a;
-        tsafe_ntt_args_fill(&a, pl, forward, step, src, src_stride, dst,
-                            dst_stride, n_limbs, prime_base,
-                            forward ? em->tables.tw_fwd : em->tables.tw_inv,
-                            em->tables.primes, epi);
-        uint64_t blocks = tsafe_ntt_pass_blocks(pl, p, rows);
-        if (forward)
-            emu_pass<true>(a, blocks, p->threads);
-        else
-            emu_pass<false>(a, blocks, p->threads);
+        tsafe_ntt_dims d;
+        tsafe_status st = tsafe_ntt_step(pl, c, step, em->tables.tw_fwd,
+                                         em->tables.tw_inv, em->tables.primes,
+                                         &a, &d);
+        if (st == TSAFE_OK)
+            st = c->forward ? emu_pass<true>(a, d) : emu_pass<false>(a, d);
+        if (st != TSAFE_OK)
+            return st;
     }
+    return emu_faults(mis);
 }
 
 extern "C" tsafe_status tsafe_cuda_emu_ntt(tsafe_cuda_emu *e, int forward,
@@ -114,29 +115,18 @@ extern "C" tsafe_status tsafe_cuda_emu_ntt(tsafe_cuda_emu *e, int forward,
     if (n_limbs == 0 || n_limbs > e->tables.n_primes)
         return TSAFE_E_RANGE;
     uint64_t stride = (uint64_t)n_limbs * e->tables.n;
-    emu_ntt(e, forward, data, stride, data, stride, n_polys, n_limbs, 0, NULL);
-    return TSAFE_OK;
+    tsafe_ntt_call c = {forward, data, stride, data, stride, n_polys, n_limbs,
+                        0, NULL};
+    return emu_ntt(e, &c);
 }
 
-/* Mirror of tsafe_ew_kernel: every (block, thread, vector, word). */
+/* The emulated element-wise launch: every (block, thread). */
 template <int OP>
-static void emu_ew(tsafe_cuda_emu *e, uint64_t *out, const uint64_t *a,
-                   const uint64_t *b, size_t n_polys, size_t b_polys,
-                   uint32_t n_limbs)
+static void emu_ew(const tsafe_ew_args &g, uint64_t blocks)
 {
-    uint32_t log_n = e->tables.log_n;
-    int bc = b_polys == 1 && n_polys != 1;
-    uint64_t blocks = ((uint64_t)n_polys * n_limbs) << (log_n - TSAFE_EW_CHUNK_LOG);
     for (uint64_t blk = 0; blk < blocks; blk++)
         for (uint32_t t = 0; t < TSAFE_EW_THREADS; t++)
-            for (uint32_t v = 0; v < 2; v++) {
-                uint64_t off, boff;
-                uint32_t limb;
-                tsafe_ew_index(blk, t, v, log_n, n_limbs, bc, off, boff, limb);
-                for (uint32_t w = 0; w < 2; w++)
-                    out[off + w] = tsafe_ew_apply<OP>(a[off + w], b[boff + w],
-                                                      e->tables.primes[limb]);
-            }
+            tsafe_ew_thread<OP>(g, blk, t);
 }
 
 extern "C" tsafe_status tsafe_cuda_emu_elementwise(tsafe_cuda_emu *e, int op,
@@ -153,20 +143,28 @@ extern "C" tsafe_status tsafe_cuda_emu_elementwise(tsafe_cuda_emu *e, int op,
         return TSAFE_E_RANGE;
     if (b_polys != n_polys && b_polys != 1)
         return TSAFE_E_SHAPE;
+    tsafe_ew_args g;
+    uint64_t blocks = 0;
+    tsafe_status st = tsafe_ew_setup(out, a, b, n_polys, b_polys, n_limbs,
+                                     e->tables.log_n, e->tables.primes, &g,
+                                     &blocks);
+    if (st != TSAFE_OK)
+        return st;
+    unsigned long mis = ts_emu_misaligned();
     switch (op) {
     case TSAFE_OP_ADD:
-        emu_ew<TSAFE_OP_ADD>(e, out, a, b, n_polys, b_polys, n_limbs);
+        emu_ew<TSAFE_OP_ADD>(g, blocks);
         break;
     case TSAFE_OP_SUB:
-        emu_ew<TSAFE_OP_SUB>(e, out, a, b, n_polys, b_polys, n_limbs);
+        emu_ew<TSAFE_OP_SUB>(g, blocks);
         break;
     case TSAFE_OP_MUL:
-        emu_ew<TSAFE_OP_MUL>(e, out, a, b, n_polys, b_polys, n_limbs);
+        emu_ew<TSAFE_OP_MUL>(g, blocks);
         break;
     default:
         return TSAFE_E_ARG;
     }
-    return TSAFE_OK;
+    return emu_faults(mis);
 }
 
 extern "C" tsafe_status tsafe_cuda_emu_rescale(tsafe_cuda_emu *e,
@@ -183,15 +181,16 @@ extern "C" tsafe_status tsafe_cuda_emu_rescale(tsafe_cuda_emu *e,
         return TSAFE_E_ARG;
     size_t n = e->tables.n;
     uint32_t l = n_limbs_in - 1;
-    const tsafe_cuda_rescale_const *rc = e->tables.rescale + l * TSAFE_MAX_PRIMES;
     /* poison out: every word must be produced by the steps below */
     for (size_t i = 0; i < n_polys * l * n; i++)
         out[i] = ~0ull;
-    /* mirror of tsafe_cuda_rescale_launch */
-    tsafe_ntt_epi spread = {TSAFE_NTT_EPI_RESCALE_SPREAD, rc, NULL, 0};
-    emu_ntt(e, 0, in + l * n, (l + 1) * n, out + (l - 1) * n, l * n, n_polys, 1,
-            l, &spread);
-    tsafe_ntt_epi finish = {TSAFE_NTT_EPI_RESCALE_FINISH, rc, in, (l + 1) * n};
-    emu_ntt(e, 1, out, l * n, out, l * n, n_polys, l, 0, &finish);
-    return TSAFE_OK;
+    if (n_polys == 0)
+        return TSAFE_OK;
+    /* the calls tsafe_cuda_rescale_launch makes */
+    tsafe_ntt_epi epi[2];
+    tsafe_ntt_call calls[2];
+    tsafe_rescale_calls(n, out, in, n_polys, n_limbs_in, e->tables.rescale, epi,
+                        calls);
+    tsafe_status st = emu_ntt(e, &calls[0]);
+    return st != TSAFE_OK ? st : emu_ntt(e, &calls[1]);
 }

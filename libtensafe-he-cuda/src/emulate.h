@@ -1,13 +1,18 @@
 /* Host emulation of the CUDA backend's kernels (internal, for tests).
  *
- * Runs the kernels' own per-thread functions (ntt.cuh, elementwise.cuh)
- * block by block and thread by thread on the host, with the same tables
- * and pass plans, so that the index arithmetic and the modular arithmetic
- * of the device code are checked against the CPU backend on machines
- * without a GPU. Between two barriers of a kernel the threads of a block
- * touch disjoint shared-memory words, so running them one after another
- * gives exactly the parallel result. Not a substitute for a GPU run (it
- * cannot see races, launch limits or device faults). */
+ * Runs the kernels' own code on the host: the kernel bodies (block setup,
+ * the NTT phases between barriers, the element-wise thread with its
+ * 16-byte accesses) and the launch geometry (passes, grids, the rescale's
+ * two NTT calls) are the __host__ __device__ functions of ntt.cuh and
+ * elementwise.cuh; device-only instructions (__umul64hi, __ldg, vector
+ * loads/stores) have host equivalents in modarith.cuh, one place each.
+ * Only the launch is replaced: blocks in turn, and within each barrier
+ * interval the threads of a block in turn (they touch disjoint
+ * shared-memory words there, so this gives the parallel result). A 16-byte
+ * access that is not 16-byte aligned fails the operation with
+ * TSAFE_E_DEVICE, as the device would fault. Not a substitute for a GPU
+ * run: it cannot see races, missing barriers, launch limits, the device
+ * spelling of those instructions or device faults. */
 #ifndef TSAFE_CUDA_EMULATE_H
 #define TSAFE_CUDA_EMULATE_H
 
@@ -42,6 +47,14 @@ tsafe_status tsafe_cuda_emu_elementwise(tsafe_cuda_emu *e, int op,
 tsafe_status tsafe_cuda_emu_rescale(tsafe_cuda_emu *e, uint64_t *out,
                                     const uint64_t *in, size_t n_polys,
                                     uint32_t n_limbs_in);
+
+/* Test hook for the error path (needs no device): makes a CUDA runtime
+ * call fail, converts it with tsafe_cuda_fail and says whether the
+ * runtime's last error was cleared: 1 cleared, 0 still pending (the next
+ * launch check would report it again), -1 nothing to check (without a
+ * usable driver the runtime's initialisation error stays pending for good,
+ * so the check is meaningful on a machine with a GPU only). */
+int tsafe_cuda_emu_fail_clears_last_error(void);
 
 #ifdef __cplusplus
 }

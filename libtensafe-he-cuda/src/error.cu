@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "cuda_internal.cuh"
+#include "emulate.h"
 
 static thread_local char g_msg[512];
 
@@ -32,6 +33,14 @@ tsafe_status tsafe_cuda_map_error(cudaError_t e)
 
 tsafe_status tsafe_cuda_fail(cudaError_t e, const char *what)
 {
+    /* A failed runtime call also leaves its error as the thread's "last
+     * error"; the launch checks read that slot (cudaGetLastError after
+     * <<<>>>), so an error already converted here would be reported a
+     * second time by the next, successful launch -- and a caller retrying
+     * an in-place NTT would run it twice. Clear it: from here on the
+     * failure lives in the returned status. (Sticky device faults are not
+     * cleared by this and are reported again by every later call.) */
+    (void)cudaGetLastError();
     snprintf(g_msg, sizeof(g_msg), "%s: %s (%s)", what, cudaGetErrorString(e),
              cudaGetErrorName(e));
     return tsafe_cuda_map_error(e);
@@ -44,4 +53,24 @@ tsafe_status tsafe_cuda_fail_msg(tsafe_status st, const char *fmt, ...)
     vsnprintf(g_msg, sizeof(g_msg), fmt, ap);
     va_end(ap);
     return st;
+}
+
+void tsafe_cuda_ignore(cudaError_t e)
+{
+    if (e != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
+/* Declared in emulate.h (tests only); here beside what it checks. */
+extern "C" int tsafe_cuda_emu_fail_clears_last_error(void)
+{
+    cudaError_t e = cudaSetDevice(-1); /* invalid everywhere */
+    /* Without a usable driver every runtime call fails with the
+     * initialisation error, which stays the last error whatever is done
+     * (cudaGetLastError cannot clear it): nothing to check then. */
+    if (e == cudaSuccess || cudaPeekAtLastError() == cudaSuccess ||
+        tsafe_cuda_map_error(e) == TSAFE_E_NO_DEVICE)
+        return -1;
+    (void)tsafe_cuda_fail(e, "cudaSetDevice(-1) (test)");
+    return cudaPeekAtLastError() == cudaSuccess;
 }

@@ -1,12 +1,17 @@
-/* Word-size modular arithmetic shared by the CUDA kernels and their host
- * emulation (internal). Every function computes the same value on host and
- * device; only the 64x64 -> high-word product differs in spelling. Primes
- * are odd and below 2^62 (tables.c checks), so Harvey's lazy ranges [0, 2q)
- * and [0, 4q) fit a word. */
+/* Word-size modular arithmetic and memory access shared by the CUDA kernels
+ * and their host emulation (internal). Every function computes the same
+ * value on host and device; only the device-only instructions differ in
+ * spelling, each in one place below: the 64x64 -> high-word product
+ * (__umul64hi / a 128-bit product), the read-only-cache load (__ldg / a
+ * plain load) and the 16-byte vector accesses (one ulonglong2 access /
+ * two word accesses plus an alignment check). Primes are odd and below
+ * 2^62 (tables.c checks), so Harvey's lazy ranges [0, 2q) and [0, 4q) fit
+ * a word. */
 #ifndef TSAFE_CUDA_MODARITH_CUH
 #define TSAFE_CUDA_MODARITH_CUH
 
 #include <stdint.h>
+#include <vector_types.h>
 
 #include "tables.h"
 
@@ -18,6 +23,54 @@ TSAFE_HD uint64_t ts_mulhi(uint64_t a, uint64_t b)
     return __umul64hi(a, b);
 #else
     return (uint64_t)(((unsigned __int128)a * b) >> 64);
+#endif
+}
+
+/* Host only (a host function, called from the host side of the accessors
+ * below): 16-byte accesses at addresses that are not 16-byte aligned, i.e.
+ * that would fault on the device (misaligned address); the emulation fails
+ * an operation that made any. */
+inline unsigned long &ts_emu_misaligned(void)
+{
+    static thread_local unsigned long n;
+    return n;
+}
+
+/* 16-byte load / store of p[0], p[1] (one vector access on the device). */
+TSAFE_HD ulonglong2 ts_ld16(const uint64_t *p)
+{
+#if defined(__CUDA_ARCH__)
+    return *reinterpret_cast<const ulonglong2 *>(p);
+#else
+    if ((uintptr_t)p & 15)
+        ts_emu_misaligned()++;
+    ulonglong2 v;
+    v.x = p[0];
+    v.y = p[1];
+    return v;
+#endif
+}
+
+TSAFE_HD void ts_st16(uint64_t *p, ulonglong2 v)
+{
+#if defined(__CUDA_ARCH__)
+    *reinterpret_cast<ulonglong2 *>(p) = v;
+#else
+    if ((uintptr_t)p & 15)
+        ts_emu_misaligned()++;
+    p[0] = v.x;
+    p[1] = v.y;
+#endif
+}
+
+/* 16-byte load through the read-only data cache (data constant for the
+ * kernel's lifetime: twiddles). */
+TSAFE_HD ulonglong2 ts_ldg16(const uint64_t *p)
+{
+#if defined(__CUDA_ARCH__)
+    return __ldg(reinterpret_cast<const ulonglong2 *>(p));
+#else
+    return ts_ld16(p);
 #endif
 }
 

@@ -1,5 +1,7 @@
 /* Batched NTT kernels (see ntt.cuh for the scheme). One launch per pass
- * covers every polynomial and limb of the batch. */
+ * covers every polynomial and limb of the batch. The kernel is the
+ * scaffold only -- block setup and the phases of ntt.cuh with a barrier
+ * between them -- so that the host emulation runs the same body. */
 #include "cuda_internal.cuh"
 
 template <bool FWD>
@@ -9,26 +11,12 @@ __global__ void __maxnreg__(64)
     extern __shared__ uint64_t sm[];
     tsafe_ntt_block b;
     tsafe_ntt_block_setup(a, blockIdx.x, b);
-    const uint32_t tile = 1u << (a.S + a.log_cols);
-    const uint32_t half = tile >> 1;
-    for (uint32_t e = threadIdx.x; e < tile; e += blockDim.x)
-        tsafe_ntt_load(a, b, sm, e);
-    __syncthreads();
-    if (FWD) {
-        for (uint32_t s = a.s0; s < a.s0 + a.S; s++) {
-            for (uint32_t bf = threadIdx.x; bf < half; bf += blockDim.x)
-                tsafe_ntt_fwd_butterfly(a, b, sm, s, bf);
+    const uint32_t phases = tsafe_ntt_phases(a);
+    for (uint32_t ph = 0; ph < phases; ph++) {
+        if (ph)
             __syncthreads();
-        }
-    } else {
-        for (uint32_t s = a.s0 + a.S; s-- > a.s0;) {
-            for (uint32_t bf = threadIdx.x; bf < half; bf += blockDim.x)
-                tsafe_ntt_inv_butterfly(a, b, sm, s, bf);
-            __syncthreads();
-        }
+        tsafe_ntt_phase<FWD>(a, b, sm, ph, threadIdx.x, blockDim.x);
     }
-    for (uint32_t e = threadIdx.x; e < tile; e += blockDim.x)
-        tsafe_ntt_store<FWD>(a, b, sm, e);
 }
 
 tsafe_status tsafe_cuda_ntt_setup(tsafe_cuda_backend *cb)
@@ -70,41 +58,43 @@ tsafe_status tsafe_cuda_ntt_setup(tsafe_cuda_backend *cb)
     return TSAFE_OK;
 }
 
+tsafe_status tsafe_cuda_ntt_run(tsafe_cuda_backend *cb,
+                                const tsafe_ntt_call *c)
+{
+    const tsafe_ntt_plan *pl = &cb->plan;
+    if (c->n_polys == 0 || c->n_limbs == 0)
+        return TSAFE_OK;
+    for (uint32_t step = 0; step < pl->n_passes; step++) {
+        tsafe_ntt_args a;
+        tsafe_ntt_dims d;
+        tsafe_status st = tsafe_ntt_step(pl, c, step, cb->d_tw_fwd,
+                                         cb->d_tw_inv, cb->d_primes, &a, &d);
+        if (st != TSAFE_OK)
+            return tsafe_cuda_fail_msg(st, "NTT batch of %zu x %u limbs too "
+                                           "large for one launch",
+                                       c->n_polys, c->n_limbs);
+        tsafe_cuda_launch_prepare();
+        if (c->forward)
+            tsafe_ntt_pass_kernel<true>
+                <<<(unsigned)d.blocks, d.threads, d.smem_bytes, cb->stream>>>(a);
+        else
+            tsafe_ntt_pass_kernel<false>
+                <<<(unsigned)d.blocks, d.threads, d.smem_bytes, cb->stream>>>(a);
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess)
+            return tsafe_cuda_fail(e, c->forward ? "NTT forward launch"
+                                                 : "NTT inverse launch");
+    }
+    return TSAFE_OK;
+}
+
 tsafe_status tsafe_cuda_ntt_launch(tsafe_cuda_backend *cb, int forward,
                                    const uint64_t *src, uint64_t src_stride,
                                    uint64_t *dst, uint64_t dst_stride,
                                    size_t n_polys, uint32_t n_limbs,
                                    uint32_t prime_base, const tsafe_ntt_epi *epi)
 {
-    const tsafe_ntt_plan *pl = &cb->plan;
-    if (n_polys == 0 || n_limbs == 0)
-        return TSAFE_OK;
-    uint64_t rows = (uint64_t)n_polys * n_limbs;
-    for (uint32_t step = 0; step < pl->n_passes; step++) {
-        /* inverse runs the passes in reverse order */
-        uint32_t pi = forward ? step : pl->n_passes - 1 - step;
-        const tsafe_ntt_pass *p = &pl->pass[pi];
-        uint64_t blocks = tsafe_ntt_pass_blocks(pl, p, rows);
-        if (blocks > 0x7fffffffull)
-            return tsafe_cuda_fail_msg(TSAFE_E_RANGE,
-                                       "NTT batch of %llu limbs too large for "
-                                       "one launch",
-                                       (unsigned long long)rows);
-        tsafe_ntt_args a;
-        tsafe_ntt_args_fill(&a, pl, forward, step, src, src_stride, dst,
-                            dst_stride, n_limbs, prime_base,
-                            forward ? cb->d_tw_fwd : cb->d_tw_inv, cb->d_primes,
-                            epi);
-        if (forward)
-            tsafe_ntt_pass_kernel<true>
-                <<<(unsigned)blocks, p->threads, p->smem_bytes, cb->stream>>>(a);
-        else
-            tsafe_ntt_pass_kernel<false>
-                <<<(unsigned)blocks, p->threads, p->smem_bytes, cb->stream>>>(a);
-        cudaError_t e = cudaGetLastError();
-        if (e != cudaSuccess)
-            return tsafe_cuda_fail(e, forward ? "NTT forward launch"
-                                              : "NTT inverse launch");
-    }
-    return TSAFE_OK;
+    tsafe_ntt_call c = {forward, src, src_stride, dst, dst_stride, n_polys,
+                        n_limbs, prime_base, epi};
+    return tsafe_cuda_ntt_run(cb, &c);
 }

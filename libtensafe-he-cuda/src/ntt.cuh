@@ -26,8 +26,13 @@
  * RESCALE_FINISH (forward NTT of the spread limbs): store
  * (aux - t) q_l^-1 where aux is the rescale input at the same position.
  *
- * The per-thread steps below are plain functions of (block, thread) so the
- * host emulation (emulate.cu) runs exactly the kernel's index arithmetic. */
+ * Single source: everything a kernel thread does is a __host__ __device__
+ * function below -- block setup, and one "phase" of the block's work per
+ * barrier interval (tsafe_ntt_phase) -- and the launch geometry of every
+ * pass (tsafe_ntt_step) and of the rescale (tsafe_rescale_calls) is shared
+ * too. The kernel (ntt.cu) runs the phases with __syncthreads() between
+ * them; the host emulation (emulate.cu) runs each phase for every thread
+ * of the block in turn. Only the launch itself and the barrier differ. */
 #ifndef TSAFE_CUDA_NTT_CUH
 #define TSAFE_CUDA_NTT_CUH
 
@@ -248,12 +253,8 @@ TSAFE_HD void tsafe_ntt_fwd_butterfly(const tsafe_ntt_args &a,
 {
     uint32_t i0, i1, wi;
     tsafe_ntt_pair(a, b, s, bf, i0, i1, wi);
-#if defined(__CUDA_ARCH__)
-    ulonglong2 W = __ldg(reinterpret_cast<const ulonglong2 *>(b.tw) + wi);
+    ulonglong2 W = ts_ldg16(b.tw + 2 * (uint64_t)wi); /* (w, w') */
     uint64_t w = W.x, wp = W.y;
-#else
-    uint64_t w = b.tw[2 * wi], wp = b.tw[2 * wi + 1];
-#endif
     uint64_t u = sm[i0];
     if (u >= b.two_q)
         u -= b.two_q;
@@ -268,12 +269,8 @@ TSAFE_HD void tsafe_ntt_inv_butterfly(const tsafe_ntt_args &a,
 {
     uint32_t i0, i1, wi;
     tsafe_ntt_pair(a, b, s, bf, i0, i1, wi);
-#if defined(__CUDA_ARCH__)
-    ulonglong2 W = __ldg(reinterpret_cast<const ulonglong2 *>(b.tw) + wi);
+    ulonglong2 W = ts_ldg16(b.tw + 2 * (uint64_t)wi); /* (w, w') */
     uint64_t w = W.x, wp = W.y;
-#else
-    uint64_t w = b.tw[2 * wi], wp = b.tw[2 * wi + 1];
-#endif
     uint64_t u = sm[i0], v = sm[i1];
     uint64_t x = u + v;
     if (x >= b.two_q)
@@ -312,6 +309,119 @@ TSAFE_HD void tsafe_ntt_store(const tsafe_ntt_args &a, const tsafe_ntt_block &b,
     if (FWD && a.epilogue == TSAFE_NTT_EPI_RESCALE_FINISH)
         v = tsafe_rescale_finish(b.aux[off], v, b.q, a.rc[b.limb]);
     b.dst[off] = v;
+}
+
+/* The block's work in phases, one per barrier interval: phase 0 loads the
+ * tile into shared memory, phases 1..S run one stage each (execution
+ * order: increasing s forward, decreasing inverse), phase S+1 stores.
+ * Thread tid of nthreads takes every nthreads-th word or butterfly; within
+ * a phase the threads touch disjoint shared-memory words, so any order of
+ * the threads gives the parallel result. */
+TSAFE_HD uint32_t tsafe_ntt_phases(const tsafe_ntt_args &a) { return a.S + 2; }
+
+template <bool FWD>
+TSAFE_HD void tsafe_ntt_phase(const tsafe_ntt_args &a, const tsafe_ntt_block &b,
+                              uint64_t *sm, uint32_t phase, uint32_t tid,
+                              uint32_t nthreads)
+{
+    const uint32_t tile = 1u << (a.S + a.log_cols);
+    if (phase == 0) {
+        for (uint32_t e = tid; e < tile; e += nthreads)
+            tsafe_ntt_load(a, b, sm, e);
+    } else if (phase <= a.S) {
+        uint32_t s = FWD ? a.s0 + phase - 1 : a.s0 + a.S - phase;
+        for (uint32_t bf = tid; bf < tile / 2; bf += nthreads) {
+            if (FWD)
+                tsafe_ntt_fwd_butterfly(a, b, sm, s, bf);
+            else
+                tsafe_ntt_inv_butterfly(a, b, sm, s, bf);
+        }
+    } else {
+        for (uint32_t e = tid; e < tile; e += nthreads)
+            tsafe_ntt_store<FWD>(a, b, sm, e);
+    }
+}
+
+/* One NTT request: n_polys x n_limbs limbs from src (poly stride
+ * src_stride) to dst (dst_stride), src == dst allowed with one layout;
+ * limb i uses prime prime_base + i; epi optional (NULL = plain NTT). */
+typedef struct tsafe_ntt_call {
+    int forward;
+    const uint64_t *src;
+    uint64_t src_stride;
+    uint64_t *dst;
+    uint64_t dst_stride;
+    size_t n_polys;
+    uint32_t n_limbs;
+    uint32_t prime_base;
+    const tsafe_ntt_epi *epi;
+} tsafe_ntt_call;
+
+/* Grid of one pass. */
+typedef struct tsafe_ntt_dims {
+    uint64_t blocks;
+    uint32_t threads;
+    size_t smem_bytes;
+} tsafe_ntt_dims;
+
+/* Arguments and grid of pass `step` (execution order) of call c, for the
+ * kernel or its emulation. TSAFE_E_RANGE when the grid exceeds 2^31 - 1
+ * blocks (one launch). */
+static inline tsafe_status tsafe_ntt_step(const tsafe_ntt_plan *pl,
+                                          const tsafe_ntt_call *c,
+                                          uint32_t step, const uint64_t *tw_fwd,
+                                          const uint64_t *tw_inv,
+                                          const tsafe_cuda_prime *primes,
+                                          tsafe_ntt_args *a, tsafe_ntt_dims *d)
+{
+    uint32_t pi = c->forward ? step : pl->n_passes - 1 - step;
+    const tsafe_ntt_pass *p = &pl->pass[pi];
+    uint64_t rows = (uint64_t)c->n_polys * c->n_limbs;
+    if (c->n_limbs && rows / c->n_limbs != c->n_polys)
+        return TSAFE_E_RANGE;
+    d->blocks = tsafe_ntt_pass_blocks(pl, p, rows);
+    if (rows && (d->blocks >> (pl->log_n - p->S - p->log_cols)) != rows)
+        return TSAFE_E_RANGE; /* the shift overflowed */
+    if (d->blocks > 0x7fffffffull)
+        return TSAFE_E_RANGE;
+    d->threads = p->threads;
+    d->smem_bytes = p->smem_bytes;
+    tsafe_ntt_args_fill(a, pl, c->forward, step, c->src, c->src_stride, c->dst,
+                        c->dst_stride, c->n_limbs, c->prime_base,
+                        c->forward ? tw_fwd : tw_inv, primes, c->epi);
+    return TSAFE_OK;
+}
+
+/* The rescale (NTT form in and out, `in` has n_limbs_in limbs, out
+ * n_limbs_in - 1, out != in) as two NTT calls with fused epilogues:
+ *  1. inverse NTT of each polynomial's last limb (prime l), read from `in`;
+ *     its last pass writes the rounded, spread values t_i into all l
+ *     output limbs -- no scratch buffer, no extra kernel;
+ *  2. forward NTT of the l output limbs; its last pass stores
+ *     (in_i - t_i) q_l^-1 mod q_i.
+ * rescale_table: tsafe_cuda_tables.rescale (device or host copy). The
+ * epilogue records are written to epi[0..1], which must outlive the calls. */
+static inline void tsafe_rescale_calls(uint64_t n, uint64_t *out,
+                                       const uint64_t *in, size_t n_polys,
+                                       uint32_t n_limbs_in,
+                                       const tsafe_cuda_rescale_const *rescale_table,
+                                       tsafe_ntt_epi epi[2],
+                                       tsafe_ntt_call calls[2])
+{
+    uint32_t l = n_limbs_in - 1;
+    const tsafe_cuda_rescale_const *rc = rescale_table + l * TSAFE_MAX_PRIMES;
+    epi[0].kind = TSAFE_NTT_EPI_RESCALE_SPREAD;
+    epi[0].rc = rc;
+    epi[0].aux = NULL;
+    epi[0].aux_poly_stride = 0;
+    epi[1].kind = TSAFE_NTT_EPI_RESCALE_FINISH;
+    epi[1].rc = rc;
+    epi[1].aux = in;
+    epi[1].aux_poly_stride = (l + 1) * n;
+    /* 1: dst is output limb l-1; the epilogue spreads to limbs 0..l-1 */
+    calls[0] = {0, in + l * n, (l + 1) * n, out + (l - 1) * n, l * n, n_polys,
+                1, l, &epi[0]};
+    calls[1] = {1, out, l * n, out, l * n, n_polys, l, 0, &epi[1]};
 }
 
 #endif
