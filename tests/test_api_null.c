@@ -34,6 +34,8 @@
 #include "tensafe/lora_registry.h"
 #include "tensafe/lora_svd.h"
 #include "tensafe/lora_two_party.h"
+#include "tensafe/lora_sealed.h"
+#include "tensafe/bfv.h"
 #include "tensafe/moe.h"
 #include "tensafe/moe_lora.h"
 #include "tensafe/safetensors.h"
@@ -242,9 +244,12 @@ static int setup_fixture(void **state)
     return 0;
 }
 
+static void sealed_world_free(void);
+
 static int teardown_fixture(void **state)
 {
     (void)state;
+    sealed_world_free();
     fixture *f = &F;
     tsafe_stepgate_session_free(f->gs);
     tsafe_stepgate_free(f->gate);
@@ -2808,6 +2813,668 @@ static const api_case k_cuda[] = {
 #define CUDA_TABLE {"cuda.h", NULL, 0, 1}
 #endif
 
+/* ------------------------------------------------------------- bfv.h */
+
+/* A small BFV world and a sealed pair (d_in 64, rank 4, d_out 64), built on
+ * first use and freed by the fixture teardown. */
+static struct {
+    tsafe_bfv_context *c;
+    tsafe_bfv_secret_key *sk;
+    tsafe_bfv_public_key *pk;
+    tsafe_bfv_ct *ct;
+    tsafe_bfv_plain *pt;
+    tsafe_bfv_acc *acc;
+    tsafe_bfv_sealed *res;
+    tsafe_sealed_plan plan;
+    tsafe_sealed_client *cl;
+    tsafe_sealed_server *sv;
+    tsafe_sealed_site *site;
+    float A[4 * 64], B[64 * 4], x[64];
+} S;
+
+static void sealed_world(void)
+{
+    if (S.c)
+        return;
+    tsafe_bfv_params p = {12, 49, 60, 37, 0};
+    int64_t m[8] = {1, -2, 3, -4, 5, -6, 7, -8};
+    OK(tsafe_bfv_context_create(&p, &S.c));
+    OK(tsafe_bfv_secret_key_generate(S.c, NULL, &S.sk));
+    OK(tsafe_bfv_public_key_generate(S.c, S.sk, NULL, &S.pk));
+    OK(tsafe_bfv_ct_create(S.c, &S.ct));
+    OK(tsafe_bfv_encrypt(S.c, S.sk, m, 8, NULL, S.ct));
+    OK(tsafe_bfv_plain_create(S.c, m, 8, &S.pt));
+    OK(tsafe_bfv_acc_create(S.c, &S.acc));
+    OK(tsafe_bfv_sealed_create(S.c, 8, &S.res));
+    for (int i = 0; i < 4 * 64; i++)
+        S.A[i] = (float)(i % 7) * 0.01f, S.B[i] = (float)(i % 5) * 0.01f;
+    for (int i = 0; i < 64; i++)
+        S.x[i] = (float)(i % 3) - 1.0f;
+    OK(tsafe_sealed_plan_derive(TSAFE_SEALED_PRIVATE, 64, 4, 64, NULL, &S.plan));
+    OK(tsafe_sealed_client_create(&S.plan, NULL, &S.cl));
+    OK(tsafe_sealed_server_create(&S.plan, &S.sv));
+    OK(tsafe_sealed_site_create(&S.plan, S.A, S.B, 4, 64, 1.0f, &S.site));
+}
+
+static void sealed_world_free(void)
+{
+    tsafe_sealed_site_free(S.site);
+    tsafe_sealed_server_free(S.sv);
+    tsafe_sealed_client_free(S.cl);
+    tsafe_bfv_sealed_free(S.res);
+    tsafe_bfv_acc_free(S.acc);
+    tsafe_bfv_plain_free(S.pt);
+    tsafe_bfv_ct_free(S.ct);
+    tsafe_bfv_public_key_free(S.pk);
+    tsafe_bfv_secret_key_free(S.sk);
+    tsafe_bfv_context_free(S.c);
+    memset(&S, 0, sizeof S);
+}
+
+CHECK_FN(tsafe_bfv_context_create)
+{
+    (void)f;
+    tsafe_bfv_context *c = NULL;
+    tsafe_bfv_params p = {12, 49, 60, 37, 0}, bad = p;
+    ERR(tsafe_bfv_context_create(NULL, &c));
+    ERR(tsafe_bfv_context_create(&p, NULL));
+    bad.log_n = 20;
+    ERR(tsafe_bfv_context_create(&bad, &c));
+    bad = p;
+    bad.t_bits = 48;
+    ERR(tsafe_bfv_context_create(&bad, &c));
+    bad = p;
+    bad.flags = 0x80;
+    ERR(tsafe_bfv_context_create(&bad, &c));
+    assert_null(c);
+}
+
+CHECK_FN(tsafe_bfv_context_free) { (void)f; tsafe_bfv_context_free(NULL); }
+
+CHECK_FN(tsafe_bfv_context_n)
+{
+    (void)f;
+    sealed_world();
+    assert_int_equal(tsafe_bfv_context_n(NULL), 0);
+    assert_int_equal(tsafe_bfv_context_n(S.c), 4096);
+}
+
+CHECK_FN(tsafe_bfv_context_prime)
+{
+    (void)f;
+    sealed_world();
+    assert_true(tsafe_bfv_context_prime(NULL, 0) == 0);
+    assert_true(tsafe_bfv_context_prime(S.c, 2) == 0);
+    assert_true(tsafe_bfv_context_prime(S.c, 1) > tsafe_bfv_context_prime(S.c, 0));
+}
+
+CHECK_FN(tsafe_bfv_context_log2_q)
+{
+    (void)f;
+    sealed_world();
+    assert_true(tsafe_bfv_context_log2_q(NULL) == 0.0);
+    assert_true(tsafe_bfv_context_log2_q(S.c) <= 109.0);
+}
+
+CHECK_FN(tsafe_bfv_context_params)
+{
+    (void)f;
+    assert_null(tsafe_bfv_context_params(NULL));
+}
+
+CHECK_FN(tsafe_bfv_context_fingerprint)
+{
+    (void)f;
+    uint8_t fp[32];
+    sealed_world();
+    tsafe_bfv_context_fingerprint(NULL, fp);
+    tsafe_bfv_context_fingerprint(S.c, NULL);
+}
+
+CHECK_FN(tsafe_bfv_secret_key_generate)
+{
+    (void)f;
+    tsafe_bfv_secret_key *k = NULL;
+    sealed_world();
+    ERR(tsafe_bfv_secret_key_generate(NULL, NULL, &k));
+    ERR(tsafe_bfv_secret_key_generate(S.c, NULL, NULL));
+    assert_null(k);
+}
+
+CHECK_FN(tsafe_bfv_secret_key_free) { (void)f; tsafe_bfv_secret_key_free(NULL); }
+
+CHECK_FN(tsafe_bfv_public_key_generate)
+{
+    (void)f;
+    tsafe_bfv_public_key *k = NULL;
+    sealed_world();
+    ERR(tsafe_bfv_public_key_generate(NULL, S.sk, NULL, &k));
+    ERR(tsafe_bfv_public_key_generate(S.c, NULL, NULL, &k));
+    ERR(tsafe_bfv_public_key_generate(S.c, S.sk, NULL, NULL));
+    assert_null(k);
+}
+
+CHECK_FN(tsafe_bfv_public_key_free) { (void)f; tsafe_bfv_public_key_free(NULL); }
+
+CHECK_FN(tsafe_bfv_public_key_bytes)
+{
+    (void)f;
+    assert_int_equal(tsafe_bfv_public_key_bytes(NULL), 0);
+}
+
+CHECK_FN(tsafe_bfv_public_key_write)
+{
+    (void)f;
+    uint8_t b[16];
+    sealed_world();
+    ERR(tsafe_bfv_public_key_write(NULL, S.pk, b, sizeof b));
+    ERR(tsafe_bfv_public_key_write(S.c, NULL, b, sizeof b));
+    ERR(tsafe_bfv_public_key_write(S.c, S.pk, NULL, 0));
+    IS(TSAFE_E_BUFFER_SMALL, tsafe_bfv_public_key_write(S.c, S.pk, b, sizeof b));
+}
+
+CHECK_FN(tsafe_bfv_public_key_read)
+{
+    (void)f;
+    uint8_t b[64] = {0};
+    tsafe_bfv_public_key *k = NULL;
+    sealed_world();
+    ERR(tsafe_bfv_public_key_read(NULL, b, sizeof b, &k));
+    ERR(tsafe_bfv_public_key_read(S.c, NULL, sizeof b, &k));
+    ERR(tsafe_bfv_public_key_read(S.c, b, sizeof b, NULL));
+    IS(TSAFE_E_TRUNCATED, tsafe_bfv_public_key_read(S.c, b, sizeof b, &k));
+    assert_null(k);
+}
+
+CHECK_FN(tsafe_bfv_ct_create)
+{
+    (void)f;
+    tsafe_bfv_ct *ct = NULL;
+    ERR(tsafe_bfv_ct_create(NULL, &ct));
+    assert_null(ct);
+}
+
+CHECK_FN(tsafe_bfv_ct_free) { (void)f; tsafe_bfv_ct_free(NULL); }
+
+CHECK_FN(tsafe_bfv_encrypt)
+{
+    (void)f;
+    int64_t m[2] = {0, (int64_t)1 << 40};
+    sealed_world();
+    ERR(tsafe_bfv_encrypt(NULL, S.sk, m, 1, NULL, S.ct));
+    ERR(tsafe_bfv_encrypt(S.c, NULL, m, 1, NULL, S.ct));
+    ERR(tsafe_bfv_encrypt(S.c, S.sk, NULL, 1, NULL, S.ct));
+    ERR(tsafe_bfv_encrypt(S.c, S.sk, m, 1, NULL, NULL));
+    IS(TSAFE_E_RANGE, tsafe_bfv_encrypt(S.c, S.sk, m, 5000, NULL, S.ct));
+    IS(TSAFE_E_VALUE_RANGE, tsafe_bfv_encrypt(S.c, S.sk, m, 2, NULL, S.ct));
+    OK(tsafe_bfv_encrypt(S.c, S.sk, m, 1, NULL, S.ct)); /* leave it valid */
+}
+
+CHECK_FN(tsafe_bfv_ct_bytes)
+{
+    (void)f;
+    assert_int_equal(tsafe_bfv_ct_bytes(NULL), 0);
+}
+
+CHECK_FN(tsafe_bfv_ct_write)
+{
+    (void)f;
+    uint8_t b[16];
+    sealed_world();
+    ERR(tsafe_bfv_ct_write(NULL, S.ct, b, sizeof b));
+    ERR(tsafe_bfv_ct_write(S.c, NULL, b, sizeof b));
+    ERR(tsafe_bfv_ct_write(S.c, S.ct, NULL, 0));
+    IS(TSAFE_E_BUFFER_SMALL, tsafe_bfv_ct_write(S.c, S.ct, b, sizeof b));
+}
+
+CHECK_FN(tsafe_bfv_ct_read)
+{
+    (void)f;
+    uint8_t b[64] = {0};
+    tsafe_bfv_ct *tmp;
+    sealed_world();
+    OK(tsafe_bfv_ct_create(S.c, &tmp));
+    ERR(tsafe_bfv_ct_read(NULL, b, sizeof b, tmp));
+    ERR(tsafe_bfv_ct_read(S.c, NULL, sizeof b, tmp));
+    ERR(tsafe_bfv_ct_read(S.c, b, sizeof b, NULL));
+    IS(TSAFE_E_TRUNCATED, tsafe_bfv_ct_read(S.c, b, sizeof b, tmp));
+    tsafe_bfv_ct_free(tmp);
+}
+
+CHECK_FN(tsafe_bfv_plain_create)
+{
+    (void)f;
+    tsafe_bfv_plain *pt = NULL;
+    int64_t big = (int64_t)1 << 41;
+    sealed_world();
+    ERR(tsafe_bfv_plain_create(NULL, &big, 1, &pt));
+    ERR(tsafe_bfv_plain_create(S.c, NULL, 1, &pt));
+    ERR(tsafe_bfv_plain_create(S.c, &big, 1, NULL));
+    IS(TSAFE_E_RANGE, tsafe_bfv_plain_create(S.c, &big, 5000, &pt));
+    IS(TSAFE_E_VALUE_RANGE, tsafe_bfv_plain_create(S.c, &big, 1, &pt));
+    assert_null(pt);
+}
+
+CHECK_FN(tsafe_bfv_plain_free) { (void)f; tsafe_bfv_plain_free(NULL); }
+
+CHECK_FN(tsafe_bfv_acc_create)
+{
+    (void)f;
+    tsafe_bfv_acc *a = NULL;
+    ERR(tsafe_bfv_acc_create(NULL, &a));
+    assert_null(a);
+}
+
+CHECK_FN(tsafe_bfv_acc_free) { (void)f; tsafe_bfv_acc_free(NULL); }
+CHECK_FN(tsafe_bfv_acc_zero) { (void)f; tsafe_bfv_acc_zero(NULL); }
+
+CHECK_FN(tsafe_bfv_acc_mul_add)
+{
+    (void)f;
+    sealed_world();
+    ERR(tsafe_bfv_acc_mul_add(NULL, S.ct, S.pt));
+    ERR(tsafe_bfv_acc_mul_add(S.acc, NULL, S.pt));
+    ERR(tsafe_bfv_acc_mul_add(S.acc, S.ct, NULL));
+}
+
+CHECK_FN(tsafe_bfv_sealed_create)
+{
+    (void)f;
+    tsafe_bfv_sealed *r = NULL;
+    sealed_world();
+    ERR(tsafe_bfv_sealed_create(NULL, 1, &r));
+    ERR(tsafe_bfv_sealed_create(S.c, 1, NULL));
+    IS(TSAFE_E_RANGE, tsafe_bfv_sealed_create(S.c, 5000, &r));
+    assert_null(r);
+}
+
+CHECK_FN(tsafe_bfv_sealed_free) { (void)f; tsafe_bfv_sealed_free(NULL); }
+
+CHECK_FN(tsafe_bfv_sealed_bytes)
+{
+    (void)f;
+    sealed_world();
+    assert_int_equal(tsafe_bfv_sealed_bytes(NULL, 1), 0);
+    assert_int_equal(tsafe_bfv_sealed_bytes(S.c, 5000), 0);
+}
+
+CHECK_FN(tsafe_bfv_seal)
+{
+    (void)f;
+    uint32_t pos[2] = {7, 4096}, twice[2] = {7, 7};
+    uint64_t mask[2] = {0, (uint64_t)1 << 40};
+    sealed_world();
+    ERR(tsafe_bfv_seal(NULL, S.acc, S.pk, pos, NULL, 1, 20, NULL, S.res));
+    ERR(tsafe_bfv_seal(S.c, NULL, S.pk, pos, NULL, 1, 20, NULL, S.res));
+    ERR(tsafe_bfv_seal(S.c, S.acc, NULL, pos, NULL, 1, 20, NULL, S.res));
+    ERR(tsafe_bfv_seal(S.c, S.acc, S.pk, NULL, NULL, 1, 20, NULL, S.res));
+    ERR(tsafe_bfv_seal(S.c, S.acc, S.pk, pos, NULL, 1, 20, NULL, NULL));
+    IS(TSAFE_E_RANGE, tsafe_bfv_seal(S.c, S.acc, S.pk, pos, NULL, 2, 20, NULL, S.res));
+    IS(TSAFE_E_RANGE, tsafe_bfv_seal(S.c, S.acc, S.pk, pos, NULL, 9, 20, NULL, S.res));
+    IS(TSAFE_E_RANGE, tsafe_bfv_seal(S.c, S.acc, S.pk, pos, NULL, 1, 101, NULL, S.res));
+    IS(TSAFE_E_VALUE_RANGE, tsafe_bfv_seal(S.c, S.acc, S.pk, twice, mask, 2, 20, NULL, S.res));
+    IS(TSAFE_E_ARG, tsafe_bfv_seal(S.c, S.acc, S.pk, twice, NULL, 2, 20, NULL, S.res));
+}
+
+CHECK_FN(tsafe_bfv_sealed_write)
+{
+    (void)f;
+    uint8_t b[8];
+    sealed_world();
+    ERR(tsafe_bfv_sealed_write(NULL, S.res, b, sizeof b));
+    ERR(tsafe_bfv_sealed_write(S.c, NULL, b, sizeof b));
+    ERR(tsafe_bfv_sealed_write(S.c, S.res, NULL, 0));
+    IS(TSAFE_E_BUFFER_SMALL, tsafe_bfv_sealed_write(S.c, S.res, b, sizeof b));
+}
+
+CHECK_FN(tsafe_bfv_sealed_read)
+{
+    (void)f;
+    uint8_t b[8] = {0};
+    sealed_world();
+    ERR(tsafe_bfv_sealed_read(NULL, b, sizeof b, 1, S.res));
+    ERR(tsafe_bfv_sealed_read(S.c, NULL, sizeof b, 1, S.res));
+    ERR(tsafe_bfv_sealed_read(S.c, b, sizeof b, 1, NULL));
+    IS(TSAFE_E_RANGE, tsafe_bfv_sealed_read(S.c, b, sizeof b, 9, S.res));
+    IS(TSAFE_E_TRUNCATED, tsafe_bfv_sealed_read(S.c, b, sizeof b, 1, S.res));
+}
+
+CHECK_FN(tsafe_bfv_sealed_c1) { (void)f; assert_null(tsafe_bfv_sealed_c1(NULL)); }
+CHECK_FN(tsafe_bfv_sealed_c0) { (void)f; assert_null(tsafe_bfv_sealed_c0(NULL)); }
+
+CHECK_FN(tsafe_bfv_decrypt_reads)
+{
+    (void)f;
+    uint32_t pos[1] = {5000};
+    uint64_t m[1];
+    sealed_world();
+    ERR(tsafe_bfv_decrypt_reads(NULL, S.sk, S.res, pos, 0, m));
+    ERR(tsafe_bfv_decrypt_reads(S.c, NULL, S.res, pos, 0, m));
+    ERR(tsafe_bfv_decrypt_reads(S.c, S.sk, NULL, pos, 0, m));
+    ERR(tsafe_bfv_decrypt_reads(S.c, S.sk, S.res, NULL, 1, m));
+    ERR(tsafe_bfv_decrypt_reads(S.c, S.sk, S.res, pos, 0, NULL));
+    ERR(tsafe_bfv_decrypt_reads(S.c, S.sk, S.res, pos, 1, m)); /* count != reads */
+}
+
+CHECK_FN(tsafe_bfv_decrypt_noise)
+{
+    (void)f;
+    uint32_t pos[1] = {1};
+    double e[1];
+    sealed_world();
+    ERR(tsafe_bfv_decrypt_noise(NULL, S.sk, S.res, pos, 0, e));
+    ERR(tsafe_bfv_decrypt_noise(S.c, S.sk, S.res, pos, 1, NULL));
+    ERR(tsafe_bfv_decrypt_noise(S.c, S.sk, S.res, pos, 7, e));
+}
+
+static const api_case k_bfv[] = {
+    ENTRY(tsafe_bfv_context_create), ENTRY(tsafe_bfv_context_free), ENTRY(tsafe_bfv_context_n),
+    ENTRY(tsafe_bfv_context_prime), ENTRY(tsafe_bfv_context_log2_q),
+    ENTRY(tsafe_bfv_context_params), ENTRY(tsafe_bfv_context_fingerprint),
+    ENTRY(tsafe_bfv_secret_key_generate), ENTRY(tsafe_bfv_secret_key_free),
+    ENTRY(tsafe_bfv_public_key_generate), ENTRY(tsafe_bfv_public_key_free),
+    ENTRY(tsafe_bfv_public_key_bytes), ENTRY(tsafe_bfv_public_key_write),
+    ENTRY(tsafe_bfv_public_key_read), ENTRY(tsafe_bfv_ct_create), ENTRY(tsafe_bfv_ct_free),
+    ENTRY(tsafe_bfv_encrypt), ENTRY(tsafe_bfv_ct_bytes), ENTRY(tsafe_bfv_ct_write),
+    ENTRY(tsafe_bfv_ct_read), ENTRY(tsafe_bfv_plain_create), ENTRY(tsafe_bfv_plain_free),
+    ENTRY(tsafe_bfv_acc_create), ENTRY(tsafe_bfv_acc_free), ENTRY(tsafe_bfv_acc_zero),
+    ENTRY(tsafe_bfv_acc_mul_add), ENTRY(tsafe_bfv_sealed_create), ENTRY(tsafe_bfv_sealed_free),
+    ENTRY(tsafe_bfv_sealed_bytes), ENTRY(tsafe_bfv_seal), ENTRY(tsafe_bfv_sealed_write),
+    ENTRY(tsafe_bfv_sealed_read), ENTRY(tsafe_bfv_sealed_c1), ENTRY(tsafe_bfv_sealed_c0),
+    ENTRY(tsafe_bfv_decrypt_reads), ENTRY(tsafe_bfv_decrypt_noise),
+};
+
+/* ------------------------------------------------------ lora_sealed.h */
+
+CHECK_FN(tsafe_sealed_plan_derive)
+{
+    (void)f;
+    tsafe_sealed_plan p;
+    tsafe_sealed_opts wide = {24, 24, 24, 0};
+    ERR(tsafe_sealed_plan_derive(TSAFE_SEALED, 64, 4, 64, NULL, NULL));
+    IS(TSAFE_E_ARG, tsafe_sealed_plan_derive((tsafe_sealed_mode)7, 64, 4, 64, NULL, &p));
+    IS(TSAFE_E_RANGE, tsafe_sealed_plan_derive(TSAFE_SEALED, 0, 4, 64, NULL, &p));
+    IS(TSAFE_E_RANGE, tsafe_sealed_plan_derive(TSAFE_SEALED, 64, 0, 64, NULL, &p));
+    IS(TSAFE_E_RANGE, tsafe_sealed_plan_derive(TSAFE_SEALED, 64, 4, 0, NULL, &p));
+    IS(TSAFE_E_RANGE, tsafe_sealed_plan_derive(TSAFE_SEALED, 64, 2000, 64, NULL, &p));
+    IS(TSAFE_E_RANGE, tsafe_sealed_plan_derive(TSAFE_SEALED, 64, 4, 64, &wide, &p));
+}
+
+CHECK_FN(tsafe_sealed_plan_check)
+{
+    (void)f;
+    tsafe_sealed_plan bad;
+    sealed_world();
+    ERR(tsafe_sealed_plan_check(NULL));
+    OK(tsafe_sealed_plan_check(&S.plan));
+    bad = S.plan;
+    bad.version = 99;
+    IS(TSAFE_E_VERSION, tsafe_sealed_plan_check(&bad));
+    bad = S.plan;
+    bad.flood1 = 1;
+    IS(TSAFE_E_PARAMS, tsafe_sealed_plan_check(&bad));
+}
+
+CHECK_FN(tsafe_sealed_plan_sizes)
+{
+    (void)f;
+    tsafe_sealed_sizes z;
+    sealed_world();
+    ERR(tsafe_sealed_plan_sizes(NULL, 4, 64, &z));
+    ERR(tsafe_sealed_plan_sizes(&S.plan, 4, 64, NULL));
+    IS(TSAFE_E_RANGE, tsafe_sealed_plan_sizes(&S.plan, 5, 64, &z));
+    IS(TSAFE_E_RANGE, tsafe_sealed_plan_sizes(&S.plan, 4, 65, &z));
+    OK(tsafe_sealed_plan_sizes(&S.plan, 4, 64, &z));
+    assert_true(z.query > 0 && z.response1 > 0 && z.share > 0 && z.response2 > 0);
+}
+
+CHECK_FN(tsafe_sealed_site_create)
+{
+    (void)f;
+    tsafe_sealed_site *s = NULL;
+    float nan_a[4 * 64];
+    sealed_world();
+    memcpy(nan_a, S.A, sizeof nan_a);
+    nan_a[3] = NAN;
+    ERR(tsafe_sealed_site_create(NULL, S.A, S.B, 4, 64, 1.0f, &s));
+    ERR(tsafe_sealed_site_create(&S.plan, NULL, S.B, 4, 64, 1.0f, &s));
+    ERR(tsafe_sealed_site_create(&S.plan, S.A, NULL, 4, 64, 1.0f, &s));
+    ERR(tsafe_sealed_site_create(&S.plan, S.A, S.B, 4, 64, 1.0f, NULL));
+    IS(TSAFE_E_RANGE, tsafe_sealed_site_create(&S.plan, S.A, S.B, 5, 64, 1.0f, &s));
+    IS(TSAFE_E_RANGE, tsafe_sealed_site_create(&S.plan, S.A, S.B, 4, 65, 1.0f, &s));
+    IS(TSAFE_E_VALUE_RANGE, tsafe_sealed_site_create(&S.plan, nan_a, S.B, 4, 64, 1.0f, &s));
+    IS(TSAFE_E_VALUE_RANGE, tsafe_sealed_site_create(&S.plan, S.A, S.B, 4, 64, INFINITY, &s));
+    assert_null(s);
+}
+
+CHECK_FN(tsafe_sealed_site_free) { (void)f; tsafe_sealed_site_free(NULL); }
+
+CHECK_FN(tsafe_sealed_site_rank)
+{
+    (void)f;
+    sealed_world();
+    assert_int_equal(tsafe_sealed_site_rank(NULL), 0);
+    assert_int_equal(tsafe_sealed_site_rank(S.site), 4);
+}
+
+CHECK_FN(tsafe_sealed_site_d_out)
+{
+    (void)f;
+    sealed_world();
+    assert_int_equal(tsafe_sealed_site_d_out(NULL), 0);
+    assert_int_equal(tsafe_sealed_site_d_out(S.site), 64);
+}
+
+CHECK_FN(tsafe_sealed_client_create)
+{
+    (void)f;
+    tsafe_sealed_client *c = NULL;
+    tsafe_sealed_plan bad;
+    sealed_world();
+    ERR(tsafe_sealed_client_create(NULL, NULL, &c));
+    ERR(tsafe_sealed_client_create(&S.plan, NULL, NULL));
+    bad = S.plan;
+    bad.r1.flags = TSAFE_BFV_INSECURE_FOR_TESTS;
+    IS(TSAFE_E_INSECURE, tsafe_sealed_client_create(&bad, NULL, &c));
+    assert_null(c);
+}
+
+CHECK_FN(tsafe_sealed_client_free) { (void)f; tsafe_sealed_client_free(NULL); }
+
+CHECK_FN(tsafe_sealed_client_needs_hello)
+{
+    (void)f;
+    assert_int_equal(tsafe_sealed_client_needs_hello(NULL), 0);
+}
+
+CHECK_FN(tsafe_sealed_client_hello)
+{
+    (void)f;
+    uint8_t *m = NULL;
+    size_t n;
+    sealed_world();
+    ERR(tsafe_sealed_client_hello(NULL, &m, &n));
+    ERR(tsafe_sealed_client_hello(S.cl, NULL, &n));
+    ERR(tsafe_sealed_client_hello(S.cl, &m, NULL));
+    assert_null(m);
+}
+
+CHECK_FN(tsafe_sealed_client_query)
+{
+    (void)f;
+    uint8_t *m = NULL;
+    size_t n;
+    float bad[64];
+    sealed_world();
+    memcpy(bad, S.x, sizeof bad);
+    bad[0] = NAN;
+    ERR(tsafe_sealed_client_query(NULL, S.x, &m, &n, NULL));
+    ERR(tsafe_sealed_client_query(S.cl, NULL, &m, &n, NULL));
+    ERR(tsafe_sealed_client_query(S.cl, S.x, NULL, &n, NULL));
+    ERR(tsafe_sealed_client_query(S.cl, S.x, &m, NULL, NULL));
+    if (!tsafe_sealed_client_needs_hello(S.cl)) /* after the hello case */
+        IS(TSAFE_E_VALUE_RANGE, tsafe_sealed_client_query(S.cl, bad, &m, &n, NULL));
+    else
+        IS(TSAFE_E_STATE, tsafe_sealed_client_query(S.cl, S.x, &m, &n, NULL));
+    assert_null(m);
+}
+
+CHECK_FN(tsafe_sealed_client_respond)
+{
+    (void)f;
+    uint8_t b[8] = {0}, *m = NULL;
+    size_t n;
+    uint32_t r = 4, d = 64, bigr = 5;
+    sealed_world();
+    ERR(tsafe_sealed_client_respond(NULL, b, 8, 1, &r, &d, NULL, 1, &m, &n, NULL));
+    ERR(tsafe_sealed_client_respond(S.cl, NULL, 8, 1, &r, &d, NULL, 1, &m, &n, NULL));
+    ERR(tsafe_sealed_client_respond(S.cl, b, 8, 1, NULL, &d, NULL, 1, &m, &n, NULL));
+    ERR(tsafe_sealed_client_respond(S.cl, b, 8, 1, &r, NULL, NULL, 1, &m, &n, NULL));
+    ERR(tsafe_sealed_client_respond(S.cl, b, 8, 1, &r, &d, NULL, 1, NULL, &n, NULL));
+    ERR(tsafe_sealed_client_respond(S.cl, b, 8, 1, &r, &d, NULL, 1, &m, NULL, NULL));
+    /* no query pending */
+    IS(TSAFE_E_STATE, tsafe_sealed_client_respond(S.cl, b, 8, 1, &r, &d, NULL, 1, &m, &n, NULL));
+    (void)bigr;
+    assert_null(m);
+}
+
+CHECK_FN(tsafe_sealed_client_finish)
+{
+    (void)f;
+    uint8_t b[8] = {0};
+    uint32_t d = 64;
+    float out[64], *o = out;
+    sealed_world();
+    ERR(tsafe_sealed_client_finish(NULL, b, 8, 1, &d, &o, NULL));
+    ERR(tsafe_sealed_client_finish(S.cl, NULL, 8, 1, &d, &o, NULL));
+    ERR(tsafe_sealed_client_finish(S.cl, b, 8, 1, NULL, &o, NULL));
+    ERR(tsafe_sealed_client_finish(S.cl, b, 8, 1, &d, NULL, NULL));
+    IS(TSAFE_E_STATE, tsafe_sealed_client_finish(S.cl, b, 8, 1, &d, &o, NULL));
+}
+
+CHECK_FN(tsafe_sealed_server_create)
+{
+    (void)f;
+    tsafe_sealed_server *s = NULL;
+    tsafe_sealed_plan bad;
+    sealed_world();
+    ERR(tsafe_sealed_server_create(NULL, &s));
+    ERR(tsafe_sealed_server_create(&S.plan, NULL));
+    bad = S.plan;
+    bad.chunk1 = 1;
+    IS(TSAFE_E_PARAMS, tsafe_sealed_server_create(&bad, &s));
+    assert_null(s);
+}
+
+CHECK_FN(tsafe_sealed_server_free) { (void)f; tsafe_sealed_server_free(NULL); }
+
+CHECK_FN(tsafe_sealed_server_accept)
+{
+    (void)f;
+    uint8_t b[8] = {0};
+    sealed_world();
+    ERR(tsafe_sealed_server_accept(NULL, b, 8));
+    ERR(tsafe_sealed_server_accept(S.sv, NULL, 8));
+    ERR(tsafe_sealed_server_accept(S.sv, b, 8));
+    ERR(tsafe_sealed_server_accept(S.sv, b, 0));
+}
+
+CHECK_FN(tsafe_sealed_server_round1)
+{
+    (void)f;
+    uint8_t b[8] = {0}, *m = NULL;
+    size_t n;
+    const tsafe_sealed_site *ss[1] = {S.site}, *nul[1] = {NULL};
+    sealed_world();
+    ERR(tsafe_sealed_server_round1(NULL, ss, 1, b, 8, &m, &n, NULL));
+    ERR(tsafe_sealed_server_round1(S.sv, NULL, 1, b, 8, &m, &n, NULL));
+    ERR(tsafe_sealed_server_round1(S.sv, nul, 1, b, 8, &m, &n, NULL));
+    ERR(tsafe_sealed_server_round1(S.sv, ss, 1, NULL, 8, &m, &n, NULL));
+    ERR(tsafe_sealed_server_round1(S.sv, ss, 1, b, 8, NULL, &n, NULL));
+    ERR(tsafe_sealed_server_round1(S.sv, ss, 1, b, 8, &m, NULL, NULL));
+    IS(TSAFE_E_RANGE, tsafe_sealed_server_round1(S.sv, ss, 0, b, 8, &m, &n, NULL));
+    ERR(tsafe_sealed_server_round1(S.sv, ss, 1, b, 8, &m, &n, NULL)); /* no session / bytes */
+    assert_null(m);
+}
+
+CHECK_FN(tsafe_sealed_server_round2)
+{
+    (void)f;
+    uint8_t b[8] = {0}, *m = NULL;
+    size_t n;
+    const tsafe_sealed_site *ss[1] = {S.site};
+    sealed_world();
+    ERR(tsafe_sealed_server_round2(NULL, ss, 1, b, 8, &m, &n, NULL));
+    ERR(tsafe_sealed_server_round2(S.sv, NULL, 1, b, 8, &m, &n, NULL));
+    ERR(tsafe_sealed_server_round2(S.sv, ss, 1, NULL, 8, &m, &n, NULL));
+    ERR(tsafe_sealed_server_round2(S.sv, ss, 1, b, 8, NULL, &n, NULL));
+    IS(TSAFE_E_RANGE, tsafe_sealed_server_round2(S.sv, ss, 0, b, 8, &m, &n, NULL));
+    IS(TSAFE_E_STATE, tsafe_sealed_server_round2(S.sv, ss, 1, b, 8, &m, &n, NULL));
+    assert_null(m);
+}
+
+CHECK_FN(tsafe_sealed_server_last_u)
+{
+    (void)f;
+    int64_t u[4];
+    sealed_world();
+    ERR(tsafe_sealed_server_last_u(NULL, 0, u, 4));
+    ERR(tsafe_sealed_server_last_u(S.sv, 0, NULL, 4));
+    IS(TSAFE_E_STATE, tsafe_sealed_server_last_u(S.sv, 0, u, 4)); /* sealed-private */
+}
+
+CHECK_FN(tsafe_sealed_pair_create)
+{
+    (void)f;
+    tsafe_sealed_pair *p = NULL;
+    ERR(tsafe_sealed_pair_create(TSAFE_SEALED_PRIVATE, NULL, NULL, 0, NULL));
+    IS(TSAFE_E_ARG, tsafe_sealed_pair_create((tsafe_sealed_mode)9, NULL, NULL, 0, &p));
+    /* sealed without a DP session needs the explicit opt-out */
+    IS(TSAFE_E_ARG, tsafe_sealed_pair_create(TSAFE_SEALED, NULL, NULL, 0, &p));
+    assert_null(p);
+}
+
+CHECK_FN(tsafe_sealed_pair_free) { (void)f; tsafe_sealed_pair_free(NULL); }
+
+CHECK_FN(tsafe_sealed_pair_prepare)
+{
+    const tsafe_lora_site *ss[1] = {f->site}, *nul[1] = {NULL};
+    tsafe_sealed_pair *p;
+    OK(tsafe_sealed_pair_create(TSAFE_SEALED_PRIVATE, NULL, NULL, 0, &p));
+    ERR(tsafe_sealed_pair_prepare(NULL, ss, 1));
+    ERR(tsafe_sealed_pair_prepare(p, NULL, 1));
+    ERR(tsafe_sealed_pair_prepare(p, nul, 1));
+    IS(TSAFE_E_RANGE, tsafe_sealed_pair_prepare(p, ss, 100000));
+    tsafe_sealed_pair_free(p);
+}
+
+CHECK_FN(tsafe_lora_engine_sealed)
+{
+    tsafe_sealed_pair *p;
+    OK(tsafe_sealed_pair_create(TSAFE_SEALED_PRIVATE, NULL, NULL, 0, &p));
+    engine_checks(f, tsafe_lora_engine_sealed(p), 0);
+    tsafe_lora_engine e = tsafe_lora_engine_sealed(NULL);
+    const tsafe_lora_site *ss[1] = {f->site};
+    float *d[1] = {f->delta};
+    ERR(e.fn(e.user, ss, 1, f->x, d, NULL));
+    tsafe_sealed_pair_free(p);
+}
+
+static const api_case k_lora_sealed[] = {
+    ENTRY(tsafe_sealed_plan_derive), ENTRY(tsafe_sealed_plan_check),
+    ENTRY(tsafe_sealed_plan_sizes), ENTRY(tsafe_sealed_site_create),
+    ENTRY(tsafe_sealed_site_free), ENTRY(tsafe_sealed_site_rank), ENTRY(tsafe_sealed_site_d_out),
+    ENTRY(tsafe_sealed_client_create), ENTRY(tsafe_sealed_client_free),
+    ENTRY(tsafe_sealed_client_hello), ENTRY(tsafe_sealed_client_needs_hello),
+    ENTRY(tsafe_sealed_client_query), ENTRY(tsafe_sealed_client_respond),
+    ENTRY(tsafe_sealed_client_finish), ENTRY(tsafe_sealed_server_create),
+    ENTRY(tsafe_sealed_server_free), ENTRY(tsafe_sealed_server_accept),
+    ENTRY(tsafe_sealed_server_round1), ENTRY(tsafe_sealed_server_round2),
+    ENTRY(tsafe_sealed_server_last_u), ENTRY(tsafe_sealed_pair_create),
+    ENTRY(tsafe_sealed_pair_free), ENTRY(tsafe_sealed_pair_prepare),
+    ENTRY(tsafe_lora_engine_sealed),
+};
+
 /* ------------------------------------------------------------ driver */
 
 #define TABLE(h, t) {h, t, sizeof t / sizeof t[0], 0}
@@ -2819,6 +3486,8 @@ static const api_table k_tables[] = {
     TABLE("backend_impl.h", k_backend_impl),
     TABLE("lora_he.h", k_lora_he),
     TABLE("lora_two_party.h", k_lora_two_party),
+    TABLE("bfv.h", k_bfv),
+    TABLE("lora_sealed.h", k_lora_sealed),
     TABLE("lora_dp.h", k_lora_dp),
     TABLE("lora_svd.h", k_lora_svd),
     TABLE("lora_package.h", k_lora_package),
