@@ -1216,6 +1216,7 @@ typedef struct {
     const client_opts *co;
     conn c;
     hello_info *h;
+    tsafe_sealed_plan plan; /* sealed modes: derived from the hello */
     tsafe_dp_session *dp;
     float *x, *out;
     size_t count, rows;
@@ -1334,25 +1335,17 @@ static int client_sealed_rows(client_run *R, double *ms)
     char what[4200];
     const hello_info *h = R->h;
     tsafe_sealed_mode mode = sealed_mode_of(R->co->mode);
-    tsafe_sealed_plan plan;
+    const tsafe_sealed_plan plan = R->plan;
     tsafe_sealed_client *cl = NULL;
     uint8_t *msg = NULL;
     size_t msg_len = 0;
     float *deltas[IO_MAX_MODULES];
     unsigned hellos = 0;
     int rc = 1;
-    /* the client's own derivation from the announced public shapes and its
-     * default widths; the client object checks it again */
-    tsafe_status st = tsafe_sealed_plan_derive(mode, h->d_in, h->rank_max, h->d_out_max, NULL,
-                                               &plan);
-    if (st == TSAFE_OK)
-        st = tsafe_sealed_client_create(&plan, NULL, &cl);
+    tsafe_status st = tsafe_sealed_client_create(&plan, NULL, &cl); /* checks it again */
     if (st != TSAFE_OK) {
-        snprintf(what, sizeof what, "client: no %s plan for the server's shapes (d_in %u, "
-                                    "rank %u, d_out %u)",
-                 io_mode_name(R->co->mode), h->d_in, h->rank_max, h->d_out_max);
-        send_error(&R->c, st, "client cannot derive a plan for the announced shapes");
-        tool_fail(what, st);
+        send_error(&R->c, st, "client cannot use the plan");
+        tool_fail("client: keys for the sealed plan", st);
         goto out;
     }
     double t0 = now_ms();
@@ -1481,6 +1474,20 @@ static int client_hello(client_run *R)
     if (st != TSAFE_OK) {
         if (!served)
             snprintf(what, sizeof what, "client: server hello: unknown version or mode");
+        return tool_fail(what, st);
+    }
+    if (R->co->mode == IO_MODE_PLAIN_ZERO_MOAI)
+        return 0;
+    /* the client's own plan, derived from the announced public shapes and
+     * its default widths (never from parameters the server sends) */
+    const hello_info *h = R->h;
+    st = tsafe_sealed_plan_derive(sealed_mode_of(R->co->mode), h->d_in, h->rank_max,
+                                  h->d_out_max, NULL, &R->plan);
+    if (st != TSAFE_OK) {
+        snprintf(what, sizeof what, "client: no %s plan for the server's shapes (d_in %u, rank "
+                                    "%u, d_out %u)",
+                 asked, h->d_in, h->rank_max, h->d_out_max);
+        send_error(&R->c, st, "client cannot derive a plan for the announced shapes");
         return tool_fail(what, st);
     }
     return 0;
