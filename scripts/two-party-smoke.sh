@@ -1,14 +1,17 @@
 #!/bin/sh
 # Two-party smoke test over localhost: a random PEFT adapter signed into a
 # package (serve refuses unsigned adapters), `tensafe serve --once` in the
-# background, `tensafe client` on a few rows, and the deltas
-# compared with `tensafe lora apply --plain` (relative L2 <= 1e-4).
-# Uses $TENSAFE if set, else `tensafe` from PATH. Prints one PASS/FAIL line.
+# background, `tensafe client` on a few rows, and the deltas compared with
+# `tensafe lora apply --plain` (relative L2 <= 1e-3), in the default mode
+# (sealed-private), then in `--mode sealed --no-dp`. Loopback only; every
+# step is bounded by the tools' timeouts.
+# Uses $TENSAFE if set, else `tensafe` from PATH. Prints one PASS/FAIL line
+# per mode.
 set -u
 TENSAFE=${TENSAFE:-tensafe}
 DIM=${SMOKE_DIM:-256}
 ROWS=${SMOKE_ROWS:-4}
-TOL=1e-4
+TOL=1e-3
 
 fail() { echo "two-party-smoke: FAIL: $*"; exit 1; }
 
@@ -35,45 +38,56 @@ trap 'exit 130' INT TERM
 "$TENSAFE" lora make-input --dim "$DIM" --rows "$ROWS" --max-abs 4 --out "$tmp/x.f32" \
     >"$tmp/input.log" 2>&1 || fail "lora make-input: $(tail -n1 "$tmp/input.log")"
 
-# Start the server on a random high port; retry on another port if it cannot
-# bind. It writes --port-file once it listens.
-port=""
-for attempt in 1 2 3 4 5 6 7 8; do
-    try=$(( $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 20000 + 40000 ))
-    rm -f "$tmp/port"
-    "$TENSAFE" serve --adapter "$tmp/adapter.pkg" --trusted-key "$tmp/sign.pub" \
-        --module q_proj,v_proj --port "$try" \
-        --port-file "$tmp/port" --max-abs 4 --once --timeout 30 --accept-timeout 60 \
-        >"$tmp/serve.log" 2>&1 &
-    srv_pid=$!
-    i=0
-    while [ $i -lt 200 ] && [ ! -s "$tmp/port" ] && kill -0 "$srv_pid" 2>/dev/null; do
-        sleep 0.05
-        i=$((i + 1))
-    done
-    if [ -s "$tmp/port" ]; then
-        port=$(cat "$tmp/port")
-        break
-    fi
-    kill "$srv_pid" 2>/dev/null
-    wait "$srv_pid" 2>/dev/null
-    srv_pid=""
-done
-[ -n "$port" ] || fail "server did not start: $(tail -n1 "$tmp/serve.log")"
-
-"$TENSAFE" client --port "$port" --input "$tmp/x.f32" --output "$tmp/d_he.f32" \
-    >"$tmp/client.log" 2>&1 || fail "client: $(tail -n1 "$tmp/client.log")"
-wait "$srv_pid"
-src=$?
-srv_pid=""
-[ "$src" -eq 0 ] || fail "server exited with $src: $(tail -n1 "$tmp/serve.log")"
-
 "$TENSAFE" lora apply --adapter "$tmp/adapter" --module q_proj,v_proj --input "$tmp/x.f32" \
     --output "$tmp/d_plain.f32" --plain >"$tmp/plain.log" 2>&1 \
     || fail "lora apply --plain: $(tail -n1 "$tmp/plain.log")"
-"$TENSAFE" lora compare "$tmp/d_he.f32" "$tmp/d_plain.f32" --tol "$TOL" >"$tmp/cmp.log" 2>&1 \
-    || fail "$(tail -n1 "$tmp/cmp.log")"
 
-rel=$(sed -n 's/^rel_l2 \([^ ]*\).*/\1/p' "$tmp/cmp.log")
-timing=$(sed -n 's/^\([0-9]* rows*, [0-9.]* ms\/row\).*/\1/p' "$tmp/client.log")
-echo "two-party-smoke: PASS ($timing over 127.0.0.1:$port, 2 modules d_in=$DIM rank 8, rel_l2 $rel <= $TOL)"
+# run_mode LABEL SERVE_ARGS CLIENT_ARGS: serve --once on a random high port
+# (retried on another port if it cannot bind; it writes --port-file once it
+# listens), one client run, deltas against --plain.
+run_mode() {
+    label=$1
+    port=""
+    for attempt in 1 2 3 4 5 6 7 8; do
+        try=$(( $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 20000 + 40000 ))
+        rm -f "$tmp/port"
+        # shellcheck disable=SC2086 # word splitting of the mode arguments
+        "$TENSAFE" serve --adapter "$tmp/adapter.pkg" --trusted-key "$tmp/sign.pub" \
+            --module q_proj,v_proj --port "$try" $2 \
+            --port-file "$tmp/port" --once --timeout 30 --accept-timeout 60 \
+            >"$tmp/serve.log" 2>&1 &
+        srv_pid=$!
+        i=0
+        while [ $i -lt 200 ] && [ ! -s "$tmp/port" ] && kill -0 "$srv_pid" 2>/dev/null; do
+            sleep 0.05
+            i=$((i + 1))
+        done
+        if [ -s "$tmp/port" ]; then
+            port=$(cat "$tmp/port")
+            break
+        fi
+        kill "$srv_pid" 2>/dev/null
+        wait "$srv_pid" 2>/dev/null
+        srv_pid=""
+    done
+    [ -n "$port" ] || fail "$label: server did not start: $(tail -n1 "$tmp/serve.log")"
+
+    # shellcheck disable=SC2086
+    "$TENSAFE" client --port "$port" --input "$tmp/x.f32" --output "$tmp/d_he.f32" $3 \
+        >"$tmp/client.log" 2>&1 || fail "$label: client: $(tail -n1 "$tmp/client.log")"
+    wait "$srv_pid"
+    src=$?
+    srv_pid=""
+    [ "$src" -eq 0 ] || fail "$label: server exited with $src: $(tail -n1 "$tmp/serve.log")"
+    grep -q "^mode $label " "$tmp/client.log" || fail "$label: the client ran another mode"
+
+    "$TENSAFE" lora compare "$tmp/d_he.f32" "$tmp/d_plain.f32" --tol "$TOL" >"$tmp/cmp.log" 2>&1 \
+        || fail "$label: $(tail -n1 "$tmp/cmp.log")"
+    rel=$(sed -n 's/^rel_l2 \([^ ]*\).*/\1/p' "$tmp/cmp.log")
+    timing=$(sed -n 's/^\([0-9]* rows*, [0-9.]* ms\/row, [0-9.]* KiB sent, [0-9.]* KiB received\).*/\1/p' \
+        "$tmp/client.log")
+    echo "two-party-smoke: PASS $label ($timing over 127.0.0.1:$port, 2 modules d_in=$DIM rank 8, rel_l2 $rel <= $TOL)"
+}
+
+run_mode sealed-private "" ""
+run_mode sealed "--mode sealed" "--mode sealed --no-dp"

@@ -7,12 +7,14 @@
  * vector file whose size is not a multiple of the row size.
  * Happy paths, each checked against an independent computation in this
  * file: params plan --json (security table, primes = 1 mod 2N, packing),
- * adapter make-random -> inspect -> pack -> verify -> lora apply (local and
- * two-party against --plain, and --plain against s B A x computed here from
- * the adapter loaded through the library), adapter reduce (full rank keeps
- * dW, lower rank matches Eckart-Young's error printed by the tool),
- * keygen / encrypt / decrypt round trip, and serve / client over
- * localhost (also scripts/two-party-smoke.sh when it is found). */
+ * adapter make-random -> inspect -> pack -> verify -> lora apply (every
+ * --mode against --plain, sealed-private the default, and --plain against
+ * s B A x computed here from the adapter loaded through the library),
+ * adapter reduce (full rank keeps dW, lower rank matches Eckart-Young's
+ * error printed by the tool), keygen / encrypt / decrypt round trip, and
+ * serve / client over localhost in each mode: sealed-private by default,
+ * plain-zero-moai only when both ask for it, sealed only with DP or an
+ * explicit --no-dp (also scripts/two-party-smoke.sh when it is found). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -363,8 +365,39 @@ static void test_usage_errors(void **state)
             tmp_path("ad"), tmp_path("x.f32"), tmp_path("o.f32"));
     expect_error(&r, 2, "weird", NULL);
     result_free(&r);
+    r = run("lora apply --adapter %s --module q_proj --input %s --output %s --mode two-party",
+            tmp_path("ad"), tmp_path("x.f32"), tmp_path("o.f32"));
+    expect_error(&r, 2, "renamed plain-zero-moai", NULL);
+    result_free(&r);
+    r = run("lora apply --adapter %s --module q_proj --input %s --output %s --precision 1e-5",
+            tmp_path("ad"), tmp_path("x.f32"), tmp_path("o.f32"));
+    expect_error(&r, 2, "--precision", "sealed-private");
+    result_free(&r);
     r = run("client --port 70000 --input %s", tmp_path("x.f32"));
     expect_error(&r, 2, "--port", NULL);
+    result_free(&r);
+    /* sealed releases u: only with DP noise or an explicit --no-dp */
+    r = run("client --port 7 --input %s --mode sealed", tmp_path("x.f32"));
+    expect_error(&r, 2, "--dp-eps", "--no-dp");
+    result_free(&r);
+    r = run("client --port 7 --input %s --mode sealed --no-dp --dp-eps 1 --dp-clip 1",
+            tmp_path("x.f32"));
+    expect_error(&r, 2, "not both", NULL);
+    result_free(&r);
+    r = run("client --port 7 --input %s --dp-eps 1 --dp-clip 1", tmp_path("x.f32"));
+    expect_error(&r, 2, "sealed-private", "--dp-");
+    result_free(&r);
+    r = run("client --port 7 --input %s --mode plain-zero-moai --no-dp", tmp_path("x.f32"));
+    expect_error(&r, 2, "--no-dp", NULL);
+    result_free(&r);
+    r = run("client --port 7 --input %s --mode local", tmp_path("x.f32"));
+    expect_error(&r, 2, "local", NULL);
+    result_free(&r);
+    r = run("serve --adapter %s --module q_proj --mode two-party", tmp_path("ad"));
+    expect_error(&r, 2, "two-party", NULL);
+    result_free(&r);
+    r = run("serve --adapter %s --module q_proj --max-abs 4", tmp_path("ad"));
+    expect_error(&r, 2, "--max-abs", "plain-zero-moai");
     result_free(&r);
     r = run("serve --adapter %s --module q_proj --once --requests 2", tmp_path("ad"));
     expect_error(&r, 2, "--once", NULL);
@@ -681,17 +714,30 @@ static void test_adapter_pack_verify_apply(void **state)
     double e = rel_l2(plain, ref, n);
     print_message("plain vs reference: rel_l2 %.3e\n", e);
     assert_true(e <= 1e-6);
-    static const char *modes[] = {"local", "two-party"};
-    for (int k = 0; k < 2; k++) {
-        r = run("lora apply --adapter %s --module q_proj,v_proj --input %s --output %s --mode %s",
-                tmp_path("ad"), tmp_path("x.f32"), tmp_path("he.f32"), modes[k]);
+    /* CKKS modes within 1e-4 (planner target 1e-6), the sealed modes'
+     * fixed point within 1e-3; no --mode is sealed-private */
+    static const struct {
+        const char *arg, *name;
+        double tol;
+    } modes[] = {{"--mode local", "local", 1e-4},
+                 {"--mode plain-zero-moai", "plain-zero-moai", 1e-4},
+                 {"--mode sealed", "sealed", 1e-3},
+                 {"--mode sealed-private", "sealed-private", 1e-3},
+                 {"", "sealed-private", 1e-3}};
+    for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++) {
+        r = run("lora apply --adapter %s --module q_proj,v_proj --input %s --output %s %s",
+                tmp_path("ad"), tmp_path("x.f32"), tmp_path("he.f32"), modes[k].arg);
         expect_ok(&r, "lora apply (HE)");
+        char want[64];
+        snprintf(want, sizeof want, "mode %s,", modes[k].name);
+        if (!strstr(r.out, want))
+            fail_msg("lora apply %s: output lacks '%s': %s", modes[k].arg, want, r.out);
         result_free(&r);
         float *he = read_f32(tmp_path("he.f32"), &n);
         assert_int_equal(n, nref);
         e = rel_l2(he, plain, n);
-        print_message("lora apply --mode %s vs --plain: rel_l2 %.3e\n", modes[k], e);
-        assert_true(e <= 1e-4);
+        print_message("lora apply [%s] vs --plain: rel_l2 %.3e\n", modes[k].arg, e);
+        assert_true(e <= modes[k].tol);
         free(he);
     }
     /* the verified package gives the same deltas */
@@ -847,8 +893,10 @@ static void test_keys_roundtrip(void **state)
 /* ------------------------------------------------------- serve/client */
 
 /* Serves tmp_path("ad") (unsigned, so with --allow-unsigned), or the
- * signed package ad.pkg verified with sign.pub when g_serve_signed. */
+ * signed package ad.pkg verified with sign.pub when g_serve_signed, in
+ * g_serve_mode (NULL: no --mode, the default). */
 static int g_serve_signed;
+static const char *g_serve_mode;
 
 static pid_t spawn_serve(const char *port_file, const char *log)
 {
@@ -861,17 +909,41 @@ static pid_t spawn_serve(const char *port_file, const char *log)
             _exit(127);
         dup2(fd, 1);
         dup2(fd, 2);
-        char ad[PATH_MAX], pub[PATH_MAX];
+        char ad[PATH_MAX], pub[PATH_MAX], pf[PATH_MAX];
         snprintf(ad, sizeof ad, "%s", tmp_path(g_serve_signed ? "ad.pkg" : "ad"));
         snprintf(pub, sizeof pub, "%s", tmp_path("sign.pub"));
-        if (g_serve_signed)
-            execl(g_tool, g_tool, "serve", "--adapter", ad, "--trusted-key", pub, "--module",
-                  "q_proj,v_proj", "--port", "0", "--port-file", port_file, "--max-abs", "4",
-                  "--once", "--accept-timeout", "30", (char *)NULL);
-        else
-            execl(g_tool, g_tool, "serve", "--adapter", ad, "--allow-unsigned", "--module",
-                  "q_proj,v_proj", "--port", "0", "--port-file", port_file, "--max-abs", "4",
-                  "--once", "--accept-timeout", "30", (char *)NULL);
+        snprintf(pf, sizeof pf, "%s", port_file);
+        char *argv[32];
+        int n = 0;
+        argv[n++] = g_tool;
+        argv[n++] = "serve";
+        argv[n++] = "--adapter";
+        argv[n++] = ad;
+        if (g_serve_signed) {
+            argv[n++] = "--trusted-key";
+            argv[n++] = pub;
+        } else {
+            argv[n++] = "--allow-unsigned";
+        }
+        argv[n++] = "--module";
+        argv[n++] = "q_proj,v_proj";
+        argv[n++] = "--port";
+        argv[n++] = "0";
+        argv[n++] = "--port-file";
+        argv[n++] = pf;
+        argv[n++] = "--once";
+        argv[n++] = "--accept-timeout";
+        argv[n++] = "30";
+        if (g_serve_mode) {
+            argv[n++] = "--mode";
+            argv[n++] = (char *)g_serve_mode;
+            if (!strcmp(g_serve_mode, "plain-zero-moai")) {
+                argv[n++] = "--max-abs";
+                argv[n++] = "4";
+            }
+        }
+        argv[n] = NULL;
+        execv(g_tool, argv);
         _exit(127);
     }
     for (int i = 0; i < 1000 && access(port_file, R_OK) != 0; i++) {
@@ -897,23 +969,43 @@ static int wait_exit(pid_t pid)
     return -1;
 }
 
-static void test_serve_client(void **state)
+static char *read_port(const char *pf)
 {
-    (void)state;
-    NEED_TOOL();
-    char pf[PATH_MAX], log[PATH_MAX]; /* tmp_path's buffers rotate */
-    snprintf(pf, sizeof pf, "%s", tmp_path("port"));
-    snprintf(log, sizeof log, "%s", tmp_path("serve.log"));
-    pid_t pid = spawn_serve(pf, log);
     char *port = slurp(pf, NULL);
     assert_non_null(port);
     port[strcspn(port, "\n")] = 0;
-    result r = run("client --port %s --input %s --output %s", port, tmp_path("x.f32"),
-                   tmp_path("net.f32"));
+    return port;
+}
+
+/* One --once server in serve_mode (NULL: default) and one client run with
+ * client_args; the deltas against --plain within tol, and both sides name
+ * the mode they ran. */
+static void serve_client_mode(const char *serve_mode, const char *client_args, const char *name,
+                              double tol)
+{
+    char pf[PATH_MAX], log[PATH_MAX]; /* tmp_path's buffers rotate */
+    snprintf(pf, sizeof pf, "%s", tmp_path("port"));
+    snprintf(log, sizeof log, "%s", tmp_path("serve.log"));
+    g_serve_mode = serve_mode;
+    pid_t pid = spawn_serve(pf, log);
+    g_serve_mode = NULL;
+    char *port = read_port(pf);
+    result r = run("client --port %s --input %s --output %s %s", port, tmp_path("x.f32"),
+                   tmp_path("net.f32"), client_args);
     int sc = wait_exit(pid);
     if (r.code != 0 || sc != 0)
         fail_msg("client exit %d [%s], server exit %d [%s]", r.code, r.err, sc, slurp(log, NULL));
+    char want[96];
+    snprintf(want, sizeof want, "mode %s ", name);
+    if (!strstr(r.out, want))
+        fail_msg("client [%s] output lacks '%s': %s", client_args, want, r.out);
     result_free(&r);
+    char *slog = slurp(log, NULL);
+    assert_non_null(slog);
+    snprintf(want, sizeof want, "-- mode %s ", name);
+    if (!strstr(slog, want))
+        fail_msg("serve log lacks '%s': %s", want, slog);
+    free(slog);
     size_t n = 0, np = 0;
     r = run("lora apply --adapter %s --module q_proj,v_proj --input %s --output %s --plain",
             tmp_path("ad"), tmp_path("x.f32"), tmp_path("plain2.f32"));
@@ -922,19 +1014,57 @@ static void test_serve_client(void **state)
     float *he = read_f32(tmp_path("net.f32"), &n), *plain = read_f32(tmp_path("plain2.f32"), &np);
     assert_int_equal(n, np);
     double e = rel_l2(he, plain, n);
-    print_message("serve/client over localhost vs --plain: rel_l2 %.3e\n", e);
-    assert_true(e <= 1e-4);
+    print_message("serve/client %s over localhost vs --plain: rel_l2 %.3e\n", name, e);
+    assert_true(e <= tol);
     free(he);
     free(plain);
+    free(port);
+}
+
+/* A client that must refuse the server's mode at its hello. */
+static void serve_client_refused(const char *serve_mode, const char *client_args,
+                                 const char *needle)
+{
+    char pf[PATH_MAX], log[PATH_MAX];
+    snprintf(pf, sizeof pf, "%s", tmp_path("port"));
+    snprintf(log, sizeof log, "%s", tmp_path("serve.log"));
+    g_serve_mode = serve_mode;
+    pid_t pid = spawn_serve(pf, log);
+    g_serve_mode = NULL;
+    char *port = read_port(pf);
+    result r = run("client --port %s --input %s %s", port, tmp_path("x.f32"), client_args);
+    print_message("client [%s] vs serve --mode %s: %s", client_args,
+                  serve_mode ? serve_mode : "(default)", r.err ? r.err : "(none)\n");
+    expect_error(&r, 1, needle, "TSAFE_E_PARAMS_MISMATCH");
+    result_free(&r);
+    assert_true(wait_exit(pid) != 0); /* the server reports the refused session */
+    free(port);
+}
+
+static void test_serve_client(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    char pf[PATH_MAX], log[PATH_MAX]; /* tmp_path's buffers rotate */
+    snprintf(pf, sizeof pf, "%s", tmp_path("port"));
+    snprintf(log, sizeof log, "%s", tmp_path("serve.log"));
+    /* the default on both sides is sealed-private; the other modes only
+     * when both ask for them */
+    serve_client_mode(NULL, "", "sealed-private", 1e-3);
+    serve_client_mode("sealed-private", "--mode sealed-private", "sealed-private", 1e-3);
+    serve_client_mode("sealed", "--mode sealed --no-dp", "sealed", 1e-3);
+    serve_client_mode("plain-zero-moai", "--mode plain-zero-moai", "plain-zero-moai", 1e-4);
+    serve_client_refused("plain-zero-moai", "", "serves --mode plain-zero-moai");
+    serve_client_refused(NULL, "--mode plain-zero-moai", "serves --mode sealed-private");
+    serve_client_refused("sealed", "", "serves --mode sealed,");
+    serve_client_refused(NULL, "--mode sealed --no-dp", "asked for sealed");
 
     /* errors: input rows that do not match d_in, a server that is gone */
-    pid = spawn_serve(pf, log);
-    free(port);
-    port = slurp(pf, NULL);
-    port[strcspn(port, "\n")] = 0;
+    pid_t pid = spawn_serve(pf, log);
+    char *port = read_port(pf);
     float v[DIM + 1] = {0};
     write_f32(tmp_path("w.f32"), v, DIM + 1);
-    r = run("client --port %s --input %s", port, tmp_path("w.f32"));
+    result r = run("client --port %s --input %s", port, tmp_path("w.f32"));
     expect_error(&r, 1, "w.f32", "TSAFE_E_SHAPE");
     result_free(&r);
     assert_true(wait_exit(pid) != 0); /* the server reports the failed session */
@@ -955,18 +1085,19 @@ static void test_serve_client(void **state)
     assert_non_null(strstr(slog, "adapter: UNSIGNED directory"));
     free(slog);
 
-    /* DP release over the SIGNED package: runs, and the deltas move away
-     * from the exact ones; the server names the package digest and signer */
+    /* sealed with DP over the SIGNED package: runs, prints the spent
+     * budget; the server names the package digest and signer */
     g_serve_signed = 1;
+    g_serve_mode = "sealed";
     pid = spawn_serve(pf, log);
     g_serve_signed = 0;
-    port = slurp(pf, NULL);
-    port[strcspn(port, "\n")] = 0;
-    r = run("client --port %s --input %s --output %s --dp-eps 1 --dp-clip 1", port,
+    port = read_port(pf);
+    r = run("client --port %s --input %s --output %s --mode sealed --dp-eps 1 --dp-clip 1", port,
             tmp_path("x.f32"), tmp_path("dp.f32"));
-    expect_ok(&r, "client --dp-eps");
+    expect_ok(&r, "client --mode sealed --dp-eps");
     assert_non_null(strstr(r.out, "eps spent"));
     assert_non_null(strstr(r.out, " of 8 (delta 1e-05)")); /* the default session budget */
+    assert_null(strstr(r.out, "--no-dp"));
     result_free(&r);
     assert_int_equal(wait_exit(pid), 0);
     slog = slurp(log, NULL);
@@ -980,23 +1111,27 @@ static void test_serve_client(void **state)
     /* issue 12.5: the default budget (eps 8 per session) refuses rows it
      * cannot cover -- at --dp-eps 8 one release -- before sending any,
      * and the client still prints what it spent (nothing) */
+    g_serve_mode = "sealed";
     pid = spawn_serve(pf, log);
-    port = slurp(pf, NULL);
-    port[strcspn(port, "\n")] = 0;
-    r = run("client --port %s --input %s --dp-eps 8 --dp-clip 1", port, tmp_path("x.f32"));
+    port = read_port(pf);
+    r = run("client --port %s --input %s --mode sealed --dp-eps 8 --dp-clip 1", port,
+            tmp_path("x.f32"));
     expect_error(&r, 1, "3 rows need 3 DP releases, the session budget eps 8 (delta 1e-05, "
                         "the default) allows 1",
                  "TSAFE_E_BUDGET");
     assert_non_null(strstr(r.out, "0 releases, eps spent 0 of 8"));
     result_free(&r);
     assert_true(wait_exit(pid) != 0); /* the session failed */
-    /* an explicit budget covers them */
+    /* an explicit budget covers them; plain-zero-moai's release is charged
+     * to the same accountant */
+    g_serve_mode = "plain-zero-moai";
     pid = spawn_serve(pf, log);
+    g_serve_mode = NULL;
     free(port);
-    port = slurp(pf, NULL);
-    port[strcspn(port, "\n")] = 0;
-    r = run("client --port %s --input %s --dp-eps 8 --dp-clip 1 --dp-budget 40", port,
-            tmp_path("x.f32"));
+    port = read_port(pf);
+    r = run("client --port %s --input %s --mode plain-zero-moai --dp-eps 8 --dp-clip 1 "
+            "--dp-budget 40",
+            port, tmp_path("x.f32"));
     expect_ok(&r, "client --dp-budget 40");
     assert_non_null(strstr(r.out, "3 releases, eps spent"));
     assert_non_null(strstr(r.out, " of 40 "));
@@ -1004,7 +1139,6 @@ static void test_serve_client(void **state)
     assert_int_equal(wait_exit(pid), 0);
     free(port);
 }
-
 
 /* A fake server: listens on 127.0.0.1, accepts one client and sends it
  * `len` bytes, then waits for the client to close. Returns the port. */
@@ -1072,9 +1206,11 @@ static void test_client_bad_server(void **state)
     struct {
         const char *name;
         size_t len;
+        const char *mode; /* client --mode, NULL: the default */
     } cases[8];
     size_t nc = 0;
     uint8_t *bufs[8];
+    memset(cases, 0, sizeof cases);
     /* 1: not our protocol */
     bufs[nc] = malloc(64);
     static const char http[] = "HTTP/1.1 200 OK\r\n\r\n";
@@ -1085,14 +1221,16 @@ static void test_client_bad_server(void **state)
     cases[nc].len = frame(bufs[nc], 1, NULL, 0);
     put32(bufs[nc] + 8, (uint32_t)65 << 20);
     cases[nc].name = "length above cap", nc++;
-    /* 3: a hello cut short */
+    /* 3: a plain-zero-moai hello cut short */
     put32(payload, 1);
     put32(payload + 4, 1000);
     bufs[nc] = malloc(64);
     cases[nc].len = frame(bufs[nc], 1, payload, 8);
+    cases[nc].mode = "plain-zero-moai";
     cases[nc].name = "truncated hello", nc++;
-    /* 4: a hello with the insecure flag / 5: with inconsistent packing */
-    for (int variant = 0; variant < 2; variant++) {
+    /* 4: a plain-zero-moai hello with the insecure flag / 5: with
+     * inconsistent packing / 6: a well-formed one, to a default client */
+    for (int variant = 0; variant < 3; variant++) {
         tsafe_params p;
         assert_int_equal(tsafe_params_preset("ifma-n4096", &p), TSAFE_OK);
         tsafe_context *ctx = NULL;
@@ -1128,16 +1266,43 @@ static void test_client_bad_server(void **state)
         put32(payload + o, 64), o += 4;
         bufs[nc] = malloc(o + 16);
         cases[nc].len = frame(bufs[nc], 1, payload, (uint32_t)o);
-        cases[nc].name = variant == 0 ? "insecure parameters" : "packing does not fit";
+        cases[nc].name = variant == 0   ? "insecure parameters"
+                         : variant == 1 ? "packing does not fit"
+                                        : "plain-zero-moai to a sealed-private client";
+        cases[nc].mode = variant < 2 ? "plain-zero-moai" : NULL;
         nc++;
     }
-    static const char *needle[] = {"protocol", "cap", "hello", "TSAFE_E_INSECURE",
-                                   "TSAFE_E_PARAMS"};
+    /* 7: a sealed hello cut short / 8: one with shapes no sealed plan
+     * covers (rank 65536 at d_in 2^24) */
+    for (int variant = 0; variant < 2; variant++) {
+        size_t o = 0;
+        put32(payload + o, 2), o += 4;
+        put32(payload + o, TSAFE_SEALED_PRIVATE), o += 4;
+        put32(payload + o, variant ? 1u << 24 : 64), o += 4;
+        put32(payload + o, 1), o += 4;
+        put32(payload + o, 6), o += 4;
+        memcpy(payload + o, "q_proj", 6), o += 6;
+        put32(payload + o, variant ? 65536 : 4), o += 4;
+        put32(payload + o, 64), o += 4;
+        bufs[nc] = malloc(o + 16);
+        cases[nc].len = frame(bufs[nc], 1, payload, (uint32_t)(variant ? o : o - 6));
+        cases[nc].name = variant ? "sealed shapes beyond any plan" : "truncated sealed hello";
+        nc++;
+    }
+    static const char *needle[] = {"protocol",
+                                   "cap",
+                                   "hello",
+                                   "TSAFE_E_INSECURE",
+                                   "TSAFE_E_PARAMS",
+                                   "serves --mode plain-zero-moai",
+                                   "hello",
+                                   "no sealed-private plan"};
     for (size_t i = 0; i < nc; i++) {
         memcpy(buf, bufs[i], cases[i].len);
         pid_t pid;
         int port = fake_server(buf, cases[i].len, &pid);
-        result r = run("client --port %d --input %s --timeout 5", port, tmp_path("x.f32"));
+        result r = run("client --port %d --input %s --timeout 5%s%s", port, tmp_path("x.f32"),
+                       cases[i].mode ? " --mode " : "", cases[i].mode ? cases[i].mode : "");
         print_message("fake server (%s): %s", cases[i].name, r.err ? r.err : "(none)\n");
         expect_error(&r, 1, needle[i], NULL);
         result_free(&r);

@@ -14,17 +14,28 @@
 
 static const char k_help[] =
     "usage: tensafe lora apply --adapter DIR|PKG [--trusted-key HEX|FILE] --module NAME[,NAME...]\n"
-    "                          --input X.f32 --output D.f32 [--mode local|two-party]\n"
+    "                          --input X.f32 --output D.f32\n"
+    "                          [--mode sealed-private|sealed|local|plain-zero-moai]\n"
     "                          [--params PRESET|auto] [--max-abs X] [--precision P] [--plain]\n"
     "       tensafe lora compare D.f32 REF.f32 [--tol T]\n"
     "\n"
     "apply    reads rows of d_in float32 (little-endian) values and writes, per row, the\n"
     "         LoRA delta s*B*(A x) of each module (concatenated in the order given).\n"
-    "         --mode two-party (default): client and server in this process exchanging\n"
-    "         the real message bytes; --mode local: one process holds the key (protects\n"
-    "         nothing, for checks); --plain: the plaintext reference (double precision).\n"
+    "         The two-party modes run client and server in this process, exchanging\n"
+    "         the real message bytes:\n"
+    "           sealed-private (default)  the server learns nothing about x, the client\n"
+    "                            only delta (two exact BFV rounds)\n"
+    "           sealed           one round; the server learns u = A x (over a network\n"
+    "                            'tensafe client' adds DP noise; here, in one process,\n"
+    "                            none is added)\n"
+    "           plain-zero-moai  the seeds' CKKS protocol: the client can read the\n"
+    "                            adapter's A (and s*B), the server gets a decryption\n"
+    "                            oracle; parity checks only\n"
+    "           local            one process holds the CKKS key (protects nothing)\n"
+    "         --plain: the plaintext reference (double precision).\n"
     "         --max-abs: bound on |x| the plan allows (default: the input's largest |x|);\n"
-    "         --precision: the planner's target error (default 1e-6).\n"
+    "         --params, --precision: the CKKS plan of local and plain-zero-moai (planner\n"
+    "         target error, default 1e-6); the sealed modes derive their own.\n"
     "compare  relative L2 error ||D - REF|| / ||REF|| of two float32 files; with --tol,\n"
     "         exits 1 when it is above T\n";
 
@@ -36,9 +47,10 @@ static double now_ms(void)
 }
 
 typedef struct {
-    const char *adapter, *key, *modules, *input, *output, *mode, *params;
+    const char *adapter, *key, *modules, *input, *output, *mode_name, *params;
     double max_abs, precision;
     int max_abs_seen, plain;
+    io_mode mode;
 } apply_opts;
 
 static int apply(const apply_opts *a)
@@ -52,6 +64,7 @@ static int apply(const apply_opts *a)
     size_t n_sites = 0;
     tsafe_lora_local *local = NULL;
     tsafe_lora_pair pair = {NULL, NULL, NULL};
+    tsafe_sealed_pair *sealed = NULL;
     tsafe_lora_stats stats;
     memset(&stats, 0, sizeof stats);
     int rc = 1;
@@ -98,7 +111,7 @@ static int apply(const apply_opts *a)
     }
     float *deltas[IO_MAX_MODULES];
     tsafe_lora_plan plan;
-    const char *mode = a->plain ? "plain" : a->mode;
+    const char *mode = a->plain ? "plain" : io_mode_name(a->mode);
     tsafe_lora_engine eng = {NULL, NULL};
     if (!a->plain) {
         if ((st = io_make_plan(a->params, m, bound, a->precision, &plan, what, sizeof what)) !=
@@ -107,14 +120,17 @@ static int apply(const apply_opts *a)
             goto out;
         }
         const tsafe_context *ctx;
-        if (!strcmp(a->mode, "local")) {
+        if (a->mode == IO_MODE_LOCAL) {
             if ((st = tsafe_lora_local_create(&plan, NULL, &local)) != TSAFE_OK) {
                 tool_fail("lora apply: local HE context", st);
                 goto out;
             }
             ctx = tsafe_lora_local_context(local);
         } else {
-            if ((st = tsafe_lora_client_create(&plan, NULL, &pair.client)) != TSAFE_OK ||
+            /* the sealed modes read A, B and the scale from CKKS sites: the
+             * server's context (public data only) holds them */
+            if ((a->mode == IO_MODE_PLAIN_ZERO_MOAI &&
+                 (st = tsafe_lora_client_create(&plan, NULL, &pair.client)) != TSAFE_OK) ||
                 (st = tsafe_lora_server_create(&plan, &pair.server)) != TSAFE_OK) {
                 tool_fail("lora apply: two-party client and server", st);
                 goto out;
@@ -126,7 +142,24 @@ static int apply(const apply_opts *a)
             goto out;
         }
         n_sites = m->n;
-        eng = local ? tsafe_lora_engine_local(local) : tsafe_lora_engine_two_party(&pair);
+        if (a->mode == IO_MODE_SEALED || a->mode == IO_MODE_SEALED_PRIVATE) {
+            /* one process plays both parties: DP noise would protect u from
+             * ourselves, so sealed runs exact here (allow_no_dp) */
+            if ((st = tsafe_sealed_pair_create(a->mode == IO_MODE_SEALED ? TSAFE_SEALED
+                                                                         : TSAFE_SEALED_PRIVATE,
+                                               NULL, NULL, 1, &sealed)) != TSAFE_OK ||
+                (st = tsafe_sealed_pair_prepare(sealed, (const tsafe_lora_site *const *)sites,
+                                                n_sites)) != TSAFE_OK) {
+                snprintf(what, sizeof what,
+                         "lora apply: %s plan and sites for d_in %u, rank %u, %zu module%s", mode,
+                         m->d_in, m->max_rank, m->n, m->n == 1 ? "" : "s");
+                tool_fail(what, st);
+                goto out;
+            }
+            eng = tsafe_lora_engine_sealed(sealed);
+        } else {
+            eng = local ? tsafe_lora_engine_local(local) : tsafe_lora_engine_two_party(&pair);
+        }
     }
     double t0 = now_ms();
     for (size_t r = 0; r < rows; r++) {
@@ -158,8 +191,10 @@ static int apply(const apply_opts *a)
     }
     printf("lora apply: %zu row%s x %zu module%s (d_in %u -> %u values per row), mode %s", rows,
            rows == 1 ? "" : "s", m->n, m->n == 1 ? "" : "s", m->d_in, m->total_out, mode);
+    if (!a->plain && !sealed)
+        printf(", plan %s", plan.name);
     if (!a->plain)
-        printf(", plan %s, %.3f ms/row", plan.name, ms / (double)rows);
+        printf(", %.3f ms/row", ms / (double)rows);
     if (!a->plain && !local)
         printf(", %.1f KiB up + %.1f KiB down per row",
                (double)stats.bytes_up / 1024.0 / (double)rows,
@@ -167,6 +202,7 @@ static int apply(const apply_opts *a)
     printf(" -> %s\n", a->output);
     rc = 0;
 out:
+    tsafe_sealed_pair_free(sealed); /* before the sites it points to */
     io_free_sites(sites, n_sites);
     tsafe_lora_local_free(local);
     tsafe_lora_client_free(pair.client);
@@ -252,7 +288,10 @@ int cmd_lora(int argc, char **argv)
         fputs(k_help, stdout);
         return 0;
     }
-    apply_opts a = {NULL, NULL, NULL, NULL, NULL, "two-party", "auto", 0, 1e-6, 0, 0};
+    apply_opts a = {.mode_name = "sealed-private",
+                    .params = "auto",
+                    .precision = 1e-6,
+                    .mode = IO_MODE_SEALED_PRIVATE};
     uint32_t dim = 0, rows = 1;
     double tol = 0;
     const char *pos[2];
@@ -264,7 +303,7 @@ int cmd_lora(int argc, char **argv)
                         {"--module", OPT_STR, &a.modules, 0},
                         {"--input", OPT_STR, &a.input, 0},
                         {"--output", OPT_STR, &a.output, 0},
-                        {"--mode", OPT_STR, &a.mode, 0},
+                        {"--mode", OPT_STR, &a.mode_name, 0},
                         {"--params", OPT_STR, &a.params, 0},
                         {"--max-abs", OPT_DOUBLE, &a.max_abs, 0},
                         {"--precision", OPT_DOUBLE, &a.precision, 0},
@@ -278,8 +317,18 @@ int cmd_lora(int argc, char **argv)
             return rc;
         if (!a.adapter || !a.modules || !a.input || !a.output)
             return tool_usage("lora apply: --adapter, --module, --input and --output are required");
-        if (strcmp(a.mode, "local") && strcmp(a.mode, "two-party"))
-            return tool_usage("lora apply: --mode must be local or two-party, not '%s'", a.mode);
+        if (!strcmp(a.mode_name, "two-party"))
+            return tool_usage("lora apply: --mode two-party was renamed plain-zero-moai (it lets "
+                              "the client read the adapter); the default is sealed-private");
+        if (io_mode_parse(a.mode_name, &a.mode))
+            return tool_usage("lora apply: --mode must be sealed-private, sealed, local or "
+                              "plain-zero-moai, not '%s'",
+                              a.mode_name);
+        if ((o[6].seen || o[8].seen) &&
+            (a.mode == IO_MODE_SEALED || a.mode == IO_MODE_SEALED_PRIVATE) && !a.plain)
+            return tool_usage("lora apply: --params and --precision set the CKKS plan of --mode "
+                              "local and plain-zero-moai; --mode %s derives its own",
+                              a.mode_name);
         a.max_abs_seen = o[7].seen;
         if (a.max_abs_seen && !(a.max_abs > 0))
             return tool_usage("lora apply: --max-abs must be positive");

@@ -1,30 +1,57 @@
-/* `tensafe serve` / `tensafe client`: the two-party HE-LoRA protocol
- * (docs/PROTOCOL.md messages) over a localhost TCP socket.
+/* `tensafe serve` / `tensafe client`: two-party HE-LoRA (docs/PROTOCOL.md
+ * messages) over a localhost TCP socket, in one of three modes:
+ *   sealed-private (default)  tensafe/lora_sealed.h, two exact BFV rounds:
+ *                             the server learns nothing about x, the client
+ *                             only delta;
+ *   sealed                    one round: the server learns u = A x plus the
+ *                             client's DP noise (--dp-eps, or --no-dp);
+ *   plain-zero-moai           the seeds' CKKS protocol (tsafe_lora_client /
+ *                             tsafe_lora_server): the client can read A,
+ *                             the server gets a decryption oracle. Parity
+ *                             only, never a default.
+ * The server serves one mode; the client asks for one and refuses a server
+ * that serves another (no silent downgrade).
  *
- * The server holds the adapter and a context (tsafe_lora_server) and never a
- * secret key; the client builds its own tsafe_lora_client (fresh keys) from
- * the plan the server announces, and holds x.
+ * The server holds the adapter and never a secret key; the client makes
+ * fresh keys (per session, rotated in the sealed modes) and holds x.
  *
  * Framing (all integers little-endian): a 12-byte header
  *   "TSNP"  u8 version = 1  u8 kind  u16 reserved = 0  u32 length
  * then `length` bytes (at most NET_MAX_FRAME). Kinds:
- *   1 HELLO    server -> client, once per connection (plan + modules, below)
+ *   1 HELLO    server -> client, once per connection (below)
+ *   6 BYE      client -> server, empty: the session ends
+ *   7 ERROR    either way: i32 status, then a short UTF-8 message
+ * plain-zero-moai, per row:
  *   2 REQUEST  client -> server, tsafe_lora_client_encrypt bytes
  *   3 RESPONSE server -> client, tsafe_lora_server_process bytes
  *   4 UPRIME   client -> server, tsafe_lora_client_release bytes
  *   5 DELTA    server -> client, sum of d_out float32 (modules in order)
- *   6 BYE      client -> server, empty: the session ends
- *   7 ERROR    either way: i32 status, then a short UTF-8 message
- * HELLO: u32 hello version = 1; u32 n + n bytes of tsafe_params_serialize
- * (explicit primes); u32 level, response_level; f64 scale_x, scale_a;
- * u32 d_in, rank, half, cols, n_batches; f64 max_abs_x, max_abs_a,
- * expected_error, cost; u32 n + plan name; u32 n_modules, then per module
- * u32 n + name, u32 rank, u32 d_out. The client validates every field
- * (lengths against the remaining bytes, packing against the ring, security
- * bound through context creation) before it uses any.
+ * sealed / sealed-private, per token (one query for all modules: they share
+ * d_in):
+ *   8 SHELLO    client -> server, tsafe_sealed_client_hello bytes: before
+ *               the first token and again whenever
+ *               tsafe_sealed_client_needs_hello (key rotation); no reply
+ *               (a refused hello is answered by ERROR instead of RESPONSE1)
+ *   9 QUERY     client -> server, tsafe_sealed_client_query bytes
+ *  10 RESPONSE1 server -> client, tsafe_sealed_server_round1 bytes
+ *  11 SHARE     client -> server, tsafe_sealed_client_respond bytes
+ *  12 FINAL     server -> client, tsafe_sealed_server_round2 bytes
+ * HELLO version 1 (plain-zero-moai): u32 hello version = 1; u32 n + n bytes
+ * of tsafe_params_serialize (explicit primes); u32 level, response_level;
+ * f64 scale_x, scale_a; u32 d_in, rank, half, cols, n_batches; f64
+ * max_abs_x, max_abs_a, expected_error, cost; u32 n + plan name; then the
+ * module list. HELLO version 2 (sealed modes): u32 hello version = 2; u32
+ * mode (1 sealed, 2 sealed-private: tsafe_sealed_mode); u32 d_in; then the
+ * module list. Module list: u32 n_modules, then per module u32 n + name,
+ * u32 rank, u32 d_out. Both sides derive the sealed plan from these public
+ * shapes (d_in, the largest rank, the largest d_out) with the default
+ * widths; the client's SHELLO carries the plan's fingerprint and the
+ * server refuses any other. The client validates every field (lengths
+ * against the remaining bytes, ranges, packing against the ring, security
+ * bound through context or plan creation) before it uses any.
  *
  * Neither side authenticates the other and nothing is encrypted apart from
- * x itself: the socket is bound to 127.0.0.1 only. */
+ * what the protocol encrypts: the socket is bound to 127.0.0.1 only. */
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
@@ -49,12 +76,26 @@
 #define NET_HEADER 12
 #define NET_MAX_NAME 1024u
 
-enum { K_HELLO = 1, K_REQUEST, K_RESPONSE, K_UPRIME, K_DELTA, K_BYE, K_ERROR };
+enum {
+    K_HELLO = 1,
+    K_REQUEST,
+    K_RESPONSE,
+    K_UPRIME,
+    K_DELTA,
+    K_BYE,
+    K_ERROR,
+    K_SHELLO,
+    K_QUERY,
+    K_RESPONSE1,
+    K_SHARE,
+    K_FINAL
+};
 
 static const char *kind_name(int k)
 {
-    static const char *n[] = {"?", "HELLO", "REQUEST", "RESPONSE", "UPRIME", "DELTA", "BYE", "ERROR"};
-    return k >= 1 && k <= 7 ? n[k] : "unknown";
+    static const char *n[] = {"?",     "HELLO",  "REQUEST", "RESPONSE",  "UPRIME", "DELTA", "BYE",
+                              "ERROR", "SHELLO", "QUERY",   "RESPONSE1", "SHARE",  "FINAL"};
+    return k >= 1 && k <= K_FINAL ? n[k] : "unknown";
 }
 
 static volatile sig_atomic_t g_stop;
@@ -157,7 +198,7 @@ static tsafe_status recv_frame(conn *c, int *kind, uint8_t **buf, size_t *len)
         return TSAFE_E_VERSION;
     }
     uint32_t n = io_get_u32le(h + 8);
-    if (h[5] < K_HELLO || h[5] > K_ERROR) {
+    if (h[5] < K_HELLO || h[5] > K_FINAL) {
         snprintf(c->what, sizeof c->what, "unknown message kind %u", h[5]);
         return TSAFE_E_FORMAT;
     }
@@ -332,6 +373,16 @@ static int r_str(rbuf *r, char *out, size_t max)
     return 1;
 }
 
+static void modules_encode(const io_modules *m, wbuf *w)
+{
+    w_u32(w, (uint32_t)m->n);
+    for (size_t i = 0; i < m->n; i++) {
+        w_str(w, m->info[i].name);
+        w_u32(w, (uint32_t)m->info[i].rank);
+        w_u32(w, (uint32_t)m->info[i].out_dim);
+    }
+}
+
 static tsafe_status hello_encode(const tsafe_lora_plan *plan, const io_modules *m, wbuf *w)
 {
     uint8_t pb[1024];
@@ -356,17 +407,26 @@ static tsafe_status hello_encode(const tsafe_lora_plan *plan, const io_modules *
     w_f64(w, plan->expected_error);
     w_f64(w, plan->cost);
     w_str(w, plan->name);
-    w_u32(w, (uint32_t)m->n);
-    for (size_t i = 0; i < m->n; i++) {
-        w_str(w, m->info[i].name);
-        w_u32(w, (uint32_t)m->info[i].rank);
-        w_u32(w, (uint32_t)m->info[i].out_dim);
-    }
+    modules_encode(m, w);
+    return w->oom ? TSAFE_E_NOMEM : TSAFE_OK;
+}
+
+/* HELLO version 2: the mode and the public shapes the sealed plan is
+ * derived from. */
+static tsafe_status hello_encode_sealed(tsafe_sealed_mode mode, const io_modules *m, wbuf *w)
+{
+    w_u32(w, 2);
+    w_u32(w, (uint32_t)mode);
+    w_u32(w, m->d_in);
+    modules_encode(m, w);
     return w->oom ? TSAFE_E_NOMEM : TSAFE_OK;
 }
 
 typedef struct {
-    tsafe_lora_plan plan;
+    uint32_t version;   /* 1 plain-zero-moai, 2 sealed modes */
+    tsafe_lora_plan plan; /* version 1 */
+    uint32_t mode;      /* version 2: tsafe_sealed_mode */
+    uint32_t d_in, rank_max, d_out_max;
     size_t n;
     char names[IO_MAX_MODULES][NET_MAX_NAME + 1];
     uint32_t rank[IO_MAX_MODULES];
@@ -376,7 +436,50 @@ typedef struct {
 
 static int is_finite_pos(double v, double max) { return isfinite(v) && v > 0 && v <= max; }
 
-/* Parses and validates a HELLO from an untrusted server. */
+/* The module list that ends both hello versions (rank <= max_rank), to the
+ * end of the message. */
+static tsafe_status modules_decode(rbuf *r, hello_info *h, uint32_t max_rank, char *what,
+                                   size_t cap)
+{
+    uint32_t n = r_u32(r);
+    if (r->bad || n == 0 || n > IO_MAX_MODULES) {
+        snprintf(what, cap, "server hello: module count");
+        return TSAFE_E_FORMAT;
+    }
+    h->n = n;
+    h->rank_max = h->d_out_max = 0;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!r_str(r, h->names[i], NET_MAX_NAME))
+            return TSAFE_E_FORMAT;
+        h->rank[i] = r_u32(r);
+        h->d_out[i] = r_u32(r);
+        if (r->bad || h->rank[i] == 0 || h->rank[i] > max_rank || h->d_out[i] == 0 ||
+            h->d_out[i] > (1u << 24)) {
+            snprintf(what, cap, "server hello: module %u (rank or d_out out of range)", i);
+            return TSAFE_E_FORMAT;
+        }
+        total += h->d_out[i];
+        if (h->rank[i] > h->rank_max)
+            h->rank_max = h->rank[i];
+        if (h->d_out[i] > h->d_out_max)
+            h->d_out_max = h->d_out[i];
+    }
+    if (total * 4 > NET_MAX_FRAME) {
+        snprintf(what, cap, "server hello: output of %llu floats per row is above the frame cap",
+                 (unsigned long long)total);
+        return TSAFE_E_RANGE;
+    }
+    h->total_out = (uint32_t)total;
+    if (r->off != r->len) {
+        snprintf(what, cap, "server hello has %zu trailing bytes", r->len - r->off);
+        return TSAFE_E_FORMAT;
+    }
+    return TSAFE_OK;
+}
+
+/* Parses and validates a version-1 (plain-zero-moai) HELLO from an
+ * untrusted server. */
 static tsafe_status hello_decode(const uint8_t *b, size_t len, hello_info *h, char *what,
                                  size_t cap)
 {
@@ -437,64 +540,76 @@ static tsafe_status hello_decode(const uint8_t *b, size_t len, hello_info *h, ch
         lq += p->params.primes[i] ? log2((double)p->params.primes[i]) : p->params.prime_bits[i];
     p->log2_q = lq;
     p->max_log2_q = tsafe_params_max_log_q(p->params.log_n);
-    uint32_t n = r_u32(&r);
-    if (r.bad || n == 0 || n > IO_MAX_MODULES) {
-        snprintf(what, cap, "server hello: module count");
-        return TSAFE_E_FORMAT;
-    }
-    h->n = n;
-    uint64_t total = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        if (!r_str(&r, h->names[i], NET_MAX_NAME))
-            return TSAFE_E_FORMAT;
-        h->rank[i] = r_u32(&r);
-        h->d_out[i] = r_u32(&r);
-        if (r.bad || h->rank[i] == 0 || h->rank[i] > p->rank || h->d_out[i] == 0 ||
-            h->d_out[i] > (1u << 24)) {
-            snprintf(what, cap, "server hello: module %u (rank or d_out out of range)", i);
-            return TSAFE_E_FORMAT;
-        }
-        total += h->d_out[i];
-    }
-    if (total * 4 > NET_MAX_FRAME) {
-        snprintf(what, cap, "server hello: output of %llu floats per row is above the frame cap",
-                 (unsigned long long)total);
-        return TSAFE_E_RANGE;
-    }
-    h->total_out = (uint32_t)total;
-    if (r.off != r.len) {
-        snprintf(what, cap, "server hello has %zu trailing bytes", r.len - r.off);
-        return TSAFE_E_FORMAT;
-    }
+    if ((st = modules_decode(&r, h, p->rank, what, cap)) != TSAFE_OK)
+        return st;
+    h->d_in = p->d_in;
     return TSAFE_OK;
+}
+
+/* Parses and validates a version-2 (sealed) HELLO from an untrusted server;
+ * the shapes are then checked once more by plan derivation. */
+static tsafe_status hello_decode_sealed(const uint8_t *b, size_t len, hello_info *h,
+                                        char *what, size_t cap)
+{
+    rbuf r = {b, len, 0, 0};
+    snprintf(what, cap, "server hello is malformed");
+    if (r_u32(&r) != 2)
+        return r.bad ? TSAFE_E_TRUNCATED : TSAFE_E_VERSION;
+    h->mode = r_u32(&r);
+    h->d_in = r_u32(&r);
+    if (r.bad)
+        return TSAFE_E_TRUNCATED;
+    if ((h->mode != TSAFE_SEALED && h->mode != TSAFE_SEALED_PRIVATE) || h->d_in == 0 ||
+        h->d_in > (1u << 24)) {
+        snprintf(what, cap, "server hello: mode %u or d_in %u out of range", h->mode, h->d_in);
+        return TSAFE_E_FORMAT;
+    }
+    return modules_decode(&r, h, 65536, what, cap);
+}
+
+/* The hello of either version; the version is read first so that a client
+ * can refuse a mode it did not ask for before parsing the rest. */
+static uint32_t hello_version(const uint8_t *b, size_t len)
+{
+    return len >= 4 ? io_get_u32le(b) : 0;
 }
 
 /* -------------------------------------------------------------- serve */
 
 static const char k_serve_help[] =
     "usage: tensafe serve --adapter DIR|PKG [--trusted-key HEX|FILE] --module NAME[,NAME...]\n"
-    "                     [--port P] [--port-file F] [--preset NAME | --precision P]\n"
-    "                     [--max-abs X] [--once | --requests K] [--timeout S]\n"
+    "                     [--mode sealed-private|sealed|plain-zero-moai]\n"
+    "                     [--port P] [--port-file F] [--once | --requests K] [--timeout S]\n"
     "                     [--accept-timeout S] [--allow-unsigned]\n"
+    "                     [--preset NAME | --precision P] [--max-abs X]   (plain-zero-moai)\n"
     "\n"
     "Two-party HE-LoRA server on 127.0.0.1 (never another interface). It holds the\n"
-    "adapter and a CKKS context, never a secret key: it announces the plan, multiplies\n"
-    "the client's ciphertexts by the modules' A and applies B to the client's u'.\n"
+    "adapter and never a secret key; the client holds x and the keys. Modes (the\n"
+    "client must ask for the same one):\n"
+    "  sealed-private (default)  the server learns nothing about x; the client learns\n"
+    "                   only delta = s*B*A*x (two exact BFV rounds per token)\n"
+    "  sealed           one round: the server learns u = A x plus the client's DP noise\n"
+    "  plain-zero-moai  the seeds' CKKS protocol, for parity only: the client can read\n"
+    "                   the adapter's A (and s*B), the server gets a decryption oracle\n"
     "  --port P            TCP port (default 7433; 0 picks a free port)\n"
     "  --port-file F       write the port number to F once listening\n"
-    "  --preset NAME       core preset instead of the planner (--precision P, default 1e-6)\n"
-    "  --max-abs X         bound on the clients' |x| (default 8)\n"
     "  --once              serve one client connection, then exit\n"
-    "  --requests K        exit after K row requests in total\n"
+    "  --requests K        exit after K row requests (tokens) in total\n"
     "  --timeout S         per-socket send/receive timeout (default 30 s)\n"
     "  --accept-timeout S  exit with an error when no client connects for S seconds\n"
     "  --allow-unsigned    serve an unsigned PEFT directory (with a warning); without it\n"
     "                      only a signed package verified with --trusted-key is served\n"
+    "  plain-zero-moai only (the sealed modes derive their plan from the shapes):\n"
+    "  --preset NAME       core preset instead of the planner (--precision P, default 1e-6)\n"
+    "  --max-abs X         bound on the clients' |x| (default 8)\n"
     "The protocol has no authentication or transport encryption (docs/PROTOCOL.md).\n";
 
 typedef struct {
-    tsafe_lora_server *server;
+    io_mode mode;
+    tsafe_lora_server *server;     /* plain-zero-moai */
     tsafe_lora_site **sites;
+    tsafe_sealed_plan splan;       /* sealed modes */
+    tsafe_sealed_site **ssites;
     const io_modules *m;
     uint8_t *hello;
     size_t hello_len;
@@ -502,8 +617,145 @@ typedef struct {
     tsafe_lora_stats stats;
 } serve_state;
 
-/* One client connection. Returns 0 on success. */
-static int serve_session(serve_state *S, conn *c, unsigned session)
+/* Receives the next frame and checks its kind; an ERROR from the client
+ * fails with its status. */
+static tsafe_status expect_frame(conn *c, int want, uint8_t **buf, size_t *len, int *kind)
+{
+    free(*buf);
+    *buf = NULL;
+    tsafe_status st = recv_frame(c, kind, buf, len);
+    if (st != TSAFE_OK)
+        return st;
+    if (*kind == K_ERROR)
+        return peer_error(c, *buf, *len);
+    if (*kind != want) {
+        snprintf(c->what, sizeof c->what, "expected %s, got %s", kind_name(want),
+                 kind_name(*kind));
+        return TSAFE_E_FORMAT;
+    }
+    return TSAFE_OK;
+}
+
+/* One client connection in a sealed mode: SHELLO first and after each key
+ * rotation; per token QUERY -> RESPONSE1, SHARE -> FINAL. A sealed server
+ * per connection (its session), the sites shared. Returns 0 on success. */
+static int serve_sealed_session(serve_state *S, conn *c, unsigned session)
+{
+    tsafe_status st;
+    tsafe_sealed_server *srv = NULL;
+    uint8_t *buf = NULL, *out = NULL;
+    size_t len = 0, out_len = 0;
+    int kind = 0;
+    uint64_t served = 0;
+    double t0 = now_ms(), busy = 0, t1;
+    const tsafe_sealed_site *const *sites = (const tsafe_sealed_site *const *)S->ssites;
+    size_t n = S->m->n;
+    if ((st = tsafe_sealed_server_create(&S->splan, &srv)) != TSAFE_OK) {
+        snprintf(c->what, sizeof c->what, "sealed server");
+        goto fail;
+    }
+    if ((st = send_frame(c, K_HELLO, S->hello, S->hello_len)) != TSAFE_OK)
+        goto fail;
+    for (;;) {
+        free(buf);
+        buf = NULL;
+        if ((st = recv_frame(c, &kind, &buf, &len)) != TSAFE_OK)
+            goto fail;
+        if (kind == K_BYE)
+            break;
+        if (kind == K_ERROR) {
+            st = peer_error(c, buf, len);
+            snprintf(c->what, sizeof c->what, "client gave up");
+            goto fail;
+        }
+        if (kind == K_SHELLO) {
+            if ((st = tsafe_sealed_server_accept(srv, buf, len)) != TSAFE_OK) {
+                snprintf(c->what, sizeof c->what,
+                         "client hello refused (its plan is not this server's %s plan, or "
+                         "the message is malformed)",
+                         io_mode_name(S->mode));
+                send_error(c, st, c->what);
+                goto fail;
+            }
+            continue;
+        }
+        if (kind != K_QUERY) {
+            snprintf(c->what, sizeof c->what, "expected SHELLO, QUERY or BYE, got %s",
+                     kind_name(kind));
+            st = TSAFE_E_FORMAT;
+            send_error(c, st, c->what);
+            goto fail;
+        }
+        if (S->requests_left == 0) { /* by design, not a failure of this server */
+            send_error(c, TSAFE_E_STATE, "request limit of this server reached");
+            printf("session %u: refused token %llu (--requests limit reached)\n", session,
+                   (unsigned long long)served + 1);
+            fflush(stdout);
+            break;
+        }
+        t1 = now_ms();
+        st = tsafe_sealed_server_round1(srv, sites, n, buf, len, &out, &out_len, &S->stats);
+        busy += now_ms() - t1;
+        if (st != TSAFE_OK) {
+            snprintf(c->what, sizeof c->what, "token %llu: query rejected",
+                     (unsigned long long)served + 1);
+            send_error(c, st, c->what);
+            goto fail;
+        }
+        st = send_frame(c, K_RESPONSE1, out, out_len);
+        tsafe_lora_bytes_free(out);
+        out = NULL;
+        if (st != TSAFE_OK)
+            goto fail;
+        if ((st = expect_frame(c, K_SHARE, &buf, &len, &kind)) != TSAFE_OK) {
+            char why[400];
+            snprintf(why, sizeof why, "%s", c->what);
+            snprintf(c->what, sizeof c->what, "token %llu: %s", (unsigned long long)served + 1,
+                     kind == K_ERROR ? "client gave up" : why);
+            if (kind != K_ERROR && st != TSAFE_E_IO)
+                send_error(c, st, c->what);
+            goto fail;
+        }
+        t1 = now_ms();
+        st = tsafe_sealed_server_round2(srv, sites, n, buf, len, &out, &out_len, &S->stats);
+        busy += now_ms() - t1;
+        if (st != TSAFE_OK) {
+            snprintf(c->what, sizeof c->what, "token %llu: share rejected",
+                     (unsigned long long)served + 1);
+            send_error(c, st, c->what);
+            goto fail;
+        }
+        st = send_frame(c, K_FINAL, out, out_len);
+        tsafe_lora_bytes_free(out);
+        out = NULL;
+        if (st != TSAFE_OK)
+            goto fail;
+        served++;
+        if (S->requests_left != UINT64_MAX)
+            S->requests_left--;
+    }
+    printf("session %u (%s): %llu token%s, %.1f KiB in, %.1f KiB out, %.3f ms/token of HE "
+           "work, %.1f ms total\n",
+           session, io_mode_name(S->mode), (unsigned long long)served, served == 1 ? "" : "s",
+           (double)c->bytes_in / 1024.0, (double)c->bytes_out / 1024.0,
+           served ? busy / (double)served : 0.0, now_ms() - t0);
+    fflush(stdout);
+    free(buf);
+    tsafe_sealed_server_free(srv);
+    return 0;
+fail:
+    free(buf);
+    tsafe_lora_bytes_free(out);
+    tsafe_sealed_server_free(srv);
+    {
+        char what[700];
+        snprintf(what, sizeof what, "serve: session %u: %s", session, c->what);
+        return tool_fail(what, st);
+    }
+}
+
+/* One client connection in plain-zero-moai. Returns 0 on success. */
+static int serve_plain_session(serve_state *S, conn *c, unsigned session)
 {
     tsafe_status st;
     uint8_t *buf = NULL, *resp = NULL, *dbytes = NULL;
@@ -656,9 +908,49 @@ static int listen_local(uint32_t port, uint16_t *bound, int *fd_out, char *what,
     return TSAFE_OK;
 }
 
+static tsafe_sealed_mode sealed_mode_of(io_mode m)
+{
+    return m == IO_MODE_SEALED ? TSAFE_SEALED : TSAFE_SEALED_PRIVATE;
+}
+
+/* The sealed plan, derived from the served shapes with the default widths
+ * exactly as the client derives it, and one sealed site per module
+ * (sites[] holds m->n entries; on failure every site is freed). */
+static tsafe_status serve_sealed_setup(io_mode mode, const io_modules *m, tsafe_sealed_plan *plan,
+                                       tsafe_sealed_site **sites, char *what, size_t cap)
+{
+    uint32_t d_out_max = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        sites[i] = NULL;
+        if (m->info[i].out_dim > d_out_max)
+            d_out_max = (uint32_t)m->info[i].out_dim;
+    }
+    tsafe_status st =
+        tsafe_sealed_plan_derive(sealed_mode_of(mode), m->d_in, m->max_rank, d_out_max, NULL, plan);
+    if (st != TSAFE_OK) {
+        snprintf(what, cap, "serve: %s plan for d_in %u, rank %u, d_out %u", io_mode_name(mode),
+                 m->d_in, m->max_rank, d_out_max);
+        return st;
+    }
+    for (size_t i = 0; i < m->n; i++) {
+        const tsafe_lora_module_info *mi = &m->info[i];
+        st = tsafe_sealed_site_create(plan, mi->A, mi->B, (uint32_t)mi->rank,
+                                      (uint32_t)mi->out_dim, (float)mi->scale, &sites[i]);
+        if (st != TSAFE_OK) {
+            snprintf(what, cap, "serve: prepare module '%s' for %s", mi->name,
+                     io_mode_name(mode));
+            for (size_t k = 0; k < i; k++)
+                tsafe_sealed_site_free(sites[k]);
+            return st;
+        }
+    }
+    return TSAFE_OK;
+}
+
 int cmd_serve(int argc, char **argv)
 {
     const char *adapter = NULL, *key = NULL, *modules = NULL, *preset = NULL, *port_file = NULL;
+    const char *mode_name = "sealed-private";
     uint32_t port = 7433, requests = 0;
     double precision = 1e-6, max_abs = 8.0, timeout = 30, accept_timeout = 0;
     int once = 0, allow_unsigned = 0;
@@ -674,7 +966,8 @@ int cmd_serve(int argc, char **argv)
                     {"--requests", OPT_U32, &requests, 0},
                     {"--timeout", OPT_DOUBLE, &timeout, 0},
                     {"--accept-timeout", OPT_DOUBLE, &accept_timeout, 0},
-                    {"--allow-unsigned", OPT_FLAG, &allow_unsigned, 0}};
+                    {"--allow-unsigned", OPT_FLAG, &allow_unsigned, 0},
+                    {"--mode", OPT_STR, &mode_name, 0}};
     int rc = opts_parse("serve", argc, argv, 1, o, sizeof o / sizeof o[0], NULL, 0, NULL);
     if (rc == OPTS_HELP) {
         fputs(k_serve_help, stdout);
@@ -694,14 +987,25 @@ int cmd_serve(int argc, char **argv)
         return tool_usage("serve: give --preset or --precision, not both");
     if (!(max_abs > 0) || !(precision > 0) || !(timeout > 0) || accept_timeout < 0)
         return tool_usage("serve: --max-abs, --precision and --timeout must be positive");
+    io_mode mode;
+    if (io_mode_parse(mode_name, &mode) || mode == IO_MODE_LOCAL)
+        return tool_usage("serve: --mode must be sealed-private, sealed or plain-zero-moai, not "
+                          "'%s'",
+                          mode_name);
+    if (mode != IO_MODE_PLAIN_ZERO_MOAI && (o[5].seen || o[6].seen || o[7].seen))
+        return tool_usage("serve: --preset, --precision and --max-abs set the CKKS plan of "
+                          "--mode plain-zero-moai; --mode %s derives its plan from the shapes",
+                          mode_name);
 
     char what[4200];
     tsafe_lora_adapter *ad = NULL;
     io_modules *m = calloc(1, sizeof *m);
     tsafe_lora_site *sites[IO_MAX_MODULES];
-    size_t n_sites = 0;
+    tsafe_sealed_site *ssites[IO_MAX_MODULES];
+    size_t n_sites = 0, n_ssites = 0;
     serve_state S;
     memset(&S, 0, sizeof S);
+    S.mode = mode;
     wbuf hw = {NULL, 0, 0, 0};
     int lfd = -1;
     tsafe_status st;
@@ -713,25 +1017,42 @@ int cmd_serve(int argc, char **argv)
     tsafe_lora_plan plan;
     if ((st = io_load_adapter(adapter, key, &ad, what, sizeof what)) != TSAFE_OK ||
         (st = io_require_signed(ad, "serve", allow_unsigned, what, sizeof what)) != TSAFE_OK ||
-        (st = io_resolve_modules(ad, modules, m, what, sizeof what)) != TSAFE_OK ||
-        (st = io_make_plan(preset, m, max_abs, precision, &plan, what, sizeof what)) != TSAFE_OK) {
+        (st = io_resolve_modules(ad, modules, m, what, sizeof what)) != TSAFE_OK) {
         tool_fail(what, st);
         goto out;
     }
-    if ((st = tsafe_lora_server_create(&plan, &S.server)) != TSAFE_OK) {
-        tool_fail("serve: HE context", st);
-        goto out;
+    if (mode != IO_MODE_PLAIN_ZERO_MOAI) {
+        if ((st = serve_sealed_setup(mode, m, &S.splan, ssites, what, sizeof what)) != TSAFE_OK) {
+            tool_fail(what, st);
+            goto out;
+        }
+        n_ssites = m->n;
+        if ((st = hello_encode_sealed(sealed_mode_of(mode), m, &hw)) != TSAFE_OK) {
+            tool_fail("serve: encode hello", st);
+            goto out;
+        }
+    } else {
+        if ((st = io_make_plan(preset, m, max_abs, precision, &plan, what, sizeof what)) !=
+            TSAFE_OK) {
+            tool_fail(what, st);
+            goto out;
+        }
+        if ((st = tsafe_lora_server_create(&plan, &S.server)) != TSAFE_OK) {
+            tool_fail("serve: HE context", st);
+            goto out;
+        }
+        if ((st = io_make_sites(tsafe_lora_server_context(S.server), &plan, m, sites, what,
+                                sizeof what)) != TSAFE_OK) {
+            tool_fail(what, st);
+            goto out;
+        }
+        n_sites = m->n;
+        if ((st = hello_encode(&plan, m, &hw)) != TSAFE_OK) {
+            tool_fail("serve: encode hello", st);
+            goto out;
+        }
     }
-    if ((st = io_make_sites(tsafe_lora_server_context(S.server), &plan, m, sites, what,
-                            sizeof what)) != TSAFE_OK) {
-        tool_fail(what, st);
-        goto out;
-    }
-    n_sites = m->n;
-    if ((st = hello_encode(&plan, m, &hw)) != TSAFE_OK) {
-        tool_fail("serve: encode hello", st);
-        goto out;
-    }
+    S.ssites = ssites;
     S.sites = sites;
     S.m = m;
     S.hello = hw.p;
@@ -743,10 +1064,18 @@ int cmd_serve(int argc, char **argv)
         goto out;
     }
     install_signals();
-    printf("listening on 127.0.0.1:%u -- plan %s (N=%u, log2 Q %.1f <= %u), %zu module%s, "
-           "d_in %u, |x| <= %g\n",
-           bound, plan.name, 1u << plan.params.log_n, plan.log2_q, plan.max_log2_q, m->n,
-           m->n == 1 ? "" : "s", m->d_in, plan.max_abs_x);
+    if (mode == IO_MODE_PLAIN_ZERO_MOAI)
+        printf("listening on 127.0.0.1:%u -- mode plain-zero-moai (the client can read the "
+               "adapter's A), plan %s (N=%u, log2 Q %.1f <= %u), %zu module%s, d_in %u, |x| <= "
+               "%g\n",
+               bound, plan.name, 1u << plan.params.log_n, plan.log2_q, plan.max_log2_q, m->n,
+               m->n == 1 ? "" : "s", m->d_in, plan.max_abs_x);
+    else
+        printf("listening on 127.0.0.1:%u -- mode %s (N=%u, t=2^%u; x %u, A %u bits; model "
+               "rel error %.1e), %zu module%s, d_in %u\n",
+               bound, mode_name, 1u << S.splan.r1.log_n, S.splan.r1.t_bits, S.splan.x_bits,
+               S.splan.a_bits, S.splan.expected_rel_error, m->n, m->n == 1 ? "" : "s",
+               m->d_in);
     io_origin_text(ad, what, sizeof what);
     printf("adapter: %s\n", what);
     fflush(stdout);
@@ -785,7 +1114,9 @@ int cmd_serve(int argc, char **argv)
         conn c;
         memset(&c, 0, sizeof c);
         c.fd = cfd;
-        if (serve_session(&S, &c, ++session) != 0)
+        ++session;
+        if ((S.mode == IO_MODE_PLAIN_ZERO_MOAI ? serve_plain_session(&S, &c, session)
+                                               : serve_sealed_session(&S, &c, session)) != 0)
             failures++;
         close(cfd);
         if (once || S.requests_left == 0)
@@ -798,6 +1129,8 @@ out:
     if (lfd >= 0)
         close(lfd);
     io_free_sites(sites, n_sites);
+    for (size_t i = 0; i < n_ssites; i++)
+        tsafe_sealed_site_free(ssites[i]);
     tsafe_lora_server_free(S.server);
     free(hw.p);
     free(m);
@@ -815,24 +1148,37 @@ out:
 
 static const char k_client_help[] =
     "usage: tensafe client --port P --input X.f32 [--rows K] [--output D.f32]\n"
-    "                      [--dp-eps E --dp-clip C [--dp-delta D] [--dp-budget EPS]]\n"
+    "                      [--mode sealed-private|sealed|plain-zero-moai]\n"
+    "                      [--dp-eps E --dp-clip C [--dp-delta D] [--dp-budget EPS] | --no-dp]\n"
     "                      [--timeout S]\n"
     "\n"
-    "Two-party HE-LoRA client for 'tensafe serve' on 127.0.0.1:P. It takes the plan\n"
-    "the server announces (validated: 128-bit bound, packing), makes fresh CKKS keys\n"
-    "that never leave this process, and for each row of d_in float32 values sends\n"
-    "Enc(x), decrypts the products into u, releases u' and receives the deltas of the\n"
-    "server's modules (concatenated in its order), written to D.f32.\n"
+    "Two-party HE-LoRA client for 'tensafe serve' on 127.0.0.1:P. It makes fresh keys\n"
+    "that never leave this process and, for each row of d_in float32 values, receives\n"
+    "the deltas of the server's modules (concatenated in its order), written to D.f32.\n"
+    "It refuses a server that serves another mode than the one asked for. Modes:\n"
+    "  sealed-private (default)  the server learns nothing about x (it sees only fresh\n"
+    "                   ciphertexts, and nothing decrypted goes back); this client\n"
+    "                   learns only delta. Two exact BFV rounds per row.\n"
+    "  sealed           one round cheaper: the server learns u = A x plus discrete-\n"
+    "                   Gaussian DP noise; needs --dp-eps and --dp-clip, or --no-dp\n"
+    "                   to release u exactly\n"
+    "  plain-zero-moai  the seeds' CKKS protocol, for parity only: this client can read\n"
+    "                   the adapter's A, and the released u' gives the server a\n"
+    "                   decryption oracle (DP optional)\n"
+    "The sealed plan is derived here from the shapes the server announces and\n"
+    "checked (128-bit bound, decryption failure <= 2^-40); the key rotates every\n"
+    "4096 rows (a new hello).\n"
     "  --rows K       the first K rows of X.f32 (default: all)\n"
-    "  --dp-eps E, --dp-clip C   clip u to L2 norm C and add Gaussian noise so that\n"
-    "                 each release is (E, D)-DP (analytic Gaussian mechanism, exact\n"
-    "                 Gaussian-DP accounting); --dp-delta D (default 1e-5, also the\n"
-    "                 session's total delta);\n"
-    "                 --dp-budget EPS total epsilon of the session (default 8, see\n"
-    "                 docs/THREAT_MODEL.md): rows beyond what it allows are refused\n"
+    "  --dp-eps E, --dp-clip C   (sealed, plain-zero-moai) make each row's release\n"
+    "                 (E, D)-DP for u of L2 norm <= C: plain-zero-moai clips u to C and\n"
+    "                 adds Gaussian noise, sealed adds discrete-Gaussian noise to its\n"
+    "                 share (it cannot clip: C is the assumed bound). Exact Gaussian-DP\n"
+    "                 accounting; --dp-delta D (default 1e-5, also the session's total\n"
+    "                 delta); --dp-budget EPS total epsilon of the session (default 8,\n"
+    "                 see docs/THREAT_MODEL.md): rows beyond what it allows are refused\n"
     "                 before anything is sent; the spent budget is printed at the end\n"
-    "  --timeout S    send/receive timeout (default 30 s)\n"
-    "Note: plain ZeRo-MOAI lets this client read the adapter's A (docs/THREAT_MODEL.md).\n";
+    "  --no-dp        (sealed) release u to the server without noise\n"
+    "  --timeout S    send/receive timeout (default 30 s)\n";
 
 static int connect_local(uint32_t port, double timeout, int *fd_out, char *what, size_t cap)
 {
@@ -861,242 +1207,437 @@ typedef struct {
     int rows_seen;
     const char *input, *output;
     double dp_eps, dp_clip, dp_delta, dp_budget, timeout;
-    int dp, budget_seen;
+    int dp, budget_seen, no_dp;
+    io_mode mode;
 } client_opts;
 
-static int run_client(const client_opts *co)
+/* What one client run holds; freed by client_run_free. */
+typedef struct {
+    const client_opts *co;
+    conn c;
+    hello_info *h;
+    tsafe_sealed_plan plan; /* sealed modes: derived from the hello */
+    tsafe_dp_session *dp;
+    float *x, *out;
+    size_t count, rows;
+    uint8_t *buf;
+    size_t len;
+    int kind;
+    tsafe_lora_stats stats;
+} client_run;
+
+/* Receives a frame of kind want (an ERROR from the server becomes its
+ * status and message). */
+static tsafe_status client_expect(client_run *R, int want)
+{
+    free(R->buf);
+    R->buf = NULL;
+    return expect_frame(&R->c, want, &R->buf, &R->len, &R->kind);
+}
+
+/* plain-zero-moai rows: REQUEST -> RESPONSE, UPRIME -> DELTA. */
+static int client_plain_rows(client_run *R, double *ms)
 {
     char what[4200];
-    conn c;
-    memset(&c, 0, sizeof c);
-    c.fd = -1;
-    hello_info *h = calloc(1, sizeof *h);
-    tsafe_lora_client *cl = NULL;
-    tsafe_dp_session *dp = NULL;
-    float *x = NULL, *out = NULL, *u[IO_MAX_MODULES] = {NULL};
-    uint8_t *buf = NULL, *req = NULL, *umsg = NULL;
-    size_t count = 0, len = 0, req_len = 0, umsg_len = 0, rows = 0;
-    int kind = 0, rc = 1;
-    tsafe_status st;
-    tsafe_lora_stats stats;
-    memset(&stats, 0, sizeof stats);
-    if (!h) {
-        tool_fail("client", TSAFE_E_NOMEM);
-        goto out;
-    }
-    if ((st = io_read_f32(co->input, &x, &count)) != TSAFE_OK) {
-        snprintf(what, sizeof what, "read input '%s'%s", co->input,
-                 st == TSAFE_E_SHAPE ? " (size is not a multiple of 4 bytes)" : "");
-        tool_fail(what, st);
-        goto out;
-    }
-    if ((st = connect_local(co->port, co->timeout, &c.fd, what, sizeof what)) != TSAFE_OK) {
-        tool_fail(what, st);
-        goto out;
-    }
-    if ((st = recv_frame(&c, &kind, &buf, &len)) != TSAFE_OK ||
-        (kind == K_ERROR && (st = peer_error(&c, buf, len)) != TSAFE_OK)) {
-        snprintf(what, sizeof what, "client: server hello: %s", c.what);
-        tool_fail(what, st);
-        goto out;
-    }
-    if (kind != K_HELLO) {
-        snprintf(what, sizeof what, "client: expected HELLO, got %s", kind_name(kind));
-        tool_fail(what, TSAFE_E_FORMAT);
-        goto out;
-    }
-    if ((st = hello_decode(buf, len, h, what, sizeof what)) != TSAFE_OK) {
-        tool_fail(what, st);
-        goto out;
-    }
+    const hello_info *h = R->h;
     const tsafe_lora_plan *p = &h->plan;
-    uint32_t d = p->d_in;
-    if (count == 0 || count % d) {
-        snprintf(what, sizeof what,
-                 "input '%s': %zu float32 values is not a positive multiple of the server's "
-                 "d_in=%u",
-                 co->input, count, d);
-        send_error(&c, TSAFE_E_SHAPE, "client input does not match d_in");
-        tool_fail(what, TSAFE_E_SHAPE);
-        goto out;
-    }
-    rows = count / d;
-    if (co->rows_seen) {
-        if (co->rows == 0 || co->rows > rows) {
-            snprintf(what, sizeof what, "--rows %u: input '%s' has %zu row%s", co->rows,
-                     co->input, rows, rows == 1 ? "" : "s");
-            send_error(&c, TSAFE_E_RANGE, "client gave up");
-            tool_fail(what, TSAFE_E_RANGE);
-            goto out;
-        }
-        rows = co->rows;
-    }
-    for (size_t i = 0; i < rows * d; i++)
-        if (!(fabsf(x[i]) <= p->max_abs_x)) {
-            snprintf(what, sizeof what, "input '%s' row %zu: |x| = %g is above the server's "
-                                        "bound %g (serve --max-abs)",
-                     co->input, i / d, (double)x[i], p->max_abs_x);
-            send_error(&c, TSAFE_E_VALUE_RANGE, "client gave up");
-            tool_fail(what, TSAFE_E_VALUE_RANGE);
-            goto out;
-        }
+    tsafe_lora_client *cl = NULL;
+    float *u[IO_MAX_MODULES] = {NULL};
+    uint8_t *req = NULL, *umsg = NULL;
+    size_t req_len = 0, umsg_len = 0;
+    int rc = 1;
+    tsafe_status st;
     if ((st = tsafe_lora_client_create(p, NULL, &cl)) != TSAFE_OK) {
-        send_error(&c, st, "client cannot use the announced plan");
+        send_error(&R->c, st, "client cannot use the announced plan");
         tool_fail("client: build keys for the server's plan", st);
         goto out;
-    }
-    if (co->dp) {
-        tsafe_dp_params dpp;
-        memset(&dpp, 0, sizeof dpp);
-        dpp.clip_norm = co->dp_clip;
-        dpp.eps = co->dp_eps;
-        dpp.delta = co->dp_delta;
-        dpp.eps_total = co->budget_seen ? co->dp_budget : DP_SESSION_EPS_DEFAULT;
-        dpp.delta_total = co->dp_delta;
-        dpp.accountant = TSAFE_DP_ACCOUNTANT_GDP;
-        if ((st = tsafe_dp_session_create(&dpp, &dp)) != TSAFE_OK) {
-            send_error(&c, st, "client gave up");
-            tool_fail("client: DP session (--dp-eps, --dp-clip, --dp-delta, --dp-budget)", st);
-            goto out;
-        }
-        tsafe_dp_stats ds; /* refuse before releasing anything, not at row k */
-        if ((st = tsafe_dp_session_stats(dp, &ds)) != TSAFE_OK) {
-            snprintf(what, sizeof what, "client: DP session");
-        } else if (ds.releases_max < rows) {
-            snprintf(what, sizeof what,
-                     "client: %zu rows need %zu DP releases, the session budget eps %g "
-                     "(delta %g%s) allows %llu at --dp-eps %g; send fewer rows (--rows) or "
-                     "set --dp-budget",
-                     rows, rows, ds.eps_total, ds.delta_total,
-                     co->budget_seen ? "" : ", the default", (unsigned long long)ds.releases_max,
-                     co->dp_eps);
-            st = TSAFE_E_BUDGET;
-        }
-        if (st != TSAFE_OK) {
-            send_error(&c, st, "client gave up");
-            tool_fail(what, st);
-            goto out;
-        }
     }
     for (size_t i = 0; i < h->n; i++)
         if (!(u[i] = malloc(h->rank[i] * sizeof(float)))) {
             tool_fail("client", TSAFE_E_NOMEM);
             goto out;
         }
-    if (!(out = malloc(rows * h->total_out * sizeof *out))) {
-        tool_fail("client", TSAFE_E_NOMEM);
-        goto out;
-    }
     double t0 = now_ms();
-    for (size_t r = 0; r < rows; r++) {
+    for (size_t r = 0; r < R->rows; r++) {
         const char *step = "encrypt";
-        c.what[0] = 0;
-        if ((st = tsafe_lora_client_encrypt(cl, x + r * d, &req, &req_len, &stats)) != TSAFE_OK)
+        R->c.what[0] = 0;
+        R->kind = 0;
+        if ((st = tsafe_lora_client_encrypt(cl, R->x + r * p->d_in, &req, &req_len,
+                                            &R->stats)) != TSAFE_OK)
             goto row_fail;
         step = "send request";
-        st = send_frame(&c, K_REQUEST, req, req_len);
+        st = send_frame(&R->c, K_REQUEST, req, req_len);
         tsafe_lora_bytes_free(req);
         req = NULL;
         if (st != TSAFE_OK)
             goto row_fail;
         step = "receive response";
-        free(buf);
-        buf = NULL;
-        if ((st = recv_frame(&c, &kind, &buf, &len)) != TSAFE_OK)
+        if ((st = client_expect(R, K_RESPONSE)) != TSAFE_OK)
             goto row_fail;
-        if (kind == K_ERROR) {
-            st = peer_error(&c, buf, len);
-            goto row_fail;
-        }
-        if (kind != K_RESPONSE) {
-            snprintf(c.what, sizeof c.what, "expected RESPONSE, got %s", kind_name(kind));
-            st = TSAFE_E_FORMAT;
-            goto row_fail;
-        }
         step = "decrypt response";
-        if ((st = tsafe_lora_client_decode(cl, buf, len, h->n, h->rank, u, &stats)) != TSAFE_OK)
+        if ((st = tsafe_lora_client_decode(cl, R->buf, R->len, h->n, h->rank, u, &R->stats)) !=
+            TSAFE_OK)
             goto row_fail;
         step = "release u'";
-        if ((st = tsafe_lora_client_release(cl, h->n, h->rank, u, dp, &umsg, &umsg_len,
-                                            &stats)) != TSAFE_OK)
+        if ((st = tsafe_lora_client_release(cl, h->n, h->rank, u, R->dp, &umsg, &umsg_len,
+                                            &R->stats)) != TSAFE_OK)
             goto row_fail;
         for (size_t i = 0; i < h->n; i++)
             sodium_memzero(u[i], h->rank[i] * sizeof(float));
         step = "send u'";
-        st = send_frame(&c, K_UPRIME, umsg, umsg_len);
+        st = send_frame(&R->c, K_UPRIME, umsg, umsg_len);
         tsafe_lora_bytes_free(umsg);
         umsg = NULL;
         if (st != TSAFE_OK)
             goto row_fail;
         step = "receive delta";
-        free(buf);
-        buf = NULL;
-        if ((st = recv_frame(&c, &kind, &buf, &len)) != TSAFE_OK)
+        if ((st = client_expect(R, K_DELTA)) != TSAFE_OK)
             goto row_fail;
-        if (kind == K_ERROR) {
-            st = peer_error(&c, buf, len);
-            goto row_fail;
-        }
-        if (kind != K_DELTA || len != (size_t)h->total_out * 4) {
-            snprintf(c.what, sizeof c.what, "expected DELTA of %u floats, got %s of %zu bytes",
-                     h->total_out, kind_name(kind), len);
+        if (R->len != (size_t)h->total_out * 4) {
+            snprintf(R->c.what, sizeof R->c.what, "expected DELTA of %u floats, got %zu bytes",
+                     h->total_out, R->len);
             st = TSAFE_E_FORMAT;
             goto row_fail;
         }
         for (uint32_t i = 0; i < h->total_out; i++)
-            out[r * h->total_out + i] = io_get_f32le(buf + 4 * i);
-        io_progress("client: rows", r + 1, rows);
+            R->out[r * h->total_out + i] = io_get_f32le(R->buf + 4 * i);
+        io_progress("client: rows", r + 1, R->rows);
         continue;
     row_fail:
-        if (st != TSAFE_E_IO && kind != K_ERROR)
-            send_error(&c, st, "client gave up");
-        snprintf(what, sizeof what, "client: row %zu: %s%s%s", r, step, c.what[0] ? ": " : "",
-                 c.what);
+        if (st != TSAFE_E_IO && R->kind != K_ERROR)
+            send_error(&R->c, st, "client gave up");
+        snprintf(what, sizeof what, "client: row %zu: %s%s%s", r, step,
+                 R->c.what[0] ? ": " : "", R->c.what);
         tool_fail(what, st);
         goto out;
     }
-    double ms = now_ms() - t0;
-    (void)send_frame(&c, K_BYE, NULL, 0);
-    if (co->output && (st = io_write_f32(co->output, out, rows * h->total_out)) != TSAFE_OK) {
-        snprintf(what, sizeof what, "write '%s'", co->output);
-        tool_fail(what, st);
-        goto out;
-    }
-    printf("plan %s (N=%u, log2 Q %.1f <= %u: 128-bit), fresh client keys\n", p->name,
-           1u << p->params.log_n, p->log2_q, p->max_log2_q);
-    printf("modules:");
-    for (size_t i = 0; i < h->n; i++)
-        printf(" %s (rank %u, d_out %u)", h->names[i], h->rank[i], h->d_out[i]);
-    printf("\n%zu row%s, %.3f ms/row, %.1f KiB sent, %.1f KiB received%s%s\n", rows,
-           rows == 1 ? "" : "s", ms / (double)rows, (double)c.bytes_out / 1024.0,
-           (double)c.bytes_in / 1024.0, co->output ? ", deltas -> " : "",
-           co->output ? co->output : "");
+    *ms = now_ms() - t0;
+    printf("mode plain-zero-moai (this client can read the adapter's A), plan %s (N=%u, "
+           "log2 Q %.1f <= %u: 128-bit), fresh client keys\n",
+           p->name, 1u << p->params.log_n, p->log2_q, p->max_log2_q);
     rc = 0;
 out:
-    if (dp) { /* the spent budget, on every exit once a session exists */
-        tsafe_dp_stats ds;
-        if (tsafe_dp_session_stats(dp, &ds) == TSAFE_OK)
-            printf("dp: clip %g, sigma %.4g, %llu releases, eps spent %.4g of %.4g (delta %g)\n",
-                   ds.clip_norm, ds.sigma, (unsigned long long)ds.releases, ds.eps_spent,
-                   ds.eps_total, ds.delta_total);
-    }
-    if (c.fd >= 0)
-        close(c.fd);
-    for (size_t i = 0; h && i < h->n; i++)
+    for (size_t i = 0; i < h->n; i++)
         if (u[i]) {
             sodium_memzero(u[i], h->rank[i] * sizeof(float));
             free(u[i]);
         }
-    if (x)
-        sodium_memzero(x, count * sizeof *x);
-    free(x);
-    free(out);
-    free(buf);
     tsafe_lora_bytes_free(req);
     tsafe_lora_bytes_free(umsg);
-    tsafe_dp_session_free(dp);
     tsafe_lora_client_free(cl);
-    free(h);
+    return rc;
+}
+
+/* Sealed rows: SHELLO when the session needs one (first row, key rotation),
+ * then QUERY -> RESPONSE1, SHARE -> FINAL. */
+static int client_sealed_rows(client_run *R, double *ms)
+{
+    char what[4200];
+    const hello_info *h = R->h;
+    tsafe_sealed_mode mode = sealed_mode_of(R->co->mode);
+    const tsafe_sealed_plan plan = R->plan;
+    tsafe_sealed_client *cl = NULL;
+    uint8_t *msg = NULL;
+    size_t msg_len = 0;
+    float *deltas[IO_MAX_MODULES];
+    unsigned hellos = 0;
+    int rc = 1;
+    tsafe_status st = tsafe_sealed_client_create(&plan, NULL, &cl); /* checks it again */
+    if (st != TSAFE_OK) {
+        send_error(&R->c, st, "client cannot use the plan");
+        tool_fail("client: keys for the sealed plan", st);
+        goto out;
+    }
+    double t0 = now_ms();
+    for (size_t r = 0; r < R->rows; r++) {
+        const char *step = "hello";
+        R->c.what[0] = 0;
+        R->kind = 0;
+        float *o = R->out + r * h->total_out;
+        for (size_t i = 0; i < h->n; i++) {
+            deltas[i] = o;
+            o += h->d_out[i];
+        }
+        if (tsafe_sealed_client_needs_hello(cl)) {
+            if ((st = tsafe_sealed_client_hello(cl, &msg, &msg_len)) != TSAFE_OK)
+                goto row_fail;
+            R->stats.bytes_up += msg_len;
+            st = send_frame(&R->c, K_SHELLO, msg, msg_len);
+            tsafe_lora_bytes_free(msg);
+            msg = NULL;
+            if (st != TSAFE_OK)
+                goto row_fail;
+            hellos++;
+        }
+        step = "encrypt query";
+        if ((st = tsafe_sealed_client_query(cl, R->x + r * h->d_in, &msg, &msg_len,
+                                            &R->stats)) != TSAFE_OK)
+            goto row_fail;
+        step = "send query";
+        st = send_frame(&R->c, K_QUERY, msg, msg_len);
+        tsafe_lora_bytes_free(msg);
+        msg = NULL;
+        if (st != TSAFE_OK)
+            goto row_fail;
+        step = "receive response";
+        if ((st = client_expect(R, K_RESPONSE1)) != TSAFE_OK)
+            goto row_fail;
+        step = "decrypt response";
+        if ((st = tsafe_sealed_client_respond(cl, R->buf, R->len, h->n, h->rank, h->d_out, R->dp,
+                                              R->co->no_dp, &msg, &msg_len, &R->stats)) !=
+            TSAFE_OK)
+            goto row_fail;
+        step = "send share";
+        st = send_frame(&R->c, K_SHARE, msg, msg_len);
+        tsafe_lora_bytes_free(msg);
+        msg = NULL;
+        if (st != TSAFE_OK)
+            goto row_fail;
+        step = "receive result";
+        if ((st = client_expect(R, K_FINAL)) != TSAFE_OK)
+            goto row_fail;
+        step = "read result";
+        if ((st = tsafe_sealed_client_finish(cl, R->buf, R->len, h->n, h->d_out, deltas,
+                                             &R->stats)) != TSAFE_OK)
+            goto row_fail;
+        io_progress("client: rows", r + 1, R->rows);
+        continue;
+    row_fail:
+        if (st != TSAFE_E_IO && R->kind != K_ERROR)
+            send_error(&R->c, st, "client gave up");
+        snprintf(what, sizeof what, "client: row %zu: %s%s%s", r, step,
+                 R->c.what[0] ? ": " : "", R->c.what);
+        tool_fail(what, st);
+        goto out;
+    }
+    *ms = now_ms() - t0;
+    printf("mode %s (N=%u, t=2^%u; x %u, A %u bits; model rel error %.1e, decryption failure "
+           "2^%.0f), fresh client keys, %u hello%s (key rotated every %u rows)\n",
+           io_mode_name(R->co->mode), 1u << plan.r1.log_n, plan.r1.t_bits, plan.x_bits,
+           plan.a_bits, plan.expected_rel_error, plan.log2_fail, hellos, hellos == 1 ? "" : "s",
+           plan.rotate_after);
+    if (mode == TSAFE_SEALED && !R->dp)
+        printf("sealed --no-dp: the server learned u = A x of every row exactly\n");
+    rc = 0;
+out:
+    tsafe_lora_bytes_free(msg);
+    tsafe_sealed_client_free(cl);
+    return rc;
+}
+
+static const char *hello_mode_name(const uint8_t *b, size_t len)
+{
+    uint32_t v = hello_version(b, len);
+    if (v == 1)
+        return "plain-zero-moai";
+    if (v == 2 && len >= 8)
+        return io_get_u32le(b + 4) == TSAFE_SEALED           ? "sealed"
+               : io_get_u32le(b + 4) == TSAFE_SEALED_PRIVATE ? "sealed-private"
+                                                             : NULL;
+    return NULL;
+}
+
+/* The server's HELLO: refused unless it serves the mode asked for (checked
+ * before anything else in it is parsed), then validated. */
+static int client_hello(client_run *R)
+{
+    char what[4200];
+    tsafe_status st;
+    if ((st = recv_frame(&R->c, &R->kind, &R->buf, &R->len)) != TSAFE_OK ||
+        (R->kind == K_ERROR && (st = peer_error(&R->c, R->buf, R->len)) != TSAFE_OK)) {
+        snprintf(what, sizeof what, "client: server hello: %s", R->c.what);
+        return tool_fail(what, st);
+    }
+    if (R->kind != K_HELLO) {
+        snprintf(what, sizeof what, "client: expected HELLO, got %s", kind_name(R->kind));
+        return tool_fail(what, TSAFE_E_FORMAT);
+    }
+    const char *served = hello_mode_name(R->buf, R->len);
+    const char *asked = io_mode_name(R->co->mode);
+    if (served && strcmp(served, asked)) {
+        int downgrade = R->co->mode != IO_MODE_PLAIN_ZERO_MOAI &&
+                        !strcmp(served, "plain-zero-moai");
+        st = TSAFE_E_PARAMS_MISMATCH;
+        snprintf(what, sizeof what, "client: the server serves --mode %s, this client asked for "
+                                    "%s%s",
+                 served, asked,
+                 downgrade ? " (plain-zero-moai lets the client read the adapter and gives the "
+                             "server a decryption oracle on x: ask for it with --mode "
+                             "plain-zero-moai)"
+                           : "");
+        send_error(&R->c, st, "client refuses the server's mode");
+        return tool_fail(what, st);
+    }
+    st = R->co->mode == IO_MODE_PLAIN_ZERO_MOAI
+             ? hello_decode(R->buf, R->len, R->h, what, sizeof what)
+             : hello_decode_sealed(R->buf, R->len, R->h, what, sizeof what);
+    if (st != TSAFE_OK) {
+        if (!served)
+            snprintf(what, sizeof what, "client: server hello: unknown version or mode");
+        return tool_fail(what, st);
+    }
+    if (R->co->mode == IO_MODE_PLAIN_ZERO_MOAI)
+        return 0;
+    /* the client's own plan, derived from the announced public shapes and
+     * its default widths (never from parameters the server sends) */
+    const hello_info *h = R->h;
+    st = tsafe_sealed_plan_derive(sealed_mode_of(R->co->mode), h->d_in, h->rank_max,
+                                  h->d_out_max, NULL, &R->plan);
+    if (st != TSAFE_OK) {
+        snprintf(what, sizeof what, "client: no %s plan for the server's shapes (d_in %u, rank "
+                                    "%u, d_out %u)",
+                 asked, h->d_in, h->rank_max, h->d_out_max);
+        send_error(&R->c, st, "client cannot derive a plan for the announced shapes");
+        return tool_fail(what, st);
+    }
+    return 0;
+}
+
+/* The input rows against the announced d_in (and |x| bound of
+ * plain-zero-moai). */
+static int client_rows(client_run *R)
+{
+    char what[4200];
+    const client_opts *co = R->co;
+    uint32_t d = R->h->d_in;
+    if (R->count == 0 || R->count % d) {
+        snprintf(what, sizeof what,
+                 "input '%s': %zu float32 values is not a positive multiple of the server's "
+                 "d_in=%u",
+                 co->input, R->count, d);
+        send_error(&R->c, TSAFE_E_SHAPE, "client input does not match d_in");
+        return tool_fail(what, TSAFE_E_SHAPE);
+    }
+    R->rows = R->count / d;
+    if (co->rows_seen) {
+        if (co->rows == 0 || co->rows > R->rows) {
+            snprintf(what, sizeof what, "--rows %u: input '%s' has %zu row%s", co->rows,
+                     co->input, R->rows, R->rows == 1 ? "" : "s");
+            send_error(&R->c, TSAFE_E_RANGE, "client gave up");
+            return tool_fail(what, TSAFE_E_RANGE);
+        }
+        R->rows = co->rows;
+    }
+    double bound = co->mode == IO_MODE_PLAIN_ZERO_MOAI ? R->h->plan.max_abs_x : INFINITY;
+    for (size_t i = 0; i < R->rows * d; i++)
+        if (!(fabsf(R->x[i]) <= bound)) {
+            if (isfinite(bound))
+                snprintf(what, sizeof what, "input '%s' row %zu: |x| = %g is above the server's "
+                                            "bound %g (serve --max-abs)",
+                         co->input, i / d, (double)R->x[i], bound);
+            else
+                snprintf(what, sizeof what, "input '%s' row %zu: a non-finite value",
+                         co->input, i / d);
+            send_error(&R->c, TSAFE_E_VALUE_RANGE, "client gave up");
+            return tool_fail(what, TSAFE_E_VALUE_RANGE);
+        }
+    return 0;
+}
+
+/* The session's DP accountant; refuses before anything is released when
+ * the budget cannot cover every row. */
+static int client_dp(client_run *R)
+{
+    char what[4200];
+    const client_opts *co = R->co;
+    tsafe_dp_params dpp;
+    memset(&dpp, 0, sizeof dpp);
+    dpp.clip_norm = co->dp_clip;
+    dpp.eps = co->dp_eps;
+    dpp.delta = co->dp_delta;
+    dpp.eps_total = co->budget_seen ? co->dp_budget : DP_SESSION_EPS_DEFAULT;
+    dpp.delta_total = co->dp_delta;
+    dpp.accountant = TSAFE_DP_ACCOUNTANT_GDP;
+    tsafe_status st;
+    if ((st = tsafe_dp_session_create(&dpp, &R->dp)) != TSAFE_OK) {
+        send_error(&R->c, st, "client gave up");
+        return tool_fail("client: DP session (--dp-eps, --dp-clip, --dp-delta, --dp-budget)", st);
+    }
+    tsafe_dp_stats ds; /* refuse before releasing anything, not at row k */
+    if ((st = tsafe_dp_session_stats(R->dp, &ds)) != TSAFE_OK) {
+        snprintf(what, sizeof what, "client: DP session");
+    } else if (ds.releases_max < R->rows) {
+        snprintf(what, sizeof what,
+                 "client: %zu rows need %zu DP releases, the session budget eps %g "
+                 "(delta %g%s) allows %llu at --dp-eps %g; send fewer rows (--rows) or "
+                 "set --dp-budget",
+                 R->rows, R->rows, ds.eps_total, ds.delta_total,
+                 co->budget_seen ? "" : ", the default", (unsigned long long)ds.releases_max,
+                 co->dp_eps);
+        st = TSAFE_E_BUDGET;
+    }
+    if (st != TSAFE_OK) {
+        send_error(&R->c, st, "client gave up");
+        return tool_fail(what, st);
+    }
+    return 0;
+}
+
+static int run_client(const client_opts *co)
+{
+    char what[4200];
+    client_run R;
+    memset(&R, 0, sizeof R);
+    R.co = co;
+    R.c.fd = -1;
+    int rc = 1;
+    double ms = 0;
+    tsafe_status st;
+    if (!(R.h = calloc(1, sizeof *R.h))) {
+        tool_fail("client", TSAFE_E_NOMEM);
+        goto out;
+    }
+    if ((st = io_read_f32(co->input, &R.x, &R.count)) != TSAFE_OK) {
+        snprintf(what, sizeof what, "read input '%s'%s", co->input,
+                 st == TSAFE_E_SHAPE ? " (size is not a multiple of 4 bytes)" : "");
+        tool_fail(what, st);
+        goto out;
+    }
+    if ((st = connect_local(co->port, co->timeout, &R.c.fd, what, sizeof what)) != TSAFE_OK) {
+        tool_fail(what, st);
+        goto out;
+    }
+    if (client_hello(&R) || client_rows(&R) || (co->dp && client_dp(&R)))
+        goto out;
+    const hello_info *h = R.h;
+    if (!(R.out = malloc(R.rows * h->total_out * sizeof *R.out))) {
+        tool_fail("client", TSAFE_E_NOMEM);
+        goto out;
+    }
+    if ((co->mode == IO_MODE_PLAIN_ZERO_MOAI ? client_plain_rows(&R, &ms)
+                                             : client_sealed_rows(&R, &ms)) != 0)
+        goto out;
+    (void)send_frame(&R.c, K_BYE, NULL, 0);
+    if (co->output && (st = io_write_f32(co->output, R.out, R.rows * h->total_out)) != TSAFE_OK) {
+        snprintf(what, sizeof what, "write '%s'", co->output);
+        tool_fail(what, st);
+        goto out;
+    }
+    printf("modules:");
+    for (size_t i = 0; i < h->n; i++)
+        printf(" %s (rank %u, d_out %u)", h->names[i], h->rank[i], h->d_out[i]);
+    printf("\n%zu row%s, %.3f ms/row, %.1f KiB sent, %.1f KiB received%s%s\n", R.rows,
+           R.rows == 1 ? "" : "s", ms / (double)R.rows, (double)R.c.bytes_out / 1024.0,
+           (double)R.c.bytes_in / 1024.0, co->output ? ", deltas -> " : "",
+           co->output ? co->output : "");
+    rc = 0;
+out:
+    if (R.dp) { /* the spent budget, on every exit once a session exists */
+        tsafe_dp_stats ds;
+        if (tsafe_dp_session_stats(R.dp, &ds) == TSAFE_OK)
+            printf("dp: clip %g, sigma %.4g, %llu releases, eps spent %.4g of %.4g (delta %g)\n",
+                   ds.clip_norm, ds.sigma, (unsigned long long)ds.releases, ds.eps_spent,
+                   ds.eps_total, ds.delta_total);
+    }
+    if (R.c.fd >= 0)
+        close(R.c.fd);
+    if (R.x)
+        sodium_memzero(R.x, R.count * sizeof *R.x);
+    free(R.x);
+    free(R.out);
+    free(R.buf);
+    tsafe_dp_session_free(R.dp);
+    free(R.h);
     return rc;
 }
 
@@ -1106,6 +1647,7 @@ int cmd_client(int argc, char **argv)
     memset(&co, 0, sizeof co);
     co.dp_delta = 1e-5;
     co.timeout = 30;
+    const char *mode_name = "sealed-private";
     tool_opt o[] = {{"--port", OPT_U32, &co.port, 0},
                     {"--input", OPT_STR, &co.input, 0},
                     {"--rows", OPT_U32, &co.rows, 0},
@@ -1114,7 +1656,9 @@ int cmd_client(int argc, char **argv)
                     {"--dp-clip", OPT_DOUBLE, &co.dp_clip, 0},
                     {"--dp-delta", OPT_DOUBLE, &co.dp_delta, 0},
                     {"--dp-budget", OPT_DOUBLE, &co.dp_budget, 0},
-                    {"--timeout", OPT_DOUBLE, &co.timeout, 0}};
+                    {"--timeout", OPT_DOUBLE, &co.timeout, 0},
+                    {"--mode", OPT_STR, &mode_name, 0},
+                    {"--no-dp", OPT_FLAG, &co.no_dp, 0}};
     int rc = opts_parse("client", argc, argv, 1, o, sizeof o / sizeof o[0], NULL, 0, NULL);
     if (rc == OPTS_HELP) {
         fputs(k_client_help, stdout);
@@ -1126,11 +1670,27 @@ int cmd_client(int argc, char **argv)
         return tool_usage("client: --port and --input are required");
     if (co.port == 0 || co.port > 65535)
         return tool_usage("client: --port must be 1..65535");
+    if (io_mode_parse(mode_name, &co.mode) || co.mode == IO_MODE_LOCAL)
+        return tool_usage("client: --mode must be sealed-private, sealed or plain-zero-moai, "
+                          "not '%s'",
+                          mode_name);
     if (o[4].seen != o[5].seen)
         return tool_usage("client: --dp-eps and --dp-clip go together");
     if ((o[6].seen || o[7].seen) && !o[4].seen)
         return tool_usage("client: --dp-delta and --dp-budget need --dp-eps and --dp-clip");
     co.dp = o[4].seen;
+    if (co.dp && co.no_dp)
+        return tool_usage("client: give --dp-eps/--dp-clip or --no-dp, not both");
+    if (co.mode == IO_MODE_SEALED_PRIVATE && (co.dp || co.no_dp))
+        return tool_usage("client: --mode sealed-private releases nothing decrypted to the "
+                          "server: the DP options (--dp-*, --no-dp) apply to --mode sealed and "
+                          "plain-zero-moai");
+    if (co.mode == IO_MODE_PLAIN_ZERO_MOAI && co.no_dp)
+        return tool_usage("client: --no-dp is for --mode sealed (plain-zero-moai releases "
+                          "without noise unless --dp-eps is given)");
+    if (co.mode == IO_MODE_SEALED && !co.dp && !co.no_dp)
+        return tool_usage("client: --mode sealed releases u = A x to the server: give --dp-eps "
+                          "E --dp-clip C for DP noise, or --no-dp to release it exactly");
     if (co.dp && (!(co.dp_eps > 0) || !(co.dp_clip > 0) || !(co.dp_delta > 0 && co.dp_delta < 1)))
         return tool_usage("client: --dp-eps and --dp-clip must be positive, --dp-delta in (0, 1)");
     co.rows_seen = o[2].seen;

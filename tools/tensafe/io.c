@@ -612,6 +612,26 @@ tsafe_status io_plain_delta(const tsafe_lora_module_info *m, const float *x, flo
     return TSAFE_OK;
 }
 
+/* -------------------------------------------------------------- modes */
+
+static const char *const k_mode_names[] = {"sealed-private", "sealed", "local",
+                                           "plain-zero-moai"};
+
+int io_mode_parse(const char *name, io_mode *out)
+{
+    for (int i = 0; i < 4; i++)
+        if (name && !strcmp(name, k_mode_names[i])) {
+            *out = (io_mode)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *io_mode_name(io_mode m)
+{
+    return (unsigned)m < 4 ? k_mode_names[m] : "unknown";
+}
+
 /* ----------------------------------------------------------- printing */
 
 static uint32_t bit_length(uint64_t v)

@@ -134,6 +134,21 @@ void io_free_sites(tsafe_lora_site **sites, size_t n);
 /* Plaintext reference in double: delta = scale B (A x), written as float. */
 tsafe_status io_plain_delta(const tsafe_lora_module_info *m, const float *x, float *delta);
 
+/* -------------------------------------------------------------- modes */
+
+/* The HE-LoRA modes as the user names them (--mode). sealed-private is the
+ * default of every two-party path; plain-zero-moai is the seeds' protocol,
+ * which lets the client read the adapter's A. */
+typedef enum {
+    IO_MODE_SEALED_PRIVATE = 0,
+    IO_MODE_SEALED,
+    IO_MODE_LOCAL,
+    IO_MODE_PLAIN_ZERO_MOAI
+} io_mode;
+/* 0 and *out on a known name, -1 otherwise. */
+int io_mode_parse(const char *name, io_mode *out);
+const char *io_mode_name(io_mode m);
+
 /* ----------------------------------------------------------- printing */
 
 /* The HE-LoRA plan as text lines (indent prefix) or as a JSON object. */

@@ -38,11 +38,11 @@ static const command k_commands[] = {
     {"keygen", cmd_keygen, "generate client keys (secret + public) for a parameter set"},
     {"encrypt", cmd_encrypt, "encrypt a float32 vector file (client side)"},
     {"decrypt", cmd_decrypt, "decrypt a ciphertext file (client side)"},
-    {"serve", cmd_serve, "two-party server over localhost TCP (holds only the adapter)"},
-    {"client", cmd_client, "two-party client over localhost TCP (holds only the keys)"},
+    {"serve", cmd_serve, "two-party server over localhost TCP, sealed-private by default (holds only the adapter)"},
+    {"client", cmd_client, "two-party client over localhost TCP, sealed-private by default (holds x and the keys)"},
     {"adapter", cmd_adapter, "adapter inspect|reduce|pack|verify"},
     {"params", cmd_params, "params plan --dim D --rank R [--max-abs X] [--precision P]"},
-    {"lora", cmd_lora, "lora apply --adapter DIR|PKG --module NAME --input X.f32 --output D.f32"},
+    {"lora", cmd_lora, "lora apply --adapter DIR|PKG --module NAME --input X.f32 --output D.f32 [--mode M]"},
 };
 
 static void usage(FILE *f)
