@@ -4,6 +4,7 @@
 #define TSAFE_BFV_INTERNAL_H
 
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "tensafe/bfv.h"
 #include "../ring/ring.h"
@@ -74,6 +75,12 @@ enum {
     TSAFE_BFV_STREAM_ERR = 0xBF11,
     TSAFE_BFV_STREAM_SEAL = 0xBF12
 };
+
+/* Two zeroed limbs of N residues (one polynomial at Q). */
+static inline uint64_t *tsafe_bfv_limbs_alloc(const tsafe_bfv_context *c)
+{
+    return calloc(2 * c->n, sizeof(uint64_t));
+}
 
 /* Expand the uniform polynomial a (2 limbs, NTT form) from its seed. */
 void tsafe_bfv_expand_a(const tsafe_bfv_context *c, const uint8_t seed[32],

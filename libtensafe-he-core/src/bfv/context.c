@@ -144,11 +144,6 @@ uint64_t tsafe_bfv_scale_up(const tsafe_bfv_context *c, uint32_t i, int64_t m)
 
 /* ------------------------------------------------------------------ keys */
 
-static uint64_t *limbs_alloc(const tsafe_bfv_context *c)
-{
-    return calloc(2 * c->n, sizeof(uint64_t));
-}
-
 static void limbs_free(const tsafe_bfv_context *c, uint64_t *p, int wipe)
 {
     if (p && wipe)
@@ -196,8 +191,8 @@ tsafe_status tsafe_bfv_secret_key_generate(const tsafe_bfv_context *c,
     }
     sk->ctx = c;
     sk->s = malloc(c->n);
-    sk->s_ntt = limbs_alloc(c);
-    sk->s_shoup = limbs_alloc(c);
+    sk->s_ntt = tsafe_bfv_limbs_alloc(c);
+    sk->s_shoup = tsafe_bfv_limbs_alloc(c);
     sk->plus = malloc(c->n * sizeof *sk->plus);
     sk->minus = malloc(c->n * sizeof *sk->minus);
     TSAFE_CHECK(sk->s && sk->s_ntt && sk->s_shoup && sk->plus && sk->minus,
@@ -246,10 +241,10 @@ tsafe_status tsafe_bfv_public_key_alloc(const tsafe_bfv_context *c,
     if (!pk)
         return TSAFE_E_NOMEM;
     pk->ctx = c;
-    pk->p0 = limbs_alloc(c);
-    pk->p0_shoup = limbs_alloc(c);
-    pk->p1 = limbs_alloc(c);
-    pk->p1_shoup = limbs_alloc(c);
+    pk->p0 = tsafe_bfv_limbs_alloc(c);
+    pk->p0_shoup = tsafe_bfv_limbs_alloc(c);
+    pk->p1 = tsafe_bfv_limbs_alloc(c);
+    pk->p1_shoup = tsafe_bfv_limbs_alloc(c);
     if (!pk->p0 || !pk->p0_shoup || !pk->p1 || !pk->p1_shoup) {
         tsafe_bfv_public_key_free(pk);
         return TSAFE_E_NOMEM;

@@ -10,11 +10,6 @@
 #include "tsafe_check.h"
 #include "../common/prng.h"
 
-static uint64_t *limbs_alloc(const tsafe_bfv_context *c)
-{
-    return calloc(2 * c->n, sizeof(uint64_t));
-}
-
 /* Objects of equal contexts may be combined (a server's sites and the
  * ciphertexts it reads are built on separate but identical contexts). */
 static int same_ctx(const tsafe_bfv_context *a, const tsafe_bfv_context *b)
@@ -41,8 +36,8 @@ tsafe_status tsafe_bfv_ct_create(const tsafe_bfv_context *c, tsafe_bfv_ct **out)
     if (!ct)
         return TSAFE_E_NOMEM;
     ct->ctx = c;
-    ct->c0 = limbs_alloc(c);
-    ct->c1 = limbs_alloc(c);
+    ct->c0 = tsafe_bfv_limbs_alloc(c);
+    ct->c1 = tsafe_bfv_limbs_alloc(c);
     if (!ct->c0 || !ct->c1) {
         tsafe_bfv_ct_free(ct);
         return TSAFE_E_NOMEM;
@@ -133,8 +128,8 @@ tsafe_status tsafe_bfv_plain_create(const tsafe_bfv_context *c,
     if (!pt)
         return TSAFE_E_NOMEM;
     pt->ctx = c;
-    pt->p = limbs_alloc(c);
-    pt->ps = limbs_alloc(c);
+    pt->p = tsafe_bfv_limbs_alloc(c);
+    pt->ps = tsafe_bfv_limbs_alloc(c);
     if (!pt->p || !pt->ps) {
         tsafe_bfv_plain_free(pt);
         return TSAFE_E_NOMEM;
@@ -173,8 +168,8 @@ tsafe_status tsafe_bfv_acc_create(const tsafe_bfv_context *c,
     if (!acc)
         return TSAFE_E_NOMEM;
     acc->ctx = c;
-    acc->a0 = limbs_alloc(c);
-    acc->a1 = limbs_alloc(c);
+    acc->a0 = tsafe_bfv_limbs_alloc(c);
+    acc->a1 = tsafe_bfv_limbs_alloc(c);
     acc->tmp = calloc(2 * c->n, sizeof(uint64_t)); /* u and a product */
     if (!acc->a0 || !acc->a1 || !acc->tmp) {
         tsafe_bfv_acc_free(acc);

@@ -225,6 +225,20 @@ tsafe_status tsafe_sealed_client_query(tsafe_sealed_client *c, const float *x,
     return TSAFE_OK;
 }
 
+/* Take one sealed result of `reads` coefficients from r and decrypt them
+ * into m (values mod t). */
+static tsafe_status read_block(const tsafe_bfv_context *ctx, const tsafe_bfv_secret_key *sk,
+                               tsafe_bfv_sealed *res, tsafe_rbuf *r, const uint32_t *pos,
+                               uint32_t reads, uint64_t *m)
+{
+    size_t need = tsafe_bfv_sealed_bytes(ctx, reads);
+    const uint8_t *p = tsafe_rbuf_take(r, need);
+    if (!p)
+        return TSAFE_E_TRUNCATED;
+    tsafe_status st = tsafe_bfv_sealed_read(ctx, p, need, reads, res);
+    return st == TSAFE_OK ? tsafe_bfv_decrypt_reads(ctx, sk, res, pos, reads, m) : st;
+}
+
 /* Decrypt one site's round-1 blocks into c->m[0..rank) (values mod t). */
 static tsafe_status decrypt_site(tsafe_sealed_client *c, tsafe_rbuf *r, uint32_t rank)
 {
@@ -232,14 +246,8 @@ static tsafe_status decrypt_site(tsafe_sealed_client *c, tsafe_rbuf *r, uint32_t
     tsafe_sealed_layout1(&c->plan, rank, &l);
     for (uint32_t b = 0; b < l.n_blocks; b++) {
         uint32_t reads = tsafe_sealed_block_reads(&l, b, c->pos);
-        size_t need = tsafe_bfv_sealed_bytes(c->c1, reads);
-        const uint8_t *p = tsafe_rbuf_take(r, need);
-        if (!p)
-            return TSAFE_E_TRUNCATED;
-        tsafe_status st = tsafe_bfv_sealed_read(c->c1, p, need, reads, c->res1);
-        if (st == TSAFE_OK)
-            st = tsafe_bfv_decrypt_reads(c->c1, c->sk1, c->res1, c->pos, reads,
-                                         c->m + (size_t)b * l.rows);
+        tsafe_status st = read_block(c->c1, c->sk1, c->res1, r, c->pos, reads,
+                                     c->m + (size_t)b * l.rows);
         if (st != TSAFE_OK)
             return st;
     }
@@ -384,13 +392,7 @@ static tsafe_status finish_private(tsafe_sealed_client *c, tsafe_rbuf *r,
     uint64_t t2 = 1ull << c->plan.r2.t_bits;
     for (uint32_t b = 0; b < l.n_blocks; b++) {
         uint32_t reads = tsafe_sealed_block_reads(&l, b, c->pos);
-        size_t need = tsafe_bfv_sealed_bytes(c->c2, reads);
-        const uint8_t *p = tsafe_rbuf_take(r, need);
-        if (!p)
-            return TSAFE_E_TRUNCATED;
-        tsafe_status st = tsafe_bfv_sealed_read(c->c2, p, need, reads, c->res2);
-        if (st == TSAFE_OK)
-            st = tsafe_bfv_decrypt_reads(c->c2, c->sk2, c->res2, c->pos, reads, c->m);
+        tsafe_status st = read_block(c->c2, c->sk2, c->res2, r, c->pos, reads, c->m);
         if (st != TSAFE_OK)
             return st;
         for (uint32_t k = 0; k < reads; k++) {
