@@ -30,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "support/tsafe_test_rng.h"
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -480,6 +482,83 @@ static void test_adapter_error_detail(void **state)
                             "weight' is [8, 3]: expected 4 columns",
                      "found 3: TSAFE_E_SHAPE");
         result_free(&r);
+    }
+}
+
+
+/* Issue 11: PEFT adapters in F32, F16 and BF16, with rank/alpha patterns
+ * and rsLoRA, through `lora apply` in the default mode (sealed-private)
+ * against --plain: relative L2 <= 1e-3. */
+static void test_peft_variants_sealed(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    static const struct {
+        tsafe_dtype dtype;
+        const char *name, *cfg;
+    } variants[] = {
+        {TSAFE_DTYPE_F32, "f32", "{\"peft_type\":\"LORA\",\"r\":8,\"lora_alpha\":16}"},
+        {TSAFE_DTYPE_F16, "f16-patterns",
+         "{\"peft_type\":\"LORA\",\"r\":8,\"lora_alpha\":16,"
+         "\"rank_pattern\":{\"v_proj\":4},\"alpha_pattern\":{\"v_proj\":2}}"},
+        {TSAFE_DTYPE_BF16, "bf16-rslora",
+         "{\"peft_type\":\"LORA\",\"r\":8,\"lora_alpha\":16,\"use_rslora\":true,"
+         "\"rank_pattern\":{\"v_proj\":4}}"},
+    };
+    enum { QOUT = 64, VOUT = 32 }; /* v_proj narrower: GQA */
+    float x[ROWS * DIM];
+    for (int i = 0; i < ROWS * DIM; i++)
+        x[i] = (float)tsafe_test_uniform(-2, 2);
+    write_f32(tmp_path("xv.f32"), x, ROWS * DIM);
+    for (size_t k = 0; k < sizeof variants / sizeof variants[0]; k++) {
+        char dir[PATH_MAX], path[PATH_MAX + 64];
+        snprintf(dir, sizeof dir, "%s", tmp_path(variants[k].name));
+        mkdir(dir, 0700);
+        snprintf(path, sizeof path, "%s/adapter_config.json", dir);
+        spit(path, variants[k].cfg, strlen(variants[k].cfg));
+        tsafe_safetensors_writer *w = NULL;
+        assert_int_equal(tsafe_safetensors_writer_create(&w), TSAFE_OK);
+        static const char *mods[2] = {"q_proj", "v_proj"};
+        for (int m = 0; m < 2; m++) {
+            uint32_t r = (m == 1 && k > 0) ? 4 : 8, out = m ? VOUT : QOUT;
+            float A[8 * DIM], B[QOUT * 8];
+            for (uint32_t i = 0; i < r * DIM; i++)
+                A[i] = (float)tsafe_test_uniform(-0.1, 0.1);
+            for (uint32_t i = 0; i < out * r; i++)
+                B[i] = (float)tsafe_test_uniform(-0.1, 0.1);
+            uint64_t sa[2] = {r, DIM}, sb[2] = {out, r};
+            char name[160];
+            snprintf(name, sizeof name,
+                     "base_model.model.model.layers.0.self_attn.%s.lora_A.weight", mods[m]);
+            assert_int_equal(tsafe_safetensors_writer_add_f32(w, name, variants[k].dtype, sa, 2, A),
+                             TSAFE_OK);
+            snprintf(name, sizeof name,
+                     "base_model.model.model.layers.0.self_attn.%s.lora_B.weight", mods[m]);
+            assert_int_equal(tsafe_safetensors_writer_add_f32(w, name, variants[k].dtype, sb, 2, B),
+                             TSAFE_OK);
+        }
+        snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir);
+        assert_int_equal(tsafe_safetensors_writer_write_file(w, path), TSAFE_OK);
+        tsafe_safetensors_writer_free(w);
+        result r = run("lora apply --adapter %s --module q_proj,v_proj --input %s --output %s "
+                       "--plain", dir, tmp_path("xv.f32"), tmp_path("pv.f32"));
+        expect_ok(&r, "lora apply --plain (PEFT variant)");
+        result_free(&r);
+        r = run("lora apply --adapter %s --module q_proj,v_proj --input %s --output %s", dir,
+                tmp_path("xv.f32"), tmp_path("sv.f32"));
+        expect_ok(&r, "lora apply (default sealed-private, PEFT variant)");
+        if (!strstr(r.out, "sealed-private"))
+            fail_msg("lora apply default is not sealed-private: %s", r.out);
+        result_free(&r);
+        size_t np, ns;
+        float *pv = read_f32(tmp_path("pv.f32"), &np), *sv = read_f32(tmp_path("sv.f32"), &ns);
+        assert_int_equal(np, ns);
+        assert_int_equal(np, (size_t)ROWS * (QOUT + VOUT));
+        double e = rel_l2(sv, pv, np);
+        print_message("PEFT %s: sealed-private vs --plain rel_l2 %.3e\n", variants[k].name, e);
+        assert_true(e <= 1e-3);
+        free(pv);
+        free(sv);
     }
 }
 
@@ -1350,6 +1429,7 @@ int main(void)
         cmocka_unit_test(test_missing_files),
         cmocka_unit_test(test_adapter_error_detail),
         cmocka_unit_test(test_bad_vector_size),
+        cmocka_unit_test(test_peft_variants_sealed),
         cmocka_unit_test(test_params_plan_json),
         cmocka_unit_test(test_adapter_pack_verify_apply),
         cmocka_unit_test(test_adapter_reduce),
