@@ -544,6 +544,77 @@ static void gen_stepgate(void)
          "bankrupt bank\xe2\x80\x94loan (BANK) interest\t\n rate \xff\xfe caf\xc3\xa9");
 }
 
+/* ------------------------------------------------------------------ BFV */
+
+/* sel, n_reads, then the encoding (the input layout of tsafe_fuzz_bfv). */
+static void put_bfv(const char *name, uint8_t sel, uint8_t n_reads, const uint8_t *enc,
+                    size_t len, size_t at, int value)
+{
+    uint8_t *b = malloc(len + 2);
+    b[0] = sel;
+    b[1] = n_reads;
+    memcpy(b + 2, enc, len);
+    if (value >= 0)
+        b[2 + at] = (uint8_t)value;
+    PUT(bfv, name, b, len + 2);
+    free(b);
+}
+
+static void gen_bfv(void)
+{
+    const fz_bfv_fixture *f = fz_bfv();
+    size_t n = tsafe_bfv_public_key_bytes(f->ctx);
+    uint8_t *b = malloc(n + 1);
+    if (tsafe_bfv_public_key_write(f->ctx, f->pk, b, n) != TSAFE_OK)
+        exit(1);
+    put_bfv("ok-public-key", 0, 0, b, n, 0, -1);
+    put_bfv("bad-public-key-truncated", 0, 0, b, n - 1, 0, -1);
+    /* the first coefficient of p0 (30 bits after the 32-byte seed) all ones: >= q0 */
+    {
+        uint8_t *c = malloc(n);
+        memcpy(c, b, n);
+        memset(c + 32, 0xFF, 4);
+        put_bfv("bad-public-key-coefficient-above-q", 0, 0, c, n, 0, -1);
+        free(c);
+    }
+    if (tsafe_bfv_ct_bytes(f->ctx) != n || tsafe_bfv_ct_write(f->ctx, f->ct, b, n) != TSAFE_OK)
+        exit(1);
+    put_bfv("ok-ciphertext", 1, 0, b, n, 0, -1);
+    b[n] = 0;
+    put_bfv("bad-ciphertext-trailing-byte", 1, 0, b, n + 1, 0, -1);
+    put_bfv("bad-ciphertext-as-public-key", 0, 0, b, n - 2, 0, -1);
+    free(b);
+
+    /* sealed results of the fixture product at 0, 7 (direct sums), 64
+     * (through the NTT) reads */
+    static const uint8_t reads[3] = {0, 7, FZ_BFV_READS};
+    uint8_t seed[32];
+    fz_fill32(seed, 0x85);
+    for (int i = 0; i < 3; i++) {
+        char name[64];
+        tsafe_bfv_acc_zero(f->acc);
+        if (tsafe_bfv_acc_mul_add(f->acc, f->ct, f->pt) != TSAFE_OK ||
+            tsafe_bfv_seal(f->ctx, f->acc, f->pk, f->pos, NULL, reads[i], 20, seed, f->res) !=
+                TSAFE_OK)
+            exit(1);
+        size_t sn = tsafe_bfv_sealed_bytes(f->ctx, reads[i]);
+        uint8_t *s = malloc(sn + 8);
+        if (tsafe_bfv_sealed_write(f->ctx, f->res, s, sn) != TSAFE_OK)
+            exit(1);
+        snprintf(name, sizeof name, "ok-sealed-%u-reads", reads[i]);
+        put_bfv(name, 2, reads[i], s, sn, 0, -1);
+        if (reads[i] == FZ_BFV_READS) {
+            put_bfv("bad-sealed-count-mismatch", 2, FZ_BFV_READS - 1, s, sn, 0, -1);
+            memset(s + sn, 0, 8);
+            put_bfv("bad-sealed-over-capacity", 2, FZ_BFV_READS + 1,
+                    s, tsafe_bfv_sealed_bytes(f->ctx, FZ_BFV_READS + 1), 0, -1);
+            memset(s + sn - 4, 0xFF, 4); /* the last read (the top 30 bits) 2^30 - 1 */
+            put_bfv("bad-sealed-read-above-q", 2, FZ_BFV_READS, s, sn, 0, -1);
+        }
+        free(s);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -561,6 +632,7 @@ int main(int argc, char **argv)
     gen_dp();
     gen_moe_config();
     gen_stepgate();
+    gen_bfv();
     tsafe_fuzz_cleanup();
     printf("gen_corpus: %zu files, %zu bytes, %d expectation errors\n", g_files, g_bytes,
            g_errors);

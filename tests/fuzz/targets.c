@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "tensafe/bfv.h"
 #include "tensafe/ckks.h"
 #include "tensafe/lora_adapter.h"
 #include "tensafe/lora_dp.h"
@@ -920,6 +921,161 @@ int tsafe_fuzz_stepgate(const uint8_t *data, size_t size)
     return accepted;
 }
 
+/* ------------------------------------------------------------------ BFV */
+
+/* N = 2048 with a 30-bit q0 and a 31-bit q1, t = 2^16: below the smallest
+ * secure size (N = 2048 holds 54 bits of modulus), hence the test flag,
+ * which only this fixture uses. Half the cost of the smallest secure
+ * context; the sealed targets below run the real (secure) parameters. */
+#define FZ_BFV_READS 64u
+
+typedef struct {
+    int ready;
+    tsafe_bfv_context *ctx;
+    tsafe_bfv_secret_key *sk;
+    tsafe_bfv_public_key *pk;
+    tsafe_bfv_ct *ct;        /* an encryption under sk (seeded) */
+    tsafe_bfv_ct *in;        /* what tsafe_bfv_ct_read fills */
+    tsafe_bfv_plain *pt;
+    tsafe_bfv_acc *acc;
+    tsafe_bfv_sealed *res;   /* room for FZ_BFV_READS reads */
+    uint32_t pos[FZ_BFV_READS]; /* distinct read positions */
+} fz_bfv_fixture;
+
+static fz_bfv_fixture g_fz_bfv;
+
+static void fz_bfv_params(tsafe_bfv_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->log_n = 11;
+    p->resp_bits = 30;
+    p->gap_bits = 31;
+    p->t_bits = 16;
+    p->flags = TSAFE_BFV_INSECURE_FOR_TESTS;
+}
+
+static const fz_bfv_fixture *fz_bfv(void)
+{
+    fz_bfv_fixture *f = &g_fz_bfv;
+    if (f->ready)
+        return f;
+    tsafe_bfv_params p;
+    fz_bfv_params(&p);
+    uint8_t s1[32], s2[32], s3[32];
+    fz_fill32(s1, 0x81);
+    fz_fill32(s2, 0x82);
+    fz_fill32(s3, 0x83);
+    int64_t m[64], w[256];
+    for (int i = 0; i < 64; i++)
+        m[i] = (i * 37) % 201 - 100;
+    for (int i = 0; i < 256; i++)
+        w[i] = (i * 11) % 61 - 30;
+    FZ_CHECK(tsafe_bfv_context_create(&p, &f->ctx) == TSAFE_OK);
+    size_t n = tsafe_bfv_context_n(f->ctx);
+    FZ_CHECK(tsafe_bfv_secret_key_generate(f->ctx, s1, &f->sk) == TSAFE_OK);
+    FZ_CHECK(tsafe_bfv_public_key_generate(f->ctx, f->sk, s2, &f->pk) == TSAFE_OK);
+    FZ_CHECK(tsafe_bfv_ct_create(f->ctx, &f->ct) == TSAFE_OK);
+    FZ_CHECK(tsafe_bfv_encrypt(f->ctx, f->sk, m, 64, s3, f->ct) == TSAFE_OK);
+    FZ_CHECK(tsafe_bfv_ct_create(f->ctx, &f->in) == TSAFE_OK);
+    FZ_CHECK(tsafe_bfv_plain_create(f->ctx, w, 256, &f->pt) == TSAFE_OK);
+    FZ_CHECK(tsafe_bfv_acc_create(f->ctx, &f->acc) == TSAFE_OK);
+    FZ_CHECK(tsafe_bfv_sealed_create(f->ctx, FZ_BFV_READS, &f->res) == TSAFE_OK);
+    for (uint32_t k = 0; k < FZ_BFV_READS; k++) /* 37 is odd: distinct mod 2^11 */
+        f->pos[k] = (uint32_t)((k * 37u + 63u) % n);
+    f->ready = 1;
+    return f;
+}
+
+static void fz_bfv_free(void)
+{
+    fz_bfv_fixture *f = &g_fz_bfv;
+    tsafe_bfv_sealed_free(f->res);
+    tsafe_bfv_acc_free(f->acc);
+    tsafe_bfv_plain_free(f->pt);
+    tsafe_bfv_ct_free(f->in);
+    tsafe_bfv_ct_free(f->ct);
+    tsafe_bfv_public_key_free(f->pk);
+    tsafe_bfv_secret_key_free(f->sk);
+    tsafe_bfv_context_free(f->ctx);
+    memset(f, 0, sizeof *f);
+}
+
+/* acc = ct * pt, sealed under pk at the first n fixture positions, then
+ * decrypted with the fixture key: every decrypted value lies in [0, t). */
+static void fz_bfv_product(const fz_bfv_fixture *f, const tsafe_bfv_ct *ct,
+                           const tsafe_bfv_public_key *pk, size_t n)
+{
+    uint8_t seed[32];
+    uint64_t m[FZ_BFV_READS];
+    fz_fill32(seed, 0x84);
+    tsafe_bfv_acc_zero(f->acc);
+    if (tsafe_bfv_acc_mul_add(f->acc, ct, f->pt) != TSAFE_OK)
+        return;
+    if (tsafe_bfv_seal(f->ctx, f->acc, pk, f->pos, NULL, n, 20, seed, f->res) != TSAFE_OK)
+        return;
+    FZ_CHECK(tsafe_bfv_decrypt_reads(f->ctx, f->sk, f->res, f->pos, n, m) == TSAFE_OK);
+    for (size_t k = 0; k < n; k++)
+        FZ_CHECK(m[k] < ((uint64_t)1 << 16));
+}
+
+/* The writers give back exactly the bytes the reader accepted. */
+#define FZ_BFV_REWRITE(call, data, size)                     \
+    do {                                                     \
+        uint8_t *buf_ = malloc(size);                        \
+        FZ_CHECK(buf_ != NULL);                              \
+        FZ_CHECK((call) == TSAFE_OK);                        \
+        FZ_CHECK(memcmp(buf_, data, size) == 0);             \
+        free(buf_);                                          \
+    } while (0)
+
+/* Input: a selector byte (0 public key, 1 ciphertext, 2 sealed result,
+ * modulo 3), a read count (sealed results; above FZ_BFV_READS is refused),
+ * then the encoding. */
+int tsafe_fuzz_bfv(const uint8_t *data, size_t size)
+{
+    const fz_bfv_fixture *f = fz_bfv();
+    if (size < 2)
+        return 0;
+    uint8_t sel = data[0] % 3;
+    size_t n_reads = data[1];
+    data += 2;
+    size -= 2;
+    if (sel == 0) {
+        tsafe_bfv_public_key *pk = NULL;
+        if (tsafe_bfv_public_key_read(f->ctx, data, size, &pk) != TSAFE_OK) {
+            FZ_CHECK(pk == NULL);
+            return 0;
+        }
+        FZ_CHECK(pk != NULL && size == tsafe_bfv_public_key_bytes(f->ctx));
+        FZ_BFV_REWRITE(tsafe_bfv_public_key_write(f->ctx, pk, buf_, size), data, size);
+        fz_bfv_product(f, f->ct, pk, 8);
+        tsafe_bfv_public_key_free(pk);
+        return 1;
+    }
+    if (sel == 1) {
+        if (tsafe_bfv_ct_read(f->ctx, data, size, f->in) != TSAFE_OK)
+            return 0;
+        FZ_CHECK(size == tsafe_bfv_ct_bytes(f->ctx));
+        FZ_BFV_REWRITE(tsafe_bfv_ct_write(f->ctx, f->in, buf_, size), data, size);
+        fz_bfv_product(f, f->in, f->pk, FZ_BFV_READS);
+        return 1;
+    }
+    if (tsafe_bfv_sealed_read(f->ctx, data, size, n_reads, f->res) != TSAFE_OK)
+        return 0;
+    FZ_CHECK(n_reads <= FZ_BFV_READS && size == tsafe_bfv_sealed_bytes(f->ctx, n_reads));
+    FZ_BFV_REWRITE(tsafe_bfv_sealed_write(f->ctx, f->res, buf_, size), data, size);
+    uint64_t m[FZ_BFV_READS];
+    double noise[FZ_BFV_READS];
+    FZ_CHECK(tsafe_bfv_decrypt_reads(f->ctx, f->sk, f->res, f->pos, n_reads, m) == TSAFE_OK);
+    for (size_t k = 0; k < n_reads; k++)
+        FZ_CHECK(m[k] < ((uint64_t)1 << 16));
+    FZ_CHECK(tsafe_bfv_decrypt_noise(f->ctx, f->sk, f->res, f->pos, n_reads, noise) ==
+             TSAFE_OK);
+    for (size_t k = 0; k < n_reads; k++)
+        FZ_CHECK(isfinite(noise[k]));
+    return 1;
+}
+
 /* ------------------------------------------------------------- cleanup */
 
 void tsafe_fuzz_cleanup(void)
@@ -927,6 +1083,7 @@ void tsafe_fuzz_cleanup(void)
     fz_ckks_free();
     fz_lora_free();
     fz_adapter_free();
+    fz_bfv_free();
     sodium_memzero(&g_fz_pkg, sizeof g_fz_pkg);
     tsafe_stepgate_free(g_fz_default_gate);
     g_fz_default_gate = NULL;

@@ -31,7 +31,8 @@
     X(safetensors)            \
     X(adapter_config)         \
     X(moe_config)             \
-    X(stepgate)
+    X(stepgate)               \
+    X(bfv)
 
 #define TSAFE_FUZZ_DECLARE(name) \
     int tsafe_fuzz_##name(const uint8_t *data, size_t size);
