@@ -132,7 +132,7 @@ static void replay_one(const replay_target *t)
         free(names[i]);
     }
     free(names);
-    print_message("%-15s %3zu files (%zu ok, %zu bad, %zu other)\n", t->name, n, ok, bad,
+    print_message("%-17s %3zu files (%zu ok, %zu bad, %zu other)\n", t->name, n, ok, bad,
                   other);
     assert_true(ok > 0); /* every corpus holds at least one valid object */
 }

@@ -544,6 +544,165 @@ static void gen_stepgate(void)
          "bankrupt bank\xe2\x80\x94loan (BANK) interest\t\n rate \xff\xfe caf\xc3\xa9");
 }
 
+/* ------------------------------------------------------------------ BFV */
+
+/* sel, n_reads, then the encoding (the input layout of tsafe_fuzz_bfv). */
+static void put_bfv(const char *name, uint8_t sel, uint8_t n_reads, const uint8_t *enc,
+                    size_t len, size_t at, int value)
+{
+    uint8_t *b = malloc(len + 2);
+    b[0] = sel;
+    b[1] = n_reads;
+    memcpy(b + 2, enc, len);
+    if (value >= 0)
+        b[2 + at] = (uint8_t)value;
+    PUT(bfv, name, b, len + 2);
+    free(b);
+}
+
+static void gen_bfv(void)
+{
+    const fz_bfv_fixture *f = fz_bfv();
+    size_t n = tsafe_bfv_public_key_bytes(f->ctx);
+    uint8_t *b = malloc(n + 1);
+    if (tsafe_bfv_public_key_write(f->ctx, f->pk, b, n) != TSAFE_OK)
+        exit(1);
+    put_bfv("ok-public-key", 0, 0, b, n, 0, -1);
+    put_bfv("bad-public-key-truncated", 0, 0, b, n - 1, 0, -1);
+    /* the first coefficient of p0 (30 bits after the 32-byte seed) all ones: >= q0 */
+    {
+        uint8_t *c = malloc(n);
+        memcpy(c, b, n);
+        memset(c + 32, 0xFF, 4);
+        put_bfv("bad-public-key-coefficient-above-q", 0, 0, c, n, 0, -1);
+        free(c);
+    }
+    if (tsafe_bfv_ct_bytes(f->ctx) != n || tsafe_bfv_ct_write(f->ctx, f->ct, b, n) != TSAFE_OK)
+        exit(1);
+    put_bfv("ok-ciphertext", 1, 0, b, n, 0, -1);
+    b[n] = 0;
+    put_bfv("bad-ciphertext-trailing-byte", 1, 0, b, n + 1, 0, -1);
+    put_bfv("bad-ciphertext-as-public-key", 0, 0, b, n - 2, 0, -1);
+    free(b);
+
+    /* sealed results of the fixture product at 0, 7 (direct sums), 64
+     * (through the NTT) reads */
+    static const uint8_t reads[3] = {0, 7, FZ_BFV_READS};
+    uint8_t seed[32];
+    fz_fill32(seed, 0x85);
+    for (int i = 0; i < 3; i++) {
+        char name[64];
+        tsafe_bfv_acc_zero(f->acc);
+        if (tsafe_bfv_acc_mul_add(f->acc, f->ct, f->pt) != TSAFE_OK ||
+            tsafe_bfv_seal(f->ctx, f->acc, f->pk, f->pos, NULL, reads[i], 20, seed, f->res) !=
+                TSAFE_OK)
+            exit(1);
+        size_t sn = tsafe_bfv_sealed_bytes(f->ctx, reads[i]);
+        uint8_t *s = malloc(sn + 8);
+        if (tsafe_bfv_sealed_write(f->ctx, f->res, s, sn) != TSAFE_OK)
+            exit(1);
+        snprintf(name, sizeof name, "ok-sealed-%u-reads", reads[i]);
+        put_bfv(name, 2, reads[i], s, sn, 0, -1);
+        if (reads[i] == FZ_BFV_READS) {
+            put_bfv("bad-sealed-count-mismatch", 2, FZ_BFV_READS - 1, s, sn, 0, -1);
+            memset(s + sn, 0, 8);
+            put_bfv("bad-sealed-over-capacity", 2, FZ_BFV_READS + 1,
+                    s, tsafe_bfv_sealed_bytes(f->ctx, FZ_BFV_READS + 1), 0, -1);
+            memset(s + sn - 4, 0xFF, 4); /* the last read (the top 30 bits) 2^30 - 1 */
+            put_bfv("bad-sealed-read-above-q", 2, FZ_BFV_READS, s, sn, 0, -1);
+        }
+        free(s);
+    }
+}
+
+/* ------------------------------------------------------- sealed protocol */
+
+/* The mode byte (0 sealed, 1 sealed-private), then len bytes of msg, with
+ * the bytes [at, at + k) set to value when k > 0. */
+static void put_sealed(const char *target, fuzz_fn fn, const char *name, int priv,
+                       const uint8_t *msg, size_t len, size_t at, size_t k, uint8_t value)
+{
+    uint8_t *b = malloc(len + 1);
+    b[0] = (uint8_t)priv;
+    memcpy(b + 1, msg, len);
+    if (k)
+        memset(b + 1 + at, value, k);
+    put(target, fn, name, b, len + 1);
+    free(b);
+}
+#define PUTM(t, name, priv, msg, len) put_sealed(#t, tsafe_fuzz_##t, name, priv, msg, len, 0, 0, 0)
+#define PUTMF(t, name, priv, msg, len, at, k, v) \
+    put_sealed(#t, tsafe_fuzz_##t, name, priv, msg, len, at, k, v)
+
+/* Messages come from the fixtures' reference token: the ciphertexts carry
+ * CSPRNG randomness (the protocol takes no seed), so unlike the other
+ * corpora these files change when regenerated; what they test does not. */
+static void gen_sealed(void)
+{
+    const fz_sealed_fixture *s = fz_sealed(0), *p = fz_sealed(1);
+    const size_t tag = 8, seq = 8 + 16 + 4, pre = FZ_SEALED_PREFIX;
+
+    /* hello: fingerprint at 8, session at 40, epoch at 56, keys from 60 */
+    PUTM(sealed_hello, "ok-sealed", 0, s->hello.b, s->hello.n);
+    PUTM(sealed_hello, "ok-private", 1, p->hello.b, p->hello.n);
+    PUTM(sealed_hello, "bad-truncated", 0, s->hello.b, s->hello.n - 1);
+    PUTMF(sealed_hello, "bad-plan-fingerprint", 0, s->hello.b, 60, 8, 1, 0);
+    PUTM(sealed_hello, "bad-other-plan", 1, s->hello.b, 60);
+    PUTMF(sealed_hello, "bad-kind", 0, s->hello.b, 60, 5, 1, 11);
+    PUTMF(sealed_hello, "bad-key-coefficient-above-q", 0, s->hello.b, s->hello.n, 60 + 32, 7,
+          0xFF);
+
+    /* query: tag, u32 n_chunks at 36, ciphertexts from 40 */
+    PUTM(sealed_query, "ok-sealed", 0, s->query.b, s->query.n);
+    PUTM(sealed_query, "ok-private", 1, p->query.b, p->query.n);
+    PUTM(sealed_query, "bad-truncated", 0, s->query.b, s->query.n - 1);
+    PUTMF(sealed_query, "bad-replay-seq", 0, s->query.b, pre, seq, 1, 1);
+    PUTMF(sealed_query, "bad-session", 0, s->query.b, pre, tag, 1, 0);
+    PUTMF(sealed_query, "bad-n-chunks", 0, s->query.b, pre, 36, 1, 2);
+    PUTMF(sealed_query, "bad-coefficient-above-q", 0, s->query.b, s->query.n, pre + 32, 7, 0xFF);
+
+    /* response 1: per site rank, d_out, f64 scale, u32 k (from 40), then
+     * the sealed results from 60 */
+    PUTM(sealed_response1, "ok-sealed", 0, s->r1.b, s->r1.n);
+    PUTM(sealed_response1, "ok-private", 1, p->r1.b, p->r1.n);
+    PUTM(sealed_response1, "bad-truncated", 0, s->r1.b, s->r1.n - 1);
+    PUTMF(sealed_response1, "bad-rank", 0, s->r1.b, 60, pre, 1, 3);
+    PUTMF(sealed_response1, "bad-scale-nan", 0, s->r1.b, 60, pre + 8, 8, 0xFF);
+    PUTMF(sealed_response1, "bad-shift-above-plan", 1, p->r1.b, 60, pre + 16, 1, 0x7F);
+    PUTMF(sealed_response1, "bad-c1-above-q", 1, p->r1.b, p->r1.n, 60, 7, 0xFF);
+    PUTMF(sealed_response1, "bad-replay-seq", 0, s->r1.b, 60, seq, 1, 1);
+
+    /* share: sealed u32 rank + rank u64 (from 40); private u32 rank, u32
+     * n_cts, ciphertexts from 48 */
+    PUTM(sealed_share, "ok-sealed", 0, s->share.b, s->share.n);
+    PUTM(sealed_share, "ok-private", 1, p->share.b, p->share.n);
+    PUTM(sealed_share, "bad-sealed-truncated", 0, s->share.b, s->share.n - 1);
+    PUTMF(sealed_share, "bad-sealed-share-above-t", 0, s->share.b, s->share.n, pre + 4 + 4, 4,
+          0xFF);
+    PUTMF(sealed_share, "bad-sealed-kind", 1, s->share.b, s->share.n, 0, 0, 0);
+    PUTMF(sealed_share, "bad-private-n-cts", 1, p->share.b, 48, pre + 4, 1, 3);
+    {
+        /* the first round-2 ciphertext alone, its first c0 coefficient >= q0 */
+        uint32_t ncts = p->share.b[pre + 4];
+        size_t ctl = p->sizes.share / ncts;
+        PUTMF(sealed_share, "bad-private-coefficient-above-q", 1, p->share.b, 48 + ctl, 48 + 32,
+              7, 0xFF);
+    }
+    PUTMF(sealed_share, "bad-replay-seq", 0, s->share.b, s->share.n, seq, 1, 1);
+
+    /* final: sealed u32 d_out + f32 values (from 40); private u32 d_out,
+     * f64 scale, sealed results from 52 */
+    PUTM(sealed_final, "ok-sealed", 0, s->final.b, s->final.n);
+    PUTM(sealed_final, "ok-private", 1, p->final.b, p->final.n);
+    PUTM(sealed_final, "bad-sealed-truncated", 0, s->final.b, s->final.n - 1);
+    PUTMF(sealed_final, "bad-sealed-nan", 0, s->final.b, s->final.n, pre + 4, 4, 0xFF);
+    PUTMF(sealed_final, "bad-sealed-d-out", 0, s->final.b, s->final.n, pre, 1, 63);
+    PUTMF(sealed_final, "bad-private-scale-zero", 1, p->final.b, 52, pre + 4, 8, 0);
+    PUTM(sealed_final, "bad-private-truncated", 1, p->final.b, p->final.n - 1);
+    PUTMF(sealed_final, "bad-private-c1-above-q", 1, p->final.b, p->final.n, 52, 7, 0xFF);
+    PUTMF(sealed_final, "bad-replay-seq", 1, p->final.b, 52, seq, 1, 1);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -561,6 +720,8 @@ int main(int argc, char **argv)
     gen_dp();
     gen_moe_config();
     gen_stepgate();
+    gen_bfv();
+    gen_sealed();
     tsafe_fuzz_cleanup();
     printf("gen_corpus: %zu files, %zu bytes, %d expectation errors\n", g_files, g_bytes,
            g_errors);

@@ -12,11 +12,13 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "tensafe/bfv.h"
 #include "tensafe/ckks.h"
 #include "tensafe/lora_adapter.h"
 #include "tensafe/lora_dp.h"
 #include "tensafe/lora_he.h"
 #include "tensafe/lora_package.h"
+#include "tensafe/lora_sealed.h"
 #include "tensafe/lora_two_party.h"
 #include "tensafe/moe.h"
 #include "tensafe/safetensors.h"
@@ -920,6 +922,431 @@ int tsafe_fuzz_stepgate(const uint8_t *data, size_t size)
     return accepted;
 }
 
+/* ------------------------------------------------------------------ BFV */
+
+/* N = 2048 with a 30-bit q0 and a 31-bit q1, t = 2^16: below the smallest
+ * secure size (N = 2048 holds 54 bits of modulus), hence the test flag,
+ * which only this fixture uses. Half the cost of the smallest secure
+ * context; the sealed targets below run the real (secure) parameters. */
+#define FZ_BFV_READS 64u
+
+typedef struct {
+    int ready;
+    tsafe_bfv_context *ctx;
+    tsafe_bfv_secret_key *sk;
+    tsafe_bfv_public_key *pk;
+    tsafe_bfv_ct *ct;        /* an encryption under sk (seeded) */
+    tsafe_bfv_ct *in;        /* what tsafe_bfv_ct_read fills */
+    tsafe_bfv_plain *pt;
+    tsafe_bfv_acc *acc;
+    tsafe_bfv_sealed *res;   /* room for FZ_BFV_READS reads */
+    uint32_t pos[FZ_BFV_READS]; /* distinct read positions */
+} fz_bfv_fixture;
+
+static fz_bfv_fixture g_fz_bfv;
+
+static void fz_bfv_params(tsafe_bfv_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->log_n = 11;
+    p->resp_bits = 30;
+    p->gap_bits = 31;
+    p->t_bits = 16;
+    p->flags = TSAFE_BFV_INSECURE_FOR_TESTS;
+}
+
+static const fz_bfv_fixture *fz_bfv(void)
+{
+    fz_bfv_fixture *f = &g_fz_bfv;
+    if (f->ready)
+        return f;
+    tsafe_bfv_params p;
+    fz_bfv_params(&p);
+    uint8_t s1[32], s2[32], s3[32];
+    fz_fill32(s1, 0x81);
+    fz_fill32(s2, 0x82);
+    fz_fill32(s3, 0x83);
+    int64_t m[64], w[256];
+    for (int i = 0; i < 64; i++)
+        m[i] = (i * 37) % 201 - 100;
+    for (int i = 0; i < 256; i++)
+        w[i] = (i * 11) % 61 - 30;
+    FZ_CHECK(tsafe_bfv_context_create(&p, &f->ctx) == TSAFE_OK);
+    size_t n = tsafe_bfv_context_n(f->ctx);
+    FZ_CHECK(tsafe_bfv_secret_key_generate(f->ctx, s1, &f->sk) == TSAFE_OK);
+    FZ_CHECK(tsafe_bfv_public_key_generate(f->ctx, f->sk, s2, &f->pk) == TSAFE_OK);
+    FZ_CHECK(tsafe_bfv_ct_create(f->ctx, &f->ct) == TSAFE_OK);
+    FZ_CHECK(tsafe_bfv_encrypt(f->ctx, f->sk, m, 64, s3, f->ct) == TSAFE_OK);
+    FZ_CHECK(tsafe_bfv_ct_create(f->ctx, &f->in) == TSAFE_OK);
+    FZ_CHECK(tsafe_bfv_plain_create(f->ctx, w, 256, &f->pt) == TSAFE_OK);
+    FZ_CHECK(tsafe_bfv_acc_create(f->ctx, &f->acc) == TSAFE_OK);
+    FZ_CHECK(tsafe_bfv_sealed_create(f->ctx, FZ_BFV_READS, &f->res) == TSAFE_OK);
+    for (uint32_t k = 0; k < FZ_BFV_READS; k++) /* 37 is odd: distinct mod 2^11 */
+        f->pos[k] = (uint32_t)((k * 37u + 63u) % n);
+    f->ready = 1;
+    return f;
+}
+
+static void fz_bfv_free(void)
+{
+    fz_bfv_fixture *f = &g_fz_bfv;
+    tsafe_bfv_sealed_free(f->res);
+    tsafe_bfv_acc_free(f->acc);
+    tsafe_bfv_plain_free(f->pt);
+    tsafe_bfv_ct_free(f->in);
+    tsafe_bfv_ct_free(f->ct);
+    tsafe_bfv_public_key_free(f->pk);
+    tsafe_bfv_secret_key_free(f->sk);
+    tsafe_bfv_context_free(f->ctx);
+    memset(f, 0, sizeof *f);
+}
+
+/* acc = ct * pt, sealed under pk at the first n fixture positions, then
+ * decrypted with the fixture key: every decrypted value lies in [0, t). */
+static void fz_bfv_product(const fz_bfv_fixture *f, const tsafe_bfv_ct *ct,
+                           const tsafe_bfv_public_key *pk, size_t n)
+{
+    uint8_t seed[32];
+    uint64_t m[FZ_BFV_READS];
+    fz_fill32(seed, 0x84);
+    tsafe_bfv_acc_zero(f->acc);
+    if (tsafe_bfv_acc_mul_add(f->acc, ct, f->pt) != TSAFE_OK)
+        return;
+    if (tsafe_bfv_seal(f->ctx, f->acc, pk, f->pos, NULL, n, 20, seed, f->res) != TSAFE_OK)
+        return;
+    FZ_CHECK(tsafe_bfv_decrypt_reads(f->ctx, f->sk, f->res, f->pos, n, m) == TSAFE_OK);
+    for (size_t k = 0; k < n; k++)
+        FZ_CHECK(m[k] < ((uint64_t)1 << 16));
+}
+
+/* The writers give back exactly the bytes the reader accepted. */
+#define FZ_BFV_REWRITE(call, data, size)                     \
+    do {                                                     \
+        uint8_t *buf_ = malloc(size);                        \
+        FZ_CHECK(buf_ != NULL);                              \
+        FZ_CHECK((call) == TSAFE_OK);                        \
+        FZ_CHECK(memcmp(buf_, data, size) == 0);             \
+        free(buf_);                                          \
+    } while (0)
+
+/* Input: a selector byte (0 public key, 1 ciphertext, 2 sealed result,
+ * modulo 3), a read count (sealed results; above FZ_BFV_READS is refused),
+ * then the encoding. */
+int tsafe_fuzz_bfv(const uint8_t *data, size_t size)
+{
+    const fz_bfv_fixture *f = fz_bfv();
+    if (size < 2)
+        return 0;
+    uint8_t sel = data[0] % 3;
+    size_t n_reads = data[1];
+    data += 2;
+    size -= 2;
+    if (sel == 0) {
+        tsafe_bfv_public_key *pk = NULL;
+        if (tsafe_bfv_public_key_read(f->ctx, data, size, &pk) != TSAFE_OK) {
+            FZ_CHECK(pk == NULL);
+            return 0;
+        }
+        FZ_CHECK(pk != NULL && size == tsafe_bfv_public_key_bytes(f->ctx));
+        FZ_BFV_REWRITE(tsafe_bfv_public_key_write(f->ctx, pk, buf_, size), data, size);
+        fz_bfv_product(f, f->ct, pk, 8);
+        tsafe_bfv_public_key_free(pk);
+        return 1;
+    }
+    if (sel == 1) {
+        if (tsafe_bfv_ct_read(f->ctx, data, size, f->in) != TSAFE_OK)
+            return 0;
+        FZ_CHECK(size == tsafe_bfv_ct_bytes(f->ctx));
+        FZ_BFV_REWRITE(tsafe_bfv_ct_write(f->ctx, f->in, buf_, size), data, size);
+        fz_bfv_product(f, f->in, f->pk, FZ_BFV_READS);
+        return 1;
+    }
+    if (tsafe_bfv_sealed_read(f->ctx, data, size, n_reads, f->res) != TSAFE_OK)
+        return 0;
+    FZ_CHECK(n_reads <= FZ_BFV_READS && size == tsafe_bfv_sealed_bytes(f->ctx, n_reads));
+    FZ_BFV_REWRITE(tsafe_bfv_sealed_write(f->ctx, f->res, buf_, size), data, size);
+    uint64_t m[FZ_BFV_READS];
+    double noise[FZ_BFV_READS];
+    FZ_CHECK(tsafe_bfv_decrypt_reads(f->ctx, f->sk, f->res, f->pos, n_reads, m) == TSAFE_OK);
+    for (size_t k = 0; k < n_reads; k++)
+        FZ_CHECK(m[k] < ((uint64_t)1 << 16));
+    FZ_CHECK(tsafe_bfv_decrypt_noise(f->ctx, f->sk, f->res, f->pos, n_reads, noise) ==
+             TSAFE_OK);
+    for (size_t k = 0; k < n_reads; k++)
+        FZ_CHECK(isfinite(noise[k]));
+    return 1;
+}
+
+/* ------------------------------------------------------- sealed protocol */
+
+/* One plan per mode (tsafe_sealed_plan_derive(mode, 64, 4, 64): N = 4096,
+ * the real parameters), one site, and one reference token run at setup with
+ * a client seeded from a fixed seed (its keys and session id follow from the
+ * seed: a client re-created from it accepts the reference messages again).
+ * Each message target owns the object that reads its message, held in the
+ * state just before that message; a call that accepts the input moves the
+ * object on, and the target puts it back (by the protocol itself, or by
+ * re-creating it). A refused message leaves the state as it was. */
+#define FZ_SEALED_D 64u
+#define FZ_SEALED_R 4u
+#define FZ_SEALED_OUT 64u
+/* header (8), tag (session 16, epoch 4, seq 8), u32 n_sites */
+#define FZ_SEALED_PREFIX 40u
+
+typedef struct {
+    uint8_t *b;
+    size_t n;
+} fz_msg;
+
+typedef struct {
+    int ready;
+    tsafe_sealed_plan plan;
+    tsafe_sealed_sizes sizes;
+    tsafe_sealed_site *site;
+    const tsafe_sealed_site *sites[1]; /* = {site} */
+    uint8_t seed[32];
+    float x[FZ_SEALED_D];
+    /* the reference token; hello_other opens another session */
+    fz_msg hello, hello_other, query, r1, share, final;
+    tsafe_sealed_server *s_hello;  /* not on the reference session */
+    tsafe_sealed_server *s_query;  /* session open, token 0 expected */
+    tsafe_sealed_client *c_r1;     /* query sent */
+    tsafe_sealed_server *s_share;  /* round 1 done */
+    tsafe_sealed_client *c_final;  /* share sent */
+} fz_sealed_fixture;
+
+static fz_sealed_fixture g_fz_sealed[2]; /* [0] sealed, [1] sealed-private */
+
+/* A client from the fixture's seed that has sent its hello. */
+static tsafe_sealed_client *fz_sealed_client(const fz_sealed_fixture *f)
+{
+    tsafe_sealed_client *c = NULL;
+    fz_msg h;
+    FZ_CHECK(tsafe_sealed_client_create(&f->plan, f->seed, &c) == TSAFE_OK);
+    FZ_CHECK(tsafe_sealed_client_hello(c, &h.b, &h.n) == TSAFE_OK);
+    tsafe_lora_bytes_free(h.b);
+    return c;
+}
+
+static void fz_sealed_query(const fz_sealed_fixture *f, tsafe_sealed_client *c)
+{
+    fz_msg q;
+    FZ_CHECK(tsafe_sealed_client_query(c, f->x, &q.b, &q.n, NULL) == TSAFE_OK);
+    tsafe_lora_bytes_free(q.b);
+}
+
+/* A fresh client that has answered the reference response 1. */
+static void fz_sealed_reset_final(fz_sealed_fixture *f)
+{
+    uint32_t rank = FZ_SEALED_R, d_out = FZ_SEALED_OUT;
+    fz_msg sh;
+    tsafe_sealed_client_free(f->c_final);
+    f->c_final = fz_sealed_client(f);
+    fz_sealed_query(f, f->c_final);
+    FZ_CHECK(tsafe_sealed_client_respond(f->c_final, f->r1.b, f->r1.n, 1, &rank, &d_out, NULL,
+                                         1, &sh.b, &sh.n, NULL) == TSAFE_OK);
+    tsafe_lora_bytes_free(sh.b);
+}
+
+/* The share server back on the reference session with round 1 done: leave
+ * the session (another one's hello), re-open it (a hello of another
+ * session resets the sequence) and answer the reference query. */
+static void fz_sealed_reset_share(fz_sealed_fixture *f)
+{
+    fz_msg r;
+    FZ_CHECK(tsafe_sealed_server_accept(f->s_share, f->hello_other.b, f->hello_other.n) ==
+             TSAFE_OK);
+    FZ_CHECK(tsafe_sealed_server_accept(f->s_share, f->hello.b, f->hello.n) == TSAFE_OK);
+    FZ_CHECK(tsafe_sealed_server_round1(f->s_share, f->sites, 1, f->query.b,
+                                        f->query.n, &r.b, &r.n, NULL) == TSAFE_OK);
+    tsafe_lora_bytes_free(r.b);
+}
+
+static fz_sealed_fixture *fz_sealed(int priv)
+{
+    fz_sealed_fixture *f = &g_fz_sealed[priv];
+    if (f->ready)
+        return f;
+    static float A[FZ_SEALED_R * FZ_SEALED_D], B[FZ_SEALED_OUT * FZ_SEALED_R];
+    for (size_t i = 0; i < FZ_SEALED_R * FZ_SEALED_D; i++)
+        A[i] = (float)(0.05 * sin(0.9 * (double)i));
+    for (size_t i = 0; i < FZ_SEALED_OUT * FZ_SEALED_R; i++)
+        B[i] = (float)(0.03 * cos(0.4 * (double)i));
+    for (uint32_t i = 0; i < FZ_SEALED_D; i++)
+        f->x[i] = (float)(1.7 * sin(1.1 * (double)i));
+    tsafe_sealed_mode mode = priv ? TSAFE_SEALED_PRIVATE : TSAFE_SEALED;
+    uint8_t other[32];
+    fz_fill32(f->seed, priv ? 0x92 : 0x91); /* the session id is the seed's start */
+    fz_fill32(other, 0x93);
+    FZ_CHECK(tsafe_sealed_plan_derive(mode, FZ_SEALED_D, FZ_SEALED_R, FZ_SEALED_OUT, NULL,
+                                      &f->plan) == TSAFE_OK);
+    FZ_CHECK(tsafe_sealed_plan_sizes(&f->plan, FZ_SEALED_R, FZ_SEALED_OUT, &f->sizes) ==
+             TSAFE_OK);
+    FZ_CHECK(tsafe_sealed_site_create(&f->plan, A, B, FZ_SEALED_R, FZ_SEALED_OUT, 2.0f,
+                                      &f->site) == TSAFE_OK);
+    f->sites[0] = f->site;
+
+    /* the reference token */
+    tsafe_sealed_client *c = NULL, *o = NULL;
+    tsafe_sealed_server *s = NULL;
+    uint32_t rank = FZ_SEALED_R, d_out = FZ_SEALED_OUT;
+    float delta[FZ_SEALED_OUT], *dp = delta;
+    FZ_CHECK(tsafe_sealed_client_create(&f->plan, f->seed, &c) == TSAFE_OK);
+    FZ_CHECK(tsafe_sealed_client_create(&f->plan, other, &o) == TSAFE_OK);
+    FZ_CHECK(tsafe_sealed_server_create(&f->plan, &s) == TSAFE_OK);
+    FZ_CHECK(tsafe_sealed_client_hello(c, &f->hello.b, &f->hello.n) == TSAFE_OK);
+    FZ_CHECK(tsafe_sealed_client_hello(o, &f->hello_other.b, &f->hello_other.n) == TSAFE_OK);
+    FZ_CHECK(tsafe_sealed_server_accept(s, f->hello.b, f->hello.n) == TSAFE_OK);
+    FZ_CHECK(tsafe_sealed_client_query(c, f->x, &f->query.b, &f->query.n, NULL) == TSAFE_OK);
+    FZ_CHECK(tsafe_sealed_server_round1(s, f->sites, 1, f->query.b, f->query.n,
+                                        &f->r1.b, &f->r1.n, NULL) == TSAFE_OK);
+    FZ_CHECK(tsafe_sealed_client_respond(c, f->r1.b, f->r1.n, 1, &rank, &d_out, NULL, 1,
+                                         &f->share.b, &f->share.n, NULL) == TSAFE_OK);
+    FZ_CHECK(tsafe_sealed_server_round2(s, f->sites, 1, f->share.b, f->share.n,
+                                        &f->final.b, &f->final.n, NULL) == TSAFE_OK);
+    FZ_CHECK(tsafe_sealed_client_finish(c, f->final.b, f->final.n, 1, &d_out, &dp, NULL) ==
+             TSAFE_OK);
+    tsafe_sealed_server_free(s);
+    tsafe_sealed_client_free(o);
+    tsafe_sealed_client_free(c);
+
+    /* each target's object, in the state before its message */
+    FZ_CHECK(tsafe_sealed_server_create(&f->plan, &f->s_hello) == TSAFE_OK);
+    FZ_CHECK(tsafe_sealed_server_create(&f->plan, &f->s_query) == TSAFE_OK);
+    FZ_CHECK(tsafe_sealed_server_accept(f->s_query, f->hello.b, f->hello.n) == TSAFE_OK);
+    f->c_r1 = fz_sealed_client(f);
+    fz_sealed_query(f, f->c_r1);
+    FZ_CHECK(tsafe_sealed_server_create(&f->plan, &f->s_share) == TSAFE_OK);
+    fz_sealed_reset_share(f);
+    fz_sealed_reset_final(f);
+    f->ready = 1;
+    return f;
+}
+
+static void fz_sealed_free(void)
+{
+    for (int i = 0; i < 2; i++) {
+        fz_sealed_fixture *f = &g_fz_sealed[i];
+        tsafe_sealed_client_free(f->c_final);
+        tsafe_sealed_server_free(f->s_share);
+        tsafe_sealed_client_free(f->c_r1);
+        tsafe_sealed_server_free(f->s_query);
+        tsafe_sealed_server_free(f->s_hello);
+        fz_msg *msgs[6] = {&f->hello, &f->hello_other, &f->query, &f->r1, &f->share, &f->final};
+        for (int k = 0; k < 6; k++)
+            tsafe_lora_bytes_free(msgs[k]->b);
+        tsafe_sealed_site_free(f->site);
+        memset(f, 0, sizeof *f);
+    }
+}
+
+/* The first input byte picks the plan (low bit: 0 sealed, 1 sealed-private);
+ * the rest is the message. NULL for an empty input. */
+static fz_sealed_fixture *fz_sealed_split(const uint8_t **data, size_t *size)
+{
+    if (*size == 0)
+        return NULL;
+    int priv = (*data)[0] & 1;
+    (*data)++;
+    (*size)--;
+    return fz_sealed(priv);
+}
+
+int tsafe_fuzz_sealed_hello(const uint8_t *data, size_t size)
+{
+    fz_sealed_fixture *f = fz_sealed_split(&data, &size);
+    if (!f || tsafe_sealed_server_accept(f->s_hello, data, size) != TSAFE_OK)
+        return 0;
+    /* the accepted public key seals a response when the hello opened the
+     * reference session (refused as a replay otherwise) */
+    fz_msg r;
+    if (tsafe_sealed_server_round1(f->s_hello, f->sites, 1, f->query.b, f->query.n,
+                                   &r.b, &r.n, NULL) == TSAFE_OK) {
+        FZ_CHECK(r.n == FZ_SEALED_PREFIX + 20 + f->sizes.response1);
+        tsafe_lora_bytes_free(r.b);
+    }
+    /* leave the session the input opened (a replay of it would be refused):
+     * another session's hello, or a new server when the input was that one */
+    if (tsafe_sealed_server_accept(f->s_hello, f->hello_other.b, f->hello_other.n) !=
+        TSAFE_OK) {
+        tsafe_sealed_server_free(f->s_hello);
+        f->s_hello = NULL;
+        FZ_CHECK(tsafe_sealed_server_create(&f->plan, &f->s_hello) == TSAFE_OK);
+    }
+    return 1;
+}
+
+int tsafe_fuzz_sealed_query(const uint8_t *data, size_t size)
+{
+    fz_sealed_fixture *f = fz_sealed_split(&data, &size);
+    fz_msg r;
+    if (!f || tsafe_sealed_server_round1(f->s_query, f->sites, 1, data, size, &r.b,
+                                         &r.n, NULL) != TSAFE_OK)
+        return 0;
+    /* round 1 keeps the expected sequence number (round 2 moves it on), so
+     * the server stays in this state */
+    FZ_CHECK(r.n == FZ_SEALED_PREFIX + 20 + f->sizes.response1);
+    tsafe_lora_bytes_free(r.b);
+    return 1;
+}
+
+int tsafe_fuzz_sealed_response1(const uint8_t *data, size_t size)
+{
+    fz_sealed_fixture *f = fz_sealed_split(&data, &size);
+    if (!f)
+        return 0;
+    int priv = f->plan.mode == TSAFE_SEALED_PRIVATE;
+    uint32_t rank = FZ_SEALED_R, d_out = FZ_SEALED_OUT;
+    fz_msg sh, q;
+    if (tsafe_sealed_client_respond(f->c_r1, data, size, 1, &rank, &d_out, NULL, 1, &sh.b,
+                                    &sh.n, NULL) != TSAFE_OK)
+        return 0;
+    FZ_CHECK(sh.n == FZ_SEALED_PREFIX + (priv ? 8u : 4u) + f->sizes.share);
+    tsafe_lora_bytes_free(sh.b);
+    /* back to "query sent": a new query for the same token, or a new client */
+    if (tsafe_sealed_client_query(f->c_r1, f->x, &q.b, &q.n, NULL) == TSAFE_OK) {
+        tsafe_lora_bytes_free(q.b);
+    } else {
+        tsafe_sealed_client_free(f->c_r1);
+        f->c_r1 = fz_sealed_client(f);
+        fz_sealed_query(f, f->c_r1);
+    }
+    return 1;
+}
+
+int tsafe_fuzz_sealed_share(const uint8_t *data, size_t size)
+{
+    fz_sealed_fixture *f = fz_sealed_split(&data, &size);
+    if (!f)
+        return 0;
+    int priv = f->plan.mode == TSAFE_SEALED_PRIVATE;
+    fz_msg r;
+    if (tsafe_sealed_server_round2(f->s_share, f->sites, 1, data, size, &r.b, &r.n,
+                                   NULL) != TSAFE_OK)
+        return 0;
+    FZ_CHECK(r.n == FZ_SEALED_PREFIX + (priv ? 12u : 4u) + f->sizes.response2);
+    tsafe_lora_bytes_free(r.b);
+    fz_sealed_reset_share(f);
+    return 1;
+}
+
+int tsafe_fuzz_sealed_final(const uint8_t *data, size_t size)
+{
+    fz_sealed_fixture *f = fz_sealed_split(&data, &size);
+    if (!f)
+        return 0;
+    uint32_t d_out = FZ_SEALED_OUT;
+    float delta[FZ_SEALED_OUT], *dp = delta;
+    if (tsafe_sealed_client_finish(f->c_final, data, size, 1, &d_out, &dp, NULL) != TSAFE_OK)
+        return 0;
+    /* sealed: finite f32 values times the client's (small) x scale */
+    if (f->plan.mode == TSAFE_SEALED)
+        for (uint32_t j = 0; j < FZ_SEALED_OUT; j++)
+            FZ_CHECK(isfinite(delta[j]));
+    fz_sealed_reset_final(f);
+    return 1;
+}
+
 /* ------------------------------------------------------------- cleanup */
 
 void tsafe_fuzz_cleanup(void)
@@ -927,6 +1354,8 @@ void tsafe_fuzz_cleanup(void)
     fz_ckks_free();
     fz_lora_free();
     fz_adapter_free();
+    fz_bfv_free();
+    fz_sealed_free();
     sodium_memzero(&g_fz_pkg, sizeof g_fz_pkg);
     tsafe_stepgate_free(g_fz_default_gate);
     g_fz_default_gate = NULL;

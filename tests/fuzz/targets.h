@@ -31,7 +31,13 @@
     X(safetensors)            \
     X(adapter_config)         \
     X(moe_config)             \
-    X(stepgate)
+    X(stepgate)               \
+    X(bfv)                    \
+    X(sealed_hello)           \
+    X(sealed_query)           \
+    X(sealed_response1)       \
+    X(sealed_share)           \
+    X(sealed_final)
 
 #define TSAFE_FUZZ_DECLARE(name) \
     int tsafe_fuzz_##name(const uint8_t *data, size_t size);
