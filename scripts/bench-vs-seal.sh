@@ -3,7 +3,10 @@
 # point to (outside this repository; it is never vendored), builds
 # scripts/seal_harness.cpp against it, then runs the harness and
 # `tensafe bench core` + `tensafe bench lora` back to back on this machine and
-# prints SEAL µs / TenSafe µs for each operation (> 1: TenSafe is faster).
+# prints SEAL µs / TenSafe µs for each operation (> 1: TenSafe is faster),
+# then the sealed product (issue 11) on SEAL's BFV next to `tensafe bench
+# lora`'s "HE-LoRA sealed" row: per-site times (client encrypt, server,
+# client decrypt) and bytes.
 #
 #   usage: scripts/bench-vs-seal.sh SEAL_SRC        (or: make bench-seal SEAL_SRC=...)
 #   env:   SEAL_BUILD  build + install dir for SEAL and the harness
@@ -126,5 +129,42 @@ awk -F'\t' '
       printf "| %-52s | %12.1f | %12.1f | %8.2fx |\n", f[1], s, o, s / o
     }
   }' "$out/seal.tsv" "$out/tensafe.tsv" | tee "$out/ratios.md"
+
+# The sealed product (issue 11): SEAL's BFV round 1 against ours
+sealed_params=$(sed -n 's/^# sealed: //p' "$out/seal.tsv")
+echo >>"$out/ratios.md"
 echo
-echo "(SEAL/ours > 1: TenSafe-HE is faster; rows: $out/ratios.md)"
+echo "sealed:  ${sealed_params:-?}"
+echo "         ours: \`tensafe bench lora\` \"HE-LoRA sealed\" (d=2048 r=32 d_out=2048; its times include"
+echo "         round 2: the 256 B share up, reconstruction + B*u, the 8 KB delta down)"
+echo
+awk -F'\t' '
+  FNR == NR { if ($1 == "seal") seal[$2] = $3; next }
+  $3 == "sealed d=2048 r=32" { ours[$2] = $4 }
+  function dashes(k,   d) { d = ""; while (k-- > 0) d = d "-"; return d }
+  END {
+    n = split("" \
+      "per site, total (SEAL server: NTT-form operands)|sealed total (server NTT-form)|HE-LoRA sealed (bytes)|us\n" \
+      "per site, total (SEAL server: multiply_plain as is)|sealed total (server coefficient-form)|HE-LoRA sealed (bytes)|us\n" \
+      "client: encrypt x, 4 chunks (ours: shared by sites)|sealed client encrypt (4 chunks)|  sealed: client encrypt x (shared)|us\n" \
+      "server (SEAL: NTT-form operands)|sealed server (NTT-form)|  sealed: server (both rounds)|us\n" \
+      "server (SEAL: multiply_plain as is)|sealed server (coefficient-form)|  sealed: server (both rounds)|us\n" \
+      "client: decrypt 4 blocks (ours: + shares)|sealed client decrypt (4 blocks)|  sealed: client rest (decrypt, shares)|us\n" \
+      "bytes up, query (SEAL: its save, uncompressed)|sealed bytes up (SEAL save)|  sealed: bytes query (shared by sites)|B\n" \
+      "bytes up, query (SEAL: seed + c0 bit-packed)|sealed bytes up (seed + c0 bit-packed)|  sealed: bytes query (shared by sites)|B\n" \
+      "bytes down, response (SEAL: whole ciphertexts)|sealed bytes down (SEAL save)|  sealed: bytes response 1|B\n" \
+      "bytes down, response (SEAL: c1 + 8 coeffs packed)|sealed bytes down (c1 + 8 coefficients bit-packed)|  sealed: bytes response 1|B", cmp, "\n")
+    printf "| %-52s | %12s | %12s | %9s |\n", "sealed product, d=2048 r=32 (us or bytes)", "SEAL BFV", "TenSafe", "SEAL/ours"
+    printf "|%s|%s|%s|%s|\n", dashes(54), dashes(13) ":", dashes(13) ":", dashes(10) ":"
+    for (i = 1; i <= n; i++) {
+      split(cmp[i], f, "|")
+      s = seal[f[2]]; o = ours[f[3]]; fmt = f[4] == "B" ? "%.0f" : "%.1f"
+      if (s == "" || o == "" || o + 0 <= 0) {
+        printf "| %-52s | %12s | %12s | %9s |\n", f[1], s == "" ? "-" : sprintf(fmt, s), o == "" ? "-" : sprintf(fmt, o), "-"
+        continue
+      }
+      printf "| %-52s | %12s | %12s | %8.2fx |\n", f[1], sprintf(fmt, s), sprintf(fmt, o), s / o
+    }
+  }' "$out/seal.tsv" "$out/tensafe.tsv" | tee -a "$out/ratios.md"
+echo
+echo "(SEAL/ours > 1: TenSafe-HE is faster or smaller; rows: $out/ratios.md)"
