@@ -586,7 +586,11 @@ static void attack_e_replay_and_reorder_refused(void **state)
     size_t ql, rl, shl, r2l, jl;
     assert_int_equal(tsafe_sealed_client_query(w.c, x, &q, &ql, NULL), TSAFE_OK);
     assert_int_equal(tsafe_sealed_server_round1(w.s, &ss, 1, q, ql, &r, &rl, NULL), TSAFE_OK);
-    /* round 2 before the share: no; the same query again is a replay */
+    /* the same query again while its round 2 is pending is a replay, and
+     * the client cannot start another token in the middle of this one */
+    assert_int_equal(tsafe_sealed_server_round1(w.s, &ss, 1, q, ql, &junk, &jl, NULL),
+                     TSAFE_E_REPLAY);
+    assert_int_equal(tsafe_sealed_client_query(w.c, x, &junk, &jl, NULL), TSAFE_E_STATE);
     assert_int_equal(tsafe_sealed_client_respond(w.c, r, rl, 1, &k_rank, &k_dout, NULL, 1, &sh,
                                                  &shl, NULL), TSAFE_OK);
     assert_int_equal(tsafe_sealed_server_round2(w.s, &ss, 1, sh, shl, &r2, &r2l, NULL), TSAFE_OK);

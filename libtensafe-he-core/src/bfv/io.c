@@ -112,10 +112,10 @@ tsafe_status tsafe_bfv_ct_read(const tsafe_bfv_context *c, const uint8_t *buf,
 {
     TSAFE_REQUIRE(c && buf && ct, TSAFE_E_NULL);
     TSAFE_REQUIRE(ct->ctx == c, TSAFE_E_PARAMS_MISMATCH);
+    ct->valid = 0; /* a failed read leaves no usable ciphertext behind */
     size_t need = tsafe_bfv_ct_bytes(c);
     TSAFE_REQUIRE(len >= need, TSAFE_E_TRUNCATED);
     TSAFE_REQUIRE(len == need, TSAFE_E_FORMAT);
-    ct->valid = 0;
     tsafe_reader r = {buf, len, 0};
     if (!tsafe_get_bytes(&r, ct->seed, TSAFE_BFV_SEED_BYTES))
         return TSAFE_E_TRUNCATED;
@@ -147,6 +147,7 @@ tsafe_status tsafe_bfv_sealed_read(const tsafe_bfv_context *c,
 {
     TSAFE_REQUIRE(c && buf && res, TSAFE_E_NULL);
     TSAFE_REQUIRE(res->ctx == c, TSAFE_E_PARAMS_MISMATCH);
+    res->n_reads = 0; /* nothing readable after a failed read */
     TSAFE_REQUIRE(n_reads <= res->cap, TSAFE_E_RANGE);
     size_t need = tsafe_bfv_sealed_bytes(c, n_reads);
     TSAFE_REQUIRE(len >= need, TSAFE_E_TRUNCATED);

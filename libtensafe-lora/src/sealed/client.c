@@ -183,7 +183,7 @@ tsafe_status tsafe_sealed_client_query(tsafe_sealed_client *c, const float *x,
     TSAFE_REQUIRE(c && x && msg && len, TSAFE_E_NULL);
     *msg = NULL;
     *len = 0;
-    TSAFE_REQUIRE(!c->needs_hello, TSAFE_E_STATE);
+    TSAFE_REQUIRE(!c->needs_hello && c->state == IDLE, TSAFE_E_STATE);
     const tsafe_sealed_plan *p = &c->plan;
     double t0 = tsafe_lora_now_us(), mx = 0;
     for (uint32_t j = 0; j < p->d_in; j++) {

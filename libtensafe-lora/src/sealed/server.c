@@ -209,6 +209,9 @@ tsafe_status tsafe_sealed_server_round1(tsafe_sealed_server *s,
     if (st != TSAFE_OK)
         return st;
     TSAFE_REQUIRE(s->have_session, TSAFE_E_STATE);
+    /* one query per sequence number: while its round 2 is pending, the
+     * same query again is a replay (a fresh one would carry seq + 1) */
+    TSAFE_REQUIRE(!s->await_round2, TSAFE_E_REPLAY);
     double t0 = tsafe_lora_now_us();
     tsafe_rbuf r = {query, len, 0};
     if ((st = tsafe_rbuf_header(&r, TSAFE_MSG_SEALED_QUERY)) != TSAFE_OK ||
