@@ -1283,10 +1283,14 @@ int tsafe_fuzz_sealed_query(const uint8_t *data, size_t size)
     if (!f || tsafe_sealed_server_round1(f->s_query, f->sites, 1, data, size, &r.b,
                                          &r.n, NULL) != TSAFE_OK)
         return 0;
-    /* round 1 keeps the expected sequence number (round 2 moves it on), so
-     * the server stays in this state */
     FZ_CHECK(r.n == FZ_SEALED_PREFIX + 20 + f->sizes.response1);
     tsafe_lora_bytes_free(r.b);
+    /* round 2 of this token is now pending (the same query again would be
+     * a replay): back to "session open, token 0 expected" through another
+     * session's hello, then the reference one */
+    FZ_CHECK(tsafe_sealed_server_accept(f->s_query, f->hello_other.b, f->hello_other.n) ==
+             TSAFE_OK);
+    FZ_CHECK(tsafe_sealed_server_accept(f->s_query, f->hello.b, f->hello.n) == TSAFE_OK);
     return 1;
 }
 
