@@ -2817,6 +2817,10 @@ static const api_case k_cuda[] = {
 
 /* A small BFV world and a sealed pair (d_in 64, rank 4, d_out 64), built on
  * first use and freed by the fixture teardown. */
+
+/* A non-NULL out-pointer value that a failing constructor must overwrite
+ * with NULL once its pointer arguments have passed the NULL checks. */
+#define POISON(p) ((p) = (void *)&S)
 static struct {
     tsafe_bfv_context *c;
     tsafe_bfv_secret_key *sk;
@@ -2876,16 +2880,26 @@ CHECK_FN(tsafe_bfv_context_create)
     (void)f;
     tsafe_bfv_context *c = NULL;
     tsafe_bfv_params p = {12, 49, 60, 37, 0}, bad = p;
-    ERR(tsafe_bfv_context_create(NULL, &c));
-    ERR(tsafe_bfv_context_create(&p, NULL));
+    IS(TSAFE_E_NULL, tsafe_bfv_context_create(NULL, &c));
+    IS(TSAFE_E_NULL, tsafe_bfv_context_create(&p, NULL));
     bad.log_n = 20;
-    ERR(tsafe_bfv_context_create(&bad, &c));
+    POISON(c);
+    IS(TSAFE_E_PARAMS, tsafe_bfv_context_create(&bad, &c));
+    assert_null(c);
     bad = p;
     bad.t_bits = 48;
-    ERR(tsafe_bfv_context_create(&bad, &c));
+    POISON(c);
+    IS(TSAFE_E_PARAMS, tsafe_bfv_context_create(&bad, &c));
+    assert_null(c);
     bad = p;
     bad.flags = 0x80;
+    POISON(c);
     ERR(tsafe_bfv_context_create(&bad, &c));
+    assert_null(c);
+    bad = p;
+    bad.gap_bits = 62;
+    POISON(c);
+    IS(TSAFE_E_PARAMS, tsafe_bfv_context_create(&bad, &c));
     assert_null(c);
 }
 
@@ -2919,7 +2933,9 @@ CHECK_FN(tsafe_bfv_context_log2_q)
 CHECK_FN(tsafe_bfv_context_params)
 {
     (void)f;
+    sealed_world();
     assert_null(tsafe_bfv_context_params(NULL));
+    assert_int_equal(tsafe_bfv_context_params(S.c)->log_n, 12);
 }
 
 CHECK_FN(tsafe_bfv_context_fingerprint)
@@ -2927,7 +2943,10 @@ CHECK_FN(tsafe_bfv_context_fingerprint)
     (void)f;
     uint8_t fp[32];
     sealed_world();
-    tsafe_bfv_context_fingerprint(NULL, fp);
+    memset(fp, 0xA5, sizeof fp);
+    tsafe_bfv_context_fingerprint(NULL, fp); /* no-op */
+    for (size_t i = 0; i < sizeof fp; i++)
+        assert_int_equal(fp[i], 0xA5);
     tsafe_bfv_context_fingerprint(S.c, NULL);
 }
 
@@ -2936,8 +2955,8 @@ CHECK_FN(tsafe_bfv_secret_key_generate)
     (void)f;
     tsafe_bfv_secret_key *k = NULL;
     sealed_world();
-    ERR(tsafe_bfv_secret_key_generate(NULL, NULL, &k));
-    ERR(tsafe_bfv_secret_key_generate(S.c, NULL, NULL));
+    IS(TSAFE_E_NULL, tsafe_bfv_secret_key_generate(NULL, NULL, &k));
+    IS(TSAFE_E_NULL, tsafe_bfv_secret_key_generate(S.c, NULL, NULL));
     assert_null(k);
 }
 
@@ -2948,9 +2967,9 @@ CHECK_FN(tsafe_bfv_public_key_generate)
     (void)f;
     tsafe_bfv_public_key *k = NULL;
     sealed_world();
-    ERR(tsafe_bfv_public_key_generate(NULL, S.sk, NULL, &k));
-    ERR(tsafe_bfv_public_key_generate(S.c, NULL, NULL, &k));
-    ERR(tsafe_bfv_public_key_generate(S.c, S.sk, NULL, NULL));
+    IS(TSAFE_E_NULL, tsafe_bfv_public_key_generate(NULL, S.sk, NULL, &k));
+    IS(TSAFE_E_NULL, tsafe_bfv_public_key_generate(S.c, NULL, NULL, &k));
+    IS(TSAFE_E_NULL, tsafe_bfv_public_key_generate(S.c, S.sk, NULL, NULL));
     assert_null(k);
 }
 
@@ -2967,9 +2986,9 @@ CHECK_FN(tsafe_bfv_public_key_write)
     (void)f;
     uint8_t b[16];
     sealed_world();
-    ERR(tsafe_bfv_public_key_write(NULL, S.pk, b, sizeof b));
-    ERR(tsafe_bfv_public_key_write(S.c, NULL, b, sizeof b));
-    ERR(tsafe_bfv_public_key_write(S.c, S.pk, NULL, 0));
+    IS(TSAFE_E_NULL, tsafe_bfv_public_key_write(NULL, S.pk, b, sizeof b));
+    IS(TSAFE_E_NULL, tsafe_bfv_public_key_write(S.c, NULL, b, sizeof b));
+    IS(TSAFE_E_NULL, tsafe_bfv_public_key_write(S.c, S.pk, NULL, 0));
     IS(TSAFE_E_BUFFER_SMALL, tsafe_bfv_public_key_write(S.c, S.pk, b, sizeof b));
 }
 
@@ -2979,18 +2998,32 @@ CHECK_FN(tsafe_bfv_public_key_read)
     uint8_t b[64] = {0};
     tsafe_bfv_public_key *k = NULL;
     sealed_world();
-    ERR(tsafe_bfv_public_key_read(NULL, b, sizeof b, &k));
-    ERR(tsafe_bfv_public_key_read(S.c, NULL, sizeof b, &k));
-    ERR(tsafe_bfv_public_key_read(S.c, b, sizeof b, NULL));
+    size_t need = tsafe_bfv_public_key_bytes(S.c);
+    uint8_t *big = malloc(need + 1);
+    assert_non_null(big);
+    IS(TSAFE_E_NULL, tsafe_bfv_public_key_read(NULL, b, sizeof b, &k));
+    IS(TSAFE_E_NULL, tsafe_bfv_public_key_read(S.c, NULL, sizeof b, &k));
+    IS(TSAFE_E_NULL, tsafe_bfv_public_key_read(S.c, b, sizeof b, NULL));
+    POISON(k);
     IS(TSAFE_E_TRUNCATED, tsafe_bfv_public_key_read(S.c, b, sizeof b, &k));
     assert_null(k);
+    OK(tsafe_bfv_public_key_write(S.c, S.pk, big, need + 1));
+    POISON(k);
+    IS(TSAFE_E_FORMAT, tsafe_bfv_public_key_read(S.c, big, need + 1, &k)); /* trailing byte */
+    assert_null(k);
+    memset(big + TSAFE_BFV_SEED_BYTES, 0xFF, 8); /* first residue above q0 */
+    POISON(k);
+    IS(TSAFE_E_FORMAT, tsafe_bfv_public_key_read(S.c, big, need, &k));
+    assert_null(k);
+    free(big);
 }
 
 CHECK_FN(tsafe_bfv_ct_create)
 {
     (void)f;
     tsafe_bfv_ct *ct = NULL;
-    ERR(tsafe_bfv_ct_create(NULL, &ct));
+    IS(TSAFE_E_NULL, tsafe_bfv_ct_create(NULL, &ct));
+    IS(TSAFE_E_NULL, tsafe_bfv_ct_create(NULL, NULL));
     assert_null(ct);
 }
 
@@ -3001,10 +3034,10 @@ CHECK_FN(tsafe_bfv_encrypt)
     (void)f;
     int64_t m[2] = {0, (int64_t)1 << 40};
     sealed_world();
-    ERR(tsafe_bfv_encrypt(NULL, S.sk, m, 1, NULL, S.ct));
-    ERR(tsafe_bfv_encrypt(S.c, NULL, m, 1, NULL, S.ct));
-    ERR(tsafe_bfv_encrypt(S.c, S.sk, NULL, 1, NULL, S.ct));
-    ERR(tsafe_bfv_encrypt(S.c, S.sk, m, 1, NULL, NULL));
+    IS(TSAFE_E_NULL, tsafe_bfv_encrypt(NULL, S.sk, m, 1, NULL, S.ct));
+    IS(TSAFE_E_NULL, tsafe_bfv_encrypt(S.c, NULL, m, 1, NULL, S.ct));
+    IS(TSAFE_E_NULL, tsafe_bfv_encrypt(S.c, S.sk, NULL, 1, NULL, S.ct));
+    IS(TSAFE_E_NULL, tsafe_bfv_encrypt(S.c, S.sk, m, 1, NULL, NULL));
     IS(TSAFE_E_RANGE, tsafe_bfv_encrypt(S.c, S.sk, m, 5000, NULL, S.ct));
     IS(TSAFE_E_VALUE_RANGE, tsafe_bfv_encrypt(S.c, S.sk, m, 2, NULL, S.ct));
     OK(tsafe_bfv_encrypt(S.c, S.sk, m, 1, NULL, S.ct)); /* leave it valid */
@@ -3021,9 +3054,9 @@ CHECK_FN(tsafe_bfv_ct_write)
     (void)f;
     uint8_t b[16];
     sealed_world();
-    ERR(tsafe_bfv_ct_write(NULL, S.ct, b, sizeof b));
-    ERR(tsafe_bfv_ct_write(S.c, NULL, b, sizeof b));
-    ERR(tsafe_bfv_ct_write(S.c, S.ct, NULL, 0));
+    IS(TSAFE_E_NULL, tsafe_bfv_ct_write(NULL, S.ct, b, sizeof b));
+    IS(TSAFE_E_NULL, tsafe_bfv_ct_write(S.c, NULL, b, sizeof b));
+    IS(TSAFE_E_NULL, tsafe_bfv_ct_write(S.c, S.ct, NULL, 0));
     IS(TSAFE_E_BUFFER_SMALL, tsafe_bfv_ct_write(S.c, S.ct, b, sizeof b));
 }
 
@@ -3034,10 +3067,22 @@ CHECK_FN(tsafe_bfv_ct_read)
     tsafe_bfv_ct *tmp;
     sealed_world();
     OK(tsafe_bfv_ct_create(S.c, &tmp));
-    ERR(tsafe_bfv_ct_read(NULL, b, sizeof b, tmp));
-    ERR(tsafe_bfv_ct_read(S.c, NULL, sizeof b, tmp));
-    ERR(tsafe_bfv_ct_read(S.c, b, sizeof b, NULL));
+    IS(TSAFE_E_NULL, tsafe_bfv_ct_read(NULL, b, sizeof b, tmp));
+    IS(TSAFE_E_NULL, tsafe_bfv_ct_read(S.c, NULL, sizeof b, tmp));
+    IS(TSAFE_E_NULL, tsafe_bfv_ct_read(S.c, b, sizeof b, NULL));
     IS(TSAFE_E_TRUNCATED, tsafe_bfv_ct_read(S.c, b, sizeof b, tmp));
+    size_t need = tsafe_bfv_ct_bytes(S.c);
+    uint8_t *big = malloc(need + 1), small[8];
+    assert_non_null(big);
+    OK(tsafe_bfv_ct_write(S.c, S.ct, big, need + 1));
+    big[need] = 0;
+    IS(TSAFE_E_FORMAT, tsafe_bfv_ct_read(S.c, big, need + 1, tmp)); /* trailing byte */
+    OK(tsafe_bfv_ct_read(S.c, big, need, tmp));
+    memset(big + TSAFE_BFV_SEED_BYTES, 0xFF, 8); /* first residue above q0 */
+    IS(TSAFE_E_FORMAT, tsafe_bfv_ct_read(S.c, big, need, tmp));
+    /* a refused read leaves the ciphertext unusable, not half-read */
+    IS(TSAFE_E_STATE, tsafe_bfv_ct_write(S.c, tmp, small, sizeof small));
+    free(big);
     tsafe_bfv_ct_free(tmp);
 }
 
@@ -3047,10 +3092,13 @@ CHECK_FN(tsafe_bfv_plain_create)
     tsafe_bfv_plain *pt = NULL;
     int64_t big = (int64_t)1 << 41;
     sealed_world();
-    ERR(tsafe_bfv_plain_create(NULL, &big, 1, &pt));
-    ERR(tsafe_bfv_plain_create(S.c, NULL, 1, &pt));
-    ERR(tsafe_bfv_plain_create(S.c, &big, 1, NULL));
+    IS(TSAFE_E_NULL, tsafe_bfv_plain_create(NULL, &big, 1, &pt));
+    IS(TSAFE_E_NULL, tsafe_bfv_plain_create(S.c, NULL, 1, &pt));
+    IS(TSAFE_E_NULL, tsafe_bfv_plain_create(S.c, &big, 1, NULL));
+    POISON(pt);
     IS(TSAFE_E_RANGE, tsafe_bfv_plain_create(S.c, &big, 5000, &pt));
+    assert_null(pt);
+    POISON(pt);
     IS(TSAFE_E_VALUE_RANGE, tsafe_bfv_plain_create(S.c, &big, 1, &pt));
     assert_null(pt);
 }
@@ -3061,7 +3109,7 @@ CHECK_FN(tsafe_bfv_acc_create)
 {
     (void)f;
     tsafe_bfv_acc *a = NULL;
-    ERR(tsafe_bfv_acc_create(NULL, &a));
+    IS(TSAFE_E_NULL, tsafe_bfv_acc_create(NULL, &a));
     assert_null(a);
 }
 
@@ -3072,9 +3120,9 @@ CHECK_FN(tsafe_bfv_acc_mul_add)
 {
     (void)f;
     sealed_world();
-    ERR(tsafe_bfv_acc_mul_add(NULL, S.ct, S.pt));
-    ERR(tsafe_bfv_acc_mul_add(S.acc, NULL, S.pt));
-    ERR(tsafe_bfv_acc_mul_add(S.acc, S.ct, NULL));
+    IS(TSAFE_E_NULL, tsafe_bfv_acc_mul_add(NULL, S.ct, S.pt));
+    IS(TSAFE_E_NULL, tsafe_bfv_acc_mul_add(S.acc, NULL, S.pt));
+    IS(TSAFE_E_NULL, tsafe_bfv_acc_mul_add(S.acc, S.ct, NULL));
 }
 
 CHECK_FN(tsafe_bfv_sealed_create)
@@ -3082,8 +3130,9 @@ CHECK_FN(tsafe_bfv_sealed_create)
     (void)f;
     tsafe_bfv_sealed *r = NULL;
     sealed_world();
-    ERR(tsafe_bfv_sealed_create(NULL, 1, &r));
-    ERR(tsafe_bfv_sealed_create(S.c, 1, NULL));
+    IS(TSAFE_E_NULL, tsafe_bfv_sealed_create(NULL, 1, &r));
+    IS(TSAFE_E_NULL, tsafe_bfv_sealed_create(S.c, 1, NULL));
+    POISON(r);
     IS(TSAFE_E_RANGE, tsafe_bfv_sealed_create(S.c, 5000, &r));
     assert_null(r);
 }
@@ -3104,11 +3153,11 @@ CHECK_FN(tsafe_bfv_seal)
     uint32_t pos[2] = {7, 4096}, twice[2] = {7, 7};
     uint64_t mask[2] = {0, (uint64_t)1 << 40};
     sealed_world();
-    ERR(tsafe_bfv_seal(NULL, S.acc, S.pk, pos, NULL, 1, 20, NULL, S.res));
-    ERR(tsafe_bfv_seal(S.c, NULL, S.pk, pos, NULL, 1, 20, NULL, S.res));
-    ERR(tsafe_bfv_seal(S.c, S.acc, NULL, pos, NULL, 1, 20, NULL, S.res));
-    ERR(tsafe_bfv_seal(S.c, S.acc, S.pk, NULL, NULL, 1, 20, NULL, S.res));
-    ERR(tsafe_bfv_seal(S.c, S.acc, S.pk, pos, NULL, 1, 20, NULL, NULL));
+    IS(TSAFE_E_NULL, tsafe_bfv_seal(NULL, S.acc, S.pk, pos, NULL, 1, 20, NULL, S.res));
+    IS(TSAFE_E_NULL, tsafe_bfv_seal(S.c, NULL, S.pk, pos, NULL, 1, 20, NULL, S.res));
+    IS(TSAFE_E_NULL, tsafe_bfv_seal(S.c, S.acc, NULL, pos, NULL, 1, 20, NULL, S.res));
+    IS(TSAFE_E_NULL, tsafe_bfv_seal(S.c, S.acc, S.pk, NULL, NULL, 1, 20, NULL, S.res));
+    IS(TSAFE_E_NULL, tsafe_bfv_seal(S.c, S.acc, S.pk, pos, NULL, 1, 20, NULL, NULL));
     IS(TSAFE_E_RANGE, tsafe_bfv_seal(S.c, S.acc, S.pk, pos, NULL, 2, 20, NULL, S.res));
     IS(TSAFE_E_RANGE, tsafe_bfv_seal(S.c, S.acc, S.pk, pos, NULL, 9, 20, NULL, S.res));
     IS(TSAFE_E_RANGE, tsafe_bfv_seal(S.c, S.acc, S.pk, pos, NULL, 1, 101, NULL, S.res));
@@ -3121,9 +3170,9 @@ CHECK_FN(tsafe_bfv_sealed_write)
     (void)f;
     uint8_t b[8];
     sealed_world();
-    ERR(tsafe_bfv_sealed_write(NULL, S.res, b, sizeof b));
-    ERR(tsafe_bfv_sealed_write(S.c, NULL, b, sizeof b));
-    ERR(tsafe_bfv_sealed_write(S.c, S.res, NULL, 0));
+    IS(TSAFE_E_NULL, tsafe_bfv_sealed_write(NULL, S.res, b, sizeof b));
+    IS(TSAFE_E_NULL, tsafe_bfv_sealed_write(S.c, NULL, b, sizeof b));
+    IS(TSAFE_E_NULL, tsafe_bfv_sealed_write(S.c, S.res, NULL, 0));
     IS(TSAFE_E_BUFFER_SMALL, tsafe_bfv_sealed_write(S.c, S.res, b, sizeof b));
 }
 
@@ -3132,11 +3181,18 @@ CHECK_FN(tsafe_bfv_sealed_read)
     (void)f;
     uint8_t b[8] = {0};
     sealed_world();
-    ERR(tsafe_bfv_sealed_read(NULL, b, sizeof b, 1, S.res));
-    ERR(tsafe_bfv_sealed_read(S.c, NULL, sizeof b, 1, S.res));
-    ERR(tsafe_bfv_sealed_read(S.c, b, sizeof b, 1, NULL));
+    IS(TSAFE_E_NULL, tsafe_bfv_sealed_read(NULL, b, sizeof b, 1, S.res));
+    IS(TSAFE_E_NULL, tsafe_bfv_sealed_read(S.c, NULL, sizeof b, 1, S.res));
+    IS(TSAFE_E_NULL, tsafe_bfv_sealed_read(S.c, b, sizeof b, 1, NULL));
     IS(TSAFE_E_RANGE, tsafe_bfv_sealed_read(S.c, b, sizeof b, 9, S.res));
     IS(TSAFE_E_TRUNCATED, tsafe_bfv_sealed_read(S.c, b, sizeof b, 1, S.res));
+    size_t need = tsafe_bfv_sealed_bytes(S.c, 1);
+    uint8_t *ff = malloc(need + 1);
+    assert_non_null(ff);
+    memset(ff, 0xFF, need + 1); /* every residue above q0 */
+    IS(TSAFE_E_FORMAT, tsafe_bfv_sealed_read(S.c, ff, need + 1, 1, S.res));
+    IS(TSAFE_E_FORMAT, tsafe_bfv_sealed_read(S.c, ff, need, 1, S.res));
+    free(ff);
 }
 
 CHECK_FN(tsafe_bfv_sealed_c1) { (void)f; assert_null(tsafe_bfv_sealed_c1(NULL)); }
@@ -3148,11 +3204,11 @@ CHECK_FN(tsafe_bfv_decrypt_reads)
     uint32_t pos[1] = {5000};
     uint64_t m[1];
     sealed_world();
-    ERR(tsafe_bfv_decrypt_reads(NULL, S.sk, S.res, pos, 0, m));
-    ERR(tsafe_bfv_decrypt_reads(S.c, NULL, S.res, pos, 0, m));
-    ERR(tsafe_bfv_decrypt_reads(S.c, S.sk, NULL, pos, 0, m));
-    ERR(tsafe_bfv_decrypt_reads(S.c, S.sk, S.res, NULL, 1, m));
-    ERR(tsafe_bfv_decrypt_reads(S.c, S.sk, S.res, pos, 0, NULL));
+    IS(TSAFE_E_NULL, tsafe_bfv_decrypt_reads(NULL, S.sk, S.res, pos, 0, m));
+    IS(TSAFE_E_NULL, tsafe_bfv_decrypt_reads(S.c, NULL, S.res, pos, 0, m));
+    IS(TSAFE_E_NULL, tsafe_bfv_decrypt_reads(S.c, S.sk, NULL, pos, 0, m));
+    IS(TSAFE_E_NULL, tsafe_bfv_decrypt_reads(S.c, S.sk, S.res, NULL, 1, m));
+    IS(TSAFE_E_NULL, tsafe_bfv_decrypt_reads(S.c, S.sk, S.res, pos, 0, NULL));
     ERR(tsafe_bfv_decrypt_reads(S.c, S.sk, S.res, pos, 1, m)); /* count != reads */
 }
 
@@ -3162,8 +3218,8 @@ CHECK_FN(tsafe_bfv_decrypt_noise)
     uint32_t pos[1] = {1};
     double e[1];
     sealed_world();
-    ERR(tsafe_bfv_decrypt_noise(NULL, S.sk, S.res, pos, 0, e));
-    ERR(tsafe_bfv_decrypt_noise(S.c, S.sk, S.res, pos, 1, NULL));
+    IS(TSAFE_E_NULL, tsafe_bfv_decrypt_noise(NULL, S.sk, S.res, pos, 0, e));
+    IS(TSAFE_E_NULL, tsafe_bfv_decrypt_noise(S.c, S.sk, S.res, pos, 1, NULL));
     ERR(tsafe_bfv_decrypt_noise(S.c, S.sk, S.res, pos, 7, e));
 }
 
@@ -3191,7 +3247,7 @@ CHECK_FN(tsafe_sealed_plan_derive)
     (void)f;
     tsafe_sealed_plan p;
     tsafe_sealed_opts wide = {24, 24, 24, 0};
-    ERR(tsafe_sealed_plan_derive(TSAFE_SEALED, 64, 4, 64, NULL, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_plan_derive(TSAFE_SEALED, 64, 4, 64, NULL, NULL));
     IS(TSAFE_E_ARG, tsafe_sealed_plan_derive((tsafe_sealed_mode)7, 64, 4, 64, NULL, &p));
     IS(TSAFE_E_RANGE, tsafe_sealed_plan_derive(TSAFE_SEALED, 0, 4, 64, NULL, &p));
     IS(TSAFE_E_RANGE, tsafe_sealed_plan_derive(TSAFE_SEALED, 64, 0, 64, NULL, &p));
@@ -3205,7 +3261,7 @@ CHECK_FN(tsafe_sealed_plan_check)
     (void)f;
     tsafe_sealed_plan bad;
     sealed_world();
-    ERR(tsafe_sealed_plan_check(NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_plan_check(NULL));
     OK(tsafe_sealed_plan_check(&S.plan));
     bad = S.plan;
     bad.version = 99;
@@ -3220,8 +3276,8 @@ CHECK_FN(tsafe_sealed_plan_sizes)
     (void)f;
     tsafe_sealed_sizes z;
     sealed_world();
-    ERR(tsafe_sealed_plan_sizes(NULL, 4, 64, &z));
-    ERR(tsafe_sealed_plan_sizes(&S.plan, 4, 64, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_plan_sizes(NULL, 4, 64, &z));
+    IS(TSAFE_E_NULL, tsafe_sealed_plan_sizes(&S.plan, 4, 64, NULL));
     IS(TSAFE_E_RANGE, tsafe_sealed_plan_sizes(&S.plan, 5, 64, &z));
     IS(TSAFE_E_RANGE, tsafe_sealed_plan_sizes(&S.plan, 4, 65, &z));
     OK(tsafe_sealed_plan_sizes(&S.plan, 4, 64, &z));
@@ -3236,13 +3292,20 @@ CHECK_FN(tsafe_sealed_site_create)
     sealed_world();
     memcpy(nan_a, S.A, sizeof nan_a);
     nan_a[3] = NAN;
-    ERR(tsafe_sealed_site_create(NULL, S.A, S.B, 4, 64, 1.0f, &s));
-    ERR(tsafe_sealed_site_create(&S.plan, NULL, S.B, 4, 64, 1.0f, &s));
-    ERR(tsafe_sealed_site_create(&S.plan, S.A, NULL, 4, 64, 1.0f, &s));
-    ERR(tsafe_sealed_site_create(&S.plan, S.A, S.B, 4, 64, 1.0f, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_site_create(NULL, S.A, S.B, 4, 64, 1.0f, &s));
+    IS(TSAFE_E_NULL, tsafe_sealed_site_create(&S.plan, NULL, S.B, 4, 64, 1.0f, &s));
+    IS(TSAFE_E_NULL, tsafe_sealed_site_create(&S.plan, S.A, NULL, 4, 64, 1.0f, &s));
+    IS(TSAFE_E_NULL, tsafe_sealed_site_create(&S.plan, S.A, S.B, 4, 64, 1.0f, NULL));
+    POISON(s);
     IS(TSAFE_E_RANGE, tsafe_sealed_site_create(&S.plan, S.A, S.B, 5, 64, 1.0f, &s));
+    assert_null(s);
+    POISON(s);
     IS(TSAFE_E_RANGE, tsafe_sealed_site_create(&S.plan, S.A, S.B, 4, 65, 1.0f, &s));
+    assert_null(s);
+    POISON(s);
     IS(TSAFE_E_VALUE_RANGE, tsafe_sealed_site_create(&S.plan, nan_a, S.B, 4, 64, 1.0f, &s));
+    assert_null(s);
+    POISON(s);
     IS(TSAFE_E_VALUE_RANGE, tsafe_sealed_site_create(&S.plan, S.A, S.B, 4, 64, INFINITY, &s));
     assert_null(s);
 }
@@ -3271,10 +3334,11 @@ CHECK_FN(tsafe_sealed_client_create)
     tsafe_sealed_client *c = NULL;
     tsafe_sealed_plan bad;
     sealed_world();
-    ERR(tsafe_sealed_client_create(NULL, NULL, &c));
-    ERR(tsafe_sealed_client_create(&S.plan, NULL, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_client_create(NULL, NULL, &c));
+    IS(TSAFE_E_NULL, tsafe_sealed_client_create(&S.plan, NULL, NULL));
     bad = S.plan;
     bad.r1.flags = TSAFE_BFV_INSECURE_FOR_TESTS;
+    POISON(c);
     IS(TSAFE_E_INSECURE, tsafe_sealed_client_create(&bad, NULL, &c));
     assert_null(c);
 }
@@ -3293,9 +3357,9 @@ CHECK_FN(tsafe_sealed_client_hello)
     uint8_t *m = NULL;
     size_t n;
     sealed_world();
-    ERR(tsafe_sealed_client_hello(NULL, &m, &n));
-    ERR(tsafe_sealed_client_hello(S.cl, NULL, &n));
-    ERR(tsafe_sealed_client_hello(S.cl, &m, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_client_hello(NULL, &m, &n));
+    IS(TSAFE_E_NULL, tsafe_sealed_client_hello(S.cl, NULL, &n));
+    IS(TSAFE_E_NULL, tsafe_sealed_client_hello(S.cl, &m, NULL));
     assert_null(m);
 }
 
@@ -3308,15 +3372,18 @@ CHECK_FN(tsafe_sealed_client_query)
     sealed_world();
     memcpy(bad, S.x, sizeof bad);
     bad[0] = NAN;
-    ERR(tsafe_sealed_client_query(NULL, S.x, &m, &n, NULL));
-    ERR(tsafe_sealed_client_query(S.cl, NULL, &m, &n, NULL));
-    ERR(tsafe_sealed_client_query(S.cl, S.x, NULL, &n, NULL));
-    ERR(tsafe_sealed_client_query(S.cl, S.x, &m, NULL, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_client_query(NULL, S.x, &m, &n, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_client_query(S.cl, NULL, &m, &n, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_client_query(S.cl, S.x, NULL, &n, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_client_query(S.cl, S.x, &m, NULL, NULL));
+    POISON(m);
+    n = 1;
     if (!tsafe_sealed_client_needs_hello(S.cl)) /* after the hello case */
         IS(TSAFE_E_VALUE_RANGE, tsafe_sealed_client_query(S.cl, bad, &m, &n, NULL));
     else
         IS(TSAFE_E_STATE, tsafe_sealed_client_query(S.cl, S.x, &m, &n, NULL));
     assert_null(m);
+    assert_int_equal(n, 0);
 }
 
 CHECK_FN(tsafe_sealed_client_respond)
@@ -3326,16 +3393,19 @@ CHECK_FN(tsafe_sealed_client_respond)
     size_t n;
     uint32_t r = 4, d = 64, bigr = 5;
     sealed_world();
-    ERR(tsafe_sealed_client_respond(NULL, b, 8, 1, &r, &d, NULL, 1, &m, &n, NULL));
-    ERR(tsafe_sealed_client_respond(S.cl, NULL, 8, 1, &r, &d, NULL, 1, &m, &n, NULL));
-    ERR(tsafe_sealed_client_respond(S.cl, b, 8, 1, NULL, &d, NULL, 1, &m, &n, NULL));
-    ERR(tsafe_sealed_client_respond(S.cl, b, 8, 1, &r, NULL, NULL, 1, &m, &n, NULL));
-    ERR(tsafe_sealed_client_respond(S.cl, b, 8, 1, &r, &d, NULL, 1, NULL, &n, NULL));
-    ERR(tsafe_sealed_client_respond(S.cl, b, 8, 1, &r, &d, NULL, 1, &m, NULL, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_client_respond(NULL, b, 8, 1, &r, &d, NULL, 1, &m, &n, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_client_respond(S.cl, NULL, 8, 1, &r, &d, NULL, 1, &m, &n, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_client_respond(S.cl, b, 8, 1, NULL, &d, NULL, 1, &m, &n, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_client_respond(S.cl, b, 8, 1, &r, NULL, NULL, 1, &m, &n, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_client_respond(S.cl, b, 8, 1, &r, &d, NULL, 1, NULL, &n, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_client_respond(S.cl, b, 8, 1, &r, &d, NULL, 1, &m, NULL, NULL));
     /* no query pending */
+    POISON(m);
+    n = 1;
     IS(TSAFE_E_STATE, tsafe_sealed_client_respond(S.cl, b, 8, 1, &r, &d, NULL, 1, &m, &n, NULL));
     (void)bigr;
     assert_null(m);
+    assert_int_equal(n, 0);
 }
 
 CHECK_FN(tsafe_sealed_client_finish)
@@ -3345,10 +3415,10 @@ CHECK_FN(tsafe_sealed_client_finish)
     uint32_t d = 64;
     float out[64], *o = out;
     sealed_world();
-    ERR(tsafe_sealed_client_finish(NULL, b, 8, 1, &d, &o, NULL));
-    ERR(tsafe_sealed_client_finish(S.cl, NULL, 8, 1, &d, &o, NULL));
-    ERR(tsafe_sealed_client_finish(S.cl, b, 8, 1, NULL, &o, NULL));
-    ERR(tsafe_sealed_client_finish(S.cl, b, 8, 1, &d, NULL, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_client_finish(NULL, b, 8, 1, &d, &o, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_client_finish(S.cl, NULL, 8, 1, &d, &o, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_client_finish(S.cl, b, 8, 1, NULL, &o, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_client_finish(S.cl, b, 8, 1, &d, NULL, NULL));
     IS(TSAFE_E_STATE, tsafe_sealed_client_finish(S.cl, b, 8, 1, &d, &o, NULL));
 }
 
@@ -3358,10 +3428,11 @@ CHECK_FN(tsafe_sealed_server_create)
     tsafe_sealed_server *s = NULL;
     tsafe_sealed_plan bad;
     sealed_world();
-    ERR(tsafe_sealed_server_create(NULL, &s));
-    ERR(tsafe_sealed_server_create(&S.plan, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_server_create(NULL, &s));
+    IS(TSAFE_E_NULL, tsafe_sealed_server_create(&S.plan, NULL));
     bad = S.plan;
     bad.chunk1 = 1;
+    POISON(s);
     IS(TSAFE_E_PARAMS, tsafe_sealed_server_create(&bad, &s));
     assert_null(s);
 }
@@ -3373,10 +3444,28 @@ CHECK_FN(tsafe_sealed_server_accept)
     (void)f;
     uint8_t b[8] = {0};
     sealed_world();
-    ERR(tsafe_sealed_server_accept(NULL, b, 8));
-    ERR(tsafe_sealed_server_accept(S.sv, NULL, 8));
+    IS(TSAFE_E_NULL, tsafe_sealed_server_accept(NULL, b, 8));
+    IS(TSAFE_E_NULL, tsafe_sealed_server_accept(S.sv, NULL, 8));
     ERR(tsafe_sealed_server_accept(S.sv, b, 8));
     ERR(tsafe_sealed_server_accept(S.sv, b, 0));
+    /* a real hello on a server of its own: accepted once, then a replay;
+     * one byte short is truncated, one byte long is refused */
+    tsafe_sealed_server *sv;
+    uint8_t *h, *h2;
+    size_t hn;
+    OK(tsafe_sealed_server_create(&S.plan, &sv));
+    OK(tsafe_sealed_client_hello(S.cl, &h, &hn));
+    h2 = malloc(hn + 1);
+    assert_non_null(h2);
+    memcpy(h2, h, hn);
+    h2[hn] = 0;
+    IS(TSAFE_E_TRUNCATED, tsafe_sealed_server_accept(sv, h, hn - 1));
+    IS(TSAFE_E_FORMAT, tsafe_sealed_server_accept(sv, h2, hn + 1));
+    OK(tsafe_sealed_server_accept(sv, h, hn));
+    IS(TSAFE_E_REPLAY, tsafe_sealed_server_accept(sv, h, hn));
+    free(h2);
+    tsafe_lora_bytes_free(h);
+    tsafe_sealed_server_free(sv);
 }
 
 CHECK_FN(tsafe_sealed_server_round1)
@@ -3386,15 +3475,20 @@ CHECK_FN(tsafe_sealed_server_round1)
     size_t n;
     const tsafe_sealed_site *ss[1] = {S.site}, *nul[1] = {NULL};
     sealed_world();
-    ERR(tsafe_sealed_server_round1(NULL, ss, 1, b, 8, &m, &n, NULL));
-    ERR(tsafe_sealed_server_round1(S.sv, NULL, 1, b, 8, &m, &n, NULL));
-    ERR(tsafe_sealed_server_round1(S.sv, nul, 1, b, 8, &m, &n, NULL));
-    ERR(tsafe_sealed_server_round1(S.sv, ss, 1, NULL, 8, &m, &n, NULL));
-    ERR(tsafe_sealed_server_round1(S.sv, ss, 1, b, 8, NULL, &n, NULL));
-    ERR(tsafe_sealed_server_round1(S.sv, ss, 1, b, 8, &m, NULL, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_server_round1(NULL, ss, 1, b, 8, &m, &n, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_server_round1(S.sv, NULL, 1, b, 8, &m, &n, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_server_round1(S.sv, nul, 1, b, 8, &m, &n, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_server_round1(S.sv, ss, 1, NULL, 8, &m, &n, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_server_round1(S.sv, ss, 1, b, 8, NULL, &n, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_server_round1(S.sv, ss, 1, b, 8, &m, NULL, NULL));
+    POISON(m);
     IS(TSAFE_E_RANGE, tsafe_sealed_server_round1(S.sv, ss, 0, b, 8, &m, &n, NULL));
-    ERR(tsafe_sealed_server_round1(S.sv, ss, 1, b, 8, &m, &n, NULL)); /* no session / bytes */
     assert_null(m);
+    POISON(m);
+    n = 1;
+    IS(TSAFE_E_STATE, tsafe_sealed_server_round1(S.sv, ss, 1, b, 8, &m, &n, NULL)); /* no session */
+    assert_null(m);
+    assert_int_equal(n, 0);
 }
 
 CHECK_FN(tsafe_sealed_server_round2)
@@ -3404,13 +3498,19 @@ CHECK_FN(tsafe_sealed_server_round2)
     size_t n;
     const tsafe_sealed_site *ss[1] = {S.site};
     sealed_world();
-    ERR(tsafe_sealed_server_round2(NULL, ss, 1, b, 8, &m, &n, NULL));
-    ERR(tsafe_sealed_server_round2(S.sv, NULL, 1, b, 8, &m, &n, NULL));
-    ERR(tsafe_sealed_server_round2(S.sv, ss, 1, NULL, 8, &m, &n, NULL));
-    ERR(tsafe_sealed_server_round2(S.sv, ss, 1, b, 8, NULL, &n, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_server_round2(NULL, ss, 1, b, 8, &m, &n, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_server_round2(S.sv, NULL, 1, b, 8, &m, &n, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_server_round2(S.sv, ss, 1, NULL, 8, &m, &n, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_server_round2(S.sv, ss, 1, b, 8, NULL, &n, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_server_round2(S.sv, ss, 1, b, 8, &m, NULL, NULL));
+    POISON(m);
     IS(TSAFE_E_RANGE, tsafe_sealed_server_round2(S.sv, ss, 0, b, 8, &m, &n, NULL));
+    assert_null(m);
+    POISON(m);
+    n = 1;
     IS(TSAFE_E_STATE, tsafe_sealed_server_round2(S.sv, ss, 1, b, 8, &m, &n, NULL));
     assert_null(m);
+    assert_int_equal(n, 0);
 }
 
 CHECK_FN(tsafe_sealed_server_last_u)
@@ -3418,8 +3518,8 @@ CHECK_FN(tsafe_sealed_server_last_u)
     (void)f;
     int64_t u[4];
     sealed_world();
-    ERR(tsafe_sealed_server_last_u(NULL, 0, u, 4));
-    ERR(tsafe_sealed_server_last_u(S.sv, 0, NULL, 4));
+    IS(TSAFE_E_NULL, tsafe_sealed_server_last_u(NULL, 0, u, 4));
+    IS(TSAFE_E_NULL, tsafe_sealed_server_last_u(S.sv, 0, NULL, 4));
     IS(TSAFE_E_STATE, tsafe_sealed_server_last_u(S.sv, 0, u, 4)); /* sealed-private */
 }
 
@@ -3427,9 +3527,12 @@ CHECK_FN(tsafe_sealed_pair_create)
 {
     (void)f;
     tsafe_sealed_pair *p = NULL;
-    ERR(tsafe_sealed_pair_create(TSAFE_SEALED_PRIVATE, NULL, NULL, 0, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_pair_create(TSAFE_SEALED_PRIVATE, NULL, NULL, 0, NULL));
+    POISON(p);
     IS(TSAFE_E_ARG, tsafe_sealed_pair_create((tsafe_sealed_mode)9, NULL, NULL, 0, &p));
+    assert_null(p);
     /* sealed without a DP session needs the explicit opt-out */
+    POISON(p);
     IS(TSAFE_E_ARG, tsafe_sealed_pair_create(TSAFE_SEALED, NULL, NULL, 0, &p));
     assert_null(p);
 }
@@ -3441,8 +3544,8 @@ CHECK_FN(tsafe_sealed_pair_prepare)
     const tsafe_lora_site *ss[1] = {f->site}, *nul[1] = {NULL};
     tsafe_sealed_pair *p;
     OK(tsafe_sealed_pair_create(TSAFE_SEALED_PRIVATE, NULL, NULL, 0, &p));
-    ERR(tsafe_sealed_pair_prepare(NULL, ss, 1));
-    ERR(tsafe_sealed_pair_prepare(p, NULL, 1));
+    IS(TSAFE_E_NULL, tsafe_sealed_pair_prepare(NULL, ss, 1));
+    IS(TSAFE_E_NULL, tsafe_sealed_pair_prepare(p, NULL, 1));
     ERR(tsafe_sealed_pair_prepare(p, nul, 1));
     IS(TSAFE_E_RANGE, tsafe_sealed_pair_prepare(p, ss, 100000));
     tsafe_sealed_pair_free(p);
@@ -3456,7 +3559,7 @@ CHECK_FN(tsafe_lora_engine_sealed)
     tsafe_lora_engine e = tsafe_lora_engine_sealed(NULL);
     const tsafe_lora_site *ss[1] = {f->site};
     float *d[1] = {f->delta};
-    ERR(e.fn(e.user, ss, 1, f->x, d, NULL));
+    IS(TSAFE_E_NULL, e.fn(e.user, ss, 1, f->x, d, NULL));
     tsafe_sealed_pair_free(p);
 }
 
