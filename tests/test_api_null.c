@@ -3078,9 +3078,13 @@ CHECK_FN(tsafe_bfv_ct_read)
     big[need] = 0;
     IS(TSAFE_E_FORMAT, tsafe_bfv_ct_read(S.c, big, need + 1, tmp)); /* trailing byte */
     OK(tsafe_bfv_ct_read(S.c, big, need, tmp));
+    /* a refused read leaves the ciphertext unusable, neither half-read nor
+     * holding the previous message: wrong length, then a bad residue */
+    IS(TSAFE_E_TRUNCATED, tsafe_bfv_ct_read(S.c, big, need - 1, tmp));
+    IS(TSAFE_E_STATE, tsafe_bfv_ct_write(S.c, tmp, small, sizeof small));
+    OK(tsafe_bfv_ct_read(S.c, big, need, tmp));
     memset(big + TSAFE_BFV_SEED_BYTES, 0xFF, 8); /* first residue above q0 */
     IS(TSAFE_E_FORMAT, tsafe_bfv_ct_read(S.c, big, need, tmp));
-    /* a refused read leaves the ciphertext unusable, not half-read */
     IS(TSAFE_E_STATE, tsafe_bfv_ct_write(S.c, tmp, small, sizeof small));
     free(big);
     tsafe_bfv_ct_free(tmp);
