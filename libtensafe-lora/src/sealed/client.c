@@ -426,25 +426,33 @@ tsafe_status tsafe_sealed_client_finish(tsafe_sealed_client *c, const uint8_t *m
         return TSAFE_E_FORMAT;
     for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
         uint32_t d_out;
-        if (!delta[i])
-            return TSAFE_E_NULL;
-        if (!tsafe_rbuf_u32(&r, &d_out))
-            return TSAFE_E_TRUNCATED;
-        if (d_out != d_outs[i])
-            return TSAFE_E_FORMAT;
+        if (!delta[i]) {
+            st = TSAFE_E_NULL;
+            break;
+        }
+        if (!tsafe_rbuf_u32(&r, &d_out)) {
+            st = TSAFE_E_TRUNCATED;
+            break;
+        }
+        if (d_out != d_outs[i]) {
+            st = TSAFE_E_FORMAT;
+            break;
+        }
         if (priv) {
             st = finish_private(c, &r, d_out, delta[i]);
             continue;
         }
-        for (uint32_t j = 0; j < d_out; j++) {
+        for (uint32_t j = 0; j < d_out && st == TSAFE_OK; j++) {
             float v;
             if (!tsafe_rbuf_f32(&r, &v))
-                return TSAFE_E_TRUNCATED;
-            if (!isfinite(v))
-                return TSAFE_E_FORMAT;
-            delta[i][j] = (float)(c->sx * v);
+                st = TSAFE_E_TRUNCATED;
+            else if (!isfinite(v) || !isfinite((float)(c->sx * v)))
+                st = TSAFE_E_FORMAT; /* also a product that overflows float */
+            else
+                delta[i][j] = (float)(c->sx * v);
         }
     }
+    /* decrypted values of earlier sites go, whatever happened */
     sodium_memzero(c->m, tsafe_bfv_context_n(c->c1) * sizeof *c->m);
     if (st != TSAFE_OK)
         return st;
