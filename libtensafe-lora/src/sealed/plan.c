@@ -24,7 +24,6 @@
 
 #define SIGMA_CBD 3.2403703492039302 /* sqrt(21/2) */
 #define RESP_BITS 49u
-#define MAX_SITES_LOG2 0 /* statistical distance is stated per site */
 
 void tsafe_sealed_layout_make(uint32_t n, uint32_t len, uint32_t chunk,
                               uint32_t outs, tsafe_sealed_layout *l)
@@ -128,9 +127,9 @@ static double round2_noise(const tsafe_sealed_plan *p)
     return product_noise(2 * l.n_chunks, l.chunk, l.rows, b_max(p));
 }
 
-uint32_t tsafe_sealed_flood2(const tsafe_sealed_plan *p, uint32_t d_out)
+uint32_t tsafe_sealed_flood2(const tsafe_sealed_plan *p)
 {
-    (void)d_out; /* the bound uses d_out_max: one flood for every site */
+    /* the bound uses d_out_max: one flood for every site of the plan */
     return ceil_log2(round2_noise(p)) + 40 + ceil_log2(p->d_out_max);
 }
 
@@ -150,7 +149,6 @@ static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
                               uint32_t d_in, uint32_t rank, uint32_t d_out_max,
                               const tsafe_sealed_opts *o, tsafe_sealed_plan *p)
 {
-    uint32_t n = 1u << log_n;
     memset(p, 0, sizeof *p);
     p->version = TSAFE_SEALED_PLAN_VERSION;
     p->mode = mode;
@@ -203,7 +201,7 @@ static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
         if (!p->chunk2)
             return TSAFE_E_VALUE_RANGE;
         double bb = b_max(p), noise2 = round2_noise(p);
-        uint32_t flood2 = tsafe_sealed_flood2(p, d_out_max);
+        uint32_t flood2 = tsafe_sealed_flood2(p);
         double room = q0 / (2 * switched_noise(log_n, q1, flood2, noise2));
         /* the smallest truncation whose |B_q u~| fits t2 within the room */
         for (uint32_t k = 0; k < 60; k++) {
@@ -227,7 +225,6 @@ static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
         double eb = 4 / sqrt(12.0) / bb;
         err2 += eu * eu + eb * eb;
     }
-    (void)n;
     p->expected_rel_error = sqrt(err2);
     return TSAFE_OK;
 }

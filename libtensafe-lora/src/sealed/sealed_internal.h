@@ -41,7 +41,7 @@ void tsafe_sealed_encode_block(const tsafe_sealed_layout *l, const int64_t *m,
                                int64_t *coeff, size_t n);
 
 /* Round-2 flooding bits for a site with d_out outputs. */
-uint32_t tsafe_sealed_flood2(const tsafe_sealed_plan *p, uint32_t d_out);
+uint32_t tsafe_sealed_flood2(const tsafe_sealed_plan *p);
 /* Layouts of a site's two products. */
 void tsafe_sealed_layout1(const tsafe_sealed_plan *p, uint32_t rank,
                           tsafe_sealed_layout *l);

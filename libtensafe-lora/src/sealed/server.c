@@ -342,7 +342,7 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
     int64_t t = (int64_t)1 << p->r1.t_bits, half = t / 2;
     uint64_t t2 = 1ull << p->r2.t_bits;
     size_t n = tsafe_bfv_context_n(s->c2), ctl = tsafe_bfv_ct_bytes(s->c2);
-    uint32_t flood2 = tsafe_sealed_flood2(p, p->d_out_max);
+    uint32_t flood2 = tsafe_sealed_flood2(p);
     const uint64_t *R = s->R;
     tsafe_status st = TSAFE_OK;
     int64_t C[1024];
