@@ -359,7 +359,8 @@ static void attack_a_sealed_response_reveals_nothing(void **state)
 
 /* ------------------------------------------------------------------ (b) */
 
-/* chi-square over 16 equal bins; 15 degrees of freedom, 99.9% at 37.7 */
+/* chi-square over 16 equal bins; 15 degrees of freedom: 99.99% at 44.3
+ * (two statistics per run: a false alarm in 5000 runs) */
 static double chi2_16(const double *u01, size_t n)
 {
     double bins[16] = {0};
@@ -421,9 +422,9 @@ static void attack_b_uniform_and_indistinguishable(void **state)
     }
     double acc = right / (double)TOKENS;
     double chi_s = chi2_16(shares, TOKENS * RANK), chi_c = chi2_16(c1s, (size_t)TOKENS * 64);
-    printf("# sealed: chi2(shares) %.1f, chi2(c1) %.1f (99.9%%: 37.7), distinguisher %.2f\n",
+    printf("# sealed: chi2(shares) %.1f, chi2(c1) %.1f (99.99%%: 44.3), distinguisher %.2f\n",
            chi_s, chi_c, acc);
-    assert_true(chi_s < 37.7 && chi_c < 37.7);
+    assert_true(chi_s < 44.3 && chi_c < 44.3);
     /* chance is 0.5; 48 trials: 4 sigma is 0.29 either way */
     assert_true(acc > 0.21 && acc < 0.79);
     free(shares);
