@@ -116,7 +116,7 @@ awk -F'\t' '
       "rescale, top level|rescale|core|rescale|seed-n16384 N=16384 L=3 (top)\n" \
       "decrypt + decode, top level|decrypt + decode (top)|core|decrypt + decode|seed-n16384 N=16384 L=3 (top)\n" \
       "LoRA delta d=2048 r=32 (SEAL 8 products; ours local)|lora delta d=2048 r=32 (8 products)|lora (per token, one site)|HE-LoRA local (sk in host)|seed-n16384 d=2048 r=32 b=4\n" \
-      "LoRA delta d=2048 r=32 (ours two-party, bytes)|lora delta d=2048 r=32 (8 products)|lora (per token, one site)|HE-LoRA two-party (bytes)|seed-n16384 d=2048 r=32 b=4", cmp, "\n")
+      "LoRA delta d=2048 r=32 (ours two-party, bytes)|lora delta d=2048 r=32 (8 products)|lora (per token, one site)|HE-LoRA plain ZeRo-MOAI (bytes)|seed-n16384 d=2048 r=32 b=4", cmp, "\n")
     printf "| %-52s | %12s | %12s | %9s |\n", "operation (seed-n16384)", "SEAL us", "TenSafe us", "SEAL/ours"
     printf "|%s|%s|%s|%s|\n", dashes(54), dashes(13) ":", dashes(13) ":", dashes(10) ":"
     for (i = 1; i <= n; i++) {

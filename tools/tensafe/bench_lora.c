@@ -1,6 +1,6 @@
 /* `tensafe bench lora`: per-token HE-LoRA delta (median over tokens) with
  * its per-stage breakdown, for d=2048 and d=1536 at rank 32, with the seeds'
- * N=16384 preset and the planner's parameters, in local and two-party mode,
+ * N=16384 preset and the planner's parameters, in local and plain ZeRo-MOAI mode,
  * against the plaintext LoRA time and one NTT of the same context. */
 #include <math.h>
 #include <stdio.h>
@@ -243,8 +243,8 @@ static int bench_one(bench_report *r, const tsafe_lora_plan *plan, int quick)
     double two = bench_median_us(run_two_party, &c, 2, reps);
     snprintf(note, sizeof note, "HE/plain %.1fx; vs SEAL yardstick 15000us: %.1fx",
              two / plain, 15000.0 / two);
-    bench_report_add(r, group, "HE-LoRA two-party (bytes)", params, two, note);
-    add_breakdown(r, group, "two-party", params, &c.stats, reps + 2);
+    bench_report_add(r, group, "HE-LoRA plain ZeRo-MOAI (bytes)", params, two, note);
+    add_breakdown(r, group, "plain-zero-moai", params, &c.stats, reps + 2);
     rc = c.failed ? tool_fail("bench lora: run", TSAFE_E_STATE) : 0;
     /* the sealed modes derive their own parameters: run them once per shape */
     if (!rc && strncmp(plan->name, "auto", 4) == 0) {

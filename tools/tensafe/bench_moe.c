@@ -1,7 +1,7 @@
 /* `tensafe bench moe`: per-token time of one Qwen3.5-35B-A3B-shaped MoE
  * layer (256 experts, top-8 + gated shared expert, synthetic weights) in
  * plaintext, and with rank-32 HE-LoRA on gate/up/down of the routed experts
- * (local and two-party), with the HE share of the time. */
+ * (local and plain ZeRo-MOAI two-party), with the HE share of the time. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,7 +157,7 @@ int bench_moe(bench_report *r, int quick)
     snprintf(note, sizeof note, "HE share %.0f%%", 100.0 * (local - plain) / local);
     bench_report_add(r, group, "layer + expert HE-LoRA, local", params, local, note);
     snprintf(note, sizeof note, "HE share %.0f%%", 100.0 * (two - plain) / two);
-    bench_report_add(r, group, "layer + expert HE-LoRA, two-party", params, two, note);
+    bench_report_add(r, group, "layer + expert HE-LoRA, plain ZeRo-MOAI", params, two, note);
     rc = 0;
 out:
     if (sites_local)
