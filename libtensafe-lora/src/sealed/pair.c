@@ -100,6 +100,17 @@ void tsafe_sealed_pair_free(tsafe_sealed_pair *p)
     free(p);
 }
 
+/* A fresh client/server session on the lane's plan. */
+static tsafe_status session_open(lane *l)
+{
+    tsafe_status st = tsafe_sealed_client_create(&l->plan, NULL, &l->client);
+    if (st == TSAFE_OK)
+        st = tsafe_sealed_server_create(&l->plan, &l->server);
+    if (st != TSAFE_OK)
+        lane_close(l);
+    return st;
+}
+
 /* (Re)open the lane for d_in with a plan that covers rank and d_out. */
 static tsafe_status lane_open(tsafe_sealed_pair *p, lane *l, uint32_t d_in,
                               uint32_t rank, uint32_t d_out)
@@ -112,13 +123,7 @@ static tsafe_status lane_open(tsafe_sealed_pair *p, lane *l, uint32_t d_in,
                                                p->have_opts ? &p->opts : NULL, &l->plan);
     if (st == TSAFE_OK)
         st = tsafe_sealed_contexts(&l->plan, &l->c1, &l->c2);
-    if (st == TSAFE_OK)
-        st = tsafe_sealed_client_create(&l->plan, NULL, &l->client);
-    if (st == TSAFE_OK)
-        st = tsafe_sealed_server_create(&l->plan, &l->server);
-    if (st != TSAFE_OK)
-        lane_close(l);
-    return st;
+    return st == TSAFE_OK ? session_open(l) : st;
 }
 
 static tsafe_status lane_for(tsafe_sealed_pair *p, uint32_t d_in, uint32_t rank,
@@ -133,23 +138,17 @@ static tsafe_status lane_for(tsafe_sealed_pair *p, uint32_t d_in, uint32_t rank,
         l = &p->lanes[p->n_lanes++];
         memset(l, 0, sizeof *l);
     }
-    if (l->c1 && !l->client && rank <= l->plan.rank && d_out <= l->plan.d_out_max) {
-        /* after a failed token: a new session on the same plan */
-        tsafe_status st = tsafe_sealed_client_create(&l->plan, NULL, &l->client);
-        if (st == TSAFE_OK)
-            st = tsafe_sealed_server_create(&l->plan, &l->server);
-        if (st != TSAFE_OK) {
-            lane_close(l);
-            return st;
-        }
+    int fits = l->c1 && rank <= l->plan.rank && d_out <= l->plan.d_out_max;
+    tsafe_status st = TSAFE_OK;
+    if (fits && !l->client) /* after a failed token: a new session, same plan */
+        st = session_open(l);
+    else if (!fits) { /* a plan covering the old shapes and the new ones */
+        uint32_t r = l->c1 && l->plan.rank > rank ? l->plan.rank : rank;
+        uint32_t d = l->c1 && l->plan.d_out_max > d_out ? l->plan.d_out_max : d_out;
+        st = lane_open(p, l, d_in, r, d);
     }
-    if (!l->client || rank > l->plan.rank || d_out > l->plan.d_out_max) {
-        uint32_t r = l->client && l->plan.rank > rank ? l->plan.rank : rank;
-        uint32_t d = l->client && l->plan.d_out_max > d_out ? l->plan.d_out_max : d_out;
-        tsafe_status st = lane_open(p, l, d_in, r, d);
-        if (st != TSAFE_OK)
-            return st;
-    }
+    if (st != TSAFE_OK)
+        return st;
     *out = l;
     return TSAFE_OK;
 }
