@@ -636,6 +636,31 @@ static tsafe_status expect_frame(conn *c, int want, uint8_t **buf, size_t *len, 
     return TSAFE_OK;
 }
 
+/* One server round of a sealed token: run it on the message, send the
+ * answer (RESPONSE1 or FINAL), or report the rejection to the client. The
+ * HE work is added to *busy. */
+static tsafe_status sealed_round(serve_state *S, conn *c, tsafe_sealed_server *srv, int round,
+                                 const uint8_t *buf, size_t len, uint64_t token, double *busy)
+{
+    const tsafe_sealed_site *const *sites = (const tsafe_sealed_site *const *)S->ssites;
+    uint8_t *out = NULL;
+    size_t out_len = 0;
+    double t1 = now_ms();
+    tsafe_status st = round == 1
+        ? tsafe_sealed_server_round1(srv, sites, S->m->n, buf, len, &out, &out_len, &S->stats)
+        : tsafe_sealed_server_round2(srv, sites, S->m->n, buf, len, &out, &out_len, &S->stats);
+    *busy += now_ms() - t1;
+    if (st != TSAFE_OK) {
+        snprintf(c->what, sizeof c->what, "token %llu: %s rejected", (unsigned long long)token,
+                 round == 1 ? "query" : "share");
+        send_error(c, st, c->what);
+        return st;
+    }
+    st = send_frame(c, round == 1 ? K_RESPONSE1 : K_FINAL, out, out_len);
+    tsafe_lora_bytes_free(out);
+    return st;
+}
+
 /* One client connection in a sealed mode: SHELLO first and after each key
  * rotation; per token QUERY -> RESPONSE1, SHARE -> FINAL. A sealed server
  * per connection (its session), the sites shared. Returns 0 on success. */
@@ -643,13 +668,11 @@ static int serve_sealed_session(serve_state *S, conn *c, unsigned session)
 {
     tsafe_status st;
     tsafe_sealed_server *srv = NULL;
-    uint8_t *buf = NULL, *out = NULL;
-    size_t len = 0, out_len = 0;
+    uint8_t *buf = NULL;
+    size_t len = 0;
     int kind = 0;
     uint64_t served = 0;
-    double t0 = now_ms(), busy = 0, t1;
-    const tsafe_sealed_site *const *sites = (const tsafe_sealed_site *const *)S->ssites;
-    size_t n = S->m->n;
+    double t0 = now_ms(), busy = 0;
     if ((st = tsafe_sealed_server_create(&S->splan, &srv)) != TSAFE_OK) {
         snprintf(c->what, sizeof c->what, "sealed server");
         goto fail;
@@ -693,42 +716,18 @@ static int serve_sealed_session(serve_state *S, conn *c, unsigned session)
             fflush(stdout);
             break;
         }
-        t1 = now_ms();
-        st = tsafe_sealed_server_round1(srv, sites, n, buf, len, &out, &out_len, &S->stats);
-        busy += now_ms() - t1;
-        if (st != TSAFE_OK) {
-            snprintf(c->what, sizeof c->what, "token %llu: query rejected",
-                     (unsigned long long)served + 1);
-            send_error(c, st, c->what);
-            goto fail;
-        }
-        st = send_frame(c, K_RESPONSE1, out, out_len);
-        tsafe_lora_bytes_free(out);
-        out = NULL;
-        if (st != TSAFE_OK)
+        if ((st = sealed_round(S, c, srv, 1, buf, len, served + 1, &busy)) != TSAFE_OK)
             goto fail;
         if ((st = expect_frame(c, K_SHARE, &buf, &len, &kind)) != TSAFE_OK) {
-            char why[400];
-            snprintf(why, sizeof why, "%s", c->what);
+            char why[400]; /* room for the prefix within c->what */
+            snprintf(why, sizeof why, "%.399s", c->what);
             snprintf(c->what, sizeof c->what, "token %llu: %s", (unsigned long long)served + 1,
                      kind == K_ERROR ? "client gave up" : why);
             if (kind != K_ERROR && st != TSAFE_E_IO)
                 send_error(c, st, c->what);
             goto fail;
         }
-        t1 = now_ms();
-        st = tsafe_sealed_server_round2(srv, sites, n, buf, len, &out, &out_len, &S->stats);
-        busy += now_ms() - t1;
-        if (st != TSAFE_OK) {
-            snprintf(c->what, sizeof c->what, "token %llu: share rejected",
-                     (unsigned long long)served + 1);
-            send_error(c, st, c->what);
-            goto fail;
-        }
-        st = send_frame(c, K_FINAL, out, out_len);
-        tsafe_lora_bytes_free(out);
-        out = NULL;
-        if (st != TSAFE_OK)
+        if ((st = sealed_round(S, c, srv, 2, buf, len, served + 1, &busy)) != TSAFE_OK)
             goto fail;
         served++;
         if (S->requests_left != UINT64_MAX)
@@ -745,7 +744,6 @@ static int serve_sealed_session(serve_state *S, conn *c, unsigned session)
     return 0;
 fail:
     free(buf);
-    tsafe_lora_bytes_free(out);
     tsafe_sealed_server_free(srv);
     {
         char what[700];
