@@ -96,16 +96,10 @@ static void finish_token(world *w, const uint8_t *r1, size_t r1l, float *delta)
 /* The client's decryption of a round-1 response (what a curious client
  * reads with its own key): values mod t of the single site. White-box only
  * to reach the client's key; the attack uses nothing the client lacks. */
-struct tsafe_sealed_client_view {
-    tsafe_sealed_plan plan;
-    tsafe_bfv_context *c1, *c2;
-    tsafe_bfv_secret_key *sk1, *sk2;
-};
-
 static void decrypt_response(world *w, const uint8_t *r, size_t len, uint64_t *v,
                              uint64_t *c1_out)
 {
-    const struct tsafe_sealed_client_view *cv = (const void *)w->c;
+    const struct tsafe_sealed_client *cv = w->c;
     tsafe_sealed_layout l;
     tsafe_sealed_layout1(&w->plan, RANK, &l);
     size_t off = 8 + 16 + 4 + 8 + 4 + 4 + 4 + 8 + 4; /* header, tag, n, rank, d_out, scale, k */
@@ -281,7 +275,7 @@ static void attack_a_sealed_response_reveals_nothing(void **state)
     size_t len;
     uint8_t *r = round1(&w, x, &len);
     uint64_t v[RANK];
-    const struct tsafe_sealed_client_view *cv = (const void *)w.c;
+    const struct tsafe_sealed_client *cv = w.c;
     size_t n = tsafe_bfv_context_n(cv->c1);
     uint64_t *c1 = malloc(n * sizeof *c1);
     decrypt_response(&w, r, len, v, c1);
@@ -379,7 +373,7 @@ static void attack_b_uniform_and_indistinguishable(void **state)
     world w[2];
     world_open(&w[0], TSAFE_SEALED);
     world_open(&w[1], TSAFE_SEALED);
-    const struct tsafe_sealed_client_view *cv = (const void *)w[0].c;
+    const struct tsafe_sealed_client *cv = w[0].c;
     size_t n = tsafe_bfv_context_n(cv->c1);
     double t = ldexp(1.0, (int)w[0].plan.r1.t_bits), q0 = (double)cv->c1->mod[0].q;
     double *shares = malloc(TOKENS * RANK * sizeof *shares);

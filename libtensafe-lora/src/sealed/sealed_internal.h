@@ -89,6 +89,29 @@ typedef struct tsafe_sealed_tag {
     uint64_t seq;
 } tsafe_sealed_tag;
 
+/* The client (here, not in client.c, so that white-box attack tests read
+ * its key the way a curious client would). States of a token: */
+enum { IDLE = 0, QUERIED = 1, RESPONDED = 2 };
+
+struct tsafe_sealed_client {
+    tsafe_sealed_plan plan;
+    tsafe_bfv_context *c1, *c2;
+    tsafe_bfv_secret_key *sk1, *sk2;
+    tsafe_bfv_public_key *pk1, *pk2;
+    tsafe_sealed_tag tag;
+    uint32_t tokens;        /* finished under the current key */
+    int needs_hello;
+    int state;
+    size_t n_sites;         /* of the pending token */
+    double sx;              /* x ~ sx * x_q (never leaves the client) */
+    int64_t *xq;            /* d_in; holds x: wiped */
+    int64_t *z;             /* N scratch; holds shares: wiped */
+    uint64_t *m;            /* N decrypted values: wiped */
+    uint32_t *pos;
+    tsafe_bfv_ct *ct1, *ct2;
+    tsafe_bfv_sealed *res1, *res2;
+};
+
 /* Message framing shared by client and server. */
 #include "../he/wire.h"
 void tsafe_sealed_put_tag(tsafe_wbuf *w, const tsafe_sealed_tag *t);
