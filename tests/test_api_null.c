@@ -954,8 +954,99 @@ CHECK_FN(tsafe_backend_synchronize)
     ERR(tsafe_backend_synchronize(NULL));
 }
 
+CHECK_FN(tsafe_backend_cpu_create_bfv)
+{
+    tsafe_backend *b = (tsafe_backend *)1;
+    ERR(tsafe_backend_cpu_create_bfv(NULL, &b));
+    assert_null(b);
+}
+
+CHECK_FN(tsafe_backend_n)
+{
+    assert_int_equal(tsafe_backend_n(NULL), 0);
+    assert_int_equal(tsafe_backend_n(f->be), 1024);
+}
+
+CHECK_FN(tsafe_backend_max_limbs)
+{
+    assert_int_equal(tsafe_backend_max_limbs(NULL), 0);
+    assert_true(tsafe_backend_max_limbs(f->be) >= 2);
+}
+
+CHECK_FN(tsafe_backend_cpu_factory)
+{
+    const tsafe_backend_factory *cf = tsafe_backend_cpu_factory();
+    assert_non_null(cf);
+    assert_non_null(cf->create);
+}
+
+CHECK_FN(tsafe_backend_create)
+{
+    tsafe_backend *b = (tsafe_backend *)1;
+    ERR(tsafe_backend_create(NULL, NULL, NULL, NULL));
+    ERR(tsafe_backend_create(NULL, NULL, NULL, &b));
+    assert_null(b);
+    static const tsafe_backend_factory no_create = {"x", NULL, NULL};
+    ERR(tsafe_backend_create(&no_create, f->ctx, NULL, &b));
+    assert_null(b);
+}
+
+CHECK_FN(tsafe_buffer_alloc_operand)
+{
+    tsafe_buffer *o = (tsafe_buffer *)1;
+    ERR(tsafe_buffer_alloc_operand(NULL, 1, 1, &o));
+    assert_null(o);
+    ERR(tsafe_buffer_alloc_operand(f->be, 1, 1, NULL));
+    ERR(tsafe_buffer_alloc_operand(f->be, 0, 1, &o));
+    ERR(tsafe_buffer_alloc_operand(f->be, 1, 0, &o));
+}
+
+CHECK_FN(tsafe_buffer_polys)
+{
+    assert_int_equal(tsafe_buffer_polys(NULL), 0);
+    assert_true(tsafe_buffer_polys(f->buf) >= 1);
+}
+
+CHECK_FN(tsafe_buffer_limbs)
+{
+    assert_int_equal(tsafe_buffer_limbs(NULL), 0);
+    assert_true(tsafe_buffer_limbs(f->buf) >= 1);
+}
+
+CHECK_FN(tsafe_buffer_host_words)
+{
+    assert_null(tsafe_buffer_host_words(NULL));
+    assert_non_null(tsafe_buffer_host_words(f->buf)); /* CPU: host memory */
+}
+
+CHECK_FN(tsafe_backend_mul_acc)
+{
+    const tsafe_buffer *a[1] = {f->buf}, *w[1] = {f->buf}; /* w not an operand */
+    tsafe_backend_mac job = {f->buf1, 1, a, w};
+    ERR(tsafe_backend_mul_acc(NULL, &job, 1));
+    ERR(tsafe_backend_mul_acc(f->be, NULL, 1));
+    ERR(tsafe_backend_mul_acc(f->be, &job, 1));
+    tsafe_backend_mac nulls = {f->buf1, 1, NULL, NULL};
+    ERR(tsafe_backend_mul_acc(f->be, &nulls, 1));
+    tsafe_backend_mac noacc = {NULL, 0, NULL, NULL};
+    ERR(tsafe_backend_mul_acc(f->be, &noacc, 1));
+}
+
+CHECK_FN(tsafe_backend_mod_switch)
+{
+    ERR(tsafe_backend_mod_switch(NULL, f->buf1, f->buf));
+    ERR(tsafe_backend_mod_switch(f->be, NULL, f->buf));
+    ERR(tsafe_backend_mod_switch(f->be, f->buf1, NULL));
+    ERR(tsafe_backend_mod_switch(f->be, f->buf, f->buf));
+    ERR(tsafe_backend_mod_switch(f->be, f->buf1, f->buf1));
+}
+
 static const api_case k_backend[] = {
     ENTRY(tsafe_backend_cpu_create), ENTRY(tsafe_backend_free), ENTRY(tsafe_backend_name),
+    ENTRY(tsafe_backend_cpu_create_bfv), ENTRY(tsafe_backend_n), ENTRY(tsafe_backend_max_limbs),
+    ENTRY(tsafe_backend_cpu_factory), ENTRY(tsafe_backend_create),
+    ENTRY(tsafe_buffer_alloc_operand), ENTRY(tsafe_buffer_polys), ENTRY(tsafe_buffer_limbs),
+    ENTRY(tsafe_buffer_host_words), ENTRY(tsafe_backend_mul_acc), ENTRY(tsafe_backend_mod_switch),
     ENTRY(tsafe_buffer_alloc), ENTRY(tsafe_buffer_free), ENTRY(tsafe_buffer_words),
     ENTRY(tsafe_buffer_upload), ENTRY(tsafe_buffer_download), ENTRY(tsafe_backend_ntt_forward),
     ENTRY(tsafe_backend_ntt_inverse), ENTRY(tsafe_backend_elementwise),
@@ -990,8 +1081,38 @@ CHECK_FN(tsafe_backend_init)
     assert_null(b);
 }
 
+CHECK_FN(tsafe_backend_init_bfv)
+{
+    tsafe_backend *b = NULL;
+    ERR(tsafe_backend_init_bfv(&b, TSAFE_BACKEND_API_VERSION, f->be->iface, NULL, NULL));
+    ERR(tsafe_backend_init_bfv(NULL, TSAFE_BACKEND_API_VERSION, f->be->iface, NULL, NULL));
+    assert_null(b);
+}
+
+CHECK_FN(tsafe_backend_log_n)
+{
+    assert_int_equal(tsafe_backend_log_n(NULL), 0);
+    assert_int_equal(tsafe_backend_log_n(f->be), 10);
+}
+
+CHECK_FN(tsafe_backend_prime)
+{
+    assert_int_equal(tsafe_backend_prime(NULL, 0), 0);
+    assert_int_equal(tsafe_backend_prime(f->be, 0), tsafe_context_prime(f->ctx, 0));
+    assert_int_equal(tsafe_backend_prime(f->be, UINT32_MAX), 0);
+}
+
+CHECK_FN(tsafe_backend_psi)
+{
+    assert_int_equal(tsafe_backend_psi(NULL, 0), 0);
+    assert_int_equal(tsafe_backend_psi(f->be, 0), tsafe_context_psi(f->ctx, 0));
+    assert_int_equal(tsafe_backend_psi(f->be, UINT32_MAX), 0);
+}
+
 static const api_case k_backend_impl[] = {
     ENTRY(tsafe_context_psi), ENTRY(tsafe_context_log_n), ENTRY(tsafe_backend_init),
+    ENTRY(tsafe_backend_init_bfv), ENTRY(tsafe_backend_log_n), ENTRY(tsafe_backend_prime),
+    ENTRY(tsafe_backend_psi),
 };
 
 /* ---------------------------------------------------------- lora_he.h */

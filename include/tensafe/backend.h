@@ -2,8 +2,14 @@
  * libtensafe-he-cuda). Users see opaque handles only; backend authors include
  * tensafe/backend_impl.h.
  *
+ * A backend serves one ring: the data primes of a CKKS context
+ * (tsafe_backend_cpu_create) or the two primes of an exact BFV context
+ * (tsafe_backend_cpu_create_bfv, the sealed protocol). The LoRA and MoE
+ * server paths do their ring work through a backend that the host chooses
+ * with a tsafe_backend_factory (NULL: the CPU backend).
+ *
  * Data layout of a backend buffer: `n_polys` polynomials, each `n_limbs`
- * RNS limbs of N uint64_t words (limb i is modulo prime i of the context),
+ * RNS limbs of N uint64_t words (limb i is modulo prime i of the ring),
  * polynomial-major: word (p * n_limbs + i) * N + k.
  *
  * Thread safety: a backend and its buffers belong to one thread at a time.
@@ -15,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tensafe/bfv.h"
 #include "tensafe/ckks.h"
 
 #ifdef __cplusplus
@@ -27,14 +34,49 @@ typedef struct tsafe_buffer tsafe_buffer;
 /* The portable CPU backend (scalar / IFMA arithmetic as the context chose). */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_cpu_create(
     const tsafe_context *ctx, tsafe_backend **out);
+/* The CPU backend over the two primes of an exact (BFV) context. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_cpu_create_bfv(
+    const tsafe_bfv_context *ctx, tsafe_backend **out);
 TSAFE_API void tsafe_backend_free(tsafe_backend *b);
 TSAFE_API const char *tsafe_backend_name(const tsafe_backend *b);
+/* Degree N and number of limbs a buffer may have (0 for NULL). */
+TSAFE_API size_t tsafe_backend_n(const tsafe_backend *b);
+TSAFE_API uint32_t tsafe_backend_max_limbs(const tsafe_backend *b);
+
+/* How a server object obtains its backends: create() is called once per
+ * ring the object uses, with exactly one of ckks / bfv non-NULL, and the
+ * object frees what it got with tsafe_backend_free. The factory (and user)
+ * must outlive the objects created with it. A NULL factory pointer means
+ * the CPU backend (tsafe_backend_cpu_factory). */
+typedef struct tsafe_backend_factory {
+    const char *name;
+    tsafe_status (*create)(void *user, const tsafe_context *ckks,
+                           const tsafe_bfv_context *bfv, tsafe_backend **out);
+    void *user;
+} tsafe_backend_factory;
+TSAFE_API const tsafe_backend_factory *tsafe_backend_cpu_factory(void);
+/* f->create(f->user, ckks, bfv, out) with the checks (f NULL: CPU). */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_create(
+    const tsafe_backend_factory *f, const tsafe_context *ckks,
+    const tsafe_bfv_context *bfv, tsafe_backend **out);
 
 /* Buffers of n_polys x n_limbs x N words. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_buffer_alloc(
     tsafe_backend *b, size_t n_polys, uint32_t n_limbs, tsafe_buffer **out);
+/* A fixed right operand of tsafe_backend_mul_acc (plaintexts, public keys):
+ * written once by tsafe_buffer_upload, which lets the backend precompute
+ * what makes products by it cheap (the CPU backend: Shoup quotients). */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_buffer_alloc_operand(
+    tsafe_backend *b, size_t n_polys, uint32_t n_limbs, tsafe_buffer **out);
 TSAFE_API void tsafe_buffer_free(tsafe_buffer *buf);
 TSAFE_API size_t tsafe_buffer_words(const tsafe_buffer *buf);
+TSAFE_API size_t tsafe_buffer_polys(const tsafe_buffer *buf);
+TSAFE_API uint32_t tsafe_buffer_limbs(const tsafe_buffer *buf);
+/* The buffer's words when the backend keeps them in host memory (the CPU
+ * backend), so that a caller may fill or read them in place instead of
+ * copying through upload/download; NULL otherwise and for operands. Values
+ * written there must be reduced (< q_i): nothing checks them. */
+TSAFE_API uint64_t *tsafe_buffer_host_words(tsafe_buffer *buf);
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_buffer_upload(
     tsafe_buffer *dst, const uint64_t *src, size_t words);
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_buffer_download(
@@ -60,6 +102,28 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_elementwise(
 /* Rescale (NTT form in, NTT form out): divide by the last limb's prime with
  * rounding; out has one limb fewer. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_rescale(
+    tsafe_backend *b, tsafe_buffer *out, const tsafe_buffer *in);
+
+/* Multiply-accumulate: for each job, acc += sum_k a[k] (*) w[k] mod q_i,
+ * element-wise (NTT form). acc has P polynomials and L limbs; every a[k]
+ * and w[k] has L limbs and P or 1 polynomials (1: broadcast); every w[k] is
+ * an operand buffer (tsafe_buffer_alloc_operand). One call carries the
+ * products of many accumulators (sites, blocks, clients): a GPU backend
+ * runs them as one batch. Jobs must not share an accumulator. */
+typedef struct tsafe_backend_mac {
+    tsafe_buffer *acc;
+    size_t n_terms;
+    const tsafe_buffer *const *a;
+    const tsafe_buffer *const *w;
+} tsafe_backend_mac;
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_mul_acc(
+    tsafe_backend *b, const tsafe_backend_mac *jobs, size_t n_jobs);
+
+/* Modulus switch in coefficient form: out = round(in / q_last) mod q_i for
+ * the first L-1 limbs (round half up: floor((x + (q_last-1)/2) / q_last),
+ * x the CRT value in [0, Q)); out has one limb fewer than in. The BFV
+ * response switch Q -> q0; the same rounding as tsafe_backend_rescale. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_mod_switch(
     tsafe_backend *b, tsafe_buffer *out, const tsafe_buffer *in);
 
 /* Optional: wait for queued work (no-op on synchronous backends). */

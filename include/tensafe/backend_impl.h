@@ -13,7 +13,10 @@
 extern "C" {
 #endif
 
-#define TSAFE_BACKEND_API_VERSION 1
+/* 2: rings (CKKS or BFV), operands, mul_acc, mod_switch, host_words. */
+#define TSAFE_BACKEND_API_VERSION 2
+
+struct tsafe_ring_view; /* internal: degree, primes, NTT tables */
 
 struct tsafe_backend_i {
     /* required */
@@ -36,8 +39,22 @@ struct tsafe_backend_i {
                                 uint32_t n_limbs);
     tsafe_status (*rescale)(tsafe_backend *b, void *out, const void *in,
                             size_t n_polys, uint32_t n_limbs_in);
-    /* optional (NULL = synchronous / unsupported) */
+    /* needed by the LoRA / MoE server paths (NULL: TSAFE_E_UNSUPPORTED) */
+    /* acc += sum a (*) w per job; shapes checked by the dispatcher */
+    tsafe_status (*mul_acc)(tsafe_backend *b, const tsafe_backend_mac *jobs,
+                            size_t n_jobs);
+    /* coefficient-form switch dropping the last of n_limbs_in limbs */
+    tsafe_status (*mod_switch)(tsafe_backend *b, void *out, const void *in,
+                               size_t n_polys, uint32_t n_limbs_in);
+    /* optional (NULL = synchronous / unsupported / plain buffers) */
     tsafe_status (*synchronize)(tsafe_backend *b);
+    /* operand buffers: NULL = buffer_alloc / buffer_upload */
+    tsafe_status (*operand_alloc)(tsafe_backend *b, size_t words, void **mem);
+    tsafe_status (*operand_upload)(tsafe_backend *b, void *mem,
+                                   const uint64_t *src, size_t n_polys,
+                                   uint32_t n_limbs);
+    /* host address of a (non-operand) buffer's words, or NULL */
+    uint64_t *(*host_words)(tsafe_backend *b, void *mem);
     tsafe_status (*graph_begin)(tsafe_backend *b);
     tsafe_status (*graph_end)(tsafe_backend *b);
     tsafe_status (*graph_launch)(tsafe_backend *b);
@@ -47,7 +64,9 @@ struct tsafe_backend {
     int api_version;
     const struct tsafe_backend_i *iface;
     void *ctx;                 /* backend-private state */
-    const tsafe_context *he;   /* borrowed CKKS context */
+    const tsafe_context *he;   /* borrowed CKKS context, or NULL */
+    const tsafe_bfv_context *bfv; /* borrowed BFV context, or NULL */
+    const struct tsafe_ring_view *ring; /* the one of he or bfv */
 };
 
 struct tsafe_buffer {
@@ -55,6 +74,7 @@ struct tsafe_buffer {
     void *mem;                 /* backend-owned memory */
     size_t n_polys;
     uint32_t n_limbs;
+    int operand;               /* allocated by tsafe_buffer_alloc_operand */
 };
 
 /* Context facts for backends: the primitive 2N-th root psi_i used by the
@@ -65,11 +85,22 @@ struct tsafe_buffer {
 TSAFE_API uint64_t tsafe_context_psi(const tsafe_context *ctx, uint32_t i);
 TSAFE_API uint32_t tsafe_context_log_n(const tsafe_context *ctx);
 
+/* The same facts for the backend's ring (CKKS or BFV): log2 N, the prime
+ * and psi of limb i < tsafe_backend_max_limbs (0 out of range). Backends
+ * build their tables from these, never from the context's own type. */
+TSAFE_API uint32_t tsafe_backend_log_n(const tsafe_backend *b);
+TSAFE_API uint64_t tsafe_backend_prime(const tsafe_backend *b, uint32_t i);
+TSAFE_API uint64_t tsafe_backend_psi(const tsafe_backend *b, uint32_t i);
+
 /* Wrap a backend-private state into a backend handle after checking the
  * api_version; used by backend constructors. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_init(
     tsafe_backend **out, int api_version, const struct tsafe_backend_i *iface,
     void *state, const tsafe_context *he);
+/* The same for a backend over an exact (BFV) context's ring. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_init_bfv(
+    tsafe_backend **out, int api_version, const struct tsafe_backend_i *iface,
+    void *state, const tsafe_bfv_context *bfv);
 
 #ifdef __cplusplus
 }

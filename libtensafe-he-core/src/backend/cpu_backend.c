@@ -1,5 +1,9 @@
-/* The portable CPU backend: host memory, the context's NTT tables (scalar or
- * IFMA as the context chose), synchronous. */
+/* The portable CPU backend: host memory, the ring's NTT tables (scalar or
+ * IFMA as the context chose), synchronous. Serves a CKKS context's data
+ * primes or a BFV context's two primes.
+ *
+ * Operand buffers hold the values followed by their Shoup quotients, so a
+ * product by an operand costs what the direct (non-backend) paths pay. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,21 +11,43 @@
 #include "../ckks/ckks_internal.h"
 #include "tsafe_check.h"
 
-static const char *cpu_name(tsafe_backend *b) { return "cpu"; }
+/* Backend-private state: one polynomial limb of scratch (a backend belongs
+ * to one thread at a time, so the scratch needs no lock). */
+typedef struct cpu_state {
+    uint64_t *tmp;
+} cpu_state;
 
-static void cpu_destroy(tsafe_backend *b) { (void)b; }
+static const char *cpu_name(tsafe_backend *b)
+{
+    (void)b;
+    return "cpu";
+}
+
+static void cpu_destroy(tsafe_backend *b)
+{
+    cpu_state *s = b->ctx;
+    if (s)
+        free(s->tmp);
+    free(s);
+}
 
 static tsafe_status cpu_alloc(tsafe_backend *b, size_t words, void **mem)
 {
+    (void)b;
     *mem = calloc(words, sizeof(uint64_t));
     return *mem ? TSAFE_OK : TSAFE_E_NOMEM;
 }
 
-static void cpu_free(tsafe_backend *b, void *mem) { free(mem); }
+static void cpu_free(tsafe_backend *b, void *mem)
+{
+    (void)b;
+    free(mem);
+}
 
 static tsafe_status cpu_upload(tsafe_backend *b, void *mem, const uint64_t *src,
                                size_t words)
 {
+    (void)b;
     memcpy(mem, src, words * sizeof *src);
     return TSAFE_OK;
 }
@@ -29,14 +55,44 @@ static tsafe_status cpu_upload(tsafe_backend *b, void *mem, const uint64_t *src,
 static tsafe_status cpu_download(tsafe_backend *b, const void *mem,
                                  uint64_t *dst, size_t words)
 {
+    (void)b;
     memcpy(dst, mem, words * sizeof *dst);
+    return TSAFE_OK;
+}
+
+static uint64_t *cpu_host_words(tsafe_backend *b, void *mem)
+{
+    (void)b;
+    return mem;
+}
+
+/* values, then one Shoup quotient per value */
+static tsafe_status cpu_operand_alloc(tsafe_backend *b, size_t words, void **mem)
+{
+    TSAFE_REQUIRE(words <= SIZE_MAX / 2 / sizeof(uint64_t), TSAFE_E_SIZE_OVERFLOW);
+    return cpu_alloc(b, 2 * words, mem);
+}
+
+static tsafe_status cpu_operand_upload(tsafe_backend *b, void *mem,
+                                       const uint64_t *src, size_t n_polys,
+                                       uint32_t n_limbs)
+{
+    const struct tsafe_ring_view *r = b->ring;
+    size_t words = n_polys * n_limbs * r->n;
+    uint64_t *w = mem, *wp = w + words;
+    memcpy(w, src, words * sizeof *src);
+    for (size_t p = 0; p < n_polys; p++)
+        for (uint32_t i = 0; i < n_limbs; i++) {
+            size_t o = (p * n_limbs + i) * r->n;
+            tsafe_vec_shoup_precompute(wp + o, w + o, r->n, r->mod[i].q);
+        }
     return TSAFE_OK;
 }
 
 static tsafe_status cpu_ntt(tsafe_backend *b, void *mem, size_t n_polys,
                             uint32_t n_limbs, int inverse)
 {
-    const tsafe_context *c = b->he;
+    const struct tsafe_ring_view *c = b->ring;
     uint64_t *w = mem;
     for (size_t p = 0; p < n_polys; p++)
         for (uint32_t i = 0; i < n_limbs; i++) {
@@ -66,7 +122,7 @@ static tsafe_status cpu_elementwise(tsafe_backend *b, tsafe_elementwise_op op,
                                     size_t n_polys, size_t b_polys,
                                     uint32_t n_limbs)
 {
-    const tsafe_context *c = b->he;
+    const struct tsafe_ring_view *c = b->ring;
     size_t n = c->n;
     for (size_t p = 0; p < n_polys; p++)
         for (uint32_t i = 0; i < n_limbs; i++) {
@@ -88,6 +144,8 @@ static tsafe_status cpu_rescale(tsafe_backend *b, void *out, const void *in,
                                 size_t n_polys, uint32_t n_limbs_in)
 {
     const tsafe_context *c = b->he;
+    if (!c) /* the exact (BFV) ring switches in coefficient form instead */
+        return TSAFE_E_UNSUPPORTED;
     size_t n = c->n;
     uint32_t level = n_limbs_in - 1;
     uint64_t *scratch = malloc(2 * n * sizeof *scratch);
@@ -107,6 +165,92 @@ static tsafe_status cpu_rescale(tsafe_backend *b, void *out, const void *in,
     return TSAFE_OK;
 }
 
+/* One limb of acc[0..P) += a (*) w, w an operand (values w, quotients wp).
+ * a_step / w_step: 0 broadcasts polynomial 0. The scalar path reads w once
+ * for both polynomials of a ciphertext; the IFMA kernels are vector calls. */
+static void mac_limb(uint64_t *const *acc, size_t P, const uint64_t *a,
+                     size_t a_step, const uint64_t *w, const uint64_t *wp,
+                     size_t w_step, uint64_t *tmp, size_t n, uint64_t q, int ifma)
+{
+    if (!ifma && P == 2 && w_step == 0) {
+        uint64_t *a0 = acc[0], *a1 = acc[1];
+        const uint64_t *x0 = a, *x1 = a + a_step;
+        for (size_t k = 0; k < n; k++) {
+            a0[k] = tsafe_add_mod(a0[k], tsafe_mul_shoup(x0[k], w[k], wp[k], q), q);
+            a1[k] = tsafe_add_mod(a1[k], tsafe_mul_shoup(x1[k], w[k], wp[k], q), q);
+        }
+        return;
+    }
+    for (size_t p = 0; p < P; p++) {
+        tsafe_vec_mul_shoup(tmp, a + p * a_step, w + p * w_step, wp + p * w_step, n, q);
+        tsafe_vec_add(acc[p], acc[p], tmp, n, q);
+    }
+}
+
+static tsafe_status cpu_mul_acc(tsafe_backend *b, const tsafe_backend_mac *jobs,
+                                size_t n_jobs)
+{
+    const struct tsafe_ring_view *r = b->ring;
+    cpu_state *s = b->ctx;
+    size_t n = r->n;
+    uint64_t *rows[16];
+    for (size_t j = 0; j < n_jobs; j++) {
+        const tsafe_backend_mac *m = &jobs[j];
+        size_t P = m->acc->n_polys;
+        uint32_t L = m->acc->n_limbs;
+        if (P > 16)
+            return TSAFE_E_UNSUPPORTED; /* ciphertexts have 2 polynomials */
+        uint64_t *acc = m->acc->mem;
+        for (size_t k = 0; k < m->n_terms; k++) {
+            const tsafe_buffer *A = m->a[k], *W = m->w[k];
+            const uint64_t *a = A->mem, *w = W->mem;
+            const uint64_t *wp = w + W->n_polys * (size_t)L * n;
+            size_t a_step = A->n_polys == 1 ? 0 : (size_t)L * n;
+            size_t w_step = W->n_polys == 1 ? 0 : (size_t)L * n;
+            for (uint32_t i = 0; i < L; i++) {
+                for (size_t p = 0; p < P; p++)
+                    rows[p] = acc + (p * L + i) * n;
+                size_t o = (size_t)i * n;
+                mac_limb(rows, P, a + o, a_step, w + o, wp + o, w_step, s->tmp, n,
+                         r->mod[i].q, r->ntt[i].use_ifma);
+            }
+        }
+    }
+    return TSAFE_OK;
+}
+
+/* round(x / q_last) mod q_i, x given by its residues: floor((x + h)/q_last)
+ * with h = (q_last - 1)/2, i.e. ((x + h) - ((x + h) mod q_last)) / q_last. */
+static tsafe_status cpu_mod_switch(tsafe_backend *b, void *out, const void *in,
+                                   size_t n_polys, uint32_t n_limbs_in)
+{
+    const struct tsafe_ring_view *r = b->ring;
+    size_t n = r->n;
+    uint32_t L = n_limbs_in - 1;
+    const tsafe_modulus *ml = &r->mod[L];
+    uint64_t ql = ml->q, h = (ql - 1) / 2;
+    for (uint32_t i = 0; i < L; i++) {
+        const tsafe_modulus *mi = &r->mod[i];
+        uint64_t qi = mi->q, hi = h % qi;
+        uint64_t inv = tsafe_inv_mod(ql % qi, mi);
+        uint64_t inv_sh = tsafe_shoup_precompute(inv, qi);
+        for (size_t p = 0; p < n_polys; p++) {
+            const uint64_t *xl = (const uint64_t *)in + (p * n_limbs_in + L) * n;
+            const uint64_t *xi = (const uint64_t *)in + (p * n_limbs_in + i) * n;
+            uint64_t *o = (uint64_t *)out + (p * L + i) * n;
+            for (size_t k = 0; k < n; k++) {
+                uint64_t yl = xl[k] + h;
+                if (yl >= ql)
+                    yl -= ql;
+                uint64_t yi = tsafe_add_mod(xi[k], hi, qi);
+                uint64_t d = tsafe_sub_mod(yi, tsafe_reduce_128(yl, mi), qi);
+                o[k] = tsafe_mul_shoup(d, inv, inv_sh, qi);
+            }
+        }
+    }
+    return TSAFE_OK;
+}
+
 static const struct tsafe_backend_i k_cpu_iface = {
     .get_name = cpu_name,
     .destroy = cpu_destroy,
@@ -118,16 +262,55 @@ static const struct tsafe_backend_i k_cpu_iface = {
     .ntt_inverse = cpu_ntt_inv,
     .elementwise = cpu_elementwise,
     .rescale = cpu_rescale,
+    .mul_acc = cpu_mul_acc,
+    .mod_switch = cpu_mod_switch,
     .synchronize = NULL,
-    .graph_begin = NULL,
-    .graph_end = NULL,
-    .graph_launch = NULL,
+    .operand_alloc = cpu_operand_alloc,
+    .operand_upload = cpu_operand_upload,
+    .host_words = cpu_host_words,
 };
+
+static tsafe_status cpu_state_new(size_t n, cpu_state **out)
+{
+    cpu_state *s = calloc(1, sizeof *s);
+    if (!s || !(s->tmp = calloc(n, sizeof *s->tmp))) {
+        free(s);
+        return TSAFE_E_NOMEM;
+    }
+    *out = s;
+    return TSAFE_OK;
+}
 
 tsafe_status tsafe_backend_cpu_create(const tsafe_context *ctx,
                                       tsafe_backend **out)
 {
-    TSAFE_REQUIRE(ctx && out, TSAFE_E_NULL);
-    return tsafe_backend_init(out, TSAFE_BACKEND_API_VERSION, &k_cpu_iface,
-                              NULL, ctx);
+    TSAFE_REQUIRE(out, TSAFE_E_NULL);
+    *out = NULL;
+    TSAFE_REQUIRE(ctx, TSAFE_E_NULL);
+    cpu_state *s;
+    tsafe_status st = cpu_state_new(ctx->n, &s);
+    if (st == TSAFE_OK &&
+        (st = tsafe_backend_init(out, TSAFE_BACKEND_API_VERSION, &k_cpu_iface, s,
+                                 ctx)) != TSAFE_OK) {
+        free(s->tmp);
+        free(s);
+    }
+    return st;
+}
+
+tsafe_status tsafe_backend_cpu_create_bfv(const tsafe_bfv_context *ctx,
+                                          tsafe_backend **out)
+{
+    TSAFE_REQUIRE(out, TSAFE_E_NULL);
+    *out = NULL;
+    TSAFE_REQUIRE(ctx, TSAFE_E_NULL);
+    cpu_state *s;
+    tsafe_status st = cpu_state_new(tsafe_bfv_context_n(ctx), &s);
+    if (st == TSAFE_OK &&
+        (st = tsafe_backend_init_bfv(out, TSAFE_BACKEND_API_VERSION, &k_cpu_iface, s,
+                                     ctx)) != TSAFE_OK) {
+        free(s->tmp);
+        free(s);
+    }
+    return st;
 }

@@ -24,6 +24,7 @@ struct tsafe_bfv_context {
     uint64_t half_q1_q0;    /* half_q1 mod q0 */
     double log2_q;
     uint8_t fingerprint[TSAFE_BFV_FINGERPRINT_BYTES];
+    struct tsafe_ring_view ring; /* both primes, for backends */
 };
 
 struct tsafe_bfv_secret_key {

@@ -50,6 +50,7 @@ tsafe_status tsafe_bfv_context_create(const tsafe_bfv_params *p,
         tsafe_modulus_init(&c->mod[i], q[i]);
         TSAFE_TRY(tsafe_ntt_table_init(&c->ntt[i], p->log_n, q[i], 1));
     }
+    c->ring = (struct tsafe_ring_view){c->n, p->log_n, 2, c->mod, c->ntt};
     c->Q = (tsafe_u128)q[0] * q[1];
     c->log2_q = log2((double)q[0]) + log2((double)q[1]);
     /* the product of two primes just below 2^b0, 2^b1 may still pass the

@@ -41,6 +41,7 @@ struct tsafe_context {
     double log2_q;
     uint8_t fingerprint[TSAFE_FINGERPRINT_BYTES];
     const char *arith_path;
+    struct tsafe_ring_view ring; /* the data primes, for backends */
 
     /* Rescale: qinv_last[l][i] = q_l^-1 mod q_i (i < l) and Shoup quotient;
      * half_last[l][i] = floor(q_l / 2) mod q_i. */

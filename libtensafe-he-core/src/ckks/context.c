@@ -212,6 +212,7 @@ tsafe_status tsafe_context_create(const tsafe_params *params,
             ifma = 0;
     }
     c->arith_path = ifma ? "ifma" : "scalar";
+    c->ring = (struct tsafe_ring_view){c->n, c->log_n, c->n_data, c->mod, c->ntt};
     rescale_tables(c);
     TSAFE_TRY(crt_tables(c));
     TSAFE_TRY(encoding_tables(c));

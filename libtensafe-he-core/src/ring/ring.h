@@ -169,4 +169,18 @@ void tsafe_vec_mul_scalar(uint64_t *out, const uint64_t *a, uint64_t c,
 void tsafe_vec_shoup_precompute(uint64_t *wp, const uint64_t *w, size_t n,
                                 uint64_t q);
 
+/* ---------------------------------------------------------- ring view */
+
+/* What a compute backend needs of a context's ring: the degree and the
+ * limbs a buffer may have (the CKKS data primes, or the BFV context's two
+ * primes), with their NTT tables. Borrowed from the context that embeds it
+ * (tsafe_context, tsafe_bfv_context); immutable. */
+struct tsafe_ring_view {
+    size_t n;
+    uint32_t log_n;
+    uint32_t n_limbs;
+    const tsafe_modulus *mod;
+    const tsafe_ntt_table *ntt;
+};
+
 #endif
