@@ -159,7 +159,8 @@ void tsafe_buffer_free(tsafe_buffer *buf)
 {
     if (!buf)
         return;
-    buf->backend->iface->buffer_free(buf->backend, buf->mem);
+    if (!buf->borrowed)
+        buf->backend->iface->buffer_free(buf->backend, buf->mem);
     free(buf);
 }
 

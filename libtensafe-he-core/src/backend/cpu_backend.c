@@ -10,6 +10,7 @@
 #include "tensafe/backend_impl.h"
 #include "../ckks/ckks_internal.h"
 #include "tsafe_check.h"
+#include "backend_internal.h"
 
 /* Backend-private state: one polynomial limb of scratch (a backend belongs
  * to one thread at a time, so the scratch needs no lock). */
@@ -269,6 +270,11 @@ static const struct tsafe_backend_i k_cpu_iface = {
     .operand_upload = cpu_operand_upload,
     .host_words = cpu_host_words,
 };
+
+int tsafe_backend_is_core_cpu(const tsafe_backend *b)
+{
+    return b && b->iface == &k_cpu_iface;
+}
 
 static tsafe_status cpu_state_new(size_t n, cpu_state **out)
 {
