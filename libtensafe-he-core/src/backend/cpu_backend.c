@@ -235,6 +235,7 @@ static tsafe_status cpu_mod_switch(tsafe_backend *b, void *out, const void *in,
         uint64_t qi = mi->q, hi = h % qi;
         uint64_t inv = tsafe_inv_mod(ql % qi, mi);
         uint64_t inv_sh = tsafe_shoup_precompute(inv, qi);
+        uint64_t one_sh = tsafe_shoup_precompute(1, qi); /* y mod qi = y * 1 (Shoup) */
         for (size_t p = 0; p < n_polys; p++) {
             const uint64_t *xl = (const uint64_t *)in + (p * n_limbs_in + L) * n;
             const uint64_t *xi = (const uint64_t *)in + (p * n_limbs_in + i) * n;
@@ -244,7 +245,7 @@ static tsafe_status cpu_mod_switch(tsafe_backend *b, void *out, const void *in,
                 if (yl >= ql)
                     yl -= ql;
                 uint64_t yi = tsafe_add_mod(xi[k], hi, qi);
-                uint64_t d = tsafe_sub_mod(yi, tsafe_reduce_128(yl, mi), qi);
+                uint64_t d = tsafe_sub_mod(yi, tsafe_mul_shoup(yl, 1, one_sh, qi), qi);
                 o[k] = tsafe_mul_shoup(d, inv, inv_sh, qi);
             }
         }

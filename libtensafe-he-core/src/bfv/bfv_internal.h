@@ -23,6 +23,7 @@ struct tsafe_bfv_context {
     uint64_t q1_inv_shoup;
     uint64_t half_q1;       /* (q1 - 1) / 2: rounding offset of the switch */
     uint64_t half_q1_q0;    /* half_q1 mod q0 */
+    uint64_t one_shoup_q0;  /* Shoup quotient of 1 mod q0: y mod q0 for any 64-bit y */
     double log2_q;
     uint8_t fingerprint[TSAFE_BFV_FINGERPRINT_BYTES];
     struct tsafe_ring_view ring; /* both primes, for backends */

@@ -44,7 +44,7 @@ static inline uint64_t switch_down(const tsafe_bfv_context *c, uint64_t x0,
     if (y1 >= q1)
         y1 -= q1;
     uint64_t y0 = tsafe_add_mod(x0, c->half_q1_q0, q0);
-    uint64_t d = tsafe_sub_mod(y0, tsafe_reduce_128(y1, &c->mod[0]), q0);
+    uint64_t d = tsafe_sub_mod(y0, tsafe_mul_shoup(y1, 1, c->one_shoup_q0, q0), q0);
     return tsafe_mul_shoup(d, c->q1_inv, c->q1_inv_shoup, q0);
 }
 
