@@ -3737,11 +3737,11 @@ CHECK_FN(tsafe_bfv_plain_encode_buffer)
     int64_t m[2] = {1, (int64_t)1 << 41};
     OK(tsafe_backend_cpu_create_bfv(S.c, &b));
     OK(tsafe_buffer_alloc_operand(b, 1, 2, &o));
-    OK(tsafe_buffer_alloc(b, 1, 2, &plainbuf));
+    OK(tsafe_buffer_alloc(b, 2, 2, &plainbuf));
     IS(TSAFE_E_NULL, tsafe_bfv_plain_encode_buffer(NULL, m, 1, o));
     IS(TSAFE_E_NULL, tsafe_bfv_plain_encode_buffer(S.c, NULL, 1, o));
     IS(TSAFE_E_NULL, tsafe_bfv_plain_encode_buffer(S.c, m, 1, NULL));
-    IS(TSAFE_E_ARG, tsafe_bfv_plain_encode_buffer(S.c, m, 1, plainbuf)); /* not an operand */
+    IS(TSAFE_E_ARG, tsafe_bfv_plain_encode_buffer(S.c, m, 1, plainbuf)); /* 2 polynomials */
     IS(TSAFE_E_RANGE, tsafe_bfv_plain_encode_buffer(S.c, m, 4097, o));
     IS(TSAFE_E_VALUE_RANGE, tsafe_bfv_plain_encode_buffer(S.c, m, 2, o));
     OK(tsafe_bfv_plain_encode_buffer(S.c, m, 1, o));

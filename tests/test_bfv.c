@@ -348,21 +348,29 @@ static void backend_path_is_byte_identical(void **state)
         assert_memory_equal(wbytes, gbytes, rlen);
         /* a per-token plaintext encoded straight into an operand equals the
          * plaintext object's operand in its products */
-        tsafe_buffer *enc, *acc2, *acc3;
+        tsafe_buffer *enc, *once, *acc2, *acc3, *acc4;
         assert_int_equal(tsafe_buffer_alloc_operand(b, 1, 2, &enc), TSAFE_OK);
         assert_int_equal(tsafe_bfv_plain_encode_buffer(f.c, coeff, f.n, enc), TSAFE_OK);
+        assert_int_equal(tsafe_buffer_alloc(b, 1, 2, &once), TSAFE_OK); /* Barrett path */
+        assert_int_equal(tsafe_bfv_plain_encode_buffer(f.c, coeff, f.n, once), TSAFE_OK);
         assert_int_equal(tsafe_buffer_alloc(b, 2, 2, &acc2), TSAFE_OK);
         assert_int_equal(tsafe_buffer_alloc(b, 2, 2, &acc3), TSAFE_OK);
+        assert_int_equal(tsafe_buffer_alloc(b, 2, 2, &acc4), TSAFE_OK);
         const tsafe_buffer *a1[1] = {x[1]}, *w1[1] = {enc}, *w2[1] = {w[CHUNKS - 1]};
-        tsafe_backend_mac jobs[2] = {{acc2, 1, a1, w1}, {acc3, 1, a1, w2}};
-        assert_int_equal(tsafe_backend_mul_acc(b, jobs, 2), TSAFE_OK);
+        const tsafe_buffer *w3[1] = {once};
+        tsafe_backend_mac jobs[3] = {{acc2, 1, a1, w1}, {acc3, 1, a1, w2}, {acc4, 1, a1, w3}};
+        assert_int_equal(tsafe_backend_mul_acc(b, jobs, 3), TSAFE_OK);
         uint64_t *h2 = malloc(4 * f.n * sizeof *h2), *h3 = malloc(4 * f.n * sizeof *h3);
         assert_int_equal(tsafe_buffer_download(acc2, h2, 4 * f.n), TSAFE_OK);
         assert_int_equal(tsafe_buffer_download(acc3, h3, 4 * f.n), TSAFE_OK);
         assert_memory_equal(h2, h3, 4 * f.n * sizeof *h2);
+        assert_int_equal(tsafe_buffer_download(acc4, h3, 4 * f.n), TSAFE_OK);
+        assert_memory_equal(h2, h3, 4 * f.n * sizeof *h2);
         free(h2);
         free(h3);
         tsafe_buffer_free(enc);
+        tsafe_buffer_free(once);
+        tsafe_buffer_free(acc4);
         tsafe_buffer_free(acc2);
         tsafe_buffer_free(acc3);
         tsafe_bfv_sealer_free(sl);

@@ -39,8 +39,9 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_plain_operand(
     const tsafe_bfv_plain *pt, tsafe_backend *b, tsafe_buffer **out);
 
 /* Encode coefficients as tsafe_bfv_plain_create does (|coeff| < 2^40,
- * count <= N) straight into an operand buffer of 1 x 2 (per-token
- * plaintexts without a tsafe_bfv_plain in between). */
+ * count <= N) straight into a buffer of 1 x 2: an operand, or a plain
+ * buffer for a plaintext multiplied once (per-token plaintexts, without a
+ * tsafe_bfv_plain in between and without the operand's precomputation). */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_plain_encode_buffer(
     const tsafe_bfv_context *ctx, const int64_t *coeffs, size_t count,
     tsafe_buffer *operand);

@@ -205,9 +205,16 @@ static tsafe_status cpu_mul_acc(tsafe_backend *b, const tsafe_backend_mac *jobs,
         for (size_t k = 0; k < m->n_terms; k++) {
             const tsafe_buffer *A = m->a[k], *W = m->w[k];
             const uint64_t *a = A->mem, *w = W->mem;
-            const uint64_t *wp = w + W->n_polys * (size_t)L * n;
             size_t a_step = A->n_polys == 1 ? 0 : (size_t)L * n;
             size_t w_step = W->n_polys == 1 ? 0 : (size_t)L * n;
+            if (!W->operand) { /* used once: Barrett, no quotients to build */
+                for (uint32_t i = 0; i < L; i++)
+                    for (size_t p = 0; p < P; p++)
+                        tsafe_vec_mul_add(acc + (p * L + i) * n, a + p * a_step + (size_t)i * n,
+                                          w + p * w_step + (size_t)i * n, n, &r->mod[i]);
+                continue;
+            }
+            const uint64_t *wp = w + W->n_polys * (size_t)L * n;
             for (uint32_t i = 0; i < L; i++) {
                 for (size_t p = 0; p < P; p++)
                     rows[p] = acc + (p * L + i) * n;

@@ -73,8 +73,7 @@ tsafe_status tsafe_bfv_plain_encode_buffer(const tsafe_bfv_context *c,
 {
     TSAFE_REQUIRE(c && operand && (coeffs || count == 0), TSAFE_E_NULL);
     TSAFE_REQUIRE(serves(operand->backend, c), TSAFE_E_PARAMS_MISMATCH);
-    TSAFE_REQUIRE(operand->operand && operand->n_polys == 1 && operand->n_limbs == 2 &&
-                      !operand->borrowed,
+    TSAFE_REQUIRE(operand->n_polys == 1 && operand->n_limbs == 2 && !operand->borrowed,
                   TSAFE_E_ARG);
     TSAFE_REQUIRE(count <= c->n, TSAFE_E_RANGE);
     const int64_t lim = (int64_t)1 << 40;

@@ -44,7 +44,7 @@ struct tsafe_sealed_server {
     tsafe_buffer *zb[2 * MAX_CHUNKS];     /* round 2's ciphertexts */
     tsafe_buffer **accs, **accs2;         /* one per block (round 1, 2) */
     size_t n_accs, n_accs2;
-    tsafe_buffer **band;                  /* per-token round-2 operands */
+    tsafe_buffer **band;                  /* per-token round-2 plaintexts */
     size_t n_band;
     tsafe_sealed_opcache cache;
     uint8_t seed[32];                     /* tests: tsafe_sealed_server_debug_seed */
@@ -613,7 +613,8 @@ static tsafe_status round2_products(tsafe_sealed_server *s, const tsafe_sealed_s
         n_hit += hit[c];
     tsafe_status st = pool_reserve(s->be2, &s->accs2, &s->n_accs2, nb, 2, 0);
     if (st == TSAFE_OK)
-        st = pool_reserve(s->be2, &s->band, &s->n_band, n_hit * nb, 1, 1);
+        /* used once each: plain buffers (no operand precomputation) */
+        st = pool_reserve(s->be2, &s->band, &s->n_band, n_hit * nb, 1, 0);
     if (st != TSAFE_OK)
         return st;
     tsafe_backend_mac *job = malloc(nb * sizeof *job);
