@@ -3035,13 +3035,20 @@ CHECK_FN(tsafe_bfv_context_n)
     assert_int_equal(tsafe_bfv_context_n(S.c), 4096);
 }
 
+CHECK_FN(tsafe_bfv_context_limbs)
+{
+    sealed_world();
+    assert_int_equal(tsafe_bfv_context_limbs(NULL), 0);
+    assert_int_equal(tsafe_bfv_context_limbs(S.c), 3); /* 49 + 30 + 30 bits */
+}
+
 CHECK_FN(tsafe_bfv_context_prime)
 {
     (void)f;
     sealed_world();
     assert_true(tsafe_bfv_context_prime(NULL, 0) == 0);
-    assert_true(tsafe_bfv_context_prime(S.c, 2) == 0);
-    assert_true(tsafe_bfv_context_prime(S.c, 1) > tsafe_bfv_context_prime(S.c, 0));
+    assert_true(tsafe_bfv_context_prime(S.c, tsafe_bfv_context_limbs(S.c)) == 0);
+    assert_true(tsafe_bfv_context_prime(S.c, 1) != 0);
 }
 
 CHECK_FN(tsafe_bfv_context_log2_q)
@@ -3352,6 +3359,7 @@ CHECK_FN(tsafe_bfv_decrypt_noise)
 static const api_case k_bfv[] = {
     ENTRY(tsafe_bfv_context_create), ENTRY(tsafe_bfv_context_free), ENTRY(tsafe_bfv_context_n),
     ENTRY(tsafe_bfv_context_prime), ENTRY(tsafe_bfv_context_log2_q),
+    ENTRY(tsafe_bfv_context_limbs),
     ENTRY(tsafe_bfv_context_params), ENTRY(tsafe_bfv_context_fingerprint),
     ENTRY(tsafe_bfv_secret_key_generate), ENTRY(tsafe_bfv_secret_key_free),
     ENTRY(tsafe_bfv_public_key_generate), ENTRY(tsafe_bfv_public_key_free),
@@ -3697,7 +3705,7 @@ CHECK_FN(tsafe_bfv_ct_read_buffer)
     tsafe_buffer *x = NULL, *ckks_buf = f->buf;
     tsafe_backend *b = NULL;
     OK(tsafe_backend_cpu_create_bfv(S.c, &b));
-    OK(tsafe_buffer_alloc(b, 2, 2, &x));
+    OK(tsafe_buffer_alloc(b, 2, tsafe_bfv_context_limbs(S.c), &x));
     uint8_t bytes[8] = {0};
     IS(TSAFE_E_NULL, tsafe_bfv_ct_read_buffer(NULL, bytes, sizeof bytes, x));
     IS(TSAFE_E_NULL, tsafe_bfv_ct_read_buffer(S.c, NULL, sizeof bytes, x));
@@ -3705,7 +3713,7 @@ CHECK_FN(tsafe_bfv_ct_read_buffer)
     IS(TSAFE_E_PARAMS_MISMATCH, tsafe_bfv_ct_read_buffer(S.c, bytes, sizeof bytes, ckks_buf));
     IS(TSAFE_E_TRUNCATED, tsafe_bfv_ct_read_buffer(S.c, bytes, sizeof bytes, x));
     tsafe_buffer_free(x);
-    OK(tsafe_buffer_alloc(b, 1, 2, &x)); /* one polynomial: not a ciphertext */
+    OK(tsafe_buffer_alloc(b, 1, tsafe_bfv_context_limbs(S.c), &x)); /* one polynomial */
     IS(TSAFE_E_RANGE, tsafe_bfv_ct_read_buffer(S.c, bytes, sizeof bytes, x));
     tsafe_buffer_free(x);
     tsafe_backend_free(b);
@@ -3736,8 +3744,8 @@ CHECK_FN(tsafe_bfv_plain_encode_buffer)
     tsafe_backend *b = NULL;
     int64_t m[2] = {1, (int64_t)1 << 41};
     OK(tsafe_backend_cpu_create_bfv(S.c, &b));
-    OK(tsafe_buffer_alloc_operand(b, 1, 2, &o));
-    OK(tsafe_buffer_alloc(b, 2, 2, &plainbuf));
+    OK(tsafe_buffer_alloc_operand(b, 1, tsafe_bfv_context_limbs(S.c), &o));
+    OK(tsafe_buffer_alloc(b, 2, tsafe_bfv_context_limbs(S.c), &plainbuf));
     IS(TSAFE_E_NULL, tsafe_bfv_plain_encode_buffer(NULL, m, 1, o));
     IS(TSAFE_E_NULL, tsafe_bfv_plain_encode_buffer(S.c, NULL, 1, o));
     IS(TSAFE_E_NULL, tsafe_bfv_plain_encode_buffer(S.c, m, 1, NULL));
@@ -3798,7 +3806,7 @@ CHECK_FN(tsafe_bfv_seal_buffer)
     uint32_t pos[2] = {7, 4096}, twice[2] = {7, 7};
     OK(tsafe_backend_cpu_create_bfv(S.c, &b));
     OK(tsafe_bfv_sealer_create(S.c, b, &sl));
-    OK(tsafe_buffer_alloc(b, 2, 2, &acc));
+    OK(tsafe_buffer_alloc(b, 2, tsafe_bfv_context_limbs(S.c), &acc));
     OK(tsafe_bfv_public_key_operand(S.pk, b, &pk));
     IS(TSAFE_E_NULL, tsafe_bfv_seal_buffer(NULL, acc, pk, pos, NULL, 1, 20, NULL, S.res));
     IS(TSAFE_E_NULL, tsafe_bfv_seal_buffer(sl, NULL, pk, pos, NULL, 1, 20, NULL, S.res));

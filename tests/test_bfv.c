@@ -267,11 +267,12 @@ static tsafe_backend *hidden_backend(tsafe_backend *cpu, const tsafe_bfv_context
  * bytes of the direct functions for the same ciphertexts and seeds: on the
  * CPU backend (host memory, borrowed plaintexts) and on one without host
  * access (copies, uploads, an added error polynomial). */
-static void backend_path_is_byte_identical(void **state)
+static void backend_path_at(const tsafe_bfv_params *params)
 {
-    (void)state;
     fixture f;
-    fx_open(&f, &k_params);
+    fx_open(&f, params);
+    uint32_t L = tsafe_bfv_context_limbs(f.c);
+    size_t words = 2 * (size_t)L * f.n; /* a ciphertext */
     enum { CHUNKS = 3, READS = 9 };
     size_t ct_len = tsafe_bfv_ct_bytes(f.c);
     uint8_t *wire[CHUNKS];
@@ -320,7 +321,7 @@ static void backend_path_is_byte_identical(void **state)
         tsafe_backend *b = bes[which];
         tsafe_buffer *x[CHUNKS], *w[CHUNKS], *accb, *pk;
         for (size_t c = 0; c < CHUNKS; c++) {
-            assert_int_equal(tsafe_buffer_alloc(b, 2, 2, &x[c]), TSAFE_OK);
+            assert_int_equal(tsafe_buffer_alloc(b, 2, L, &x[c]), TSAFE_OK);
             assert_int_equal(tsafe_bfv_ct_read_buffer(f.c, wire[c], ct_len, x[c]), TSAFE_OK);
             assert_int_equal(tsafe_bfv_plain_operand(pt[c], b, &w[c]), TSAFE_OK);
         }
@@ -332,7 +333,7 @@ static void backend_path_is_byte_identical(void **state)
         assert_int_equal(tsafe_bfv_ct_read_buffer(f.c, bad, ct_len - 1, x[0]), TSAFE_E_TRUNCATED);
         free(bad);
         assert_int_equal(tsafe_bfv_ct_read_buffer(f.c, wire[0], ct_len, x[0]), TSAFE_OK);
-        assert_int_equal(tsafe_buffer_alloc(b, 2, 2, &accb), TSAFE_OK);
+        assert_int_equal(tsafe_buffer_alloc(b, 2, L, &accb), TSAFE_OK);
         assert_int_equal(tsafe_bfv_public_key_operand(f.pk, b, &pk), TSAFE_OK);
         const tsafe_buffer *as[CHUNKS] = {x[0], x[1], x[2]}, *ws[CHUNKS] = {w[0], w[1], w[2]};
         tsafe_backend_mac job = {accb, CHUNKS, as, ws};
@@ -349,23 +350,23 @@ static void backend_path_is_byte_identical(void **state)
         /* a per-token plaintext encoded straight into an operand equals the
          * plaintext object's operand in its products */
         tsafe_buffer *enc, *once, *acc2, *acc3, *acc4;
-        assert_int_equal(tsafe_buffer_alloc_operand(b, 1, 2, &enc), TSAFE_OK);
+        assert_int_equal(tsafe_buffer_alloc_operand(b, 1, L, &enc), TSAFE_OK);
         assert_int_equal(tsafe_bfv_plain_encode_buffer(f.c, coeff, f.n, enc), TSAFE_OK);
-        assert_int_equal(tsafe_buffer_alloc(b, 1, 2, &once), TSAFE_OK); /* Barrett path */
+        assert_int_equal(tsafe_buffer_alloc(b, 1, L, &once), TSAFE_OK); /* Barrett path */
         assert_int_equal(tsafe_bfv_plain_encode_buffer(f.c, coeff, f.n, once), TSAFE_OK);
-        assert_int_equal(tsafe_buffer_alloc(b, 2, 2, &acc2), TSAFE_OK);
-        assert_int_equal(tsafe_buffer_alloc(b, 2, 2, &acc3), TSAFE_OK);
-        assert_int_equal(tsafe_buffer_alloc(b, 2, 2, &acc4), TSAFE_OK);
+        assert_int_equal(tsafe_buffer_alloc(b, 2, L, &acc2), TSAFE_OK);
+        assert_int_equal(tsafe_buffer_alloc(b, 2, L, &acc3), TSAFE_OK);
+        assert_int_equal(tsafe_buffer_alloc(b, 2, L, &acc4), TSAFE_OK);
         const tsafe_buffer *a1[1] = {x[1]}, *w1[1] = {enc}, *w2[1] = {w[CHUNKS - 1]};
         const tsafe_buffer *w3[1] = {once};
         tsafe_backend_mac jobs[3] = {{acc2, 1, a1, w1}, {acc3, 1, a1, w2}, {acc4, 1, a1, w3}};
         assert_int_equal(tsafe_backend_mul_acc(b, jobs, 3), TSAFE_OK);
-        uint64_t *h2 = malloc(4 * f.n * sizeof *h2), *h3 = malloc(4 * f.n * sizeof *h3);
-        assert_int_equal(tsafe_buffer_download(acc2, h2, 4 * f.n), TSAFE_OK);
-        assert_int_equal(tsafe_buffer_download(acc3, h3, 4 * f.n), TSAFE_OK);
-        assert_memory_equal(h2, h3, 4 * f.n * sizeof *h2);
-        assert_int_equal(tsafe_buffer_download(acc4, h3, 4 * f.n), TSAFE_OK);
-        assert_memory_equal(h2, h3, 4 * f.n * sizeof *h2);
+        uint64_t *h2 = malloc(words * sizeof *h2), *h3 = malloc(words * sizeof *h3);
+        assert_int_equal(tsafe_buffer_download(acc2, h2, words), TSAFE_OK);
+        assert_int_equal(tsafe_buffer_download(acc3, h3, words), TSAFE_OK);
+        assert_memory_equal(h2, h3, words * sizeof *h2);
+        assert_int_equal(tsafe_buffer_download(acc4, h3, words), TSAFE_OK);
+        assert_memory_equal(h2, h3, words * sizeof *h2);
         free(h2);
         free(h3);
         tsafe_buffer_free(enc);
@@ -396,6 +397,15 @@ static void backend_path_is_byte_identical(void **state)
     tsafe_bfv_sealed_free(got);
     tsafe_bfv_acc_free(acc);
     fx_close(&f);
+}
+
+static void backend_path_is_byte_identical(void **state)
+{
+    (void)state;
+    /* three limbs (the protocol's: a 60-bit gap as two IFMA primes) and two */
+    const tsafe_bfv_params two = {12, 49, 45, 37, 0};
+    backend_path_at(&k_params);
+    backend_path_at(&two);
 }
 
 int main(void)

@@ -321,6 +321,68 @@ static void test_primitive_root(void **state)
     assert_int_equal(tsafe_primitive_2n_root(12289, 12, NULL), TSAFE_E_NULL);
 }
 
+/* ------------------------------------------- switch and multiply-add */
+
+/* tsafe_vec_mod_switch (IFMA where the primes allow, scalar otherwise)
+ * against GMP: x = CRT(x_i, x_l) in [0, q_i q_l), floor((x + (q_l-1)/2) / q_l)
+ * mod q_i. And tsafe_vec_mul_shoup_add against (out + a w) mod q. */
+static void check_switch(uint64_t qi, uint64_t ql, size_t n)
+{
+    tsafe_modulus mi, ml;
+    tsafe_modulus_init(&mi, qi);
+    tsafe_modulus_init(&ml, ql);
+    tsafe_switch_consts k;
+    tsafe_switch_consts_init(&k, &mi, &ml);
+    uint64_t *xi = malloc(n * 8), *xl = malloc(n * 8), *out = malloc(n * 8);
+    uint64_t *w = malloc(n * 8), *wp = malloc(n * 8), *acc = malloc(n * 8), *acc0 = malloc(n * 8);
+    for (size_t j = 0; j < n; j++) {
+        xi[j] = rnd() % qi;
+        xl[j] = rnd() % ql;
+        w[j] = rnd() % qi;
+        acc[j] = acc0[j] = rnd() % qi;
+    }
+    xi[0] = 0, xl[0] = 0;                  /* x = 0 */
+    xi[1] = qi - 1, xl[1] = ql - 1;        /* x = Q - 1 */
+    tsafe_vec_mod_switch(out, xi, xl, n, &k);
+    tsafe_vec_shoup_precompute(wp, w, n, qi);
+    tsafe_vec_mul_shoup_add(acc, xi, w, wp, n, qi);
+    mpz_t Q, x, t, r, inv;
+    mpz_inits(Q, x, t, r, inv, NULL);
+    mpz_set_u64(Q, qi);
+    mpz_set_u64(t, ql);
+    mpz_invert(inv, Q, t); /* qi^-1 mod ql */
+    for (size_t j = 0; j < n; j++) {
+        /* x = xi + qi * ((xl - xi) qi^-1 mod ql) */
+        mpz_set_u64(x, xl[j]);
+        mpz_set_u64(r, xi[j]);
+        mpz_sub(x, x, r);
+        mpz_mul(x, x, inv);
+        mpz_mod(x, x, t);
+        mpz_mul(x, x, Q);
+        mpz_add(x, x, r);
+        mpz_add_ui(x, x, (unsigned long)((ql - 1) / 2));
+        mpz_fdiv_q(x, x, t);
+        mpz_mod(x, x, Q);
+        assert_true(out[j] == mpz_get_u64(x));
+        tsafe_u128 want = ((tsafe_u128)xi[j] * w[j] + acc0[j]) % qi;
+        assert_true(acc[j] == (uint64_t)want);
+    }
+    mpz_clears(Q, x, t, r, inv, NULL);
+    free(xi), free(xl), free(out), free(w), free(wp), free(acc), free(acc0);
+}
+
+static void test_switch_and_mul_add(void **state)
+{
+    (void)state;
+    /* IFMA-sized primes (both below 2^50, both orders), a 60-bit one
+     * (scalar), odd lengths for the vector tails */
+    check_switch(random_prime(49), random_prime(30), 4096);
+    check_switch(random_prime(30), random_prime(31), 1001);
+    check_switch(random_prime(30), random_prime(49), 77);
+    check_switch(random_prime(49), random_prime(60), 513);
+    check_switch(random_prime(60), random_prime(40), 9);
+}
+
 int main(void)
 {
     tsafe_test_rng_init("ring_arith");
@@ -329,6 +391,7 @@ int main(void)
         cmocka_unit_test(test_primes_generate),
         cmocka_unit_test(test_primes_errors),
         cmocka_unit_test(test_primitive_root),
+        cmocka_unit_test(test_switch_and_mul_add),
     };
     return cmocka_run_group_tests_name("ring_arith", tests, NULL, NULL);
 }

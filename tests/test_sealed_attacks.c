@@ -221,29 +221,36 @@ static void attack_a_plain_mode_leaks_A(void **state)
 
 /* ----------------------------------------------------------- (a) sealed */
 
-/* round(x / q1) mod q0 of a value given by residues (x0, x1) */
-static uint64_t switch_ref(const tsafe_bfv_context *c, uint64_t x0, uint64_t x1)
+/* round(x / (Q/q0)) mod q0 of a value given by its residues (limb i at
+ * r[i * stride]): exact CRT in 128 bits (Q < 2^111), exact rounding. */
+static uint64_t switch_ref(const tsafe_bfv_context *c, const uint64_t *r, size_t stride)
 {
-    uint64_t q0 = c->mod[0].q, q1 = c->mod[1].q;
-    /* x = x1 + q1 * ((x0 - x1) q1^-1 mod q0), 0 <= x < Q */
-    uint64_t d = tsafe_mul_mod(tsafe_sub_mod(x0, x1 % q0, q0), c->q1_inv, &c->mod[0]);
-    tsafe_u128 x = (tsafe_u128)x1 + (tsafe_u128)q1 * d;
-    return (uint64_t)(((x + q1 / 2) / q1) % q0);
+    tsafe_u128 x = r[0], M = c->mod[0].q;
+    for (uint32_t i = 1; i < c->L; i++) { /* Garner: x += M k, k = (r_i - x) / M mod q_i */
+        const tsafe_modulus *mi = &c->mod[i];
+        uint64_t xm = (uint64_t)(x % mi->q), mm = (uint64_t)(M % mi->q);
+        uint64_t k = tsafe_mul_mod(tsafe_sub_mod(r[i * stride], xm, mi->q),
+                                   tsafe_inv_mod(mm, mi), mi);
+        x += M * k;
+        M *= mi->q;
+    }
+    tsafe_u128 D = M / c->mod[0].q;
+    return (uint64_t)(((x + D / 2) / D) % c->mod[0].q);
 }
 
 /* The attacker's test of a guess P for the plaintext: is c1 - a' P short
  * (a' = the client's own a, switched to q0)? Returns max |coefficient|. */
-static double shortness(const tsafe_bfv_context *c, const uint64_t *a_ntt2,
+static double shortness(const tsafe_bfv_context *c, const uint64_t *a_ntt,
                         const int64_t *P, const uint64_t *c1)
 {
     size_t n = c->n;
     uint64_t q0 = c->mod[0].q;
-    uint64_t *a = malloc(2 * n * sizeof *a), *ap = malloc(n * sizeof *ap), *p = malloc(n * sizeof *p);
-    memcpy(a, a_ntt2, 2 * n * sizeof *a);
-    tsafe_ntt_inverse(&c->ntt[0], a);
-    tsafe_ntt_inverse(&c->ntt[1], a + n);
+    uint64_t *a = malloc(c->L * n * sizeof *a), *ap = malloc(n * sizeof *ap), *p = malloc(n * sizeof *p);
+    memcpy(a, a_ntt, c->L * n * sizeof *a);
+    for (uint32_t i = 0; i < c->L; i++)
+        tsafe_ntt_inverse(&c->ntt[i], a + i * n);
     for (size_t k = 0; k < n; k++) {
-        ap[k] = switch_ref(c, a[k], a[n + k]);
+        ap[k] = switch_ref(c, a + k, n);
         p[k] = P[k] >= 0 ? (uint64_t)P[k] % q0 : q0 - (uint64_t)(-P[k]) % q0;
     }
     tsafe_ntt_forward(&c->ntt[0], ap);
@@ -311,7 +318,7 @@ static void attack_a_sealed_response_reveals_nothing(void **state)
     const tsafe_sealed_site *ss = w.site;
     assert_int_equal(tsafe_sealed_client_query(w.c, x2, &q, &ql, NULL), TSAFE_OK);
     assert_int_equal(tsafe_sealed_server_round1(w.s, &ss, 1, q, ql, &r2, &r2l, NULL), TSAFE_OK);
-    uint64_t *a = malloc(2 * n * sizeof *a);
+    uint64_t *a = malloc(cv->c1->L * n * sizeof *a);
     tsafe_bfv_expand_a(cv->c1, q + 8 + 16 + 4 + 8 + 4, a); /* the ct's seed */
     decrypt_response(&w, r2, r2l, v, c1);
     double sealed_dev = shortness(cv->c1, a, P, c1);
@@ -327,10 +334,10 @@ static void attack_a_sealed_response_reveals_nothing(void **state)
     assert_int_equal(tsafe_bfv_acc_create(cv->c1, &acc), TSAFE_OK);
     assert_int_equal(tsafe_bfv_acc_mul_add(acc, ct, pt), TSAFE_OK);
     uint64_t *bare = malloc(n * sizeof *bare);
-    tsafe_ntt_inverse(&cv->c1->ntt[0], acc->a1);
-    tsafe_ntt_inverse(&cv->c1->ntt[1], acc->a1 + n);
+    for (uint32_t i = 0; i < cv->c1->L; i++)
+        tsafe_ntt_inverse(&cv->c1->ntt[i], acc->a1 + i * n);
     for (size_t k = 0; k < n; k++)
-        bare[k] = switch_ref(cv->c1, acc->a1[k], acc->a1[n + k]);
+        bare[k] = switch_ref(cv->c1, acc->a1 + k, n);
     double bare_dev = shortness(cv->c1, a, P, bare);
     double q0 = (double)cv->c1->mod[0].q;
     printf("# sealed: |c1 - a'P| max %.3g (q0/2 = %.3g); bare product: %.3g\n", sealed_dev,

@@ -2,7 +2,7 @@
  * the sealed two-party protocol (tensafe/lora_sealed.h, docs/PROTOCOL.md).
  *
  * Plaintexts are integer polynomials m in Z_t[X]/(X^N+1), t = 2^t_bits.
- * A ciphertext at modulus Q = q0*q1 satisfies c0 + c1*s = round(Q*m/t) + e;
+ * A ciphertext at modulus Q = q0 * (gap primes) satisfies c0 + c1*s = round(Q*m/t) + e;
  * decryption is scale-and-round, so what a client decrypts is an exact
  * integer mod t that carries no encryption noise (unlike CKKS, where the
  * decrypted value is m + e and releasing it leaks e: Li-Micciancio).
@@ -19,7 +19,7 @@
  * and a uniform flooding term to the coefficients it will send (the noise
  * that depends on the server's plaintexts is hidden to statistical distance
  * 2^-flood_margin per coefficient), switches to the response modulus q0
- * (dropping q1) and keeps c1 plus only the requested c0 coefficients.
+ * (dropping the gap primes) and keeps c1 plus only the requested c0 coefficients.
  *
  * Thread safety: contexts and keys are immutable after creation and may be
  * shared; ciphertexts, plaintexts, accumulators and sealed results are
@@ -45,7 +45,8 @@ extern "C" {
 typedef struct tsafe_bfv_params {
     uint32_t log_n;     /* N = 2^log_n, 11..15 */
     uint32_t resp_bits; /* bits of q0, the response modulus (30..50) */
-    uint32_t gap_bits;  /* bits of q1, dropped when switching (30..61) */
+    uint32_t gap_bits;  /* bits of the gap Q/q0, dropped when switching
+                           (30..61; above 50 two primes of half the bits) */
     uint32_t t_bits;    /* plaintext modulus t = 2^t_bits (8..resp_bits-8) */
     uint32_t flags;     /* TSAFE_BFV_INSECURE_FOR_TESTS */
 } tsafe_bfv_params;
@@ -60,9 +61,13 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_context_create(
     const tsafe_bfv_params *p, tsafe_bfv_context **out);
 TSAFE_API void tsafe_bfv_context_free(tsafe_bfv_context *ctx);
 TSAFE_API size_t tsafe_bfv_context_n(const tsafe_bfv_context *ctx);
-/* q0 (i = 0) or q1 (i = 1); 0 otherwise. */
+/* Limb i's prime: q0 (i = 0, the response modulus), then the gap primes
+ * that the switch drops (one, or two when gap_bits > 50 so that every limb
+ * runs the IFMA kernels); 0 for i >= tsafe_bfv_context_limbs. */
 TSAFE_API uint64_t tsafe_bfv_context_prime(const tsafe_bfv_context *ctx,
                                            uint32_t i);
+/* Number of limbs: 2 or 3 (0 for NULL). */
+TSAFE_API uint32_t tsafe_bfv_context_limbs(const tsafe_bfv_context *ctx);
 TSAFE_API double tsafe_bfv_context_log2_q(const tsafe_bfv_context *ctx);
 TSAFE_API const tsafe_bfv_params *tsafe_bfv_context_params(
     const tsafe_bfv_context *ctx);

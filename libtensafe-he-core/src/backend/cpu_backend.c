@@ -12,10 +12,11 @@
 #include "tsafe_check.h"
 #include "backend_internal.h"
 
-/* Backend-private state: one polynomial limb of scratch (a backend belongs
- * to one thread at a time, so the scratch needs no lock). */
+/* Backend-private state: the rescale's scratch (a backend belongs to one
+ * thread at a time, so the scratch needs no lock). */
 typedef struct cpu_state {
-    uint64_t *tmp;
+    uint64_t *scratch; /* 2 N: the rescale's scratch */
+    uint64_t *resc;    /* max_limbs N: one rescaled polynomial */
 } cpu_state;
 
 static const char *cpu_name(tsafe_backend *b)
@@ -24,13 +25,9 @@ static const char *cpu_name(tsafe_backend *b)
     return "cpu";
 }
 
-static void cpu_destroy(tsafe_backend *b)
-{
-    cpu_state *s = b->ctx;
-    if (s)
-        free(s->tmp);
-    free(s);
-}
+static void cpu_state_free(cpu_state *s);
+
+static void cpu_destroy(tsafe_backend *b) { cpu_state_free(b->ctx); }
 
 static tsafe_status cpu_alloc(tsafe_backend *b, size_t words, void **mem)
 {
@@ -147,33 +144,26 @@ static tsafe_status cpu_rescale(tsafe_backend *b, void *out, const void *in,
     const tsafe_context *c = b->he;
     if (!c) /* the exact (BFV) ring switches in coefficient form instead */
         return TSAFE_E_UNSUPPORTED;
+    cpu_state *s = b->ctx;
     size_t n = c->n;
     uint32_t level = n_limbs_in - 1;
-    uint64_t *scratch = malloc(2 * n * sizeof *scratch);
-    uint64_t *tmp = malloc((size_t)level * n * sizeof *tmp);
-    if (!scratch || !tmp) {
-        free(scratch);
-        free(tmp);
-        return TSAFE_E_NOMEM;
-    }
     for (size_t p = 0; p < n_polys; p++) {
         const uint64_t *src = (const uint64_t *)in + p * n_limbs_in * n;
-        tsafe_poly_rescale(c, src, level, tmp, scratch);
-        memcpy((uint64_t *)out + p * level * n, tmp, (size_t)level * n * sizeof *tmp);
+        tsafe_poly_rescale(c, src, level, s->resc, s->scratch);
+        memcpy((uint64_t *)out + p * level * n, s->resc, (size_t)level * n * sizeof *s->resc);
     }
-    free(scratch);
-    free(tmp);
     return TSAFE_OK;
 }
 
 /* One limb of acc[0..P) += a (*) w, w an operand (values w, quotients wp).
- * a_step / w_step: 0 broadcasts polynomial 0. The scalar path reads w once
- * for both polynomials of a ciphertext; the IFMA kernels are vector calls. */
+ * a_step / w_step: 0 broadcasts polynomial 0. Without IFMA the scalar loop
+ * reads w once for both polynomials of a ciphertext; with it, fused
+ * multiply-add kernels (the test is tsafe_vec_*'s own). */
 static void mac_limb(uint64_t *const *acc, size_t P, const uint64_t *a,
                      size_t a_step, const uint64_t *w, const uint64_t *wp,
-                     size_t w_step, uint64_t *tmp, size_t n, uint64_t q, int ifma)
+                     size_t w_step, size_t n, uint64_t q)
 {
-    if (!ifma && P == 2 && w_step == 0) {
+    if (P == 2 && w_step == 0 && !tsafe_vec_uses_ifma(q)) {
         uint64_t *a0 = acc[0], *a1 = acc[1];
         const uint64_t *x0 = a, *x1 = a + a_step;
         for (size_t k = 0; k < n; k++) {
@@ -182,17 +172,14 @@ static void mac_limb(uint64_t *const *acc, size_t P, const uint64_t *a,
         }
         return;
     }
-    for (size_t p = 0; p < P; p++) {
-        tsafe_vec_mul_shoup(tmp, a + p * a_step, w + p * w_step, wp + p * w_step, n, q);
-        tsafe_vec_add(acc[p], acc[p], tmp, n, q);
-    }
+    for (size_t p = 0; p < P; p++)
+        tsafe_vec_mul_shoup_add(acc[p], a + p * a_step, w + p * w_step, wp + p * w_step, n, q);
 }
 
 static tsafe_status cpu_mul_acc(tsafe_backend *b, const tsafe_backend_mac *jobs,
                                 size_t n_jobs)
 {
     const struct tsafe_ring_view *r = b->ring;
-    cpu_state *s = b->ctx;
     size_t n = r->n;
     uint64_t *rows[16];
     for (size_t j = 0; j < n_jobs; j++) {
@@ -219,8 +206,7 @@ static tsafe_status cpu_mul_acc(tsafe_backend *b, const tsafe_backend_mac *jobs,
                 for (size_t p = 0; p < P; p++)
                     rows[p] = acc + (p * L + i) * n;
                 size_t o = (size_t)i * n;
-                mac_limb(rows, P, a + o, a_step, w + o, wp + o, w_step, s->tmp, n,
-                         r->mod[i].q, r->ntt[i].use_ifma);
+                mac_limb(rows, P, a + o, a_step, w + o, wp + o, w_step, n, r->mod[i].q);
             }
         }
     }
@@ -235,26 +221,13 @@ static tsafe_status cpu_mod_switch(tsafe_backend *b, void *out, const void *in,
     const struct tsafe_ring_view *r = b->ring;
     size_t n = r->n;
     uint32_t L = n_limbs_in - 1;
-    const tsafe_modulus *ml = &r->mod[L];
-    uint64_t ql = ml->q, h = (ql - 1) / 2;
     for (uint32_t i = 0; i < L; i++) {
-        const tsafe_modulus *mi = &r->mod[i];
-        uint64_t qi = mi->q, hi = h % qi;
-        uint64_t inv = tsafe_inv_mod(ql % qi, mi);
-        uint64_t inv_sh = tsafe_shoup_precompute(inv, qi);
-        uint64_t one_sh = tsafe_shoup_precompute(1, qi); /* y mod qi = y * 1 (Shoup) */
+        tsafe_switch_consts k;
+        tsafe_switch_consts_init(&k, &r->mod[i], &r->mod[L]);
         for (size_t p = 0; p < n_polys; p++) {
             const uint64_t *xl = (const uint64_t *)in + (p * n_limbs_in + L) * n;
             const uint64_t *xi = (const uint64_t *)in + (p * n_limbs_in + i) * n;
-            uint64_t *o = (uint64_t *)out + (p * L + i) * n;
-            for (size_t k = 0; k < n; k++) {
-                uint64_t yl = xl[k] + h;
-                if (yl >= ql)
-                    yl -= ql;
-                uint64_t yi = tsafe_add_mod(xi[k], hi, qi);
-                uint64_t d = tsafe_sub_mod(yi, tsafe_mul_shoup(yl, 1, one_sh, qi), qi);
-                o[k] = tsafe_mul_shoup(d, inv, inv_sh, qi);
-            }
+            tsafe_vec_mod_switch((uint64_t *)out + (p * L + i) * n, xi, xl, n, &k);
         }
     }
     return TSAFE_OK;
@@ -284,11 +257,21 @@ int tsafe_backend_is_core_cpu(const tsafe_backend *b)
     return b && b->iface == &k_cpu_iface;
 }
 
-static tsafe_status cpu_state_new(size_t n, cpu_state **out)
+static void cpu_state_free(cpu_state *s)
+{
+    if (s) {
+        free(s->scratch);
+        free(s->resc);
+    }
+    free(s);
+}
+
+static tsafe_status cpu_state_new(size_t n, uint32_t max_limbs, cpu_state **out)
 {
     cpu_state *s = calloc(1, sizeof *s);
-    if (!s || !(s->tmp = calloc(n, sizeof *s->tmp))) {
-        free(s);
+    if (!s || !(s->scratch = calloc(2 * n, sizeof *s->scratch)) ||
+        !(s->resc = calloc((size_t)max_limbs * n, sizeof *s->resc))) {
+        cpu_state_free(s);
         return TSAFE_E_NOMEM;
     }
     *out = s;
@@ -302,13 +285,11 @@ tsafe_status tsafe_backend_cpu_create(const tsafe_context *ctx,
     *out = NULL;
     TSAFE_REQUIRE(ctx, TSAFE_E_NULL);
     cpu_state *s;
-    tsafe_status st = cpu_state_new(ctx->n, &s);
+    tsafe_status st = cpu_state_new(ctx->n, ctx->n_data, &s);
     if (st == TSAFE_OK &&
         (st = tsafe_backend_init(out, TSAFE_BACKEND_API_VERSION, &k_cpu_iface, s,
-                                 ctx)) != TSAFE_OK) {
-        free(s->tmp);
-        free(s);
-    }
+                                 ctx)) != TSAFE_OK)
+        cpu_state_free(s);
     return st;
 }
 
@@ -319,12 +300,10 @@ tsafe_status tsafe_backend_cpu_create_bfv(const tsafe_bfv_context *ctx,
     *out = NULL;
     TSAFE_REQUIRE(ctx, TSAFE_E_NULL);
     cpu_state *s;
-    tsafe_status st = cpu_state_new(tsafe_bfv_context_n(ctx), &s);
+    tsafe_status st = cpu_state_new(tsafe_bfv_context_n(ctx), 1, &s);
     if (st == TSAFE_OK &&
         (st = tsafe_backend_init_bfv(out, TSAFE_BACKEND_API_VERSION, &k_cpu_iface, s,
-                                     ctx)) != TSAFE_OK) {
-        free(s->tmp);
-        free(s);
-    }
+                                     ctx)) != TSAFE_OK)
+        cpu_state_free(s);
     return st;
 }

@@ -10,29 +10,34 @@
 #include "tensafe/bfv.h"
 #include "../ring/ring.h"
 
+/* Limbs: q0 (the response modulus, kept by the switch) and one or two gap
+ * primes (dropped by it). A gap above 50 bits is split into two primes so
+ * that every limb runs the IFMA kernels (which need q < 2^50). */
+#define TSAFE_BFV_MAX_LIMBS 3
+
 struct tsafe_bfv_context {
     tsafe_bfv_params p;
     size_t n;
-    tsafe_modulus mod[2];   /* q0 (response), q1 (dropped by the switch) */
-    tsafe_ntt_table ntt[2];
+    uint32_t L;             /* limbs: q0, then the gap primes */
+    tsafe_modulus mod[TSAFE_BFV_MAX_LIMBS];
+    tsafe_ntt_table ntt[TSAFE_BFV_MAX_LIMBS];
     uint64_t t;             /* 2^t_bits */
-    tsafe_u128 Q;           /* q0 * q1 < 2^111 */
-    uint64_t delta_mod[2];  /* floor(Q / t) mod q_i */
+    tsafe_u128 Q;           /* q0 * gap primes < 2^111 */
+    uint64_t delta_mod[TSAFE_BFV_MAX_LIMBS]; /* floor(Q / t) mod q_i */
     uint64_t q_mod_t;       /* Q mod t: round(Q m / t) = floor(Q/t) m + round((Q mod t) m / t) */
-    uint64_t q1_inv;        /* q1^-1 mod q0 and its Shoup quotient */
-    uint64_t q1_inv_shoup;
-    uint64_t half_q1;       /* (q1 - 1) / 2: rounding offset of the switch */
-    uint64_t half_q1_q0;    /* half_q1 mod q0 */
-    uint64_t one_shoup_q0;  /* Shoup quotient of 1 mod q0: y mod q0 for any 64-bit y */
+    /* The switch Q -> q0 drops limbs L-1 .. 1 one at a time, each with
+     * rounding (the backends' mod_switch): sw[l][i] for dropped limb l and
+     * kept limb i < l */
+    tsafe_switch_consts sw[TSAFE_BFV_MAX_LIMBS][TSAFE_BFV_MAX_LIMBS];
     double log2_q;
     uint8_t fingerprint[TSAFE_BFV_FINGERPRINT_BYTES];
-    struct tsafe_ring_view ring; /* both primes, for backends */
+    struct tsafe_ring_view ring; /* all limbs, for backends */
 };
 
 struct tsafe_bfv_secret_key {
     const tsafe_bfv_context *ctx;
     int8_t *s;          /* ternary, N */
-    uint64_t *s_ntt;    /* 2 limbs, NTT form */
+    uint64_t *s_ntt;    /* L limbs, NTT form */
     uint64_t *s_shoup;
     uint32_t *plus, *minus; /* positions of +1 and -1 coefficients */
     size_t n_plus, n_minus;
@@ -41,26 +46,26 @@ struct tsafe_bfv_secret_key {
 struct tsafe_bfv_public_key {
     const tsafe_bfv_context *ctx;
     uint8_t seed[TSAFE_BFV_SEED_BYTES];
-    uint64_t *p0, *p0_shoup; /* 2 limbs, NTT form */
+    uint64_t *p0, *p0_shoup; /* L limbs, NTT form */
     uint64_t *p1, *p1_shoup; /* a, expanded from seed */
 };
 
 struct tsafe_bfv_ct {
     const tsafe_bfv_context *ctx;
     uint8_t seed[TSAFE_BFV_SEED_BYTES];
-    uint64_t *c0; /* 2 limbs, NTT form */
-    uint64_t *c1; /* 2 limbs, NTT form, expanded from seed */
+    uint64_t *c0; /* L limbs, NTT form */
+    uint64_t *c1; /* L limbs, NTT form, expanded from seed */
     int valid;
 };
 
 struct tsafe_bfv_plain {
     const tsafe_bfv_context *ctx;
-    uint64_t *p, *ps; /* 2 limbs, NTT form, then Shoup quotients: ps = p + 2N */
+    uint64_t *p, *ps; /* L limbs, NTT form, then Shoup quotients: ps = p + L N */
 };
 
 struct tsafe_bfv_acc {
     const tsafe_bfv_context *ctx;
-    uint64_t *a0, *a1; /* 2 limbs each, NTT form */
+    uint64_t *a0, *a1; /* L limbs each, NTT form */
     uint64_t *tmp;     /* 2 limbs of scratch */
 };
 
@@ -102,14 +107,25 @@ static inline void tsafe_bfv_mul_add_limb(uint64_t *out, const uint64_t *a,
                                           const uint64_t *w, const uint64_t *wp,
                                           uint64_t *tmp, size_t n, uint64_t q)
 {
-    tsafe_vec_mul_shoup(tmp, a, w, wp, n, q);
-    tsafe_vec_add(out, out, tmp, n, q);
+    (void)tmp;
+    tsafe_vec_mul_shoup_add(out, a, w, wp, n, q);
 }
 
-/* Two zeroed limbs of N residues (one polynomial at Q). */
+/* L zeroed limbs of N residues (one polynomial at Q). */
 static inline uint64_t *tsafe_bfv_limbs_alloc(const tsafe_bfv_context *c)
 {
-    return calloc(2 * c->n, sizeof(uint64_t));
+    return calloc((size_t)c->L * c->n, sizeof(uint64_t));
+}
+
+/* round(x / (Q / q0)) mod q0 for x given by its L residues (x is
+ * overwritten): the limbs dropped one at a time, the same arithmetic as
+ * the backends' mod_switch. */
+static inline uint64_t tsafe_bfv_switch_to_q0(const tsafe_bfv_context *c, uint64_t *x)
+{
+    for (uint32_t l = c->L - 1; l >= 1; l--)
+        for (uint32_t i = 0; i < l; i++)
+            x[i] = tsafe_mod_switch_one(x[i], x[l], &c->sw[l][i]);
+    return x[0];
 }
 
 /* Expand the uniform polynomial a (2 limbs, NTT form) from its seed. */

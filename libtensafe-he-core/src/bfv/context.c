@@ -43,38 +43,45 @@ tsafe_status tsafe_bfv_context_create(const tsafe_bfv_params *p,
         return TSAFE_E_NOMEM;
     c->p = *p;
     c->n = (size_t)1 << p->log_n;
-    uint32_t bits[2] = {p->resp_bits, p->gap_bits};
-    uint64_t q[2];
-    TSAFE_TRY(tsafe_primes_generate(p->log_n, 2, bits, q));
-    for (uint32_t i = 0; i < 2; i++) {
+    /* q0, then the gap as one prime or, above 50 bits, two (IFMA limbs) */
+    uint32_t bits[TSAFE_BFV_MAX_LIMBS] = {p->resp_bits, p->gap_bits, 0};
+    c->L = 2;
+    if (p->gap_bits > 50) {
+        bits[1] = (p->gap_bits + 1) / 2;
+        bits[2] = p->gap_bits / 2;
+        c->L = 3;
+    }
+    uint64_t q[TSAFE_BFV_MAX_LIMBS] = {0};
+    TSAFE_TRY(tsafe_primes_generate(p->log_n, c->L, bits, q));
+    c->Q = 1;
+    c->log2_q = 0;
+    for (uint32_t i = 0; i < c->L; i++) {
         tsafe_modulus_init(&c->mod[i], q[i]);
         TSAFE_TRY(tsafe_ntt_table_init(&c->ntt[i], p->log_n, q[i], 1));
+        c->Q *= q[i];
+        c->log2_q += log2((double)q[i]);
     }
-    c->ring = (struct tsafe_ring_view){c->n, p->log_n, 2, c->mod, c->ntt};
-    c->Q = (tsafe_u128)q[0] * q[1];
-    c->log2_q = log2((double)q[0]) + log2((double)q[1]);
-    /* the product of two primes just below 2^b0, 2^b1 may still pass the
-     * bound by a fraction of a bit: check the real size too */
+    c->ring = (struct tsafe_ring_view){c->n, p->log_n, c->L, c->mod, c->ntt};
+    /* the product of primes just below 2^b_i may still pass the bound by a
+     * fraction of a bit: check the real size too */
     if (!(p->flags & TSAFE_BFV_INSECURE_FOR_TESTS) &&
         c->log2_q > tsafe_params_max_log_q(p->log_n))
         TSAFE_CHECK(0, TSAFE_E_INSECURE);
     c->t = 1ull << p->t_bits;
     tsafe_u128 delta = c->Q >> p->t_bits;
     c->q_mod_t = (uint64_t)(c->Q & (c->t - 1));
-    for (uint32_t i = 0; i < 2; i++)
+    for (uint32_t i = 0; i < c->L; i++)
         c->delta_mod[i] = (uint64_t)(delta % q[i]);
-    c->q1_inv = tsafe_inv_mod(q[1] % q[0], &c->mod[0]);
-    c->q1_inv_shoup = tsafe_shoup_precompute(c->q1_inv, q[0]);
-    c->half_q1 = (q[1] - 1) / 2;
-    c->half_q1_q0 = c->half_q1 % q[0];
-    c->one_shoup_q0 = tsafe_shoup_precompute(1, q[0]);
+    for (uint32_t l = 1; l < c->L; l++)
+        for (uint32_t i = 0; i < l; i++)
+            tsafe_switch_consts_init(&c->sw[l][i], &c->mod[i], &c->mod[l]);
 
     crypto_generichash_state h;
     crypto_generichash_init(&h, NULL, 0, TSAFE_BFV_FINGERPRINT_BYTES);
-    uint8_t buf[8 * 7];
-    uint64_t words[7] = {0x3156464253545354ull /* "TSTSBFV1" */, p->log_n,
-                         p->resp_bits, p->gap_bits, p->t_bits, q[0], q[1]};
-    for (int w = 0; w < 7; w++)
+    uint8_t buf[8 * 9];
+    uint64_t words[9] = {0x3156464253545354ull /* "TSTSBFV1" */, p->log_n,
+                         p->resp_bits, p->gap_bits, p->t_bits, c->L, q[0], q[1], q[2]};
+    for (int w = 0; w < 9; w++)
         for (int b = 0; b < 8; b++)
             buf[8 * w + b] = (uint8_t)(words[w] >> (8 * b));
     crypto_generichash_update(&h, buf, sizeof buf);
@@ -90,8 +97,9 @@ void tsafe_bfv_context_free(tsafe_bfv_context *c)
 {
     if (!c)
         return;
-    for (uint32_t i = 0; i < 2; i++)
-        tsafe_ntt_table_free(&c->ntt[i]);
+    for (uint32_t i = 0; i < TSAFE_BFV_MAX_LIMBS; i++)
+        if (c->ntt[i].n)
+            tsafe_ntt_table_free(&c->ntt[i]);
     free(c);
 }
 
@@ -99,8 +107,10 @@ size_t tsafe_bfv_context_n(const tsafe_bfv_context *c) { return c ? c->n : 0; }
 
 uint64_t tsafe_bfv_context_prime(const tsafe_bfv_context *c, uint32_t i)
 {
-    return c && i < 2 ? c->mod[i].q : 0;
+    return c && i < c->L ? c->mod[i].q : 0;
 }
+
+uint32_t tsafe_bfv_context_limbs(const tsafe_bfv_context *c) { return c ? c->L : 0; }
 
 double tsafe_bfv_context_log2_q(const tsafe_bfv_context *c)
 {
@@ -123,7 +133,7 @@ void tsafe_bfv_context_fingerprint(const tsafe_bfv_context *c,
 void tsafe_bfv_expand_a(const tsafe_bfv_context *c, const uint8_t seed[32],
                         uint64_t *a)
 {
-    for (uint32_t i = 0; i < 2; i++) {
+    for (uint32_t i = 0; i < c->L; i++) {
         tsafe_prng g;
         tsafe_prng_init(&g, seed, TSAFE_BFV_STREAM_A + i);
         tsafe_prng_uniform_mod(&g, c->mod[i].q, a + i * c->n, c->n);
@@ -149,7 +159,7 @@ uint64_t tsafe_bfv_scale_up(const tsafe_bfv_context *c, uint32_t i, int64_t m)
 static void limbs_free(const tsafe_bfv_context *c, uint64_t *p, int wipe)
 {
     if (p && wipe)
-        sodium_memzero(p, 2 * c->n * sizeof *p);
+        sodium_memzero(p, (size_t)c->L * c->n * sizeof *p);
     free(p);
 }
 
@@ -209,7 +219,7 @@ tsafe_status tsafe_bfv_secret_key_generate(const tsafe_bfv_context *c,
         else if (sk->s[k] < 0)
             sk->minus[sk->n_minus++] = (uint32_t)k;
     }
-    for (uint32_t i = 0; i < 2; i++) {
+    for (uint32_t i = 0; i < c->L; i++) {
         uint64_t q = c->mod[i].q, *si = sk->s_ntt + i * c->n;
         for (size_t k = 0; k < c->n; k++)
             si[k] = sk->s[k] > 0 ? 1 : sk->s[k] < 0 ? q - 1 : 0;
@@ -259,7 +269,7 @@ void tsafe_bfv_public_key_finish(tsafe_bfv_public_key *pk)
 {
     const tsafe_bfv_context *c = pk->ctx;
     tsafe_bfv_expand_a(c, pk->seed, pk->p1);
-    for (uint32_t i = 0; i < 2; i++) {
+    for (uint32_t i = 0; i < c->L; i++) {
         uint64_t q = c->mod[i].q;
         tsafe_vec_shoup_precompute(pk->p0_shoup + i * c->n, pk->p0 + i * c->n, c->n, q);
         tsafe_vec_shoup_precompute(pk->p1_shoup + i * c->n, pk->p1 + i * c->n, c->n, q);
@@ -291,7 +301,7 @@ tsafe_status tsafe_bfv_public_key_generate(const tsafe_bfv_context *c,
     tsafe_prng_init(&g, eseed, TSAFE_BFV_STREAM_ERR);
     tsafe_prng_cbd(&g, e, c->n);
     tsafe_prng_clear(&g);
-    for (uint32_t i = 0; i < 2; i++) {
+    for (uint32_t i = 0; i < c->L; i++) {
         uint64_t q = c->mod[i].q, *p0 = pk->p0 + i * c->n;
         const uint64_t *a = pk->p1 + i * c->n;
         for (size_t k = 0; k < c->n; k++)

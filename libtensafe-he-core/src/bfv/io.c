@@ -16,14 +16,14 @@ static size_t limb_bytes(const tsafe_bfv_context *c, uint32_t i, size_t n)
 static void write_limbs(tsafe_writer *w, const tsafe_bfv_context *c,
                         const uint64_t *v)
 {
-    for (uint32_t i = 0; i < 2; i++)
+    for (uint32_t i = 0; i < c->L; i++)
         tsafe_pack_bits(w, v + i * c->n, c->n, c->mod[i].bits);
 }
 
 static tsafe_status read_limbs(tsafe_reader *r, const tsafe_bfv_context *c,
                                uint64_t *v)
 {
-    for (uint32_t i = 0; i < 2; i++) {
+    for (uint32_t i = 0; i < c->L; i++) {
         tsafe_status st = tsafe_unpack_bits(r, v + i * c->n, c->n,
                                             c->mod[i].bits, c->mod[i].q);
         if (st != TSAFE_OK)
@@ -34,7 +34,12 @@ static tsafe_status read_limbs(tsafe_reader *r, const tsafe_bfv_context *c,
 
 size_t tsafe_bfv_public_key_bytes(const tsafe_bfv_context *c)
 {
-    return c ? TSAFE_BFV_SEED_BYTES + limb_bytes(c, 0, c->n) + limb_bytes(c, 1, c->n) : 0;
+    if (!c)
+        return 0;
+    size_t bytes = TSAFE_BFV_SEED_BYTES;
+    for (uint32_t i = 0; i < c->L; i++)
+        bytes += limb_bytes(c, i, c->n);
+    return bytes;
 }
 
 size_t tsafe_bfv_ct_bytes(const tsafe_bfv_context *c)

@@ -22,19 +22,20 @@ tsafe_status tsafe_bfv_ct_read_buffer(const tsafe_bfv_context *c,
 {
     TSAFE_REQUIRE(c && buf && dst, TSAFE_E_NULL);
     TSAFE_REQUIRE(serves(dst->backend, c), TSAFE_E_PARAMS_MISMATCH);
-    TSAFE_REQUIRE(dst->n_polys == 2 && dst->n_limbs == 2 && !dst->operand,
+    TSAFE_REQUIRE(dst->n_polys == 2 && dst->n_limbs == c->L && !dst->operand,
                   TSAFE_E_RANGE);
+    size_t words = (size_t)c->L * c->n; /* one polynomial */
     /* parse into a ciphertext whose limbs are the buffer's words when the
      * backend keeps them in host memory (no copy), else into staging */
     uint64_t *w = tsafe_buffer_host_words(dst);
-    uint64_t *stage = w ? NULL : malloc(4 * c->n * sizeof *stage);
+    uint64_t *stage = w ? NULL : malloc(2 * words * sizeof *stage);
     if (!w && !stage)
         return TSAFE_E_NOMEM;
-    uint64_t *words = w ? w : stage;
-    tsafe_bfv_ct ct = {.ctx = c, .c0 = words, .c1 = words + 2 * c->n};
+    uint64_t *into = w ? w : stage;
+    tsafe_bfv_ct ct = {.ctx = c, .c0 = into, .c1 = into + words};
     tsafe_status st = tsafe_bfv_ct_read(c, buf, len, &ct);
     if (st == TSAFE_OK && stage)
-        st = tsafe_buffer_upload(dst, stage, 4 * c->n);
+        st = tsafe_buffer_upload(dst, stage, 2 * words);
     free(stage);
     return st;
 }
@@ -51,15 +52,15 @@ tsafe_status tsafe_bfv_plain_operand(const tsafe_bfv_plain *pt, tsafe_backend *b
         /* the plaintext's block is the CPU operand layout: borrow it */
         tsafe_buffer *buf = calloc(1, sizeof *buf);
         TSAFE_REQUIRE(buf, TSAFE_E_NOMEM);
-        *buf = (tsafe_buffer){b, pt->p, 1, 2, 1, 1};
+        *buf = (tsafe_buffer){b, pt->p, 1, c->L, 1, 1};
         *out = buf;
         return TSAFE_OK;
     }
     tsafe_buffer *buf;
-    tsafe_status st = tsafe_buffer_alloc_operand(b, 1, 2, &buf);
+    tsafe_status st = tsafe_buffer_alloc_operand(b, 1, c->L, &buf);
     if (st != TSAFE_OK)
         return st;
-    if ((st = tsafe_buffer_upload(buf, pt->p, 2 * c->n)) != TSAFE_OK) {
+    if ((st = tsafe_buffer_upload(buf, pt->p, (size_t)c->L * c->n)) != TSAFE_OK) {
         tsafe_buffer_free(buf);
         return st;
     }
@@ -73,22 +74,23 @@ tsafe_status tsafe_bfv_plain_encode_buffer(const tsafe_bfv_context *c,
 {
     TSAFE_REQUIRE(c && operand && (coeffs || count == 0), TSAFE_E_NULL);
     TSAFE_REQUIRE(serves(operand->backend, c), TSAFE_E_PARAMS_MISMATCH);
-    TSAFE_REQUIRE(operand->n_polys == 1 && operand->n_limbs == 2 && !operand->borrowed,
+    TSAFE_REQUIRE(operand->n_polys == 1 && operand->n_limbs == c->L && !operand->borrowed,
                   TSAFE_E_ARG);
     TSAFE_REQUIRE(count <= c->n, TSAFE_E_RANGE);
     const int64_t lim = (int64_t)1 << 40;
     for (size_t k = 0; k < count; k++)
         TSAFE_REQUIRE(coeffs[k] > -lim && coeffs[k] < lim, TSAFE_E_VALUE_RANGE);
-    uint64_t *p = calloc(2 * c->n, sizeof *p);
+    size_t words = (size_t)c->L * c->n;
+    uint64_t *p = calloc(words, sizeof *p);
     TSAFE_REQUIRE(p, TSAFE_E_NOMEM);
-    for (uint32_t i = 0; i < 2; i++) {
+    for (uint32_t i = 0; i < c->L; i++) {
         uint64_t q = c->mod[i].q, *l = p + i * c->n;
         for (size_t k = 0; k < count; k++)
             l[k] = tsafe_bfv_signed_mod(coeffs[k], q);
         tsafe_ntt_forward(&c->ntt[i], l);
     }
-    tsafe_status st = tsafe_buffer_upload(operand, p, 2 * c->n);
-    sodium_memzero(p, 2 * c->n * sizeof *p); /* the adapter's weights */
+    tsafe_status st = tsafe_buffer_upload(operand, p, words);
+    sodium_memzero(p, words * sizeof *p); /* the adapter's weights */
     free(p);
     return st;
 }
@@ -101,13 +103,13 @@ tsafe_status tsafe_bfv_public_key_operand(const tsafe_bfv_public_key *pk,
     TSAFE_REQUIRE(pk && b, TSAFE_E_NULL);
     const tsafe_bfv_context *c = pk->ctx;
     TSAFE_REQUIRE(serves(b, c), TSAFE_E_PARAMS_MISMATCH);
-    size_t n2 = 2 * c->n;
+    size_t n2 = (size_t)c->L * c->n; /* one polynomial */
     uint64_t *w = malloc(2 * n2 * sizeof *w);
     TSAFE_REQUIRE(w, TSAFE_E_NOMEM);
     memcpy(w, pk->p0, n2 * sizeof *w);
     memcpy(w + n2, pk->p1, n2 * sizeof *w);
     tsafe_buffer *buf;
-    tsafe_status st = tsafe_buffer_alloc_operand(b, 2, 2, &buf);
+    tsafe_status st = tsafe_buffer_alloc_operand(b, 2, c->L, &buf);
     if (st == TSAFE_OK && (st = tsafe_buffer_upload(buf, w, 2 * n2)) != TSAFE_OK)
         tsafe_buffer_free(buf);
     free(w);

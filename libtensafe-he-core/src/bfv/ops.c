@@ -67,7 +67,7 @@ tsafe_status tsafe_bfv_encrypt(const tsafe_bfv_context *c,
     tsafe_prng_cbd(&g, e, c->n);
     tsafe_prng_clear(&g);
     tsafe_bfv_expand_a(c, ct->seed, ct->c1);
-    for (uint32_t i = 0; i < 2; i++) {
+    for (uint32_t i = 0; i < c->L; i++) {
         uint64_t q = c->mod[i].q;
         for (size_t k = 0; k < c->n; k++) {
             uint64_t v = e[k] >= 0 ? (uint64_t)e[k] : q - (uint64_t)(-e[k]);
@@ -114,13 +114,13 @@ tsafe_status tsafe_bfv_plain_create(const tsafe_bfv_context *c,
     pt->ctx = c;
     /* one block, values then quotients: the CPU backend's operand layout,
      * so a CPU backend borrows it without a copy (tsafe_bfv_plain_operand) */
-    pt->p = calloc(4 * c->n, sizeof *pt->p);
+    pt->p = calloc(2 * (size_t)c->L * c->n, sizeof *pt->p);
     if (!pt->p) {
         tsafe_bfv_plain_free(pt);
         return TSAFE_E_NOMEM;
     }
-    pt->ps = pt->p + 2 * c->n;
-    for (uint32_t i = 0; i < 2; i++) {
+    pt->ps = pt->p + (size_t)c->L * c->n;
+    for (uint32_t i = 0; i < c->L; i++) {
         uint64_t q = c->mod[i].q, *p = pt->p + i * c->n;
         for (size_t k = 0; k < count; k++)
             p[k] = tsafe_bfv_signed_mod(coeffs[k], q);
@@ -137,7 +137,7 @@ void tsafe_bfv_plain_free(tsafe_bfv_plain *pt)
         return;
     /* the adapter's weights: not the client's secret, but the server's */
     if (pt->p)
-        sodium_memzero(pt->p, 2 * pt->ctx->n * sizeof *pt->p);
+        sodium_memzero(pt->p, (size_t)pt->ctx->L * pt->ctx->n * sizeof *pt->p);
     free(pt->p); /* ps lives in the same block */
     free(pt);
 }
@@ -178,8 +178,9 @@ void tsafe_bfv_acc_zero(tsafe_bfv_acc *acc)
 {
     if (!acc)
         return;
-    memset(acc->a0, 0, 2 * acc->ctx->n * sizeof *acc->a0);
-    memset(acc->a1, 0, 2 * acc->ctx->n * sizeof *acc->a1);
+    size_t words = (size_t)acc->ctx->L * acc->ctx->n;
+    memset(acc->a0, 0, words * sizeof *acc->a0);
+    memset(acc->a1, 0, words * sizeof *acc->a1);
 }
 
 tsafe_status tsafe_bfv_acc_mul_add(tsafe_bfv_acc *acc, const tsafe_bfv_ct *ct,
@@ -189,7 +190,7 @@ tsafe_status tsafe_bfv_acc_mul_add(tsafe_bfv_acc *acc, const tsafe_bfv_ct *ct,
     const tsafe_bfv_context *c = acc->ctx;
     TSAFE_REQUIRE(tsafe_bfv_same_ctx(ct->ctx, c) && tsafe_bfv_same_ctx(pt->ctx, c), TSAFE_E_PARAMS_MISMATCH);
     TSAFE_REQUIRE(ct->valid, TSAFE_E_STATE);
-    for (uint32_t i = 0; i < 2; i++) {
+    for (uint32_t i = 0; i < c->L; i++) {
         size_t o = i * c->n;
         uint64_t q = c->mod[i].q;
         if (c->ntt[i].use_ifma) { /* the vector kernels run IFMA */

@@ -14,10 +14,10 @@
 #include "tsafe_check.h"
 #include "../common/prng.h"
 
-/* Uniform integer in [-2^bits, 2^bits] (bits <= 100) as residues mod q0, q1:
- * rejection sampling on bits + 2 random bits. */
+/* Uniform integer in [-2^bits, 2^bits] (bits <= 100) as residues mod every
+ * limb: rejection sampling on bits + 2 random bits. */
 static void flood_sample(tsafe_prng *g, uint32_t bits, const tsafe_bfv_context *c,
-                         uint64_t out[2])
+                         uint64_t out[TSAFE_BFV_MAX_LIMBS])
 {
     tsafe_u128 span = ((tsafe_u128)1 << (bits + 1)); /* values 0..span */
     tsafe_u128 mask = ((tsafe_u128)1 << (bits + 2)) - 1, v;
@@ -28,24 +28,10 @@ static void flood_sample(tsafe_prng *g, uint32_t bits, const tsafe_bfv_context *
     tsafe_u128 half = (tsafe_u128)1 << bits;
     int neg = v < half;
     tsafe_u128 mag = neg ? half - v : v - half;
-    for (uint32_t i = 0; i < 2; i++) { /* mag < 2^101 < q * 2^64: Barrett */
+    for (uint32_t i = 0; i < c->L; i++) { /* mag < 2^101 < q * 2^64: Barrett */
         uint64_t q = c->mod[i].q, r = tsafe_reduce_128(mag, &c->mod[i]);
         out[i] = neg ? tsafe_neg_mod(r, q) : r;
     }
-}
-
-/* round(x / q1) mod q0 for x given by its residues (x0 mod q0, x1 mod q1);
- * the same rounding as the backends' mod_switch. */
-static inline uint64_t switch_down(const tsafe_bfv_context *c, uint64_t x0,
-                                   uint64_t x1)
-{
-    uint64_t q0 = c->mod[0].q, q1 = c->mod[1].q;
-    uint64_t y1 = x1 + c->half_q1; /* (x + h) mod q1 */
-    if (y1 >= q1)
-        y1 -= q1;
-    uint64_t y0 = tsafe_add_mod(x0, c->half_q1_q0, q0);
-    uint64_t d = tsafe_sub_mod(y0, tsafe_mul_shoup(y1, 1, c->one_shoup_q0, q0), q0);
-    return tsafe_mul_shoup(d, c->q1_inv, c->q1_inv_shoup, q0);
 }
 
 /* Arguments of both sealing paths: reads within N, distinct, masks < t. */
@@ -71,7 +57,7 @@ static tsafe_status check_reads(const tsafe_bfv_context *c, const uint32_t *pos,
  * flood and the mask summed into add[i * n_reads + k] (limb i). */
 typedef struct seal_draw {
     int8_t *r, *e1, *e0; /* N, N, n_reads */
-    uint64_t *add;       /* 2 * n_reads */
+    uint64_t *add;       /* L * n_reads */
 } seal_draw;
 
 static tsafe_status draw(const tsafe_bfv_context *c, const uint8_t *seed,
@@ -92,9 +78,9 @@ static tsafe_status draw(const tsafe_bfv_context *c, const uint8_t *seed,
     tsafe_prng_cbd(&g, d->e1, c->n);
     tsafe_prng_cbd(&g, d->e0, n_reads ? n_reads : 1);
     for (size_t k = 0; k < n_reads; k++) {
-        uint64_t f[2];
+        uint64_t f[TSAFE_BFV_MAX_LIMBS];
         flood_sample(&g, flood_bits, c, f);
-        for (uint32_t i = 0; i < 2; i++) {
+        for (uint32_t i = 0; i < c->L; i++) {
             uint64_t q = c->mod[i].q;
             uint64_t add = tsafe_add_mod(tsafe_bfv_signed_mod(d->e0[k], q), f[i], q);
             if (mask)
@@ -119,7 +105,7 @@ static void add_errors(const tsafe_bfv_context *c, uint64_t *a0, uint64_t *a1,
                        const seal_draw *d, const uint32_t *pos, size_t n_reads)
 {
     size_t n = c->n;
-    for (uint32_t i = 0; i < 2; i++) {
+    for (uint32_t i = 0; i < c->L; i++) {
         uint64_t q = c->mod[i].q, *x = a1 + i * n;
         for (size_t k = 0; k < n; k++) /* |e1| <= 21 < q: no division */
             x[k] = tsafe_add_mod(x[k], d->e1[k] >= 0 ? (uint64_t)d->e1[k]
@@ -131,7 +117,7 @@ static void add_errors(const tsafe_bfv_context *c, uint64_t *a0, uint64_t *a1,
     }
 }
 
-static void draw_free(seal_draw *d, size_t n, size_t n_reads)
+static void draw_free(seal_draw *d, size_t n, size_t n_reads, uint32_t L)
 {
     if (d->r)
         sodium_memzero(d->r, n);
@@ -140,7 +126,7 @@ static void draw_free(seal_draw *d, size_t n, size_t n_reads)
     if (d->e0)
         sodium_memzero(d->e0, n_reads ? n_reads : 1);
     if (d->add)
-        sodium_memzero(d->add, 2 * (n_reads ? n_reads : 1) * sizeof *d->add);
+        sodium_memzero(d->add, L * (n_reads ? n_reads : 1) * sizeof *d->add);
 }
 
 tsafe_status tsafe_bfv_seal(const tsafe_bfv_context *c, tsafe_bfv_acc *acc,
@@ -157,13 +143,13 @@ tsafe_status tsafe_bfv_seal(const tsafe_bfv_context *c, tsafe_bfv_acc *acc,
     if (st != TSAFE_OK)
         return st;
     size_t n = c->n, nr = n_reads ? n_reads : 1;
-    seal_draw d = {malloc(n), malloc(n), malloc(nr), malloc(2 * nr * sizeof(uint64_t))};
+    seal_draw d = {malloc(n), malloc(n), malloc(nr), malloc(c->L * nr * sizeof(uint64_t))};
     TSAFE_CHECK(d.r && d.e1 && d.e0 && d.add, TSAFE_E_NOMEM);
     TSAFE_TRY(draw(c, seed, pos, mask, n_reads, flood_bits, &d));
 
     /* + (r p0, r p1): a fresh public-key encryption of zero, so c1 no
      * longer depends on the plaintexts (it is RLWE-pseudorandom) */
-    for (uint32_t i = 0; i < 2; i++) {
+    for (uint32_t i = 0; i < c->L; i++) {
         uint64_t q = c->mod[i].q, *u = acc->tmp, *prod = acc->tmp + n;
         size_t o = i * n;
         ternary_limb(d.r, u, n, q);
@@ -174,15 +160,22 @@ tsafe_status tsafe_bfv_seal(const tsafe_bfv_context *c, tsafe_bfv_acc *acc,
         tsafe_ntt_inverse(&c->ntt[i], acc->a1 + o);
     }
     add_errors(c, acc->a0, acc->a1, &d, pos, n_reads);
-    /* modulus switch Q -> q0, c1 whole, c0 where read */
-    for (size_t k = 0; k < n; k++)
-        r->c1[k] = switch_down(c, acc->a1[k], acc->a1[n + k]);
-    for (size_t k = 0; k < n_reads; k++)
-        r->c0[k] = switch_down(c, acc->a0[pos[k]], acc->a0[n + pos[k]]);
+    /* modulus switch Q -> q0: c1 whole (in place, limb by limb), c0 where read */
+    for (uint32_t l = c->L - 1; l >= 1; l--)
+        for (uint32_t i = 0; i < l; i++)
+            tsafe_vec_mod_switch(acc->a1 + i * n, acc->a1 + i * n, acc->a1 + l * n, n,
+                                 &c->sw[l][i]);
+    memcpy(r->c1, acc->a1, n * sizeof *r->c1);
+    uint64_t x[TSAFE_BFV_MAX_LIMBS];
+    for (size_t k = 0; k < n_reads; k++) {
+        for (uint32_t i = 0; i < c->L; i++)
+            x[i] = acc->a0[i * n + pos[k]];
+        r->c0[k] = tsafe_bfv_switch_to_q0(c, x);
+    }
     r->n_reads = n_reads;
     st = TSAFE_OK;
 fail:
-    draw_free(&d, n, n_reads);
+    draw_free(&d, n, n_reads, c->L);
     free(d.r);
     free(d.e1);
     free(d.e0);
@@ -195,10 +188,11 @@ fail:
 struct tsafe_bfv_sealer {
     const tsafe_bfv_context *ctx;
     tsafe_backend *b;
-    tsafe_buffer *r;    /* 1 poly x 2 limbs: the ternary r, then NTT(r) */
-    tsafe_buffer *e;    /* 2 polys x 2 limbs: the errors (device backends) */
-    tsafe_buffer *out;  /* 2 polys x 1 limb: the switched result */
-    uint64_t *host;     /* 4N words of staging when buffers are not host memory */
+    tsafe_buffer *r;    /* 1 poly x L limbs: the ternary r, then NTT(r) */
+    tsafe_buffer *e;    /* 2 polys x L limbs: the errors (device backends) */
+    tsafe_buffer *sw[TSAFE_BFV_MAX_LIMBS]; /* sw[l]: 2 polys x l limbs, the
+                                             switch after dropping down to l */
+    uint64_t *host;     /* 2 L N words of staging when buffers are not host memory */
     seal_draw d;
     size_t reads_cap;
 };
@@ -208,16 +202,18 @@ void tsafe_bfv_sealer_free(tsafe_bfv_sealer *s)
     if (!s)
         return;
     size_t n = s->ctx->n;
-    draw_free(&s->d, n, s->reads_cap);
+    uint32_t L = s->ctx->L;
+    draw_free(&s->d, n, s->reads_cap, L);
     free(s->d.r);
     free(s->d.e1);
     free(s->d.e0);
     free(s->d.add);
     tsafe_buffer_free(s->r);
     tsafe_buffer_free(s->e);
-    tsafe_buffer_free(s->out);
+    for (uint32_t l = 0; l < TSAFE_BFV_MAX_LIMBS; l++)
+        tsafe_buffer_free(s->sw[l]);
     if (s->host)
-        sodium_memzero(s->host, 4 * n * sizeof *s->host);
+        sodium_memzero(s->host, 2 * (size_t)L * n * sizeof *s->host);
     free(s->host);
     free(s);
 }
@@ -241,12 +237,14 @@ tsafe_status tsafe_bfv_sealer_create(const tsafe_bfv_context *c, tsafe_backend *
     s->d.r = malloc(n);
     s->d.e1 = malloc(n);
     s->d.e0 = malloc(n);
-    s->d.add = malloc(2 * n * sizeof *s->d.add);
-    s->host = malloc(4 * n * sizeof *s->host);
+    uint32_t L = c->L;
+    s->d.add = malloc(L * n * sizeof *s->d.add);
+    s->host = malloc(2 * (size_t)L * n * sizeof *s->host);
     TSAFE_CHECK(s->d.r && s->d.e1 && s->d.e0 && s->d.add && s->host, TSAFE_E_NOMEM);
-    TSAFE_TRY(tsafe_buffer_alloc(b, 1, 2, &s->r));
-    TSAFE_TRY(tsafe_buffer_alloc(b, 2, 2, &s->e));
-    TSAFE_TRY(tsafe_buffer_alloc(b, 2, 1, &s->out));
+    TSAFE_TRY(tsafe_buffer_alloc(b, 1, L, &s->r));
+    TSAFE_TRY(tsafe_buffer_alloc(b, 2, L, &s->e));
+    for (uint32_t l = 1; l < L; l++)
+        TSAFE_TRY(tsafe_buffer_alloc(b, 2, l, &s->sw[l]));
     *out = s;
     return TSAFE_OK;
 fail:
@@ -264,8 +262,9 @@ tsafe_status tsafe_bfv_seal_buffer(tsafe_bfv_sealer *s, tsafe_buffer *acc,
     const tsafe_bfv_context *c = s->ctx;
     TSAFE_REQUIRE(tsafe_bfv_same_ctx(r->ctx, c), TSAFE_E_PARAMS_MISMATCH);
     TSAFE_REQUIRE(acc->backend == s->b && pk->backend == s->b, TSAFE_E_ARG);
-    TSAFE_REQUIRE(acc->n_polys == 2 && acc->n_limbs == 2 && !acc->operand &&
-                      pk->n_polys == 2 && pk->n_limbs == 2 && pk->operand,
+    uint32_t L = c->L;
+    TSAFE_REQUIRE(acc->n_polys == 2 && acc->n_limbs == L && !acc->operand &&
+                      pk->n_polys == 2 && pk->n_limbs == L && pk->operand,
                   TSAFE_E_RANGE);
     tsafe_status st = check_reads(c, pos, mask, n_reads, flood_bits, r);
     if (st != TSAFE_OK)
@@ -276,10 +275,10 @@ tsafe_status tsafe_bfv_seal_buffer(tsafe_bfv_sealer *s, tsafe_buffer *acc,
     /* + r * (p0, p1) on the backend */
     uint64_t *u = tsafe_buffer_host_words(s->r);
     uint64_t *stage = u ? u : s->host;
-    for (uint32_t i = 0; i < 2; i++)
+    for (uint32_t i = 0; i < L; i++)
         ternary_limb(s->d.r, stage + i * n, n, c->mod[i].q);
     if (!u)
-        TSAFE_TRY(tsafe_buffer_upload(s->r, stage, 2 * n));
+        TSAFE_TRY(tsafe_buffer_upload(s->r, stage, L * n));
     TSAFE_TRY(tsafe_backend_ntt_forward(s->b, s->r));
     const tsafe_buffer *a[1] = {s->r}, *w[1] = {pk};
     tsafe_backend_mac job = {acc, 1, a, w};
@@ -289,17 +288,22 @@ tsafe_status tsafe_bfv_seal_buffer(tsafe_bfv_sealer *s, tsafe_buffer *acc,
      * polynomial added on the backend */
     uint64_t *x = tsafe_buffer_host_words(acc);
     if (x)
-        add_errors(c, x, x + 2 * n, &s->d, pos, n_reads);
+        add_errors(c, x, x + L * n, &s->d, pos, n_reads);
     else {
-        memset(s->host, 0, 4 * n * sizeof *s->host);
-        add_errors(c, s->host, s->host + 2 * n, &s->d, pos, n_reads);
-        TSAFE_TRY(tsafe_buffer_upload(s->e, s->host, 4 * n));
+        memset(s->host, 0, 2 * (size_t)L * n * sizeof *s->host);
+        add_errors(c, s->host, s->host + L * n, &s->d, pos, n_reads);
+        TSAFE_TRY(tsafe_buffer_upload(s->e, s->host, 2 * (size_t)L * n));
         TSAFE_TRY(tsafe_backend_elementwise(s->b, TSAFE_OP_ADD, acc, acc, s->e));
     }
-    TSAFE_TRY(tsafe_backend_mod_switch(s->b, s->out, acc));
-    const uint64_t *o = tsafe_buffer_host_words(s->out);
+    /* Q -> q0, one limb at a time */
+    const tsafe_buffer *from = acc;
+    for (uint32_t l = L - 1; l >= 1; l--) {
+        TSAFE_TRY(tsafe_backend_mod_switch(s->b, s->sw[l], from));
+        from = s->sw[l];
+    }
+    const uint64_t *o = tsafe_buffer_host_words(s->sw[1]);
     if (!o) {
-        TSAFE_TRY(tsafe_buffer_download(s->out, s->host, 2 * n));
+        TSAFE_TRY(tsafe_buffer_download(s->sw[1], s->host, 2 * n));
         o = s->host;
     }
     memcpy(r->c1, o + n, n * sizeof *r->c1);
@@ -308,6 +312,6 @@ tsafe_status tsafe_bfv_seal_buffer(tsafe_bfv_sealer *s, tsafe_buffer *acc,
     r->n_reads = n_reads;
     st = TSAFE_OK;
 fail:
-    draw_free(&s->d, n, n_reads);
+    draw_free(&s->d, n, n_reads, L);
     return st;
 }

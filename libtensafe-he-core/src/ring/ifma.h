@@ -23,6 +23,12 @@ typedef struct tsafe_ntt_ifma {
 void tsafe_ifma_vec_mul_shoup(uint64_t *out, const uint64_t *a,
                               const uint64_t *w, const uint64_t *wp,
                               size_t n, uint64_t q);
+void tsafe_ifma_vec_mul_shoup_add(uint64_t *out, const uint64_t *a,
+                                  const uint64_t *w, const uint64_t *wp,
+                                  size_t n, uint64_t q);
+void tsafe_ifma_vec_mod_switch(uint64_t *out, const uint64_t *xi,
+                               const uint64_t *xl, size_t n,
+                               const tsafe_switch_consts *k);
 void tsafe_ifma_vec_mul_scalar(uint64_t *out, const uint64_t *a, uint64_t c,
                                uint64_t cp52, size_t n, uint64_t q);
 void tsafe_ifma_vec_mul(uint64_t *out, const uint64_t *a, const uint64_t *b,

@@ -254,6 +254,47 @@ void tsafe_ifma_vec_mul_shoup(uint64_t *out, const uint64_t *a,
         out[k] = tsafe_mul_shoup(a[k], w[k], wp[k], q);
 }
 
+void tsafe_ifma_vec_mul_shoup_add(uint64_t *out, const uint64_t *a,
+                                  const uint64_t *w, const uint64_t *wp,
+                                  size_t n, uint64_t q)
+{
+    const vconst c = make_const(q);
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        __m512i vwp = _mm512_srli_epi64(LD(wp + k), 12);
+        __m512i p = csub(mul_shoup52(LD(a + k), LD(w + k), vwp, &c), c.q);
+        ST(out + k, csub(_mm512_add_epi64(LD(out + k), p), c.q));
+    }
+    for (; k < n; k++)
+        out[k] = tsafe_add_mod(out[k], tsafe_mul_shoup(a[k], w[k], wp[k], q), q);
+}
+
+/* The scalar formula of tsafe_vec_mod_switch lane by lane: every value
+ * below 2^50, so 52-bit Shoup products are exact. */
+void tsafe_ifma_vec_mod_switch(uint64_t *out, const uint64_t *xi,
+                               const uint64_t *xl, size_t n,
+                               const tsafe_switch_consts *kk)
+{
+    const vconst ci = make_const(kk->qi);
+    const __m512i ql = _mm512_set1_epi64((long long)kk->ql);
+    const __m512i h = _mm512_set1_epi64((long long)kk->h);
+    const __m512i hi = _mm512_set1_epi64((long long)kk->hi);
+    const __m512i one = _mm512_set1_epi64(1);
+    const __m512i one52 = _mm512_set1_epi64((long long)(kk->one_shoup >> 12));
+    const __m512i inv = _mm512_set1_epi64((long long)kk->inv);
+    const __m512i inv52 = _mm512_set1_epi64((long long)(kk->inv_shoup >> 12));
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        __m512i yl = csub(_mm512_add_epi64(LD(xl + k), h), ql);
+        __m512i ylm = csub(mul_shoup52(yl, one, one52, &ci), ci.q);
+        __m512i yi = csub(_mm512_add_epi64(LD(xi + k), hi), ci.q);
+        __m512i d = csub(_mm512_sub_epi64(_mm512_add_epi64(yi, ci.q), ylm), ci.q);
+        ST(out + k, csub(mul_shoup52(d, inv, inv52, &ci), ci.q));
+    }
+    for (; k < n; k++)
+        out[k] = tsafe_mod_switch_one(xi[k], xl[k], kk);
+}
+
 void tsafe_ifma_vec_mul_scalar(uint64_t *out, const uint64_t *a, uint64_t cst,
                                uint64_t cp52, size_t n, uint64_t q)
 {

@@ -165,6 +165,43 @@ void tsafe_vec_neg(uint64_t *out, const uint64_t *a, size_t n, uint64_t q);
 /* out[k] = a[k] * c mod q for a constant c < q. */
 void tsafe_vec_mul_scalar(uint64_t *out, const uint64_t *a, uint64_t c,
                           size_t n, uint64_t q);
+/* 1 when the tsafe_vec_* kernels run IFMA for modulus q (and n >= 8). */
+int tsafe_vec_uses_ifma(uint64_t q);
+
+/* out[k] = out[k] + a[k] * w[k] mod q (Shoup, fixed operand w): one pass
+ * for a multiply-accumulate. */
+void tsafe_vec_mul_shoup_add(uint64_t *out, const uint64_t *a, const uint64_t *w,
+                             const uint64_t *wp, size_t n, uint64_t q);
+
+/* One limb of a modulus switch that drops prime q_l, rounding half up:
+ * round(x / q_l) mod q_i = ((x_i + h) - ((x_l + h) mod q_l)) / q_l mod q_i
+ * with h = (q_l - 1)/2 (x_i, x_l the residues of x). */
+typedef struct tsafe_switch_consts {
+    uint64_t qi, ql;
+    uint64_t h, hi;            /* h and h mod q_i */
+    uint64_t inv, inv_shoup;   /* q_l^-1 mod q_i */
+    uint64_t one_shoup;        /* Shoup quotient of 1 mod q_i: y mod q_i */
+} tsafe_switch_consts;
+
+void tsafe_switch_consts_init(tsafe_switch_consts *k, const tsafe_modulus *mi,
+                              const tsafe_modulus *ml);
+
+static inline uint64_t tsafe_mod_switch_one(uint64_t xi, uint64_t xl,
+                                            const tsafe_switch_consts *k)
+{
+    uint64_t yl = xl + k->h;
+    if (yl >= k->ql)
+        yl -= k->ql;
+    uint64_t yi = tsafe_add_mod(xi, k->hi, k->qi);
+    uint64_t d = tsafe_sub_mod(yi, tsafe_mul_shoup(yl, 1, k->one_shoup, k->qi), k->qi);
+    return tsafe_mul_shoup(d, k->inv, k->inv_shoup, k->qi);
+}
+
+/* out[k] = tsafe_mod_switch_one(xi[k], xl[k]); out may alias xi. IFMA
+ * when both primes are below 2^50. */
+void tsafe_vec_mod_switch(uint64_t *out, const uint64_t *xi, const uint64_t *xl,
+                          size_t n, const tsafe_switch_consts *k);
+
 /* Shoup quotients for a whole vector. */
 void tsafe_vec_shoup_precompute(uint64_t *wp, const uint64_t *w, size_t n,
                                 uint64_t q);

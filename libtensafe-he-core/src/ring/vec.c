@@ -77,6 +77,42 @@ void tsafe_vec_mul_scalar(uint64_t *out, const uint64_t *a, uint64_t c,
         out[k] = tsafe_mul_shoup(a[k], c, cp, q);
 }
 
+int tsafe_vec_uses_ifma(uint64_t q) { return ifma_ok(q, 8); }
+
+void tsafe_vec_mul_shoup_add(uint64_t *out, const uint64_t *a, const uint64_t *w,
+                             const uint64_t *wp, size_t n, uint64_t q)
+{
+    if (ifma_ok(q, n)) {
+        tsafe_ifma_vec_mul_shoup_add(out, a, w, wp, n, q);
+        return;
+    }
+    for (size_t k = 0; k < n; k++)
+        out[k] = tsafe_add_mod(out[k], tsafe_mul_shoup(a[k], w[k], wp[k], q), q);
+}
+
+void tsafe_switch_consts_init(tsafe_switch_consts *k, const tsafe_modulus *mi,
+                              const tsafe_modulus *ml)
+{
+    k->qi = mi->q;
+    k->ql = ml->q;
+    k->h = (ml->q - 1) / 2;
+    k->hi = k->h % mi->q;
+    k->inv = tsafe_inv_mod(ml->q % mi->q, mi);
+    k->inv_shoup = tsafe_shoup_precompute(k->inv, mi->q);
+    k->one_shoup = tsafe_shoup_precompute(1, mi->q);
+}
+
+void tsafe_vec_mod_switch(uint64_t *out, const uint64_t *xi, const uint64_t *xl,
+                          size_t n, const tsafe_switch_consts *k)
+{
+    if (ifma_ok(k->qi, n) && k->ql < TSAFE_IFMA_MAX_Q) {
+        tsafe_ifma_vec_mod_switch(out, xi, xl, n, k);
+        return;
+    }
+    for (size_t j = 0; j < n; j++)
+        out[j] = tsafe_mod_switch_one(xi[j], xl[j], k);
+}
+
 void tsafe_vec_shoup_precompute(uint64_t *wp, const uint64_t *w, size_t n,
                                 uint64_t q)
 {

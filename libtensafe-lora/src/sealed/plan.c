@@ -8,8 +8,11 @@
  *    plaintexts); it depends on the server's weights, so it is flooded:
  *  - flood = 2^(ceil log2 B + 40 + ceil log2 reads): statistical distance
  *    at most reads * B / flood <= 2^-40 per site response;
- *  - after the switch Q -> q0 the noise is flood/q1 + B/q1 + 1/2 + the
+ *  - after the switch Q -> q0 (a division by the gap D = Q/q0, one or two
+ *    primes dropped one at a time) the noise is flood/D + B/D + 1/2 + the
  *    switch's rounding of c1 times s, at most 4 sqrt(N) (Hoeffding, 2^-45);
+ *    two roundings in a row err by at most 1/2 + 1/(2 q_gap) < 1/2 (1 + 2^-20)
+ *    per coefficient, so both rounding terms carry that factor;
  *    decryption is exact while that stays below q0 / (2t).
  * Round 1 needs |u| <= U = x_max a_max d_in with 4U <= t (the share
  * reconstruction in round 2 relies on it); round 2 needs |B_q u~| < t2/2
@@ -72,10 +75,11 @@ static double product_noise(uint32_t n_chunks, uint32_t chunk, uint32_t rows,
     return n_chunks * (double)chunk * p_max / 2 + 8 * SIGMA_CBD * p_max * sqrt(nnz);
 }
 
-/* Noise after the switch, for a flood of 2^flood bits. */
+/* Noise after the switch by the gap q1 (= Q/q0), for a flood of 2^flood bits. */
 static double switched_noise(uint32_t log_n, double q1, uint32_t flood, double b)
 {
-    return ldexp(1.0, (int)flood) / q1 + b / q1 + 0.5 + 4 * sqrt(ldexp(1.0, (int)log_n));
+    double rounding = (0.5 + 4 * sqrt(ldexp(1.0, (int)log_n))) * (1 + ldexp(1.0, -20));
+    return ldexp(1.0, (int)flood) / q1 + b / q1 + rounding;
 }
 
 /* The cheapest split (query + 2 * response bytes, the query being shared)
@@ -133,6 +137,7 @@ uint32_t tsafe_sealed_flood2(const tsafe_sealed_plan *p)
     return ceil_log2(round2_noise(p)) + 40 + ceil_log2(p->d_out_max);
 }
 
+/* q0 and the gap Q / q0 that the switch divides by (one or two primes). */
 static tsafe_status primes_of(const tsafe_bfv_params *bp, double *q0, double *q1)
 {
     tsafe_bfv_context *c;
@@ -140,7 +145,9 @@ static tsafe_status primes_of(const tsafe_bfv_params *bp, double *q0, double *q1
     if (st != TSAFE_OK)
         return st;
     *q0 = (double)tsafe_bfv_context_prime(c, 0);
-    *q1 = (double)tsafe_bfv_context_prime(c, 1);
+    *q1 = 1;
+    for (uint32_t i = 1; i < tsafe_bfv_context_limbs(c); i++)
+        *q1 *= (double)tsafe_bfv_context_prime(c, i);
     tsafe_bfv_context_free(c);
     return TSAFE_OK;
 }

@@ -106,14 +106,14 @@ static tsafe_status backend_setup(tsafe_sealed_server *s)
     TSAFE_TRY(tsafe_backend_create(s->factory, NULL, s->c1, &s->be1));
     TSAFE_TRY(tsafe_bfv_sealer_create(s->c1, s->be1, &s->sealer1));
     for (uint32_t i = 0; i < s->plan.n_chunks1; i++)
-        TSAFE_TRY(tsafe_buffer_alloc(s->be1, 2, 2, &s->xb[i]));
+        TSAFE_TRY(tsafe_buffer_alloc(s->be1, 2, tsafe_bfv_context_limbs(s->c1), &s->xb[i]));
     if (s->c2) {
         tsafe_sealed_layout l2;
         tsafe_sealed_layout2(&s->plan, s->plan.rank, s->plan.d_out_max, &l2);
         TSAFE_TRY(tsafe_backend_create(s->factory, NULL, s->c2, &s->be2));
         TSAFE_TRY(tsafe_bfv_sealer_create(s->c2, s->be2, &s->sealer2));
         for (uint32_t i = 0; i < 2 * l2.n_chunks; i++)
-            TSAFE_TRY(tsafe_buffer_alloc(s->be2, 2, 2, &s->zb[i]));
+            TSAFE_TRY(tsafe_buffer_alloc(s->be2, 2, tsafe_bfv_context_limbs(s->c2), &s->zb[i]));
     }
     TSAFE_TRY(backend_keys(s));
     return TSAFE_OK;
@@ -122,8 +122,8 @@ fail:
     return st;
 }
 
-/* At least n buffers of polys x 2 limbs in *pool (accumulators, or operands
- * for the per-token plaintexts). */
+/* At least n buffers of polys x (every limb of b's ring) in *pool
+ * (accumulators, or the per-token plaintexts). */
 static tsafe_status pool_reserve(tsafe_backend *b, tsafe_buffer ***pool, size_t *have,
                                  size_t n, size_t polys, int operand)
 {
@@ -134,8 +134,9 @@ static tsafe_status pool_reserve(tsafe_backend *b, tsafe_buffer ***pool, size_t 
         return TSAFE_E_NOMEM;
     *pool = p;
     for (; *have < n; (*have)++) {
-        tsafe_status st = operand ? tsafe_buffer_alloc_operand(b, polys, 2, &p[*have])
-                                  : tsafe_buffer_alloc(b, polys, 2, &p[*have]);
+        uint32_t limbs = tsafe_backend_max_limbs(b);
+        tsafe_status st = operand ? tsafe_buffer_alloc_operand(b, polys, limbs, &p[*have])
+                                  : tsafe_buffer_alloc(b, polys, limbs, &p[*have]);
         if (st != TSAFE_OK)
             return st;
     }
