@@ -37,10 +37,17 @@ double bench_median_us(bench_fn fn, void *arg, int warmup, int reps)
         fn(arg);
         t[i] = bench_now_us() - t0;
     }
-    qsort(t, (size_t)reps, sizeof *t, cmp_double);
-    double m = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    double m = bench_median_of(t, reps);
     free(t);
     return m;
+}
+
+double bench_median_of(double *v, int n)
+{
+    if (n < 1)
+        return -1;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 struct bench_report {

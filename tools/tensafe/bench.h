@@ -14,6 +14,9 @@ double bench_now_us(void);
 /* Median of `reps` timed calls (after `warmup` untimed ones), in µs. */
 double bench_median_us(bench_fn fn, void *arg, int warmup, int reps);
 
+/* Median of the values v[0..n) (sorted in place). */
+double bench_median_of(double *v, int n);
+
 bench_report *bench_report_create(int json);
 /* Adds a row: name, parameter description, median µs, and an optional
  * free-form note (e.g. a ratio or a byte count), which may be NULL. */
