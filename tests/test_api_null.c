@@ -37,6 +37,7 @@
 #include "tensafe/lora_two_party.h"
 #include "tensafe/lora_sealed.h"
 #include "tensafe/bfv.h"
+#include "tensafe/bfv_backend.h"
 #include "tensafe/moe.h"
 #include "tensafe/moe_lora.h"
 #include "tensafe/safetensors.h"
@@ -3826,7 +3827,183 @@ CHECK_FN(tsafe_lora_engine_sealed)
     tsafe_sealed_pair_free(p);
 }
 
+/* ------------------------------------------------------ bfv_backend.h */
+
+CHECK_FN(tsafe_bfv_ct_read_buffer)
+{
+    sealed_world();
+    tsafe_buffer *x = NULL, *ckks_buf = f->buf;
+    tsafe_backend *b = NULL;
+    OK(tsafe_backend_cpu_create_bfv(S.c, &b));
+    OK(tsafe_buffer_alloc(b, 2, 2, &x));
+    uint8_t bytes[8] = {0};
+    IS(TSAFE_E_NULL, tsafe_bfv_ct_read_buffer(NULL, bytes, sizeof bytes, x));
+    IS(TSAFE_E_NULL, tsafe_bfv_ct_read_buffer(S.c, NULL, sizeof bytes, x));
+    IS(TSAFE_E_NULL, tsafe_bfv_ct_read_buffer(S.c, bytes, sizeof bytes, NULL));
+    IS(TSAFE_E_PARAMS_MISMATCH, tsafe_bfv_ct_read_buffer(S.c, bytes, sizeof bytes, ckks_buf));
+    IS(TSAFE_E_TRUNCATED, tsafe_bfv_ct_read_buffer(S.c, bytes, sizeof bytes, x));
+    tsafe_buffer_free(x);
+    OK(tsafe_buffer_alloc(b, 1, 2, &x)); /* one polynomial: not a ciphertext */
+    IS(TSAFE_E_RANGE, tsafe_bfv_ct_read_buffer(S.c, bytes, sizeof bytes, x));
+    tsafe_buffer_free(x);
+    tsafe_backend_free(b);
+}
+
+CHECK_FN(tsafe_bfv_plain_operand)
+{
+    sealed_world();
+    tsafe_buffer *o = NULL;
+    tsafe_backend *b = NULL;
+    OK(tsafe_backend_cpu_create_bfv(S.c, &b));
+    IS(TSAFE_E_NULL, tsafe_bfv_plain_operand(S.pt, b, NULL));
+    POISON(o);
+    IS(TSAFE_E_NULL, tsafe_bfv_plain_operand(NULL, b, &o));
+    assert_null(o);
+    IS(TSAFE_E_NULL, tsafe_bfv_plain_operand(S.pt, NULL, &o));
+    IS(TSAFE_E_PARAMS_MISMATCH, tsafe_bfv_plain_operand(S.pt, f->be, &o)); /* CKKS ring */
+    assert_null(o);
+    OK(tsafe_bfv_plain_operand(S.pt, b, &o));
+    tsafe_buffer_free(o);
+    tsafe_backend_free(b);
+}
+
+CHECK_FN(tsafe_bfv_plain_encode_buffer)
+{
+    sealed_world();
+    tsafe_buffer *o = NULL, *plainbuf = NULL;
+    tsafe_backend *b = NULL;
+    int64_t m[2] = {1, (int64_t)1 << 41};
+    OK(tsafe_backend_cpu_create_bfv(S.c, &b));
+    OK(tsafe_buffer_alloc_operand(b, 1, 2, &o));
+    OK(tsafe_buffer_alloc(b, 2, 2, &plainbuf));
+    IS(TSAFE_E_NULL, tsafe_bfv_plain_encode_buffer(NULL, m, 1, o));
+    IS(TSAFE_E_NULL, tsafe_bfv_plain_encode_buffer(S.c, NULL, 1, o));
+    IS(TSAFE_E_NULL, tsafe_bfv_plain_encode_buffer(S.c, m, 1, NULL));
+    IS(TSAFE_E_ARG, tsafe_bfv_plain_encode_buffer(S.c, m, 1, plainbuf)); /* 2 polynomials */
+    IS(TSAFE_E_RANGE, tsafe_bfv_plain_encode_buffer(S.c, m, 4097, o));
+    IS(TSAFE_E_VALUE_RANGE, tsafe_bfv_plain_encode_buffer(S.c, m, 2, o));
+    OK(tsafe_bfv_plain_encode_buffer(S.c, m, 1, o));
+    tsafe_buffer_free(plainbuf);
+    tsafe_buffer_free(o);
+    tsafe_backend_free(b);
+}
+
+CHECK_FN(tsafe_bfv_public_key_operand)
+{
+    sealed_world();
+    tsafe_buffer *o = NULL;
+    tsafe_backend *b = NULL;
+    OK(tsafe_backend_cpu_create_bfv(S.c, &b));
+    IS(TSAFE_E_NULL, tsafe_bfv_public_key_operand(S.pk, b, NULL));
+    POISON(o);
+    IS(TSAFE_E_NULL, tsafe_bfv_public_key_operand(NULL, b, &o));
+    assert_null(o);
+    IS(TSAFE_E_NULL, tsafe_bfv_public_key_operand(S.pk, NULL, &o));
+    IS(TSAFE_E_PARAMS_MISMATCH, tsafe_bfv_public_key_operand(S.pk, f->be, &o));
+    OK(tsafe_bfv_public_key_operand(S.pk, b, &o));
+    tsafe_buffer_free(o);
+    tsafe_backend_free(b);
+}
+
+CHECK_FN(tsafe_bfv_sealer_create)
+{
+    sealed_world();
+    tsafe_bfv_sealer *sl = NULL;
+    tsafe_backend *b = NULL;
+    OK(tsafe_backend_cpu_create_bfv(S.c, &b));
+    IS(TSAFE_E_NULL, tsafe_bfv_sealer_create(S.c, b, NULL));
+    POISON(sl);
+    IS(TSAFE_E_NULL, tsafe_bfv_sealer_create(NULL, b, &sl));
+    assert_null(sl);
+    IS(TSAFE_E_NULL, tsafe_bfv_sealer_create(S.c, NULL, &sl));
+    IS(TSAFE_E_PARAMS_MISMATCH, tsafe_bfv_sealer_create(S.c, f->be, &sl));
+    assert_null(sl);
+    tsafe_backend_free(b);
+}
+
+CHECK_FN(tsafe_bfv_sealer_free)
+{
+    (void)f;
+    tsafe_bfv_sealer_free(NULL);
+}
+
+CHECK_FN(tsafe_bfv_seal_buffer)
+{
+    sealed_world();
+    tsafe_backend *b = NULL;
+    tsafe_bfv_sealer *sl = NULL;
+    tsafe_buffer *acc = NULL, *pk = NULL;
+    uint32_t pos[2] = {7, 4096}, twice[2] = {7, 7};
+    OK(tsafe_backend_cpu_create_bfv(S.c, &b));
+    OK(tsafe_bfv_sealer_create(S.c, b, &sl));
+    OK(tsafe_buffer_alloc(b, 2, 2, &acc));
+    OK(tsafe_bfv_public_key_operand(S.pk, b, &pk));
+    IS(TSAFE_E_NULL, tsafe_bfv_seal_buffer(NULL, acc, pk, pos, NULL, 1, 20, NULL, S.res));
+    IS(TSAFE_E_NULL, tsafe_bfv_seal_buffer(sl, NULL, pk, pos, NULL, 1, 20, NULL, S.res));
+    IS(TSAFE_E_NULL, tsafe_bfv_seal_buffer(sl, acc, NULL, pos, NULL, 1, 20, NULL, S.res));
+    IS(TSAFE_E_NULL, tsafe_bfv_seal_buffer(sl, acc, pk, NULL, NULL, 1, 20, NULL, S.res));
+    IS(TSAFE_E_NULL, tsafe_bfv_seal_buffer(sl, acc, pk, pos, NULL, 1, 20, NULL, NULL));
+    IS(TSAFE_E_RANGE, tsafe_bfv_seal_buffer(sl, pk, acc, pos, NULL, 1, 20, NULL, S.res));
+    IS(TSAFE_E_ARG, tsafe_bfv_seal_buffer(sl, f->buf, pk, pos, NULL, 1, 20, NULL, S.res));
+    IS(TSAFE_E_RANGE, tsafe_bfv_seal_buffer(sl, acc, pk, pos, NULL, 2, 20, NULL, S.res));
+    IS(TSAFE_E_RANGE, tsafe_bfv_seal_buffer(sl, acc, pk, pos, NULL, 9, 20, NULL, S.res));
+    IS(TSAFE_E_RANGE, tsafe_bfv_seal_buffer(sl, acc, pk, pos, NULL, 1, 101, NULL, S.res));
+    IS(TSAFE_E_ARG, tsafe_bfv_seal_buffer(sl, acc, pk, twice, NULL, 2, 20, NULL, S.res));
+    OK(tsafe_bfv_seal_buffer(sl, acc, pk, pos, NULL, 1, 20, NULL, S.res));
+    tsafe_buffer_free(pk);
+    tsafe_buffer_free(acc);
+    tsafe_bfv_sealer_free(sl);
+    tsafe_backend_free(b);
+}
+
+static const api_case k_bfv_backend[] = {
+    ENTRY(tsafe_bfv_ct_read_buffer), ENTRY(tsafe_bfv_plain_operand),
+    ENTRY(tsafe_bfv_plain_encode_buffer), ENTRY(tsafe_bfv_public_key_operand),
+    ENTRY(tsafe_bfv_sealer_create), ENTRY(tsafe_bfv_sealer_free), ENTRY(tsafe_bfv_seal_buffer),
+};
+
+CHECK_FN(tsafe_sealed_server_use_backend)
+{
+    sealed_world();
+    static const tsafe_backend_factory broken = {"broken", NULL, NULL};
+    IS(TSAFE_E_NULL, tsafe_sealed_server_use_backend(NULL, NULL));
+    ERR(tsafe_sealed_server_use_backend(S.sv, &broken));
+    assert_string_equal(tsafe_sealed_server_backend_name(S.sv), "cpu"); /* kept */
+    OK(tsafe_sealed_server_use_backend(S.sv, NULL));
+}
+
+CHECK_FN(tsafe_sealed_server_set_direct)
+{
+    sealed_world();
+    IS(TSAFE_E_NULL, tsafe_sealed_server_set_direct(NULL, 1));
+    OK(tsafe_sealed_server_set_direct(S.sv, 1));
+    assert_string_equal(tsafe_sealed_server_backend_name(S.sv), "direct");
+    OK(tsafe_sealed_server_set_direct(S.sv, 0));
+}
+
+CHECK_FN(tsafe_sealed_server_backend_name)
+{
+    sealed_world();
+    assert_string_equal(tsafe_sealed_server_backend_name(NULL), "none");
+    assert_string_equal(tsafe_sealed_server_backend_name(S.sv), "cpu");
+}
+
+CHECK_FN(tsafe_sealed_pair_use_backend)
+{
+    (void)f;
+    IS(TSAFE_E_NULL, tsafe_sealed_pair_use_backend(NULL, NULL));
+}
+
+CHECK_FN(tsafe_sealed_pair_set_direct)
+{
+    (void)f;
+    IS(TSAFE_E_NULL, tsafe_sealed_pair_set_direct(NULL, 1));
+}
+
 static const api_case k_lora_sealed[] = {
+    ENTRY(tsafe_sealed_server_use_backend), ENTRY(tsafe_sealed_server_set_direct),
+    ENTRY(tsafe_sealed_server_backend_name), ENTRY(tsafe_sealed_pair_use_backend),
+    ENTRY(tsafe_sealed_pair_set_direct),
     ENTRY(tsafe_sealed_plan_derive), ENTRY(tsafe_sealed_plan_check),
     ENTRY(tsafe_sealed_plan_sizes), ENTRY(tsafe_sealed_site_create),
     ENTRY(tsafe_sealed_site_free), ENTRY(tsafe_sealed_site_rank), ENTRY(tsafe_sealed_site_d_out),
@@ -3854,6 +4031,7 @@ static const api_table k_tables[] = {
     TABLE("lora_he.h", k_lora_he),
     TABLE("lora_two_party.h", k_lora_two_party),
     TABLE("bfv.h", k_bfv),
+    TABLE("bfv_backend.h", k_bfv_backend),
     TABLE("lora_sealed.h", k_lora_sealed),
     TABLE("lora_dp.h", k_lora_dp),
     TABLE("lora_svd.h", k_lora_svd),

@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensafe/backend_impl.h"
 #include "tensafe/bfv.h"
+#include "tensafe/bfv_backend.h"
 #include "support/tsafe_test_rng.h"
 
 static const tsafe_bfv_params k_params = {12, 49, 60, 37, 0};
@@ -243,11 +245,165 @@ static void readers_refuse_bad_bytes(void **state)
     fx_close(&f);
 }
 
+/* A backend that forwards to the CPU backend but hides its host memory, so
+ * the staging paths (upload / download / added error polynomial) of the
+ * backend functions run too. */
+static struct tsafe_backend_i g_hidden_iface;
+static void hidden_destroy(tsafe_backend *b) { (void)b; } /* the CPU backend owns the state */
+
+static tsafe_backend *hidden_backend(tsafe_backend *cpu, const tsafe_bfv_context *c)
+{
+    g_hidden_iface = *cpu->iface;
+    g_hidden_iface.host_words = NULL;
+    g_hidden_iface.destroy = hidden_destroy;
+    tsafe_backend *b = NULL;
+    assert_int_equal(tsafe_backend_init_bfv(&b, TSAFE_BACKEND_API_VERSION, &g_hidden_iface,
+                                            cpu->ctx, c),
+                     TSAFE_OK);
+    return b;
+}
+
+/* The sealed server's ring work on a backend (bfv_backend.h) gives the
+ * bytes of the direct functions for the same ciphertexts and seeds: on the
+ * CPU backend (host memory, borrowed plaintexts) and on one without host
+ * access (copies, uploads, an added error polynomial). */
+static void backend_path_is_byte_identical(void **state)
+{
+    (void)state;
+    fixture f;
+    fx_open(&f, &k_params);
+    enum { CHUNKS = 3, READS = 9 };
+    size_t ct_len = tsafe_bfv_ct_bytes(f.c);
+    uint8_t *wire[CHUNKS];
+    tsafe_bfv_ct *ct[CHUNKS];
+    tsafe_bfv_plain *pt[CHUNKS];
+    int64_t *coeff = calloc(f.n, sizeof *coeff), *xv = calloc(f.n, sizeof *xv);
+    for (size_t c = 0; c < CHUNKS; c++) {
+        for (size_t k = 0; k < f.n; k++) {
+            xv[k] = (int64_t)tsafe_test_below(4096) - 2048;
+            coeff[k] = (int64_t)tsafe_test_below(1u << 20) - (1 << 19);
+        }
+        assert_int_equal(tsafe_bfv_plain_create(f.c, coeff, f.n, &pt[c]), TSAFE_OK);
+        assert_int_equal(tsafe_bfv_ct_create(f.c, &ct[c]), TSAFE_OK);
+        assert_int_equal(tsafe_bfv_encrypt(f.c, f.sk, xv, f.n, NULL, ct[c]), TSAFE_OK);
+        wire[c] = malloc(ct_len);
+        assert_int_equal(tsafe_bfv_ct_write(f.c, ct[c], wire[c], ct_len), TSAFE_OK);
+        assert_int_equal(tsafe_bfv_ct_read(f.c, wire[c], ct_len, ct[c]), TSAFE_OK);
+    }
+    uint32_t pos[READS];
+    uint64_t mask[READS];
+    for (size_t k = 0; k < READS; k++) {
+        pos[k] = (uint32_t)(k * 400 + tsafe_test_below(400));
+        mask[k] = tsafe_test_below(f.t);
+    }
+    uint8_t seed[32];
+    for (size_t i = 0; i < 32; i++)
+        seed[i] = (uint8_t)tsafe_test_below(256);
+    /* direct */
+    tsafe_bfv_acc *acc;
+    tsafe_bfv_sealed *want, *got;
+    assert_int_equal(tsafe_bfv_acc_create(f.c, &acc), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_sealed_create(f.c, READS, &want), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_sealed_create(f.c, READS, &got), TSAFE_OK);
+    for (size_t c = 0; c < CHUNKS; c++)
+        assert_int_equal(tsafe_bfv_acc_mul_add(acc, ct[c], pt[c]), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_seal(f.c, acc, f.pk, pos, mask, READS, 70, seed, want), TSAFE_OK);
+    size_t rlen = tsafe_bfv_sealed_bytes(f.c, READS);
+    uint8_t *wbytes = malloc(rlen), *gbytes = malloc(rlen);
+    assert_int_equal(tsafe_bfv_sealed_write(f.c, want, wbytes, rlen), TSAFE_OK);
+
+    tsafe_backend *cpu;
+    assert_int_equal(tsafe_backend_cpu_create_bfv(f.c, &cpu), TSAFE_OK);
+    tsafe_backend *hidden = hidden_backend(cpu, f.c);
+    tsafe_backend *bes[2] = {cpu, hidden};
+    for (int which = 0; which < 2; which++) {
+        tsafe_backend *b = bes[which];
+        tsafe_buffer *x[CHUNKS], *w[CHUNKS], *accb, *pk;
+        for (size_t c = 0; c < CHUNKS; c++) {
+            assert_int_equal(tsafe_buffer_alloc(b, 2, 2, &x[c]), TSAFE_OK);
+            assert_int_equal(tsafe_bfv_ct_read_buffer(f.c, wire[c], ct_len, x[c]), TSAFE_OK);
+            assert_int_equal(tsafe_bfv_plain_operand(pt[c], b, &w[c]), TSAFE_OK);
+        }
+        /* a bad coefficient is refused on either path */
+        uint8_t *bad = malloc(ct_len);
+        memcpy(bad, wire[0], ct_len);
+        memset(bad + 32, 0xff, 8);
+        assert_int_equal(tsafe_bfv_ct_read_buffer(f.c, bad, ct_len, x[0]), TSAFE_E_FORMAT);
+        assert_int_equal(tsafe_bfv_ct_read_buffer(f.c, bad, ct_len - 1, x[0]), TSAFE_E_TRUNCATED);
+        free(bad);
+        assert_int_equal(tsafe_bfv_ct_read_buffer(f.c, wire[0], ct_len, x[0]), TSAFE_OK);
+        assert_int_equal(tsafe_buffer_alloc(b, 2, 2, &accb), TSAFE_OK);
+        assert_int_equal(tsafe_bfv_public_key_operand(f.pk, b, &pk), TSAFE_OK);
+        const tsafe_buffer *as[CHUNKS] = {x[0], x[1], x[2]}, *ws[CHUNKS] = {w[0], w[1], w[2]};
+        tsafe_backend_mac job = {accb, CHUNKS, as, ws};
+        assert_int_equal(tsafe_backend_mul_acc(b, &job, 1), TSAFE_OK);
+        tsafe_bfv_sealer *sl;
+        assert_int_equal(tsafe_bfv_sealer_create(f.c, b, &sl), TSAFE_OK);
+        uint32_t twice[2] = {pos[0], pos[0]};
+        assert_int_equal(tsafe_bfv_seal_buffer(sl, accb, pk, twice, mask, 2, 70, seed, got),
+                         TSAFE_E_ARG);
+        assert_int_equal(tsafe_bfv_seal_buffer(sl, accb, pk, pos, mask, READS, 70, seed, got),
+                         TSAFE_OK);
+        assert_int_equal(tsafe_bfv_sealed_write(f.c, got, gbytes, rlen), TSAFE_OK);
+        assert_memory_equal(wbytes, gbytes, rlen);
+        /* a per-token plaintext encoded straight into an operand equals the
+         * plaintext object's operand in its products */
+        tsafe_buffer *enc, *once, *acc2, *acc3, *acc4;
+        assert_int_equal(tsafe_buffer_alloc_operand(b, 1, 2, &enc), TSAFE_OK);
+        assert_int_equal(tsafe_bfv_plain_encode_buffer(f.c, coeff, f.n, enc), TSAFE_OK);
+        assert_int_equal(tsafe_buffer_alloc(b, 1, 2, &once), TSAFE_OK); /* Barrett path */
+        assert_int_equal(tsafe_bfv_plain_encode_buffer(f.c, coeff, f.n, once), TSAFE_OK);
+        assert_int_equal(tsafe_buffer_alloc(b, 2, 2, &acc2), TSAFE_OK);
+        assert_int_equal(tsafe_buffer_alloc(b, 2, 2, &acc3), TSAFE_OK);
+        assert_int_equal(tsafe_buffer_alloc(b, 2, 2, &acc4), TSAFE_OK);
+        const tsafe_buffer *a1[1] = {x[1]}, *w1[1] = {enc}, *w2[1] = {w[CHUNKS - 1]};
+        const tsafe_buffer *w3[1] = {once};
+        tsafe_backend_mac jobs[3] = {{acc2, 1, a1, w1}, {acc3, 1, a1, w2}, {acc4, 1, a1, w3}};
+        assert_int_equal(tsafe_backend_mul_acc(b, jobs, 3), TSAFE_OK);
+        uint64_t *h2 = malloc(4 * f.n * sizeof *h2), *h3 = malloc(4 * f.n * sizeof *h3);
+        assert_int_equal(tsafe_buffer_download(acc2, h2, 4 * f.n), TSAFE_OK);
+        assert_int_equal(tsafe_buffer_download(acc3, h3, 4 * f.n), TSAFE_OK);
+        assert_memory_equal(h2, h3, 4 * f.n * sizeof *h2);
+        assert_int_equal(tsafe_buffer_download(acc4, h3, 4 * f.n), TSAFE_OK);
+        assert_memory_equal(h2, h3, 4 * f.n * sizeof *h2);
+        free(h2);
+        free(h3);
+        tsafe_buffer_free(enc);
+        tsafe_buffer_free(once);
+        tsafe_buffer_free(acc4);
+        tsafe_buffer_free(acc2);
+        tsafe_buffer_free(acc3);
+        tsafe_bfv_sealer_free(sl);
+        tsafe_buffer_free(pk);
+        tsafe_buffer_free(accb);
+        for (size_t c = 0; c < CHUNKS; c++) {
+            tsafe_buffer_free(x[c]);
+            tsafe_buffer_free(w[c]);
+        }
+    }
+    tsafe_backend_free(hidden);
+    tsafe_backend_free(cpu);
+    for (size_t c = 0; c < CHUNKS; c++) {
+        tsafe_bfv_plain_free(pt[c]);
+        tsafe_bfv_ct_free(ct[c]);
+        free(wire[c]);
+    }
+    free(wbytes);
+    free(gbytes);
+    free(coeff);
+    free(xv);
+    tsafe_bfv_sealed_free(want);
+    tsafe_bfv_sealed_free(got);
+    tsafe_bfv_acc_free(acc);
+    fx_close(&f);
+}
+
 int main(void)
 {
     tsafe_test_rng_init("bfv");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(products_match_reference),
+        cmocka_unit_test(backend_path_is_byte_identical),
         cmocka_unit_test(many_reads_match_reference),
         cmocka_unit_test(refuses_bad_params_and_values),
         cmocka_unit_test(readers_refuse_bad_bytes),

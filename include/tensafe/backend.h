@@ -106,8 +106,11 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_rescale(
 
 /* Multiply-accumulate: for each job, acc += sum_k a[k] (*) w[k] mod q_i,
  * element-wise (NTT form). acc has P polynomials and L limbs; every a[k]
- * and w[k] has L limbs and P or 1 polynomials (1: broadcast); every w[k] is
- * an operand buffer (tsafe_buffer_alloc_operand). One call carries the
+ * and w[k] has L limbs and P or 1 polynomials (1: broadcast). w[k] is best
+ * an operand buffer (tsafe_buffer_alloc_operand) when it is used again (a
+ * plaintext of the adapter); a plain buffer used once skips the operand's
+ * precomputation (a per-token plaintext). No a[k] is an operand, and
+ * neither is acc. One call carries the
  * products of many accumulators (sites, blocks, clients): a GPU backend
  * runs them as one batch. Jobs must not share an accumulator. */
 typedef struct tsafe_backend_mac {

@@ -75,6 +75,7 @@ struct tsafe_buffer {
     size_t n_polys;
     uint32_t n_limbs;
     int operand;               /* allocated by tsafe_buffer_alloc_operand */
+    int borrowed;              /* mem belongs to another object (not freed) */
 };
 
 /* Context facts for backends: the primitive 2N-th root psi_i used by the

@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "tensafe/bfv.h"
+#include "tensafe/backend.h"
 #include "tensafe/lora_he.h"
 #include "tensafe/lora_dp.h"
 #include "tensafe/lora_two_party.h"
@@ -179,6 +180,20 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_round2(
     tsafe_sealed_server *s, const tsafe_sealed_site *const *sites,
     size_t n_sites, const uint8_t *msg, size_t len, uint8_t **out,
     size_t *out_len, tsafe_lora_stats *stats);
+/* Where the server's ring work runs (products, sealing, the switch): on
+ * backends from factory f (NULL: the CPU backend, also the default at
+ * create), one per round's ring, created now. Cached site operands are
+ * dropped. On error the server keeps its previous backend. f (and its
+ * user) must outlive the server. Not while another call on s runs. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_use_backend(
+    tsafe_sealed_server *s, const tsafe_backend_factory *f);
+/* Diagnostics: on = 1 runs the pre-backend direct calls of bfv.h instead
+ * (tests compare the bytes of both paths, `tensafe bench lora` their
+ * times); 0 returns to the backend (TSAFE_E_STATE if there is none). */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_set_direct(
+    tsafe_sealed_server *s, int on);
+/* "cpu", "cuda:0 (sm_90)", ..., "direct"; "none" for NULL. Borrowed. */
+TSAFE_API const char *tsafe_sealed_server_backend_name(const tsafe_sealed_server *s);
 /* sealed only: what the server learned in the last round 2, u + n of
  * site i in units of the client's quantized x (attack tests, audits). */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_last_u(
@@ -203,6 +218,12 @@ TSAFE_API void tsafe_sealed_pair_free(tsafe_sealed_pair *p);
  * load time) instead of on their first token. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_pair_prepare(
     tsafe_sealed_pair *p, const tsafe_lora_site *const *sites, size_t n);
+/* Every server of the pair, present and future, on backends from f (NULL:
+ * CPU); direct as tsafe_sealed_server_set_direct. f must outlive p. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_pair_use_backend(
+    tsafe_sealed_pair *p, const tsafe_backend_factory *f);
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_pair_set_direct(
+    tsafe_sealed_pair *p, int on);
 TSAFE_API tsafe_lora_engine tsafe_lora_engine_sealed(tsafe_sealed_pair *p);
 
 #ifdef __cplusplus

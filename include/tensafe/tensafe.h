@@ -14,6 +14,7 @@
 #include "tensafe/lora_two_party.h"
 #include "tensafe/lora_sealed.h"
 #include "tensafe/bfv.h"
+#include "tensafe/bfv_backend.h"
 #include "tensafe/lora_dp.h"
 #include "tensafe/lora_svd.h"
 #include "tensafe/lora_package.h"

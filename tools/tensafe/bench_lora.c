@@ -99,6 +99,12 @@ static void run_sealed(void *arg)
         tsafe_lora_bytes_free(m[i]);
 }
 
+static double bench_median3(const double *v)
+{
+    double a = v[0], b = v[1], c = v[2];
+    return a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
+}
+
 /* sealed and sealed-private at the plan's shape: median per token, the
  * client's and the server's share, bytes per message, ratios. */
 static int bench_sealed(bench_report *r, const char *group, const char *params,
@@ -152,6 +158,29 @@ static int bench_sealed(bench_report *r, const char *group, const char *params,
         bench_report_add_value(r, group, label, params, (double)z.share, "B");
         snprintf(label, sizeof label, "  %s: bytes final", name);
         bench_report_add_value(r, group, label, params, (double)z.response2, "B");
+    }
+    /* issue 13: the same server through the backend vtable (the default)
+     * and through the direct calls, alternated so drift hits both alike */
+    if (!c.failed) {
+        double tv[3], td[3], sv[3], sd[3];
+        for (int k = 0; k < 3; k++)
+            for (int direct = 1; direct >= 0; direct--) {
+                if (tsafe_sealed_server_set_direct(c.server, direct) != TSAFE_OK)
+                    c.failed = 1;
+                memset(&c.stats, 0, sizeof c.stats);
+                double tt = bench_median_us(run_sealed, &c, 1, reps);
+                double ss = (c.stats.products_us + c.stats.reduce_us + c.stats.bu_us) / (reps + 1);
+                (direct ? td : tv)[k] = tt;
+                (direct ? sd : sv)[k] = ss;
+            }
+        double mv = bench_median3(tv), md = bench_median3(td);
+        double msv = bench_median3(sv), msd = bench_median3(sd);
+        snprintf(label, sizeof label, "  %s: server, direct calls", name);
+        bench_report_add(r, group, label, params, msd, NULL);
+        snprintf(label, sizeof label, "  %s: server, CPU backend vtable", name);
+        snprintf(note, sizeof note, "vtable/direct: server %.3fx, token %.3fx (%s)", msv / msd,
+                 mv / md, tsafe_sealed_server_backend_name(c.server));
+        bench_report_add(r, group, label, params, msv, note);
     }
     if (c.failed)
         rc = tool_fail("bench lora: sealed run", TSAFE_E_STATE);

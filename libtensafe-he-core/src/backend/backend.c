@@ -159,7 +159,8 @@ void tsafe_buffer_free(tsafe_buffer *buf)
 {
     if (!buf)
         return;
-    buf->backend->iface->buffer_free(buf->backend, buf->mem);
+    if (!buf->borrowed)
+        buf->backend->iface->buffer_free(buf->backend, buf->mem);
     free(buf);
 }
 
@@ -264,8 +265,8 @@ tsafe_status tsafe_backend_mul_acc(tsafe_backend *b, const tsafe_backend_mac *jo
         for (size_t k = 0; k < m->n_terms; k++) {
             const tsafe_buffer *a = m->a[k], *w = m->w[k];
             TSAFE_REQUIRE(a && w, TSAFE_E_NULL);
-            TSAFE_REQUIRE(a->backend == b && w->backend == b && w->operand &&
-                              a != m->acc && !a->operand,
+            TSAFE_REQUIRE(a->backend == b && w->backend == b && a != m->acc &&
+                              w != m->acc && !a->operand,
                           TSAFE_E_ARG);
             TSAFE_REQUIRE(a->n_limbs == L && w->n_limbs == L &&
                               (a->n_polys == P || a->n_polys == 1) &&

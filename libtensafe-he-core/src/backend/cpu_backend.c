@@ -10,6 +10,7 @@
 #include "tensafe/backend_impl.h"
 #include "../ckks/ckks_internal.h"
 #include "tsafe_check.h"
+#include "backend_internal.h"
 
 /* Backend-private state: one polynomial limb of scratch (a backend belongs
  * to one thread at a time, so the scratch needs no lock). */
@@ -204,9 +205,16 @@ static tsafe_status cpu_mul_acc(tsafe_backend *b, const tsafe_backend_mac *jobs,
         for (size_t k = 0; k < m->n_terms; k++) {
             const tsafe_buffer *A = m->a[k], *W = m->w[k];
             const uint64_t *a = A->mem, *w = W->mem;
-            const uint64_t *wp = w + W->n_polys * (size_t)L * n;
             size_t a_step = A->n_polys == 1 ? 0 : (size_t)L * n;
             size_t w_step = W->n_polys == 1 ? 0 : (size_t)L * n;
+            if (!W->operand) { /* used once: Barrett, no quotients to build */
+                for (uint32_t i = 0; i < L; i++)
+                    for (size_t p = 0; p < P; p++)
+                        tsafe_vec_mul_add(acc + (p * L + i) * n, a + p * a_step + (size_t)i * n,
+                                          w + p * w_step + (size_t)i * n, n, &r->mod[i]);
+                continue;
+            }
+            const uint64_t *wp = w + W->n_polys * (size_t)L * n;
             for (uint32_t i = 0; i < L; i++) {
                 for (size_t p = 0; p < P; p++)
                     rows[p] = acc + (p * L + i) * n;
@@ -234,6 +242,7 @@ static tsafe_status cpu_mod_switch(tsafe_backend *b, void *out, const void *in,
         uint64_t qi = mi->q, hi = h % qi;
         uint64_t inv = tsafe_inv_mod(ql % qi, mi);
         uint64_t inv_sh = tsafe_shoup_precompute(inv, qi);
+        uint64_t one_sh = tsafe_shoup_precompute(1, qi); /* y mod qi = y * 1 (Shoup) */
         for (size_t p = 0; p < n_polys; p++) {
             const uint64_t *xl = (const uint64_t *)in + (p * n_limbs_in + L) * n;
             const uint64_t *xi = (const uint64_t *)in + (p * n_limbs_in + i) * n;
@@ -243,7 +252,7 @@ static tsafe_status cpu_mod_switch(tsafe_backend *b, void *out, const void *in,
                 if (yl >= ql)
                     yl -= ql;
                 uint64_t yi = tsafe_add_mod(xi[k], hi, qi);
-                uint64_t d = tsafe_sub_mod(yi, tsafe_reduce_128(yl, mi), qi);
+                uint64_t d = tsafe_sub_mod(yi, tsafe_mul_shoup(yl, 1, one_sh, qi), qi);
                 o[k] = tsafe_mul_shoup(d, inv, inv_sh, qi);
             }
         }
@@ -269,6 +278,11 @@ static const struct tsafe_backend_i k_cpu_iface = {
     .operand_upload = cpu_operand_upload,
     .host_words = cpu_host_words,
 };
+
+int tsafe_backend_is_core_cpu(const tsafe_backend *b)
+{
+    return b && b->iface == &k_cpu_iface;
+}
 
 static tsafe_status cpu_state_new(size_t n, cpu_state **out)
 {

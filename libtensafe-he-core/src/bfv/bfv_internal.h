@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tensafe/bfv.h"
 #include "../ring/ring.h"
@@ -22,6 +23,7 @@ struct tsafe_bfv_context {
     uint64_t q1_inv_shoup;
     uint64_t half_q1;       /* (q1 - 1) / 2: rounding offset of the switch */
     uint64_t half_q1_q0;    /* half_q1 mod q0 */
+    uint64_t one_shoup_q0;  /* Shoup quotient of 1 mod q0: y mod q0 for any 64-bit y */
     double log2_q;
     uint8_t fingerprint[TSAFE_BFV_FINGERPRINT_BYTES];
     struct tsafe_ring_view ring; /* both primes, for backends */
@@ -53,7 +55,7 @@ struct tsafe_bfv_ct {
 
 struct tsafe_bfv_plain {
     const tsafe_bfv_context *ctx;
-    uint64_t *p, *ps; /* 2 limbs, NTT form, Shoup quotients */
+    uint64_t *p, *ps; /* 2 limbs, NTT form, then Shoup quotients: ps = p + 2N */
 };
 
 struct tsafe_bfv_acc {
@@ -76,6 +78,33 @@ enum {
     TSAFE_BFV_STREAM_ERR = 0xBF11,
     TSAFE_BFV_STREAM_SEAL = 0xBF12
 };
+
+/* Objects of equal contexts may be combined (a server's sites and the
+ * ciphertexts it reads are built on separate but identical contexts). */
+static inline int tsafe_bfv_same_ctx(const tsafe_bfv_context *a,
+                                     const tsafe_bfv_context *b)
+{
+    return a == b || memcmp(a->fingerprint, b->fingerprint,
+                            TSAFE_BFV_FINGERPRINT_BYTES) == 0;
+}
+
+/* v mod q for signed v, in [0, q). */
+static inline uint64_t tsafe_bfv_signed_mod(int64_t v, uint64_t q)
+{
+    if (v >= 0)
+        return (uint64_t)v % q;
+    uint64_t r = ((uint64_t)0 - (uint64_t)v) % q;
+    return r ? q - r : 0;
+}
+
+/* out += a * w (w fixed with Shoup quotients wp), one limb. */
+static inline void tsafe_bfv_mul_add_limb(uint64_t *out, const uint64_t *a,
+                                          const uint64_t *w, const uint64_t *wp,
+                                          uint64_t *tmp, size_t n, uint64_t q)
+{
+    tsafe_vec_mul_shoup(tmp, a, w, wp, n, q);
+    tsafe_vec_add(out, out, tmp, n, q);
+}
 
 /* Two zeroed limbs of N residues (one polynomial at Q). */
 static inline uint64_t *tsafe_bfv_limbs_alloc(const tsafe_bfv_context *c)

@@ -67,6 +67,7 @@ tsafe_status tsafe_bfv_context_create(const tsafe_bfv_params *p,
     c->q1_inv_shoup = tsafe_shoup_precompute(c->q1_inv, q[0]);
     c->half_q1 = (q[1] - 1) / 2;
     c->half_q1_q0 = c->half_q1 % q[0];
+    c->one_shoup_q0 = tsafe_shoup_precompute(1, q[0]);
 
     crypto_generichash_state h;
     crypto_generichash_init(&h, NULL, 0, TSAFE_BFV_FINGERPRINT_BYTES);

@@ -10,22 +10,6 @@
 #include "tsafe_check.h"
 #include "../common/prng.h"
 
-/* Objects of equal contexts may be combined (a server's sites and the
- * ciphertexts it reads are built on separate but identical contexts). */
-static int same_ctx(const tsafe_bfv_context *a, const tsafe_bfv_context *b)
-{
-    return a == b || memcmp(a->fingerprint, b->fingerprint,
-                            TSAFE_BFV_FINGERPRINT_BYTES) == 0;
-}
-
-static inline uint64_t signed_mod(int64_t v, uint64_t q)
-{
-    if (v >= 0)
-        return (uint64_t)v % q;
-    uint64_t r = ((uint64_t)0 - (uint64_t)v) % q;
-    return r ? q - r : 0;
-}
-
 /* ------------------------------------------------------------ ciphertext */
 
 tsafe_status tsafe_bfv_ct_create(const tsafe_bfv_context *c, tsafe_bfv_ct **out)
@@ -128,16 +112,18 @@ tsafe_status tsafe_bfv_plain_create(const tsafe_bfv_context *c,
     if (!pt)
         return TSAFE_E_NOMEM;
     pt->ctx = c;
-    pt->p = tsafe_bfv_limbs_alloc(c);
-    pt->ps = tsafe_bfv_limbs_alloc(c);
-    if (!pt->p || !pt->ps) {
+    /* one block, values then quotients: the CPU backend's operand layout,
+     * so a CPU backend borrows it without a copy (tsafe_bfv_plain_operand) */
+    pt->p = calloc(4 * c->n, sizeof *pt->p);
+    if (!pt->p) {
         tsafe_bfv_plain_free(pt);
         return TSAFE_E_NOMEM;
     }
+    pt->ps = pt->p + 2 * c->n;
     for (uint32_t i = 0; i < 2; i++) {
         uint64_t q = c->mod[i].q, *p = pt->p + i * c->n;
         for (size_t k = 0; k < count; k++)
-            p[k] = signed_mod(coeffs[k], q);
+            p[k] = tsafe_bfv_signed_mod(coeffs[k], q);
         tsafe_ntt_forward(&c->ntt[i], p);
         tsafe_vec_shoup_precompute(pt->ps + i * c->n, p, c->n, q);
     }
@@ -152,8 +138,7 @@ void tsafe_bfv_plain_free(tsafe_bfv_plain *pt)
     /* the adapter's weights: not the client's secret, but the server's */
     if (pt->p)
         sodium_memzero(pt->p, 2 * pt->ctx->n * sizeof *pt->p);
-    free(pt->p);
-    free(pt->ps);
+    free(pt->p); /* ps lives in the same block */
     free(pt);
 }
 
@@ -197,28 +182,19 @@ void tsafe_bfv_acc_zero(tsafe_bfv_acc *acc)
     memset(acc->a1, 0, 2 * acc->ctx->n * sizeof *acc->a1);
 }
 
-/* out += a * w (w fixed with Shoup quotients wp), one limb. */
-static void mul_add_limb(uint64_t *out, const uint64_t *a, const uint64_t *w,
-                         const uint64_t *wp, uint64_t *tmp, size_t n,
-                         uint64_t q)
-{
-    tsafe_vec_mul_shoup(tmp, a, w, wp, n, q);
-    tsafe_vec_add(out, out, tmp, n, q);
-}
-
 tsafe_status tsafe_bfv_acc_mul_add(tsafe_bfv_acc *acc, const tsafe_bfv_ct *ct,
                                    const tsafe_bfv_plain *pt)
 {
     TSAFE_REQUIRE(acc && ct && pt, TSAFE_E_NULL);
     const tsafe_bfv_context *c = acc->ctx;
-    TSAFE_REQUIRE(same_ctx(ct->ctx, c) && same_ctx(pt->ctx, c), TSAFE_E_PARAMS_MISMATCH);
+    TSAFE_REQUIRE(tsafe_bfv_same_ctx(ct->ctx, c) && tsafe_bfv_same_ctx(pt->ctx, c), TSAFE_E_PARAMS_MISMATCH);
     TSAFE_REQUIRE(ct->valid, TSAFE_E_STATE);
     for (uint32_t i = 0; i < 2; i++) {
         size_t o = i * c->n;
         uint64_t q = c->mod[i].q;
         if (c->ntt[i].use_ifma) { /* the vector kernels run IFMA */
-            mul_add_limb(acc->a0 + o, ct->c0 + o, pt->p + o, pt->ps + o, acc->tmp, c->n, q);
-            mul_add_limb(acc->a1 + o, ct->c1 + o, pt->p + o, pt->ps + o, acc->tmp, c->n, q);
+            tsafe_bfv_mul_add_limb(acc->a0 + o, ct->c0 + o, pt->p + o, pt->ps + o, acc->tmp, c->n, q);
+            tsafe_bfv_mul_add_limb(acc->a1 + o, ct->c1 + o, pt->p + o, pt->ps + o, acc->tmp, c->n, q);
             continue;
         }
         /* one pass for both polynomials: the plaintext is read once */
@@ -272,120 +248,6 @@ const uint64_t *tsafe_bfv_sealed_c1(const tsafe_bfv_sealed *r)
 const uint64_t *tsafe_bfv_sealed_c0(const tsafe_bfv_sealed *r)
 {
     return r ? r->c0 : NULL;
-}
-
-/* Uniform integer in [-2^bits, 2^bits] (bits <= 100) as residues mod q0, q1:
- * rejection sampling on bits + 2 random bits. */
-static void flood_sample(tsafe_prng *g, uint32_t bits, const tsafe_bfv_context *c,
-                         uint64_t out[2])
-{
-    tsafe_u128 span = ((tsafe_u128)1 << (bits + 1)); /* values 0..span */
-    tsafe_u128 mask = ((tsafe_u128)1 << (bits + 2)) - 1, v;
-    do {
-        uint64_t lo = tsafe_prng_u64(g), hi = tsafe_prng_u64(g);
-        v = (((tsafe_u128)hi << 64) | lo) & mask;
-    } while (v > span);
-    tsafe_u128 half = (tsafe_u128)1 << bits;
-    int neg = v < half;
-    tsafe_u128 mag = neg ? half - v : v - half;
-    for (uint32_t i = 0; i < 2; i++) { /* mag < 2^101 < q * 2^64: Barrett */
-        uint64_t q = c->mod[i].q, r = tsafe_reduce_128(mag, &c->mod[i]);
-        out[i] = neg ? tsafe_neg_mod(r, q) : r;
-    }
-}
-
-/* round(x / q1) mod q0 for x given by its residues (x0 mod q0, x1 mod q1). */
-static inline uint64_t switch_down(const tsafe_bfv_context *c, uint64_t x0,
-                                   uint64_t x1)
-{
-    uint64_t q0 = c->mod[0].q, q1 = c->mod[1].q;
-    uint64_t y1 = x1 + c->half_q1; /* (x + h) mod q1 */
-    if (y1 >= q1)
-        y1 -= q1;
-    uint64_t y0 = tsafe_add_mod(x0, c->half_q1_q0, q0);
-    uint64_t d = tsafe_sub_mod(y0, tsafe_reduce_128(y1, &c->mod[0]), q0);
-    return tsafe_mul_shoup(d, c->q1_inv, c->q1_inv_shoup, q0);
-}
-
-tsafe_status tsafe_bfv_seal(const tsafe_bfv_context *c, tsafe_bfv_acc *acc,
-                            const tsafe_bfv_public_key *pk, const uint32_t *pos,
-                            const uint64_t *mask, size_t n_reads,
-                            uint32_t flood_bits, const uint8_t *seed,
-                            tsafe_bfv_sealed *r)
-{
-    TSAFE_REQUIRE(c && acc && pk && r && (pos || n_reads == 0), TSAFE_E_NULL);
-    TSAFE_REQUIRE(same_ctx(acc->ctx, c) && same_ctx(pk->ctx, c) && same_ctx(r->ctx, c),
-                  TSAFE_E_PARAMS_MISMATCH);
-    TSAFE_REQUIRE(n_reads <= r->cap && flood_bits <= 100, TSAFE_E_RANGE);
-    uint64_t seen[(1u << 15) / 64] = {0}; /* N <= 2^15 */
-    for (size_t k = 0; k < n_reads; k++) {
-        TSAFE_REQUIRE(pos[k] < c->n, TSAFE_E_RANGE);
-        TSAFE_REQUIRE(!mask || mask[k] < c->t, TSAFE_E_VALUE_RANGE);
-        /* a position read twice would get two masks and two floods */
-        uint64_t bit = 1ull << (pos[k] & 63);
-        TSAFE_REQUIRE(!(seen[pos[k] >> 6] & bit), TSAFE_E_ARG);
-        seen[pos[k] >> 6] |= bit;
-    }
-    tsafe_status st;
-    uint8_t master[32];
-    if (seed)
-        memcpy(master, seed, 32);
-    else if ((st = tsafe_seed_fresh(master)) != TSAFE_OK)
-        return st;
-    size_t n = c->n;
-    int8_t *small = malloc(n);
-    if (!small) {
-        sodium_memzero(master, sizeof master);
-        return TSAFE_E_NOMEM;
-    }
-    tsafe_prng g;
-    tsafe_prng_init(&g, master, TSAFE_BFV_STREAM_SEAL);
-    sodium_memzero(master, sizeof master);
-
-    /* + (r p0, r p1): a fresh public-key encryption of zero, so c1 no
-     * longer depends on the plaintexts (it is RLWE-pseudorandom) */
-    tsafe_prng_ternary(&g, small, n);
-    for (uint32_t i = 0; i < 2; i++) {
-        uint64_t q = c->mod[i].q, *u = acc->tmp, *prod = acc->tmp + n;
-        size_t o = i * n;
-        for (size_t k = 0; k < n; k++)
-            u[k] = small[k] > 0 ? 1 : small[k] < 0 ? q - 1 : 0;
-        tsafe_ntt_forward(&c->ntt[i], u);
-        mul_add_limb(acc->a0 + o, u, pk->p0 + o, pk->p0_shoup + o, prod, n, q);
-        mul_add_limb(acc->a1 + o, u, pk->p1 + o, pk->p1_shoup + o, prod, n, q);
-        tsafe_ntt_inverse(&c->ntt[i], acc->a0 + o);
-        tsafe_ntt_inverse(&c->ntt[i], acc->a1 + o);
-    }
-    /* errors of the encryption of zero: e1 on all of c1, e0 where read */
-    tsafe_prng_cbd(&g, small, n);
-    for (uint32_t i = 0; i < 2; i++) {
-        uint64_t q = c->mod[i].q, *a1 = acc->a1 + i * n;
-        for (size_t k = 0; k < n; k++) /* |small| <= 21 < q: no division */
-            a1[k] = tsafe_add_mod(a1[k], small[k] >= 0 ? (uint64_t)small[k]
-                                                         : q - (uint64_t)(-small[k]), q);
-    }
-    tsafe_prng_cbd(&g, small, n_reads ? n_reads : 1);
-    for (size_t k = 0; k < n_reads; k++) {
-        uint64_t f[2];
-        flood_sample(&g, flood_bits, c, f);
-        for (uint32_t i = 0; i < 2; i++) {
-            uint64_t q = c->mod[i].q, *x = &acc->a0[i * n + pos[k]];
-            uint64_t add = tsafe_add_mod(signed_mod(small[k], q), f[i], q);
-            if (mask)
-                add = tsafe_add_mod(add, tsafe_bfv_scale_up(c, i, (int64_t)mask[k]), q);
-            *x = tsafe_add_mod(*x, add, q);
-        }
-    }
-    /* modulus switch Q -> q0 */
-    for (size_t k = 0; k < n; k++)
-        r->c1[k] = switch_down(c, acc->a1[k], acc->a1[n + k]);
-    for (size_t k = 0; k < n_reads; k++)
-        r->c0[k] = switch_down(c, acc->a0[pos[k]], acc->a0[n + pos[k]]);
-    r->n_reads = n_reads;
-    sodium_memzero(small, n);
-    free(small);
-    tsafe_prng_clear(&g);
-    return TSAFE_OK;
 }
 
 /* ------------------------------------------------------------ decryption */
@@ -468,7 +330,7 @@ static tsafe_status phase(const tsafe_bfv_context *c,
                           size_t n_reads, uint64_t *v)
 {
     TSAFE_REQUIRE(c && sk && r && v && (pos || n_reads == 0), TSAFE_E_NULL);
-    TSAFE_REQUIRE(same_ctx(sk->ctx, c) && same_ctx(r->ctx, c), TSAFE_E_PARAMS_MISMATCH);
+    TSAFE_REQUIRE(tsafe_bfv_same_ctx(sk->ctx, c) && tsafe_bfv_same_ctx(r->ctx, c), TSAFE_E_PARAMS_MISMATCH);
     TSAFE_REQUIRE(n_reads == r->n_reads, TSAFE_E_RANGE);
     for (size_t k = 0; k < n_reads; k++)
         TSAFE_REQUIRE(pos[k] < c->n, TSAFE_E_RANGE);

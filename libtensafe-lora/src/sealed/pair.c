@@ -34,6 +34,8 @@ struct tsafe_sealed_pair {
     size_t n_lanes;
     cached_site *cache;
     size_t n_cache, cap_cache;
+    const tsafe_backend_factory *factory; /* every server's backends */
+    int direct;
 };
 
 tsafe_status tsafe_sealed_pair_create(tsafe_sealed_mode mode,
@@ -100,12 +102,48 @@ void tsafe_sealed_pair_free(tsafe_sealed_pair *p)
     free(p);
 }
 
+/* The pair's backend choice on one server. */
+static tsafe_status server_backend(const tsafe_sealed_pair *p, tsafe_sealed_server *s)
+{
+    tsafe_status st = TSAFE_OK;
+    if (p->factory)
+        st = tsafe_sealed_server_use_backend(s, p->factory);
+    if (st == TSAFE_OK)
+        st = tsafe_sealed_server_set_direct(s, p->direct);
+    return st;
+}
+
+tsafe_status tsafe_sealed_pair_use_backend(tsafe_sealed_pair *p,
+                                           const tsafe_backend_factory *f)
+{
+    TSAFE_REQUIRE(p, TSAFE_E_NULL);
+    p->factory = f;
+    tsafe_status st = TSAFE_OK;
+    for (size_t i = 0; i < p->n_lanes && st == TSAFE_OK; i++)
+        if (p->lanes[i].server)
+            st = tsafe_sealed_server_use_backend(p->lanes[i].server, f);
+    return st;
+}
+
+tsafe_status tsafe_sealed_pair_set_direct(tsafe_sealed_pair *p, int on)
+{
+    TSAFE_REQUIRE(p, TSAFE_E_NULL);
+    p->direct = on != 0;
+    tsafe_status st = TSAFE_OK;
+    for (size_t i = 0; i < p->n_lanes && st == TSAFE_OK; i++)
+        if (p->lanes[i].server)
+            st = tsafe_sealed_server_set_direct(p->lanes[i].server, on);
+    return st;
+}
+
 /* A fresh client/server session on the lane's plan. */
-static tsafe_status session_open(lane *l)
+static tsafe_status session_open(const tsafe_sealed_pair *p, lane *l)
 {
     tsafe_status st = tsafe_sealed_client_create(&l->plan, NULL, &l->client);
     if (st == TSAFE_OK)
         st = tsafe_sealed_server_create(&l->plan, &l->server);
+    if (st == TSAFE_OK)
+        st = server_backend(p, l->server);
     if (st != TSAFE_OK)
         lane_close(l);
     return st;
@@ -123,7 +161,7 @@ static tsafe_status lane_open(tsafe_sealed_pair *p, lane *l, uint32_t d_in,
                                                p->have_opts ? &p->opts : NULL, &l->plan);
     if (st == TSAFE_OK)
         st = tsafe_sealed_contexts(&l->plan, &l->c1, &l->c2);
-    return st == TSAFE_OK ? session_open(l) : st;
+    return st == TSAFE_OK ? session_open(p, l) : st;
 }
 
 static tsafe_status lane_for(tsafe_sealed_pair *p, uint32_t d_in, uint32_t rank,
@@ -141,7 +179,7 @@ static tsafe_status lane_for(tsafe_sealed_pair *p, uint32_t d_in, uint32_t rank,
     int fits = l->c1 && rank <= l->plan.rank && d_out <= l->plan.d_out_max;
     tsafe_status st = TSAFE_OK;
     if (fits && !l->client) /* after a failed token: a new session, same plan */
-        st = session_open(l);
+        st = session_open(p, l);
     else if (!fits) { /* a plan covering the old shapes and the new ones */
         uint32_t r = l->c1 && l->plan.rank > rank ? l->plan.rank : rank;
         uint32_t d = l->c1 && l->plan.d_out_max > d_out ? l->plan.d_out_max : d_out;

@@ -3,6 +3,7 @@
 #ifndef TSAFE_SEALED_INTERNAL_H
 #define TSAFE_SEALED_INTERNAL_H
 
+#include "tensafe/bfv_backend.h"
 #include "tensafe/lora_sealed.h"
 
 /* Coefficient layout of one sealed product: an input vector of length
@@ -51,6 +52,7 @@ void tsafe_sealed_layout2(const tsafe_sealed_plan *p, uint32_t rank,
 void tsafe_sealed_plan_fingerprint(const tsafe_sealed_plan *p, uint8_t out[32]);
 
 struct tsafe_sealed_site {
+    uint64_t id;               /* unique per process: keys backend caches */
     tsafe_sealed_plan plan;
     uint32_t rank, d_out;
     float scale;
@@ -75,6 +77,37 @@ tsafe_status tsafe_sealed_site_build(const tsafe_sealed_plan *plan,
                                      const tsafe_bfv_context *c2, const float *A,
                                      const float *B, uint32_t rank, uint32_t d_out,
                                      float scale, tsafe_sealed_site **out);
+
+/* A site's plaintexts as operand buffers on a server's backends, cached by
+ * site id (an address may be reused after a free; an id never is). On the
+ * CPU backend the buffers borrow the site's storage, so an entry must not
+ * be used after its site is freed -- its id then never matches again. */
+typedef struct tsafe_sealed_operands {
+    uint64_t site_id;          /* 0: empty */
+    uint64_t last_use;
+    size_t n1, n2;
+    tsafe_buffer **o1, **o2;   /* round 1 (p1), round 2 (p2) */
+} tsafe_sealed_operands;
+
+#define TSAFE_SEALED_OPERAND_CACHE 64
+
+typedef struct tsafe_sealed_opcache {
+    tsafe_sealed_operands e[TSAFE_SEALED_OPERAND_CACHE];
+    uint64_t clock;
+} tsafe_sealed_opcache;
+
+/* The site's operands on b1 (round 1) and b2 (round 2, NULL in sealed
+ * mode), built on first use; the least recently used entry makes room. */
+tsafe_status tsafe_sealed_opcache_get(tsafe_sealed_opcache *c, tsafe_backend *b1,
+                                      tsafe_backend *b2, const tsafe_sealed_site *site,
+                                      const tsafe_sealed_operands **out);
+void tsafe_sealed_opcache_clear(tsafe_sealed_opcache *c);
+
+/* Tests only: derive the server's masks and sealing randomness from seed
+ * (32 bytes) so that two servers given the same messages answer with the
+ * same bytes (the direct and backend paths are compared that way). NULL
+ * returns to the CSPRNG. Never for deployment: masks must be unpredictable. */
+void tsafe_sealed_server_debug_seed(tsafe_sealed_server *s, const uint8_t *seed);
 
 /* The protocol's contexts for a plan (round 2 NULL in sealed mode). */
 tsafe_status tsafe_sealed_contexts(const tsafe_sealed_plan *p,

@@ -31,12 +31,197 @@ struct tsafe_sealed_server {
     int64_t *last_u;          /* sealed: u + n of the last round 2 (flat) */
     size_t *off;              /* site i's masks start at R + off[i] */
     int64_t *coeff, *colsel;  /* round-2 per-token plaintext scratch */
+
+    /* The ring work runs on backends (one per round's ring) from the
+     * host's factory; `direct` keeps the pre-backend calls for tests and
+     * the overhead benchmark. */
+    const tsafe_backend_factory *factory;
+    int direct;
+    tsafe_backend *be1, *be2;
+    tsafe_bfv_sealer *sealer1, *sealer2;
+    tsafe_buffer *pkb1, *pkb2;            /* session keys as operands */
+    tsafe_buffer *xb[MAX_CHUNKS];         /* the query's chunks */
+    tsafe_buffer *zb[2 * MAX_CHUNKS];     /* round 2's ciphertexts */
+    tsafe_buffer **accs, **accs2;         /* one per block (round 1, 2) */
+    size_t n_accs, n_accs2;
+    tsafe_buffer **band;                  /* per-token round-2 plaintexts */
+    size_t n_band;
+    tsafe_sealed_opcache cache;
+    uint8_t seed[32];                     /* tests: tsafe_sealed_server_debug_seed */
+    int seeded;
+    uint64_t draws;
 };
+
+/* ------------------------------------------------------------ backends */
+
+static void pool_free(tsafe_buffer **p, size_t n)
+{
+    for (size_t i = 0; p && i < n; i++)
+        tsafe_buffer_free(p[i]);
+    free(p);
+}
+
+static void backend_teardown(tsafe_sealed_server *s)
+{
+    tsafe_sealed_opcache_clear(&s->cache);
+    pool_free(s->accs, s->n_accs);
+    pool_free(s->accs2, s->n_accs2);
+    pool_free(s->band, s->n_band);
+    s->accs = s->accs2 = s->band = NULL;
+    s->n_accs = s->n_accs2 = s->n_band = 0;
+    for (size_t i = 0; i < MAX_CHUNKS; i++)
+        tsafe_buffer_free(s->xb[i]);
+    for (size_t i = 0; i < 2 * MAX_CHUNKS; i++)
+        tsafe_buffer_free(s->zb[i]);
+    memset(s->xb, 0, sizeof s->xb);
+    memset(s->zb, 0, sizeof s->zb);
+    tsafe_buffer_free(s->pkb1);
+    tsafe_buffer_free(s->pkb2);
+    s->pkb1 = s->pkb2 = NULL;
+    tsafe_bfv_sealer_free(s->sealer1);
+    tsafe_bfv_sealer_free(s->sealer2);
+    s->sealer1 = s->sealer2 = NULL;
+    tsafe_backend_free(s->be1);
+    tsafe_backend_free(s->be2);
+    s->be1 = s->be2 = NULL;
+}
+
+/* The session's public keys as operands (after accept or a new backend). */
+static tsafe_status backend_keys(tsafe_sealed_server *s)
+{
+    tsafe_buffer_free(s->pkb1);
+    tsafe_buffer_free(s->pkb2);
+    s->pkb1 = s->pkb2 = NULL;
+    tsafe_status st = TSAFE_OK;
+    if (s->pk1)
+        st = tsafe_bfv_public_key_operand(s->pk1, s->be1, &s->pkb1);
+    if (st == TSAFE_OK && s->pk2)
+        st = tsafe_bfv_public_key_operand(s->pk2, s->be2, &s->pkb2);
+    return st;
+}
+
+static tsafe_status backend_setup(tsafe_sealed_server *s)
+{
+    tsafe_status st;
+    TSAFE_TRY(tsafe_backend_create(s->factory, NULL, s->c1, &s->be1));
+    TSAFE_TRY(tsafe_bfv_sealer_create(s->c1, s->be1, &s->sealer1));
+    for (uint32_t i = 0; i < s->plan.n_chunks1; i++)
+        TSAFE_TRY(tsafe_buffer_alloc(s->be1, 2, 2, &s->xb[i]));
+    if (s->c2) {
+        tsafe_sealed_layout l2;
+        tsafe_sealed_layout2(&s->plan, s->plan.rank, s->plan.d_out_max, &l2);
+        TSAFE_TRY(tsafe_backend_create(s->factory, NULL, s->c2, &s->be2));
+        TSAFE_TRY(tsafe_bfv_sealer_create(s->c2, s->be2, &s->sealer2));
+        for (uint32_t i = 0; i < 2 * l2.n_chunks; i++)
+            TSAFE_TRY(tsafe_buffer_alloc(s->be2, 2, 2, &s->zb[i]));
+    }
+    TSAFE_TRY(backend_keys(s));
+    return TSAFE_OK;
+fail:
+    backend_teardown(s);
+    return st;
+}
+
+/* At least n buffers of polys x 2 limbs in *pool (accumulators, or operands
+ * for the per-token plaintexts). */
+static tsafe_status pool_reserve(tsafe_backend *b, tsafe_buffer ***pool, size_t *have,
+                                 size_t n, size_t polys, int operand)
+{
+    if (n <= *have)
+        return TSAFE_OK;
+    tsafe_buffer **p = realloc(*pool, n * sizeof *p);
+    if (!p)
+        return TSAFE_E_NOMEM;
+    *pool = p;
+    for (; *have < n; (*have)++) {
+        tsafe_status st = operand ? tsafe_buffer_alloc_operand(b, polys, 2, &p[*have])
+                                  : tsafe_buffer_alloc(b, polys, 2, &p[*have]);
+        if (st != TSAFE_OK)
+            return st;
+    }
+    return TSAFE_OK;
+}
+
+/* acc = 0 (in place when the backend's memory is the host's). */
+static tsafe_status buffer_zero(tsafe_backend *b, tsafe_buffer *acc)
+{
+    uint64_t *w = tsafe_buffer_host_words(acc);
+    if (w) {
+        memset(w, 0, tsafe_buffer_words(acc) * sizeof *w);
+        return TSAFE_OK;
+    }
+    return tsafe_backend_elementwise(b, TSAFE_OP_SUB, acc, acc, acc);
+}
+
+tsafe_status tsafe_sealed_server_use_backend(tsafe_sealed_server *s,
+                                             const tsafe_backend_factory *f)
+{
+    TSAFE_REQUIRE(s, TSAFE_E_NULL);
+    const tsafe_backend_factory *old = s->factory;
+    backend_teardown(s);
+    s->factory = f;
+    tsafe_status st = backend_setup(s);
+    if (st != TSAFE_OK) { /* fall back to what worked before */
+        s->factory = old;
+        if (backend_setup(s) != TSAFE_OK)
+            s->direct = 1; /* no backend at all: the direct path still answers */
+    }
+    return st;
+}
+
+tsafe_status tsafe_sealed_server_set_direct(tsafe_sealed_server *s, int on)
+{
+    TSAFE_REQUIRE(s, TSAFE_E_NULL);
+    TSAFE_REQUIRE(on || s->be1, TSAFE_E_STATE);
+    s->direct = on != 0;
+    return TSAFE_OK;
+}
+
+const char *tsafe_sealed_server_backend_name(const tsafe_sealed_server *s)
+{
+    return !s ? "none" : s->direct ? "direct" : tsafe_backend_name(s->be1);
+}
+
+void tsafe_sealed_server_debug_seed(tsafe_sealed_server *s, const uint8_t *seed)
+{
+    if (!s)
+        return;
+    s->seeded = seed != NULL;
+    if (seed)
+        memcpy(s->seed, seed, 32);
+    s->draws = 0;
+}
+
+/* The next sealing seed: NULL (the CSPRNG) unless a test seeded us. */
+static const uint8_t *next_seed(tsafe_sealed_server *s, uint8_t out[32])
+{
+    if (!s->seeded)
+        return NULL;
+    uint8_t ctr[8];
+    for (int i = 0; i < 8; i++)
+        ctr[i] = (uint8_t)(s->draws >> (8 * i));
+    s->draws++;
+    crypto_generichash(out, 32, ctr, sizeof ctr, s->seed, 32);
+    return out;
+}
+
+/* Fresh uniform masks (R). */
+static void draw_masks(tsafe_sealed_server *s, uint64_t *R, size_t n)
+{
+    if (!s->seeded) {
+        randombytes_buf(R, n * sizeof *R);
+        return;
+    }
+    uint8_t k[32];
+    next_seed(s, k);
+    randombytes_buf_deterministic(R, n * sizeof *R, k);
+}
 
 void tsafe_sealed_server_free(tsafe_sealed_server *s)
 {
     if (!s)
         return;
+    backend_teardown(s);
     for (size_t i = 0; i < MAX_CHUNKS; i++)
         tsafe_bfv_ct_free(s->x[i]);
     for (size_t i = 0; i < 2 * MAX_CHUNKS; i++)
@@ -96,6 +281,7 @@ tsafe_status tsafe_sealed_server_create(const tsafe_sealed_plan *plan,
         s->colsel = malloc((size_t)plan->d_out_max * plan->rank * sizeof *s->colsel);
         TSAFE_CHECK(s->coeff && s->colsel, TSAFE_E_NOMEM);
     }
+    TSAFE_TRY(backend_setup(s)); /* the CPU backend until the host picks one */
     *out = s;
     return TSAFE_OK;
 fail:
@@ -141,6 +327,10 @@ tsafe_status tsafe_sealed_server_accept(tsafe_sealed_server *s,
     tsafe_bfv_public_key_free(s->pk2);
     s->pk1 = p1;
     s->pk2 = p2;
+    if (s->be1 && (st = backend_keys(s)) != TSAFE_OK) {
+        s->have_session = 0; /* no half-installed session */
+        return st;
+    }
     memcpy(s->tag.session, sess, TSAFE_SEALED_SESSION_BYTES);
     s->tag.epoch = epoch;
     s->tag.seq = 0;
@@ -178,22 +368,83 @@ static tsafe_status reserve_R(tsafe_sealed_server *s, size_t need)
     return s->R_cap ? TSAFE_OK : TSAFE_E_NOMEM;
 }
 
-/* Seal acc's block b of layout l into w (reads at the block's rows). */
-static tsafe_status seal_block(tsafe_sealed_server *s, const tsafe_bfv_context *ctx,
-                               tsafe_bfv_acc *acc, const tsafe_bfv_public_key *pk,
-                               tsafe_bfv_sealed *res, const tsafe_sealed_layout *l,
-                               uint32_t b, uint32_t flood, tsafe_wbuf *w)
+/* Write a sealed result for n_reads reads into w. */
+static tsafe_status put_sealed(const tsafe_bfv_context *ctx, const tsafe_bfv_sealed *res,
+                               size_t reads, tsafe_wbuf *w)
 {
-    uint32_t reads = tsafe_sealed_block_reads(l, b, s->pos);
-    tsafe_status st = tsafe_bfv_seal(ctx, acc, pk, s->pos, s->mask, reads, flood,
-                                     NULL, res);
-    if (st != TSAFE_OK)
-        return st;
     size_t need = tsafe_bfv_sealed_bytes(ctx, reads);
     uint8_t *p = tsafe_wbuf_reserve(w, need);
     if (!p)
         return TSAFE_E_NOMEM;
     return tsafe_bfv_sealed_write(ctx, res, p, need);
+}
+
+/* Seal block b of layout l (reads at the block's rows, masks in s->mask)
+ * into w: the direct accumulator, or a backend accumulator. */
+static tsafe_status seal_block(tsafe_sealed_server *s, const tsafe_bfv_context *ctx,
+                               tsafe_bfv_acc *acc, const tsafe_bfv_public_key *pk,
+                               tsafe_bfv_sealed *res, const tsafe_sealed_layout *l,
+                               uint32_t b, uint32_t flood, tsafe_wbuf *w)
+{
+    uint8_t sd[32];
+    uint32_t reads = tsafe_sealed_block_reads(l, b, s->pos);
+    tsafe_status st = tsafe_bfv_seal(ctx, acc, pk, s->pos, s->mask, reads, flood,
+                                     next_seed(s, sd), res);
+    return st == TSAFE_OK ? put_sealed(ctx, res, reads, w) : st;
+}
+
+static tsafe_status seal_block_on(tsafe_sealed_server *s, const tsafe_bfv_context *ctx,
+                                  tsafe_bfv_sealer *sealer, tsafe_buffer *acc,
+                                  const tsafe_buffer *pk, tsafe_bfv_sealed *res,
+                                  const tsafe_sealed_layout *l, uint32_t b,
+                                  uint32_t flood, tsafe_wbuf *w)
+{
+    uint8_t sd[32];
+    uint32_t reads = tsafe_sealed_block_reads(l, b, s->pos);
+    tsafe_status st = tsafe_bfv_seal_buffer(sealer, acc, pk, s->pos, s->mask, reads,
+                                            flood, next_seed(s, sd), res);
+    return st == TSAFE_OK ? put_sealed(ctx, res, reads, w) : st;
+}
+
+/* Round 1's products on the backend: every block of every site is one job
+ * of one tsafe_backend_mul_acc call (the batched entry point); accs[j] is
+ * block j in site-major order. */
+static tsafe_status round1_products(tsafe_sealed_server *s,
+                                    const tsafe_sealed_site *const *sites,
+                                    size_t n_sites, const tsafe_sealed_operands **ops)
+{
+    size_t jobs = 0;
+    for (size_t i = 0; i < n_sites; i++)
+        jobs += sites[i]->l1.n_blocks;
+    tsafe_status st = pool_reserve(s->be1, &s->accs, &s->n_accs, jobs, 2, 0);
+    if (st != TSAFE_OK)
+        return st;
+    uint32_t nc = s->plan.n_chunks1;
+    tsafe_backend_mac *job = malloc(jobs * sizeof *job);
+    const tsafe_buffer **terms = malloc(2 * jobs * nc * sizeof *terms);
+    if (!job || !terms) {
+        free(job);
+        free(terms);
+        return TSAFE_E_NOMEM;
+    }
+    size_t j = 0;
+    for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
+        const tsafe_sealed_layout *l = &sites[i]->l1;
+        for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++, j++) {
+            const tsafe_buffer **a = terms + 2 * j * nc, **w = a + nc;
+            for (uint32_t c = 0; c < l->n_chunks; c++) {
+                a[c] = s->xb[c];
+                w[c] = ops[i]->o1[(size_t)c * l->n_blocks + b];
+            }
+            job[j] = (tsafe_backend_mac){s->accs[j], l->n_chunks, a, w};
+            st = buffer_zero(s->be1, s->accs[j]);
+        }
+    }
+    if (st == TSAFE_OK)
+        st = tsafe_backend_mul_acc(s->be1, job, jobs);
+    free(job);
+    free(terms);
+    return st;
 }
 
 tsafe_status tsafe_sealed_server_round1(tsafe_sealed_server *s,
@@ -227,7 +478,9 @@ tsafe_status tsafe_sealed_server_round1(tsafe_sealed_server *s,
         const uint8_t *p = tsafe_rbuf_take(&r, ctl);
         if (!p)
             return TSAFE_E_TRUNCATED;
-        if ((st = tsafe_bfv_ct_read(s->c1, p, ctl, s->x[c])) != TSAFE_OK)
+        st = s->direct ? tsafe_bfv_ct_read(s->c1, p, ctl, s->x[c])
+                       : tsafe_bfv_ct_read_buffer(s->c1, p, ctl, s->xb[c]);
+        if (st != TSAFE_OK)
             return st;
     }
     if (r.pos != len)
@@ -241,16 +494,28 @@ tsafe_status tsafe_sealed_server_round1(tsafe_sealed_server *s,
     if ((st = reserve_R(s, total)) != TSAFE_OK)
         return st;
     uint64_t t = 1ull << s->plan.r1.t_bits, half = t >> 1;
-    randombytes_buf(s->R, total * sizeof *s->R);
+    draw_masks(s, s->R, total);
     for (size_t i = 0; i < total; i++)
         s->R[i] &= t - 1;
 
+    double prod_us = 0;
+    const tsafe_sealed_operands *ops[TSAFE_MSG_MAX_SITES];
+    if (!s->direct) {
+        double p0 = tsafe_lora_now_us();
+        for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++)
+            st = tsafe_sealed_opcache_get(&s->cache, s->be1, s->be2, sites[i], &ops[i]);
+        if (st == TSAFE_OK)
+            st = round1_products(s, sites, n_sites, ops);
+        if (st != TSAFE_OK)
+            return st;
+        prod_us += tsafe_lora_now_us() - p0;
+    }
     tsafe_wbuf w = {0};
     tsafe_wbuf_header(&w, TSAFE_MSG_SEALED_RESPONSE1);
     tsafe_sealed_put_tag(&w, &s->tag);
     tsafe_wbuf_u32(&w, (uint32_t)n_sites);
-    double prod_us = 0;
     const uint64_t *R = s->R;
+    size_t j = 0; /* backend accumulator of the block */
     for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
         const tsafe_sealed_site *site = sites[i];
         const tsafe_sealed_layout *l = &site->l1;
@@ -258,18 +523,24 @@ tsafe_status tsafe_sealed_server_round1(tsafe_sealed_server *s,
         tsafe_wbuf_u32(&w, site->d_out);
         tsafe_wbuf_f64(&w, site->scale_a);
         tsafe_wbuf_u32(&w, site->trunc_bits);
-        for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++) {
-            double p0 = tsafe_lora_now_us();
-            tsafe_bfv_acc_zero(s->acc);
-            for (uint32_t c = 0; c < l->n_chunks && st == TSAFE_OK; c++)
-                st = tsafe_bfv_acc_mul_add(s->acc, s->x[c], site->p1[(size_t)c * l->n_blocks + b]);
-            prod_us += tsafe_lora_now_us() - p0;
+        for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++, j++) {
+            if (s->direct) {
+                double p0 = tsafe_lora_now_us();
+                tsafe_bfv_acc_zero(s->acc);
+                for (uint32_t c = 0; c < l->n_chunks && st == TSAFE_OK; c++)
+                    st = tsafe_bfv_acc_mul_add(s->acc, s->x[c],
+                                               site->p1[(size_t)c * l->n_blocks + b]);
+                prod_us += tsafe_lora_now_us() - p0;
+            }
             /* the client decrypts v = u + t/2 - R mod t: uniform */
             uint32_t reads = tsafe_sealed_block_reads(l, b, NULL);
             for (uint32_t k = 0; k < reads; k++)
                 s->mask[k] = (half - R[b * l->rows + k]) & (t - 1);
             if (st == TSAFE_OK)
-                st = seal_block(s, s->c1, s->acc, s->pk1, s->res, l, b, s->plan.flood1, &w);
+                st = s->direct ? seal_block(s, s->c1, s->acc, s->pk1, s->res, l, b,
+                                            s->plan.flood1, &w)
+                               : seal_block_on(s, s->c1, s->sealer1, s->accs[j], s->pkb1,
+                                               s->res, l, b, s->plan.flood1, &w);
         }
         R += site->rank;
     }
@@ -329,6 +600,58 @@ static tsafe_status round2_sealed(tsafe_sealed_server *s,
     return TSAFE_OK;
 }
 
+/* Round 2's products of one site on the backend: block b is job b, with
+ * the fixed B_q operands and, for the chunks holding band rows, this
+ * token's band plaintexts (encoded into pooled operands). */
+static tsafe_status round2_products(tsafe_sealed_server *s, const tsafe_sealed_site *site,
+                                    const tsafe_sealed_operands *ops, const uint8_t *hit)
+{
+    const tsafe_sealed_layout *l = &site->l2;
+    size_t n = tsafe_bfv_context_n(s->c2), nb = l->n_blocks, nc = l->n_chunks;
+    size_t n_hit = 0;
+    for (size_t c = 0; c < nc; c++)
+        n_hit += hit[c];
+    tsafe_status st = pool_reserve(s->be2, &s->accs2, &s->n_accs2, nb, 2, 0);
+    if (st == TSAFE_OK)
+        /* used once each: plain buffers (no operand precomputation) */
+        st = pool_reserve(s->be2, &s->band, &s->n_band, n_hit * nb, 1, 0);
+    if (st != TSAFE_OK)
+        return st;
+    tsafe_backend_mac *job = malloc(nb * sizeof *job);
+    const tsafe_buffer **terms = malloc(2 * nb * 2 * nc * sizeof *terms);
+    if (!job || !terms) {
+        free(job);
+        free(terms);
+        return TSAFE_E_NOMEM;
+    }
+    size_t used = 0;
+    for (uint32_t b = 0; b < nb && st == TSAFE_OK; b++) {
+        const tsafe_buffer **a = terms + 2 * b * 2 * nc, **w = a + 2 * nc;
+        size_t k = 0;
+        for (uint32_t c = 0; c < nc; c++, k++) {
+            a[k] = s->zb[c];
+            w[k] = ops->o2[(size_t)c * nb + b];
+        }
+        for (uint32_t c = 0; c < nc && st == TSAFE_OK; c++) {
+            if (!hit[c])
+                continue;
+            tsafe_sealed_encode_block(l, s->colsel, site->rank, c, b, s->coeff, n);
+            tsafe_buffer *pd = s->band[used++];
+            st = tsafe_bfv_plain_encode_buffer(s->c2, s->coeff, n, pd);
+            a[k] = s->zb[nc + c];
+            w[k++] = pd;
+        }
+        job[b] = (tsafe_backend_mac){s->accs2[b], k, a, w};
+        if (st == TSAFE_OK)
+            st = buffer_zero(s->be2, s->accs2[b]);
+    }
+    if (st == TSAFE_OK)
+        st = tsafe_backend_mul_acc(s->be2, job, nb);
+    free(job);
+    free(terms);
+    return st;
+}
+
 /* sealed-private: Enc(floor(v/2^k)), Enc(d) -> Enc(B_q u~), with
  * u~ = floor(v/2^k) + band * d + C (see docs/THREAT_MODEL.md: the band is
  * where the server cannot tell whether v + R wrapped; there the client's
@@ -346,7 +669,7 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
     const uint64_t *R = s->R;
     tsafe_status st = TSAFE_OK;
     int64_t C[1024];
-    uint8_t band[1024];
+    uint8_t band[1024], hit[MAX_CHUNKS];
     for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
         const tsafe_sealed_site *site = sites[i];
         const tsafe_sealed_layout *l = &site->l2;
@@ -359,7 +682,9 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
             const uint8_t *b = tsafe_rbuf_take(r, ctl);
             if (!b)
                 return TSAFE_E_TRUNCATED;
-            if ((st = tsafe_bfv_ct_read(s->c2, b, ctl, s->z[c])) != TSAFE_OK)
+            st = s->direct ? tsafe_bfv_ct_read(s->c2, b, ctl, s->z[c])
+                           : tsafe_bfv_ct_read_buffer(s->c2, b, ctl, s->zb[c]);
+            if (st != TSAFE_OK)
                 return st;
         }
         int any_band = 0;
@@ -377,27 +702,39 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
             for (uint32_t j = 0; j < site->d_out; j++)
                 for (uint32_t k = 0; k < rank; k++)
                     s->colsel[(size_t)j * rank + k] = band[k] ? site->bq[(size_t)j * rank + k] : 0;
+        for (uint32_t c = 0; c < l->n_chunks; c++) {
+            hit[c] = 0;
+            for (uint32_t j = 0; j < l->chunk && c * l->chunk + j < rank; j++)
+                hit[c] |= band[c * l->chunk + j];
+        }
         tsafe_wbuf_u32(w, site->d_out);
         tsafe_wbuf_f64(w, site->scale_b * ldexp(1.0, (int)ks));
-        for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++) {
+        if (!s->direct) {
             double p0 = tsafe_lora_now_us();
-            tsafe_bfv_acc *acc = s->acc2;
-            tsafe_bfv_acc_zero(acc);
-            for (uint32_t c = 0; c < l->n_chunks && st == TSAFE_OK; c++)
-                st = tsafe_bfv_acc_mul_add(acc, s->z[c], site->p2[(size_t)c * l->n_blocks + b]);
-            for (uint32_t c = 0; any_band && c < l->n_chunks && st == TSAFE_OK; c++) {
-                int hit = 0;
-                for (uint32_t j = 0; j < l->chunk && c * l->chunk + j < rank; j++)
-                    hit |= band[c * l->chunk + j];
-                if (!hit)
-                    continue;
-                tsafe_bfv_plain *pd;
-                tsafe_sealed_encode_block(l, s->colsel, rank, c, b, s->coeff, n);
-                if ((st = tsafe_bfv_plain_create(s->c2, s->coeff, n, &pd)) == TSAFE_OK)
-                    st = tsafe_bfv_acc_mul_add(acc, s->z[l->n_chunks + c], pd);
-                tsafe_bfv_plain_free(pd);
-            }
+            const tsafe_sealed_operands *ops;
+            st = tsafe_sealed_opcache_get(&s->cache, s->be1, s->be2, site, &ops);
+            if (st == TSAFE_OK)
+                st = round2_products(s, site, ops, hit);
             *prod_us += tsafe_lora_now_us() - p0;
+        }
+        for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++) {
+            if (s->direct) {
+                double p0 = tsafe_lora_now_us();
+                tsafe_bfv_acc *acc = s->acc2;
+                tsafe_bfv_acc_zero(acc);
+                for (uint32_t c = 0; c < l->n_chunks && st == TSAFE_OK; c++)
+                    st = tsafe_bfv_acc_mul_add(acc, s->z[c], site->p2[(size_t)c * l->n_blocks + b]);
+                for (uint32_t c = 0; c < l->n_chunks && st == TSAFE_OK; c++) {
+                    if (!hit[c])
+                        continue;
+                    tsafe_bfv_plain *pd;
+                    tsafe_sealed_encode_block(l, s->colsel, rank, c, b, s->coeff, n);
+                    if ((st = tsafe_bfv_plain_create(s->c2, s->coeff, n, &pd)) == TSAFE_OK)
+                        st = tsafe_bfv_acc_mul_add(acc, s->z[l->n_chunks + c], pd);
+                    tsafe_bfv_plain_free(pd);
+                }
+                *prod_us += tsafe_lora_now_us() - p0;
+            }
             uint32_t reads = tsafe_sealed_block_reads(l, b, NULL);
             for (uint32_t k = 0; k < reads; k++) {
                 const int64_t *row = site->bq + (size_t)(b * l->rows + k) * rank;
@@ -408,7 +745,9 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
                 s->mask[k] = (uint64_t)(m < 0 ? m + t2 : m);
             }
             if (st == TSAFE_OK)
-                st = seal_block(s, s->c2, acc, s->pk2, s->res2, l, b, flood2, w);
+                st = s->direct ? seal_block(s, s->c2, s->acc2, s->pk2, s->res2, l, b, flood2, w)
+                               : seal_block_on(s, s->c2, s->sealer2, s->accs2[b], s->pkb2,
+                                               s->res2, l, b, flood2, w);
         }
         R += rank;
     }

@@ -99,6 +99,8 @@ tsafe_status tsafe_sealed_site_build(const tsafe_sealed_plan *plan,
     tsafe_sealed_site *s = calloc(1, sizeof *s);
     int64_t *aq = malloc(na * sizeof *aq);
     TSAFE_CHECK(s && aq, TSAFE_E_NOMEM);
+    static uint64_t next_id; /* ids start at 1: 0 marks an empty cache entry */
+    s->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
     s->plan = *plan;
     s->rank = rank;
     s->d_out = d_out;

@@ -1,0 +1,73 @@
+/* The exact (BFV) operations of the sealed protocol's server on a compute
+ * backend (tensafe/backend.h): ciphertexts, plaintexts and public keys as
+ * backend buffers, and the sealing step composed of backend calls. The
+ * server does its products with tsafe_backend_mul_acc on these buffers.
+ *
+ * Shapes (N = the context's degree, limbs q0 then q1, NTT form): a
+ * ciphertext or accumulator is 2 polynomials x 2 limbs (c0, c1); a
+ * plaintext is an operand of 1 polynomial x 2 limbs; a public key an operand
+ * of 2 polynomials (p0, p1). The backend must serve this context's ring
+ * (tsafe_backend_cpu_create_bfv or a device backend for it).
+ *
+ * Results are byte-identical to the direct functions of bfv.h
+ * (tsafe_bfv_ct_read, tsafe_bfv_acc_mul_add, tsafe_bfv_seal) for the same
+ * inputs and seeds (tests/test_bfv.c).
+ *
+ * Thread safety: as for backends, a sealer and the buffers belong to one
+ * thread at a time. */
+#ifndef TENSAFE_BFV_BACKEND_H
+#define TENSAFE_BFV_BACKEND_H
+
+#include "tensafe/backend.h"
+#include "tensafe/bfv.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Reads a ciphertext in tsafe_bfv_ct_read's format (exact length, every
+ * coefficient checked) into dst (2 x 2), expanding c1 from its seed. On
+ * error dst's contents are unspecified. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_ct_read_buffer(
+    const tsafe_bfv_context *ctx, const uint8_t *buf, size_t len,
+    tsafe_buffer *dst);
+
+/* An operand buffer holding pt on backend b. On this library's CPU backend
+ * the buffer borrows pt's storage (no copy: pt must outlive the buffer);
+ * elsewhere it is a copy. Free with tsafe_buffer_free. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_plain_operand(
+    const tsafe_bfv_plain *pt, tsafe_backend *b, tsafe_buffer **out);
+
+/* Encode coefficients as tsafe_bfv_plain_create does (|coeff| < 2^40,
+ * count <= N) straight into a buffer of 1 x 2: an operand, or a plain
+ * buffer for a plaintext multiplied once (per-token plaintexts, without a
+ * tsafe_bfv_plain in between and without the operand's precomputation). */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_plain_encode_buffer(
+    const tsafe_bfv_context *ctx, const int64_t *coeffs, size_t count,
+    tsafe_buffer *operand);
+
+/* The public key (p0, p1) as an operand buffer of 2 x 2 on b (a copy). */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_public_key_operand(
+    const tsafe_bfv_public_key *pk, tsafe_backend *b, tsafe_buffer **out);
+
+/* Scratch of the sealing step on backend b (borrowed, as ctx). */
+typedef struct tsafe_bfv_sealer tsafe_bfv_sealer;
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_sealer_create(
+    const tsafe_bfv_context *ctx, tsafe_backend *b, tsafe_bfv_sealer **out);
+TSAFE_API void tsafe_bfv_sealer_free(tsafe_bfv_sealer *s);
+
+/* tsafe_bfv_seal on the backend: acc (2 x 2, NTT form; consumed) plus a
+ * fresh encryption of zero under pk (operand 2 x 2), the errors, masks and
+ * flooding at pos, the switch to q0 (tsafe_backend_mod_switch); c1 and the
+ * read coefficients land in r. The same randomness, drawn in the same
+ * order, as tsafe_bfv_seal: equal seeds give equal results. Arguments as
+ * there (TSAFE_E_ARG for repeated positions, TSAFE_E_RANGE, ...). */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_seal_buffer(
+    tsafe_bfv_sealer *s, tsafe_buffer *acc, const tsafe_buffer *pk,
+    const uint32_t *pos, const uint64_t *mask, size_t n_reads,
+    uint32_t flood_bits, const uint8_t *seed, tsafe_bfv_sealed *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,117 @@
+/* BFV objects as compute-backend buffers (tensafe/bfv_backend.h); the
+ * sealing step on a backend lives in seal.c. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "bfv_internal.h"
+#include "tensafe/bfv_backend.h"
+#include "tsafe_check.h"
+#include "../backend/backend_internal.h"
+
+/* b serves ctx's ring (its own context or one with equal parameters). */
+static int serves(const tsafe_backend *b, const tsafe_bfv_context *c)
+{
+    return b->bfv && tsafe_bfv_same_ctx(b->bfv, c);
+}
+
+tsafe_status tsafe_bfv_ct_read_buffer(const tsafe_bfv_context *c,
+                                      const uint8_t *buf, size_t len,
+                                      tsafe_buffer *dst)
+{
+    TSAFE_REQUIRE(c && buf && dst, TSAFE_E_NULL);
+    TSAFE_REQUIRE(serves(dst->backend, c), TSAFE_E_PARAMS_MISMATCH);
+    TSAFE_REQUIRE(dst->n_polys == 2 && dst->n_limbs == 2 && !dst->operand,
+                  TSAFE_E_RANGE);
+    /* parse into a ciphertext whose limbs are the buffer's words when the
+     * backend keeps them in host memory (no copy), else into staging */
+    uint64_t *w = tsafe_buffer_host_words(dst);
+    uint64_t *stage = w ? NULL : malloc(4 * c->n * sizeof *stage);
+    if (!w && !stage)
+        return TSAFE_E_NOMEM;
+    uint64_t *words = w ? w : stage;
+    tsafe_bfv_ct ct = {.ctx = c, .c0 = words, .c1 = words + 2 * c->n};
+    tsafe_status st = tsafe_bfv_ct_read(c, buf, len, &ct);
+    if (st == TSAFE_OK && stage)
+        st = tsafe_buffer_upload(dst, stage, 4 * c->n);
+    free(stage);
+    return st;
+}
+
+tsafe_status tsafe_bfv_plain_operand(const tsafe_bfv_plain *pt, tsafe_backend *b,
+                                     tsafe_buffer **out)
+{
+    TSAFE_REQUIRE(out, TSAFE_E_NULL);
+    *out = NULL;
+    TSAFE_REQUIRE(pt && b, TSAFE_E_NULL);
+    const tsafe_bfv_context *c = pt->ctx;
+    TSAFE_REQUIRE(serves(b, c), TSAFE_E_PARAMS_MISMATCH);
+    if (tsafe_backend_is_core_cpu(b)) {
+        /* the plaintext's block is the CPU operand layout: borrow it */
+        tsafe_buffer *buf = calloc(1, sizeof *buf);
+        TSAFE_REQUIRE(buf, TSAFE_E_NOMEM);
+        *buf = (tsafe_buffer){b, pt->p, 1, 2, 1, 1};
+        *out = buf;
+        return TSAFE_OK;
+    }
+    tsafe_buffer *buf;
+    tsafe_status st = tsafe_buffer_alloc_operand(b, 1, 2, &buf);
+    if (st != TSAFE_OK)
+        return st;
+    if ((st = tsafe_buffer_upload(buf, pt->p, 2 * c->n)) != TSAFE_OK) {
+        tsafe_buffer_free(buf);
+        return st;
+    }
+    *out = buf;
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_bfv_plain_encode_buffer(const tsafe_bfv_context *c,
+                                           const int64_t *coeffs, size_t count,
+                                           tsafe_buffer *operand)
+{
+    TSAFE_REQUIRE(c && operand && (coeffs || count == 0), TSAFE_E_NULL);
+    TSAFE_REQUIRE(serves(operand->backend, c), TSAFE_E_PARAMS_MISMATCH);
+    TSAFE_REQUIRE(operand->n_polys == 1 && operand->n_limbs == 2 && !operand->borrowed,
+                  TSAFE_E_ARG);
+    TSAFE_REQUIRE(count <= c->n, TSAFE_E_RANGE);
+    const int64_t lim = (int64_t)1 << 40;
+    for (size_t k = 0; k < count; k++)
+        TSAFE_REQUIRE(coeffs[k] > -lim && coeffs[k] < lim, TSAFE_E_VALUE_RANGE);
+    uint64_t *p = calloc(2 * c->n, sizeof *p);
+    TSAFE_REQUIRE(p, TSAFE_E_NOMEM);
+    for (uint32_t i = 0; i < 2; i++) {
+        uint64_t q = c->mod[i].q, *l = p + i * c->n;
+        for (size_t k = 0; k < count; k++)
+            l[k] = tsafe_bfv_signed_mod(coeffs[k], q);
+        tsafe_ntt_forward(&c->ntt[i], l);
+    }
+    tsafe_status st = tsafe_buffer_upload(operand, p, 2 * c->n);
+    sodium_memzero(p, 2 * c->n * sizeof *p); /* the adapter's weights */
+    free(p);
+    return st;
+}
+
+tsafe_status tsafe_bfv_public_key_operand(const tsafe_bfv_public_key *pk,
+                                          tsafe_backend *b, tsafe_buffer **out)
+{
+    TSAFE_REQUIRE(out, TSAFE_E_NULL);
+    *out = NULL;
+    TSAFE_REQUIRE(pk && b, TSAFE_E_NULL);
+    const tsafe_bfv_context *c = pk->ctx;
+    TSAFE_REQUIRE(serves(b, c), TSAFE_E_PARAMS_MISMATCH);
+    size_t n2 = 2 * c->n;
+    uint64_t *w = malloc(2 * n2 * sizeof *w);
+    TSAFE_REQUIRE(w, TSAFE_E_NOMEM);
+    memcpy(w, pk->p0, n2 * sizeof *w);
+    memcpy(w + n2, pk->p1, n2 * sizeof *w);
+    tsafe_buffer *buf;
+    tsafe_status st = tsafe_buffer_alloc_operand(b, 2, 2, &buf);
+    if (st == TSAFE_OK && (st = tsafe_buffer_upload(buf, w, 2 * n2)) != TSAFE_OK)
+        tsafe_buffer_free(buf);
+    free(w);
+    if (st == TSAFE_OK)
+        *out = buf;
+    return st;
+}

@@ -1,0 +1,313 @@
+/* The server's finishing step (tsafe_bfv_seal): a fresh public-key
+ * encryption of zero, errors, mask and flooding at the read positions, and
+ * the switch Q -> q0. Two implementations that draw the same randomness in
+ * the same order and so give byte-identical results: the direct one on
+ * host arrays, and the one through a compute backend (tsafe_bfv_sealer). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "bfv_internal.h"
+#include "tensafe/backend_impl.h"
+#include "tensafe/bfv_backend.h"
+#include "tsafe_check.h"
+#include "../common/prng.h"
+
+/* Uniform integer in [-2^bits, 2^bits] (bits <= 100) as residues mod q0, q1:
+ * rejection sampling on bits + 2 random bits. */
+static void flood_sample(tsafe_prng *g, uint32_t bits, const tsafe_bfv_context *c,
+                         uint64_t out[2])
+{
+    tsafe_u128 span = ((tsafe_u128)1 << (bits + 1)); /* values 0..span */
+    tsafe_u128 mask = ((tsafe_u128)1 << (bits + 2)) - 1, v;
+    do {
+        uint64_t lo = tsafe_prng_u64(g), hi = tsafe_prng_u64(g);
+        v = (((tsafe_u128)hi << 64) | lo) & mask;
+    } while (v > span);
+    tsafe_u128 half = (tsafe_u128)1 << bits;
+    int neg = v < half;
+    tsafe_u128 mag = neg ? half - v : v - half;
+    for (uint32_t i = 0; i < 2; i++) { /* mag < 2^101 < q * 2^64: Barrett */
+        uint64_t q = c->mod[i].q, r = tsafe_reduce_128(mag, &c->mod[i]);
+        out[i] = neg ? tsafe_neg_mod(r, q) : r;
+    }
+}
+
+/* round(x / q1) mod q0 for x given by its residues (x0 mod q0, x1 mod q1);
+ * the same rounding as the backends' mod_switch. */
+static inline uint64_t switch_down(const tsafe_bfv_context *c, uint64_t x0,
+                                   uint64_t x1)
+{
+    uint64_t q0 = c->mod[0].q, q1 = c->mod[1].q;
+    uint64_t y1 = x1 + c->half_q1; /* (x + h) mod q1 */
+    if (y1 >= q1)
+        y1 -= q1;
+    uint64_t y0 = tsafe_add_mod(x0, c->half_q1_q0, q0);
+    uint64_t d = tsafe_sub_mod(y0, tsafe_mul_shoup(y1, 1, c->one_shoup_q0, q0), q0);
+    return tsafe_mul_shoup(d, c->q1_inv, c->q1_inv_shoup, q0);
+}
+
+/* Arguments of both sealing paths: reads within N, distinct, masks < t. */
+static tsafe_status check_reads(const tsafe_bfv_context *c, const uint32_t *pos,
+                                const uint64_t *mask, size_t n_reads,
+                                uint32_t flood_bits, const tsafe_bfv_sealed *r)
+{
+    TSAFE_REQUIRE(n_reads <= r->cap && flood_bits <= 100, TSAFE_E_RANGE);
+    uint64_t seen[(1u << 15) / 64] = {0}; /* N <= 2^15 */
+    for (size_t k = 0; k < n_reads; k++) {
+        TSAFE_REQUIRE(pos[k] < c->n, TSAFE_E_RANGE);
+        TSAFE_REQUIRE(!mask || mask[k] < c->t, TSAFE_E_VALUE_RANGE);
+        /* a position read twice would get two masks and two floods */
+        uint64_t bit = 1ull << (pos[k] & 63);
+        TSAFE_REQUIRE(!(seen[pos[k] >> 6] & bit), TSAFE_E_ARG);
+        seen[pos[k] >> 6] |= bit;
+    }
+    return TSAFE_OK;
+}
+
+/* The randomness of one sealing, in its fixed order: the ternary r of the
+ * encryption of zero, its error e1 on c1, then per read the error e0, the
+ * flood and the mask summed into add[i * n_reads + k] (limb i). */
+typedef struct seal_draw {
+    int8_t *r, *e1, *e0; /* N, N, n_reads */
+    uint64_t *add;       /* 2 * n_reads */
+} seal_draw;
+
+static tsafe_status draw(const tsafe_bfv_context *c, const uint8_t *seed,
+                         const uint32_t *pos, const uint64_t *mask,
+                         size_t n_reads, uint32_t flood_bits, seal_draw *d)
+{
+    (void)pos;
+    uint8_t master[32];
+    tsafe_status st;
+    if (seed)
+        memcpy(master, seed, 32);
+    else if ((st = tsafe_seed_fresh(master)) != TSAFE_OK)
+        return st;
+    tsafe_prng g;
+    tsafe_prng_init(&g, master, TSAFE_BFV_STREAM_SEAL);
+    sodium_memzero(master, sizeof master);
+    tsafe_prng_ternary(&g, d->r, c->n);
+    tsafe_prng_cbd(&g, d->e1, c->n);
+    tsafe_prng_cbd(&g, d->e0, n_reads ? n_reads : 1);
+    for (size_t k = 0; k < n_reads; k++) {
+        uint64_t f[2];
+        flood_sample(&g, flood_bits, c, f);
+        for (uint32_t i = 0; i < 2; i++) {
+            uint64_t q = c->mod[i].q;
+            uint64_t add = tsafe_add_mod(tsafe_bfv_signed_mod(d->e0[k], q), f[i], q);
+            if (mask)
+                add = tsafe_add_mod(add, tsafe_bfv_scale_up(c, i, (int64_t)mask[k]), q);
+            d->add[i * n_reads + k] = add;
+        }
+    }
+    tsafe_prng_clear(&g);
+    return TSAFE_OK;
+}
+
+/* Ternary r of one limb as residues. */
+static void ternary_limb(const int8_t *r, uint64_t *u, size_t n, uint64_t q)
+{
+    for (size_t k = 0; k < n; k++)
+        u[k] = r[k] > 0 ? 1 : r[k] < 0 ? q - 1 : 0;
+}
+
+/* In coefficient form: e1 on all of c1 (limbs of a1), the read additions at
+ * the read positions of c0 (limbs of a0). */
+static void add_errors(const tsafe_bfv_context *c, uint64_t *a0, uint64_t *a1,
+                       const seal_draw *d, const uint32_t *pos, size_t n_reads)
+{
+    size_t n = c->n;
+    for (uint32_t i = 0; i < 2; i++) {
+        uint64_t q = c->mod[i].q, *x = a1 + i * n;
+        for (size_t k = 0; k < n; k++) /* |e1| <= 21 < q: no division */
+            x[k] = tsafe_add_mod(x[k], d->e1[k] >= 0 ? (uint64_t)d->e1[k]
+                                                     : q - (uint64_t)(-d->e1[k]), q);
+        for (size_t k = 0; k < n_reads; k++) {
+            uint64_t *y = &a0[i * n + pos[k]];
+            *y = tsafe_add_mod(*y, d->add[i * n_reads + k], q);
+        }
+    }
+}
+
+static void draw_free(seal_draw *d, size_t n, size_t n_reads)
+{
+    if (d->r)
+        sodium_memzero(d->r, n);
+    if (d->e1)
+        sodium_memzero(d->e1, n);
+    if (d->e0)
+        sodium_memzero(d->e0, n_reads ? n_reads : 1);
+    if (d->add)
+        sodium_memzero(d->add, 2 * (n_reads ? n_reads : 1) * sizeof *d->add);
+}
+
+tsafe_status tsafe_bfv_seal(const tsafe_bfv_context *c, tsafe_bfv_acc *acc,
+                            const tsafe_bfv_public_key *pk, const uint32_t *pos,
+                            const uint64_t *mask, size_t n_reads,
+                            uint32_t flood_bits, const uint8_t *seed,
+                            tsafe_bfv_sealed *r)
+{
+    TSAFE_REQUIRE(c && acc && pk && r && (pos || n_reads == 0), TSAFE_E_NULL);
+    TSAFE_REQUIRE(tsafe_bfv_same_ctx(acc->ctx, c) && tsafe_bfv_same_ctx(pk->ctx, c) &&
+                      tsafe_bfv_same_ctx(r->ctx, c),
+                  TSAFE_E_PARAMS_MISMATCH);
+    tsafe_status st = check_reads(c, pos, mask, n_reads, flood_bits, r);
+    if (st != TSAFE_OK)
+        return st;
+    size_t n = c->n, nr = n_reads ? n_reads : 1;
+    seal_draw d = {malloc(n), malloc(n), malloc(nr), malloc(2 * nr * sizeof(uint64_t))};
+    TSAFE_CHECK(d.r && d.e1 && d.e0 && d.add, TSAFE_E_NOMEM);
+    TSAFE_TRY(draw(c, seed, pos, mask, n_reads, flood_bits, &d));
+
+    /* + (r p0, r p1): a fresh public-key encryption of zero, so c1 no
+     * longer depends on the plaintexts (it is RLWE-pseudorandom) */
+    for (uint32_t i = 0; i < 2; i++) {
+        uint64_t q = c->mod[i].q, *u = acc->tmp, *prod = acc->tmp + n;
+        size_t o = i * n;
+        ternary_limb(d.r, u, n, q);
+        tsafe_ntt_forward(&c->ntt[i], u);
+        tsafe_bfv_mul_add_limb(acc->a0 + o, u, pk->p0 + o, pk->p0_shoup + o, prod, n, q);
+        tsafe_bfv_mul_add_limb(acc->a1 + o, u, pk->p1 + o, pk->p1_shoup + o, prod, n, q);
+        tsafe_ntt_inverse(&c->ntt[i], acc->a0 + o);
+        tsafe_ntt_inverse(&c->ntt[i], acc->a1 + o);
+    }
+    add_errors(c, acc->a0, acc->a1, &d, pos, n_reads);
+    /* modulus switch Q -> q0, c1 whole, c0 where read */
+    for (size_t k = 0; k < n; k++)
+        r->c1[k] = switch_down(c, acc->a1[k], acc->a1[n + k]);
+    for (size_t k = 0; k < n_reads; k++)
+        r->c0[k] = switch_down(c, acc->a0[pos[k]], acc->a0[n + pos[k]]);
+    r->n_reads = n_reads;
+    st = TSAFE_OK;
+fail:
+    draw_free(&d, n, n_reads);
+    free(d.r);
+    free(d.e1);
+    free(d.e0);
+    free(d.add);
+    return st;
+}
+
+/* ------------------------------------------------------ through a backend */
+
+struct tsafe_bfv_sealer {
+    const tsafe_bfv_context *ctx;
+    tsafe_backend *b;
+    tsafe_buffer *r;    /* 1 poly x 2 limbs: the ternary r, then NTT(r) */
+    tsafe_buffer *e;    /* 2 polys x 2 limbs: the errors (device backends) */
+    tsafe_buffer *out;  /* 2 polys x 1 limb: the switched result */
+    uint64_t *host;     /* 4N words of staging when buffers are not host memory */
+    seal_draw d;
+    size_t reads_cap;
+};
+
+void tsafe_bfv_sealer_free(tsafe_bfv_sealer *s)
+{
+    if (!s)
+        return;
+    size_t n = s->ctx->n;
+    draw_free(&s->d, n, s->reads_cap);
+    free(s->d.r);
+    free(s->d.e1);
+    free(s->d.e0);
+    free(s->d.add);
+    tsafe_buffer_free(s->r);
+    tsafe_buffer_free(s->e);
+    tsafe_buffer_free(s->out);
+    if (s->host)
+        sodium_memzero(s->host, 4 * n * sizeof *s->host);
+    free(s->host);
+    free(s);
+}
+
+tsafe_status tsafe_bfv_sealer_create(const tsafe_bfv_context *c, tsafe_backend *b,
+                                     tsafe_bfv_sealer **out)
+{
+    TSAFE_REQUIRE(out, TSAFE_E_NULL);
+    *out = NULL;
+    TSAFE_REQUIRE(c && b, TSAFE_E_NULL);
+    TSAFE_REQUIRE(b->ring == &c->ring ||
+                      (b->bfv && tsafe_bfv_same_ctx(b->bfv, c)),
+                  TSAFE_E_PARAMS_MISMATCH);
+    tsafe_status st;
+    tsafe_bfv_sealer *s = calloc(1, sizeof *s);
+    TSAFE_REQUIRE(s, TSAFE_E_NOMEM);
+    s->ctx = c;
+    s->b = b;
+    size_t n = c->n;
+    s->reads_cap = n;
+    s->d.r = malloc(n);
+    s->d.e1 = malloc(n);
+    s->d.e0 = malloc(n);
+    s->d.add = malloc(2 * n * sizeof *s->d.add);
+    s->host = malloc(4 * n * sizeof *s->host);
+    TSAFE_CHECK(s->d.r && s->d.e1 && s->d.e0 && s->d.add && s->host, TSAFE_E_NOMEM);
+    TSAFE_TRY(tsafe_buffer_alloc(b, 1, 2, &s->r));
+    TSAFE_TRY(tsafe_buffer_alloc(b, 2, 2, &s->e));
+    TSAFE_TRY(tsafe_buffer_alloc(b, 2, 1, &s->out));
+    *out = s;
+    return TSAFE_OK;
+fail:
+    tsafe_bfv_sealer_free(s);
+    return st;
+}
+
+tsafe_status tsafe_bfv_seal_buffer(tsafe_bfv_sealer *s, tsafe_buffer *acc,
+                                   const tsafe_buffer *pk, const uint32_t *pos,
+                                   const uint64_t *mask, size_t n_reads,
+                                   uint32_t flood_bits, const uint8_t *seed,
+                                   tsafe_bfv_sealed *r)
+{
+    TSAFE_REQUIRE(s && acc && pk && r && (pos || n_reads == 0), TSAFE_E_NULL);
+    const tsafe_bfv_context *c = s->ctx;
+    TSAFE_REQUIRE(tsafe_bfv_same_ctx(r->ctx, c), TSAFE_E_PARAMS_MISMATCH);
+    TSAFE_REQUIRE(acc->backend == s->b && pk->backend == s->b, TSAFE_E_ARG);
+    TSAFE_REQUIRE(acc->n_polys == 2 && acc->n_limbs == 2 && !acc->operand &&
+                      pk->n_polys == 2 && pk->n_limbs == 2 && pk->operand,
+                  TSAFE_E_RANGE);
+    tsafe_status st = check_reads(c, pos, mask, n_reads, flood_bits, r);
+    if (st != TSAFE_OK)
+        return st;
+    size_t n = c->n;
+    if ((st = draw(c, seed, pos, mask, n_reads, flood_bits, &s->d)) != TSAFE_OK)
+        return st;
+    /* + r * (p0, p1) on the backend */
+    uint64_t *u = tsafe_buffer_host_words(s->r);
+    uint64_t *stage = u ? u : s->host;
+    for (uint32_t i = 0; i < 2; i++)
+        ternary_limb(s->d.r, stage + i * n, n, c->mod[i].q);
+    if (!u)
+        TSAFE_TRY(tsafe_buffer_upload(s->r, stage, 2 * n));
+    TSAFE_TRY(tsafe_backend_ntt_forward(s->b, s->r));
+    const tsafe_buffer *a[1] = {s->r}, *w[1] = {pk};
+    tsafe_backend_mac job = {acc, 1, a, w};
+    TSAFE_TRY(tsafe_backend_mul_acc(s->b, &job, 1));
+    TSAFE_TRY(tsafe_backend_ntt_inverse(s->b, acc));
+    /* + the errors, mask and flood: in place in host memory, else as a
+     * polynomial added on the backend */
+    uint64_t *x = tsafe_buffer_host_words(acc);
+    if (x)
+        add_errors(c, x, x + 2 * n, &s->d, pos, n_reads);
+    else {
+        memset(s->host, 0, 4 * n * sizeof *s->host);
+        add_errors(c, s->host, s->host + 2 * n, &s->d, pos, n_reads);
+        TSAFE_TRY(tsafe_buffer_upload(s->e, s->host, 4 * n));
+        TSAFE_TRY(tsafe_backend_elementwise(s->b, TSAFE_OP_ADD, acc, acc, s->e));
+    }
+    TSAFE_TRY(tsafe_backend_mod_switch(s->b, s->out, acc));
+    const uint64_t *o = tsafe_buffer_host_words(s->out);
+    if (!o) {
+        TSAFE_TRY(tsafe_buffer_download(s->out, s->host, 2 * n));
+        o = s->host;
+    }
+    memcpy(r->c1, o + n, n * sizeof *r->c1);
+    for (size_t k = 0; k < n_reads; k++)
+        r->c0[k] = o[pos[k]];
+    r->n_reads = n_reads;
+    st = TSAFE_OK;
+fail:
+    draw_free(&s->d, n, n_reads);
+    return st;
+}
