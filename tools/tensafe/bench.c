@@ -9,6 +9,9 @@
 #include <jansson.h>
 
 #include "commands.h"
+#include "io.h"
+
+const struct tsafe_backend_factory *bench_backend;
 
 double bench_now_us(void)
 {
@@ -127,9 +130,11 @@ void bench_report_finish(bench_report *r)
 int cmd_bench(int argc, char **argv)
 {
     int json = 0, quick = 0, tsv = 0;
-    const char *which = "all";
+    const char *which = "all", *backend = "cpu";
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json"))
+        if (!strcmp(argv[i], "--backend") && i + 1 < argc)
+            backend = argv[++i];
+        else if (!strcmp(argv[i], "--json"))
             json = 1;
         else if (!strcmp(argv[i], "--tsv"))
             tsv = 1;
@@ -137,8 +142,11 @@ int cmd_bench(int argc, char **argv)
             quick = 1;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: tensafe bench [core|lora|lora-sweep|moe|cuda|all] [--json|--tsv] [--quick]\n"
+                   "                    [--backend cpu|cuda]\n"
                    "Prints medians (µs) of the core CKKS operations, the per-token\n"
-                   "HE-LoRA delta, the MoE layer and the CUDA backend.\n");
+                   "HE-LoRA delta, the MoE layer and the CUDA backend. --backend: where\n"
+                   "the HE-LoRA and MoE servers' ring work runs (default cpu); `bench lora`\n"
+                   "also compares the CPU backend with the direct calls in the same run.\n");
             return 0;
         } else if (argv[i][0] != '-')
             which = argv[i];
@@ -149,6 +157,10 @@ int cmd_bench(int argc, char **argv)
     if (!all && strcmp(which, "core") && strcmp(which, "lora") &&
         strcmp(which, "moe") && strcmp(which, "cuda") && strcmp(which, "lora-sweep"))
         return tool_usage("bench: unknown group '%s'", which);
+    char what[256];
+    tsafe_status bst = io_backend_factory(backend, &bench_backend, what, sizeof what);
+    if (bst != TSAFE_OK)
+        return bst == TSAFE_E_ARG ? tool_usage("bench: %s", what) : tool_fail(what, bst);
     bench_report *r = bench_report_create(json);
     if (!r)
         return tool_fail("bench", -10);

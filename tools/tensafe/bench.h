@@ -7,6 +7,11 @@
 
 typedef struct bench_report bench_report;
 
+struct tsafe_backend_factory;
+/* --backend of `tensafe bench`: where the HE-LoRA / MoE servers' ring work
+ * runs (the CPU factory unless another was chosen). */
+extern const struct tsafe_backend_factory *bench_backend;
+
 /* Function under test: called repeatedly with its argument. */
 typedef void (*bench_fn)(void *arg);
 

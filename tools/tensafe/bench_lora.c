@@ -127,6 +127,8 @@ static int bench_sealed(bench_report *r, const char *group, const char *params,
     if (st == TSAFE_OK)
         st = tsafe_sealed_server_create(&plan, &c.server);
     if (st == TSAFE_OK)
+        st = tsafe_sealed_server_use_backend(c.server, bench_backend);
+    if (st == TSAFE_OK)
         st = tsafe_sealed_site_create(&plan, A, B, rank, dout, 1.0f, &c.site);
     const char *name = mode == TSAFE_SEALED ? "sealed" : "sealed-private";
     int rc = 0;
@@ -344,6 +346,8 @@ static int bench_one(bench_report *r, const tsafe_lora_plan *plan, int quick)
         (st = tsafe_lora_server_create(plan, &c.server)) != TSAFE_OK ||
         (st = tsafe_lora_site_create(tsafe_lora_server_context(c.server), plan, A, B, dout, 1.0f,
                                      &c.server_site)) != TSAFE_OK ||
+        (st = tsafe_lora_local_use_backend(c.local, bench_backend)) != TSAFE_OK ||
+        (st = tsafe_lora_server_use_backend(c.server, bench_backend)) != TSAFE_OK ||
         (st = tsafe_lora_server_response_size(
              c.server, (const tsafe_lora_site *const *)&c.server_site, 1, &c.resp_cap)) !=
             TSAFE_OK ||
