@@ -27,6 +27,7 @@
 #include "tensafe/backend.h"
 #include "tensafe/backend_impl.h"
 #include "tensafe/ckks.h"
+#include "tensafe/ckks_buffer.h"
 #include "tensafe/lora_adapter.h"
 #include "tensafe/lora_dp.h"
 #include "tensafe/lora_he.h"
@@ -1054,6 +1055,71 @@ static const api_case k_backend[] = {
     ENTRY(tsafe_backend_rescale), ENTRY(tsafe_backend_synchronize),
 };
 
+/* ------------------------------------------------------- ckks_buffer.h */
+
+CHECK_FN(tsafe_ciphertext_to_buffer)
+{
+    ERR(tsafe_ciphertext_to_buffer(NULL, f->ct, f->buf));
+    ERR(tsafe_ciphertext_to_buffer(f->ctx, NULL, f->buf));
+    ERR(tsafe_ciphertext_to_buffer(f->ctx, f->ct, NULL));
+    IS(TSAFE_E_RANGE, tsafe_ciphertext_to_buffer(f->ctx, f->ct, f->buf1)); /* limbs */
+    IS(TSAFE_E_PARAMS_MISMATCH, tsafe_ciphertext_to_buffer(f->ctx2, f->ct, f->buf));
+    OK(tsafe_ciphertext_to_buffer(f->ctx, f->ct, f->buf));
+}
+
+CHECK_FN(tsafe_plaintext_to_buffer)
+{
+    tsafe_buffer *o = NULL;
+    assert_int_equal(tsafe_buffer_alloc_operand(f->be, 1, 2, &o), TSAFE_OK);
+    ERR(tsafe_plaintext_to_buffer(NULL, f->pt, o));
+    ERR(tsafe_plaintext_to_buffer(f->ctx, NULL, o));
+    ERR(tsafe_plaintext_to_buffer(f->ctx, f->pt, NULL));
+    IS(TSAFE_E_RANGE, tsafe_plaintext_to_buffer(f->ctx, f->pt0, o)); /* level 0: 1 limb */
+    IS(TSAFE_E_RANGE, tsafe_plaintext_to_buffer(f->ctx, f->pt, f->buf)); /* 2 polys */
+    OK(tsafe_plaintext_to_buffer(f->ctx, f->pt, o));
+    tsafe_buffer_free(o);
+}
+
+CHECK_FN(tsafe_ciphertext_serialize_buffer)
+{
+    uint8_t small[8];
+    size_t w = 1;
+    ERR(tsafe_ciphertext_serialize_buffer(f->ctx, f->buf, 0x1p20, small, 8, NULL));
+    ERR(tsafe_ciphertext_serialize_buffer(NULL, f->buf, 0x1p20, small, 8, &w));
+    assert_int_equal(w, 0);
+    ERR(tsafe_ciphertext_serialize_buffer(f->ctx, NULL, 0x1p20, small, 8, &w));
+    IS(TSAFE_E_BUFFER_SMALL, tsafe_ciphertext_serialize_buffer(f->ctx, f->buf, 0x1p20, small, 8, &w));
+    size_t need = 0;
+    OK(tsafe_ciphertext_serialized_size_at(f->ctx, 1, &need));
+    assert_int_equal(w, need); /* the (unseeded) size at level 1 */
+    IS(TSAFE_E_NULL, tsafe_ciphertext_serialize_buffer(f->ctx, f->buf, 0x1p20, NULL, 0, &w));
+    uint8_t *big = malloc(need);
+    assert_non_null(big);
+    IS(TSAFE_E_SCALE, tsafe_ciphertext_serialize_buffer(f->ctx, f->buf, NAN, big, need, &w));
+    IS(TSAFE_E_PARAMS_MISMATCH,
+       tsafe_ciphertext_serialize_buffer(f->ctx2, f->buf, 0x1p20, big, need, &w));
+    free(big);
+}
+
+CHECK_FN(tsafe_ckks_decrypt_coeffs_strided_buffer)
+{
+    double out[4];
+    size_t stride = 1024 / 4;
+    ERR(tsafe_ckks_decrypt_coeffs_strided_buffer(NULL, f->sk, f->buf, 1.0, stride, out, 4));
+    ERR(tsafe_ckks_decrypt_coeffs_strided_buffer(f->ctx, NULL, f->buf, 1.0, stride, out, 4));
+    ERR(tsafe_ckks_decrypt_coeffs_strided_buffer(f->ctx, f->sk, NULL, 1.0, stride, out, 4));
+    ERR(tsafe_ckks_decrypt_coeffs_strided_buffer(f->ctx, f->sk, f->buf, 1.0, stride, NULL, 4));
+    IS(TSAFE_E_RANGE, tsafe_ckks_decrypt_coeffs_strided_buffer(f->ctx, f->sk, f->buf, 1.0,
+                                                                stride, out, 5));
+    IS(TSAFE_E_ARG, tsafe_ckks_decrypt_coeffs_strided_buffer(f->ctx, f->sk, f->buf, 1.0, 3, out,
+                                                              4));
+}
+
+static const api_case k_ckks_buffer[] = {
+    ENTRY(tsafe_ciphertext_to_buffer), ENTRY(tsafe_plaintext_to_buffer),
+    ENTRY(tsafe_ciphertext_serialize_buffer), ENTRY(tsafe_ckks_decrypt_coeffs_strided_buffer),
+};
+
 /* ----------------------------------------------------- backend_impl.h */
 
 CHECK_FN(tsafe_context_psi)
@@ -1294,7 +1360,46 @@ CHECK_FN(tsafe_lora_engine_local)
     engine_checks(f, tsafe_lora_engine_local(f->local), 0);
 }
 
+/* counts its calls, makes CPU backends */
+static int g_factory_calls;
+static tsafe_status counting_create(void *user, const tsafe_context *ckks,
+                                    const tsafe_bfv_context *bfv, tsafe_backend **out)
+{
+    (void)user;
+    g_factory_calls++;
+    return tsafe_backend_create(NULL, ckks, bfv, out);
+}
+static tsafe_status failing_create(void *user, const tsafe_context *ckks,
+                                   const tsafe_bfv_context *bfv, tsafe_backend **out)
+{
+    (void)user;
+    (void)ckks;
+    (void)bfv;
+    *out = NULL;
+    return TSAFE_E_NO_DEVICE;
+}
+static const tsafe_backend_factory k_counting = {"counting", counting_create, NULL};
+static const tsafe_backend_factory k_failing = {"failing", failing_create, NULL};
+
+CHECK_FN(tsafe_lora_local_use_backend)
+{
+    ERR(tsafe_lora_local_use_backend(NULL, NULL));
+    IS(TSAFE_E_NO_DEVICE, tsafe_lora_local_use_backend(f->local, &k_failing));
+    int before = g_factory_calls;
+    OK(tsafe_lora_local_use_backend(f->local, &k_counting));
+    assert_int_equal(g_factory_calls, before + 1);
+    OK(tsafe_lora_local_use_backend(f->local, NULL)); /* back to CPU */
+}
+
+CHECK_FN(tsafe_lora_local_set_direct)
+{
+    ERR(tsafe_lora_local_set_direct(NULL, 1));
+    OK(tsafe_lora_local_set_direct(f->local, 1));
+    OK(tsafe_lora_local_set_direct(f->local, 0));
+}
+
 static const api_case k_lora_he[] = {
+    ENTRY(tsafe_lora_local_use_backend), ENTRY(tsafe_lora_local_set_direct),
     ENTRY(tsafe_lora_engine_plain), ENTRY(tsafe_lora_engine_local),
     ENTRY(tsafe_lora_plan_auto), ENTRY(tsafe_lora_plan_preset), ENTRY(tsafe_lora_site_create),
     ENTRY(tsafe_lora_site_free), ENTRY(tsafe_lora_site_d_out), ENTRY(tsafe_lora_site_rank),
@@ -1505,7 +1610,40 @@ CHECK_FN(tsafe_lora_engine_two_party)
     engine_checks(f, tsafe_lora_engine_two_party(&pair), 0);
 }
 
+CHECK_FN(tsafe_lora_server_use_backend)
+{
+    ERR(tsafe_lora_server_use_backend(NULL, NULL));
+    IS(TSAFE_E_NO_DEVICE, tsafe_lora_server_use_backend(f->server, &k_failing));
+    assert_string_equal(tsafe_lora_server_backend_name(f->server), "cpu"); /* kept */
+    OK(tsafe_lora_server_use_backend(f->server, &k_counting));
+    OK(tsafe_lora_server_use_backend(f->server, NULL));
+}
+
+CHECK_FN(tsafe_lora_server_backend_name)
+{
+    assert_string_equal(tsafe_lora_server_backend_name(NULL), "none");
+    assert_string_equal(tsafe_lora_server_backend_name(f->server), "cpu");
+}
+
+CHECK_FN(tsafe_lora_server_set_direct)
+{
+    ERR(tsafe_lora_server_set_direct(NULL, 1));
+    OK(tsafe_lora_server_set_direct(f->server, 1));
+    OK(tsafe_lora_server_set_direct(f->server, 0));
+}
+
+CHECK_FN(tsafe_lora_pair_use_backend)
+{
+    tsafe_lora_pair empty = {NULL, NULL, NULL}, pair = {f->client, f->server, NULL};
+    ERR(tsafe_lora_pair_use_backend(NULL, NULL));
+    ERR(tsafe_lora_pair_use_backend(&empty, NULL));
+    IS(TSAFE_E_NO_DEVICE, tsafe_lora_pair_use_backend(&pair, &k_failing));
+    OK(tsafe_lora_pair_use_backend(&pair, NULL));
+}
+
 static const api_case k_lora_two_party[] = {
+    ENTRY(tsafe_lora_server_use_backend), ENTRY(tsafe_lora_server_backend_name),
+    ENTRY(tsafe_lora_server_set_direct), ENTRY(tsafe_lora_pair_use_backend),
     ENTRY(tsafe_lora_engine_two_party),
     ENTRY(tsafe_lora_bytes_free), ENTRY(tsafe_lora_client_create),
     ENTRY(tsafe_lora_client_free), ENTRY(tsafe_lora_client_encrypt),
@@ -3897,6 +4035,7 @@ static const api_table k_tables[] = {
     TABLE("ckks.h", k_ckks),
     TABLE("backend.h", k_backend),
     TABLE("backend_impl.h", k_backend_impl),
+    TABLE("ckks_buffer.h", k_ckks_buffer),
     TABLE("lora_he.h", k_lora_he),
     TABLE("lora_two_party.h", k_lora_two_party),
     TABLE("bfv.h", k_bfv),

@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tensafe/backend.h"
 #include "tensafe/ckks.h"
 
 #ifdef __cplusplus
@@ -153,6 +154,18 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_local_delta(
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_local_u(
     tsafe_lora_local *l, const tsafe_lora_site *const *sites, size_t n_sites,
     const float *x, float *const *u, tsafe_lora_stats *stats);
+
+/* The compute backend of l's ring work (ct x pt products): the CPU backend
+ * from creation; this replaces it with one made by f for l's context (f
+ * NULL: CPU; f and its user must outlive l) and drops cached operand
+ * buffers. On error the current backend stays. u and delta are bitwise
+ * the same on every backend. Not while another call on l runs. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_local_use_backend(
+    tsafe_lora_local *l, const tsafe_backend_factory *f);
+/* Diagnostics only (tests, the overhead benchmark): on != 0 makes l use
+ * the core's direct tsafe_ckks_mul_plain instead of its backend. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_local_set_direct(
+    tsafe_lora_local *l, int on);
 
 /* Local-mode engine over l (borrowed; sites must be built on its context). */
 TSAFE_API tsafe_lora_engine tsafe_lora_engine_local(tsafe_lora_local *l);

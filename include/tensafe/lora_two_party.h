@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tensafe/backend.h"
 #include "tensafe/lora_he.h"
 #include "tensafe/lora_dp.h"
 
@@ -94,6 +95,24 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_server_process_into(
     tsafe_lora_server *s, const tsafe_lora_site *const *sites, size_t n_sites,
     const uint8_t *request, size_t len, uint8_t *buf, size_t cap,
     size_t *out_len, tsafe_lora_stats *stats);
+/* The compute backend of the server's ring work (ct x pt products and
+ * rescales; docs/API.md "Choosing a backend"). A server starts on the CPU
+ * backend; this replaces it with one made by f for the server's context
+ * (f NULL: the CPU backend; f and its user must outlive s) and drops the
+ * operand buffers cached for the sites. On error (e.g. TSAFE_E_NO_DEVICE
+ * from a CUDA factory without a GPU) the current backend stays. Responses
+ * are byte-identical on every backend. Not while another call on s runs. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_server_use_backend(
+    tsafe_lora_server *s, const tsafe_backend_factory *f);
+/* Name of the server's current backend ("cpu", "cuda", ...; "none" for
+ * NULL). Static or backend-owned storage, valid until the backend changes. */
+TSAFE_API const char *tsafe_lora_server_backend_name(const tsafe_lora_server *s);
+/* Diagnostics only (tests, the overhead benchmark): on != 0 makes the
+ * server do its ring work with the core's direct calls
+ * (tsafe_ckks_mul_plain / tsafe_ckks_rescale) instead of its backend; the
+ * bytes are the same. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_server_set_direct(
+    tsafe_lora_server *s, int on);
 /* u' message -> delta[s] (d_out of site s) = scale * B u'. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_server_apply(
     tsafe_lora_server *s, const tsafe_lora_site *const *sites, size_t n_sites,
@@ -113,6 +132,9 @@ typedef struct tsafe_lora_pair {
 } tsafe_lora_pair;
 
 TSAFE_API tsafe_lora_engine tsafe_lora_engine_two_party(tsafe_lora_pair *pair);
+/* tsafe_lora_server_use_backend on the pair's server. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_pair_use_backend(
+    tsafe_lora_pair *pair, const tsafe_backend_factory *f);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
 #include "tensafe/status.h"
 #include "tensafe/ckks.h"
 #include "tensafe/backend.h"
+#include "tensafe/ckks_buffer.h"
 #include "tensafe/lora_adapter.h"
 #include "tensafe/lora_he.h"
 #include "tensafe/lora_two_party.h"

@@ -9,6 +9,9 @@
 #include <jansson.h>
 
 #include "commands.h"
+#include "io.h"
+
+const struct tsafe_backend_factory *bench_backend;
 
 double bench_now_us(void)
 {
@@ -37,10 +40,17 @@ double bench_median_us(bench_fn fn, void *arg, int warmup, int reps)
         fn(arg);
         t[i] = bench_now_us() - t0;
     }
-    qsort(t, (size_t)reps, sizeof *t, cmp_double);
-    double m = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    double m = bench_median_of(t, reps);
     free(t);
     return m;
+}
+
+double bench_median_of(double *v, int n)
+{
+    if (n < 1)
+        return -1;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 struct bench_report {
@@ -120,9 +130,11 @@ void bench_report_finish(bench_report *r)
 int cmd_bench(int argc, char **argv)
 {
     int json = 0, quick = 0, tsv = 0;
-    const char *which = "all";
+    const char *which = "all", *backend = "cpu";
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json"))
+        if (!strcmp(argv[i], "--backend") && i + 1 < argc)
+            backend = argv[++i];
+        else if (!strcmp(argv[i], "--json"))
             json = 1;
         else if (!strcmp(argv[i], "--tsv"))
             tsv = 1;
@@ -130,8 +142,11 @@ int cmd_bench(int argc, char **argv)
             quick = 1;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: tensafe bench [core|lora|lora-sweep|moe|cuda|all] [--json|--tsv] [--quick]\n"
+                   "                    [--backend cpu|cuda]\n"
                    "Prints medians (µs) of the core CKKS operations, the per-token\n"
-                   "HE-LoRA delta, the MoE layer and the CUDA backend.\n");
+                   "HE-LoRA delta, the MoE layer and the CUDA backend. --backend: where\n"
+                   "the HE-LoRA and MoE servers' ring work runs (default cpu); `bench lora`\n"
+                   "also compares the CPU backend with the direct calls in the same run.\n");
             return 0;
         } else if (argv[i][0] != '-')
             which = argv[i];
@@ -142,6 +157,10 @@ int cmd_bench(int argc, char **argv)
     if (!all && strcmp(which, "core") && strcmp(which, "lora") &&
         strcmp(which, "moe") && strcmp(which, "cuda") && strcmp(which, "lora-sweep"))
         return tool_usage("bench: unknown group '%s'", which);
+    char what[256];
+    tsafe_status bst = io_backend_factory(backend, &bench_backend, what, sizeof what);
+    if (bst != TSAFE_OK)
+        return bst == TSAFE_E_ARG ? tool_usage("bench: %s", what) : tool_fail(what, bst);
     bench_report *r = bench_report_create(json);
     if (!r)
         return tool_fail("bench", -10);

@@ -7,12 +7,20 @@
 
 typedef struct bench_report bench_report;
 
+struct tsafe_backend_factory;
+/* --backend of `tensafe bench`: where the HE-LoRA / MoE servers' ring work
+ * runs (the CPU factory unless another was chosen). */
+extern const struct tsafe_backend_factory *bench_backend;
+
 /* Function under test: called repeatedly with its argument. */
 typedef void (*bench_fn)(void *arg);
 
 double bench_now_us(void);
 /* Median of `reps` timed calls (after `warmup` untimed ones), in µs. */
 double bench_median_us(bench_fn fn, void *arg, int warmup, int reps);
+
+/* Median of the values v[0..n) (sorted in place). */
+double bench_median_of(double *v, int n);
 
 bench_report *bench_report_create(int json);
 /* Adds a row: name, parameter description, median µs, and an optional

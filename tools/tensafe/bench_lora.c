@@ -127,6 +127,8 @@ static int bench_sealed(bench_report *r, const char *group, const char *params,
     if (st == TSAFE_OK)
         st = tsafe_sealed_server_create(&plan, &c.server);
     if (st == TSAFE_OK)
+        st = tsafe_sealed_server_use_backend(c.server, bench_backend);
+    if (st == TSAFE_OK)
         st = tsafe_sealed_site_create(&plan, A, B, rank, dout, 1.0f, &c.site);
     const char *name = mode == TSAFE_SEALED ? "sealed" : "sealed-private";
     int rc = 0;
@@ -227,6 +229,101 @@ static void add_breakdown(bench_report *r, const char *group, const char *mode,
     }
 }
 
+/* One timed call of the overhead comparison. */
+typedef struct {
+    lora_case *c;
+    const uint8_t *req; /* plain ZeRo-MOAI: one fixed request */
+    size_t req_len;
+} overhead_arg;
+
+static void run_serve_once(void *arg)
+{
+    overhead_arg *o = arg;
+    lora_case *c = o->c;
+    const tsafe_lora_site *sites[1] = {c->server_site};
+    size_t pl;
+    if (tsafe_lora_server_process_into(c->server, sites, 1, o->req, o->req_len, c->resp,
+                                       c->resp_cap, &pl, &c->stats) != TSAFE_OK)
+        c->failed = 1;
+}
+
+static int set_direct(lora_case *c, int server, int on)
+{
+    return (server ? tsafe_lora_server_set_direct(c->server, on)
+                   : tsafe_lora_local_set_direct(c->local, on)) == TSAFE_OK;
+}
+
+/* The backend's cost: the same per-site work via the core's direct calls
+ * and via the CPU backend, alternating call by call in one run (so drift
+ * hits both alike); medians of the whole call and of its ring work (the
+ * "products" stage: upload, ct x pt, rescales). Leaves the CPU backend on. */
+static int bench_overhead(bench_report *r, const char *group, const char *params,
+                          lora_case *c, int server, int reps)
+{
+    overhead_arg o = {c, NULL, 0};
+    uint8_t *req = NULL;
+    int rc = 0;
+    tsafe_status st = TSAFE_OK;
+    if (server) {
+        st = tsafe_lora_client_encrypt(c->client, c->x, &req, &o.req_len, NULL);
+        o.req = req;
+    }
+    /* the CPU backend itself: a host's --backend choice must not change
+     * what this row compares */
+    if (st == TSAFE_OK)
+        st = server ? tsafe_lora_server_use_backend(c->server, NULL)
+                    : tsafe_lora_local_use_backend(c->local, NULL);
+    double *t[2] = {malloc(reps * sizeof(double)), malloc(reps * sizeof(double))};
+    double *p[2] = {malloc(reps * sizeof(double)), malloc(reps * sizeof(double))};
+    if (st != TSAFE_OK || !t[0] || !t[1] || !p[0] || !p[1]) {
+        rc = tool_fail("bench lora: overhead setup", st == TSAFE_OK ? TSAFE_E_NOMEM : st);
+        goto out;
+    }
+    for (int i = -2; i < reps; i++) /* two untimed rounds: operand upload, warm caches */
+        for (int path = 0; path < 2; path++) {
+            if (!set_direct(c, server, path == 0)) {
+                c->failed = 1;
+                break;
+            }
+            double p0 = c->stats.products_us, t0 = bench_now_us();
+            if (server)
+                run_serve_once(&o);
+            else
+                run_local(c);
+            double dt = bench_now_us() - t0;
+            if (i >= 0) {
+                t[path][i] = dt;
+                p[path][i] = c->stats.products_us - p0;
+            }
+        }
+    if (c->failed || !set_direct(c, server, 0)) {
+        rc = tool_fail("bench lora: overhead run", TSAFE_E_STATE);
+        goto out;
+    }
+    const char *mode = server ? "plain ZeRo-MOAI server" : "local";
+    double td = bench_median_of(t[0], reps), tb = bench_median_of(t[1], reps);
+    double pd = bench_median_of(p[0], reps), pb = bench_median_of(p[1], reps);
+    char label[96], note[96];
+    snprintf(label, sizeof label, "  %s per site: direct", mode);
+    bench_report_add(r, group, label, params, td,
+                     server ? "process_into, one request" : "local_delta, one token");
+    snprintf(label, sizeof label, "  %s per site: CPU backend", mode);
+    snprintf(note, sizeof note, "backend/direct %.3f (target <= 1.05)", tb / td);
+    bench_report_add(r, group, label, params, tb, note);
+    snprintf(label, sizeof label, "  %s ring work: direct", mode);
+    bench_report_add(r, group, label, params, pd, server ? "ct x pt + rescales" : "ct x pt");
+    snprintf(label, sizeof label, "  %s ring work: CPU backend", mode);
+    snprintf(note, sizeof note, "backend/direct %.3f", pb / pd);
+    bench_report_add(r, group, label, params, pb, note);
+out:
+    for (int k = 0; k < 2; k++) {
+        free(t[k]);
+        free(p[k]);
+    }
+    tsafe_lora_bytes_free(req);
+    return rc;
+}
+
 static int bench_one(bench_report *r, const tsafe_lora_plan *plan, int quick)
 {
     const char *group = "lora (per token, one site)";
@@ -249,6 +346,8 @@ static int bench_one(bench_report *r, const tsafe_lora_plan *plan, int quick)
         (st = tsafe_lora_server_create(plan, &c.server)) != TSAFE_OK ||
         (st = tsafe_lora_site_create(tsafe_lora_server_context(c.server), plan, A, B, dout, 1.0f,
                                      &c.server_site)) != TSAFE_OK ||
+        (st = tsafe_lora_local_use_backend(c.local, bench_backend)) != TSAFE_OK ||
+        (st = tsafe_lora_server_use_backend(c.server, bench_backend)) != TSAFE_OK ||
         (st = tsafe_lora_server_response_size(
              c.server, (const tsafe_lora_site *const *)&c.server_site, 1, &c.resp_cap)) !=
             TSAFE_OK ||
@@ -275,6 +374,10 @@ static int bench_one(bench_report *r, const tsafe_lora_plan *plan, int quick)
     bench_report_add(r, group, "HE-LoRA plain ZeRo-MOAI (bytes)", params, two, note);
     add_breakdown(r, group, "plain-zero-moai", params, &c.stats, reps + 2);
     rc = c.failed ? tool_fail("bench lora: run", TSAFE_E_STATE) : 0;
+    if (!rc)
+        rc = bench_overhead(r, group, params, &c, 0, quick ? 7 : 41);
+    if (!rc)
+        rc = bench_overhead(r, group, params, &c, 1, quick ? 7 : 41);
     /* the sealed modes derive their own parameters: run them once per shape */
     if (!rc && strncmp(plan->name, "auto", 4) == 0) {
         snprintf(params, sizeof params, "sealed d=%u r=%u", d, rank);

@@ -114,6 +114,10 @@ int bench_moe(bench_report *r, int quick)
         (st = tsafe_lora_server_create(&ph, &pairh.server)) != TSAFE_OK ||
         (st = tsafe_lora_client_create(&pa, NULL, &paira.client)) != TSAFE_OK ||
         (st = tsafe_lora_server_create(&pa, &paira.server)) != TSAFE_OK ||
+        (st = tsafe_lora_local_use_backend(lh, bench_backend)) != TSAFE_OK ||
+        (st = tsafe_lora_local_use_backend(la, bench_backend)) != TSAFE_OK ||
+        (st = tsafe_lora_pair_use_backend(&pairh, bench_backend)) != TSAFE_OK ||
+        (st = tsafe_lora_pair_use_backend(&paira, bench_backend)) != TSAFE_OK ||
         (st = tsafe_moe_lora_create(c.layer, &c.lora)) != TSAFE_OK ||
         (st = tsafe_moe_lora_create(c.layer, &lora_tp)) != TSAFE_OK) {
         rc = tool_fail("bench moe: setup", st);

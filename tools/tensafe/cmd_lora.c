@@ -17,6 +17,7 @@ static const char k_help[] =
     "                          --input X.f32 --output D.f32\n"
     "                          [--mode sealed-private|sealed|local|plain-zero-moai]\n"
     "                          [--params PRESET|auto] [--max-abs X] [--precision P] [--plain]\n"
+    "                          [--backend cpu|cuda]\n"
     "       tensafe lora compare D.f32 REF.f32 [--tol T]\n"
     "\n"
     "apply    reads rows of d_in float32 (little-endian) values and writes, per row, the\n"
@@ -33,6 +34,8 @@ static const char k_help[] =
     "                            oracle; parity checks only\n"
     "           local            one process holds the CKKS key (protects nothing)\n"
     "         --plain: the plaintext reference (double precision).\n"
+    "         --backend: where the server side's ring work runs (default cpu; cuda\n"
+    "         needs a CUDA build and a device; the results are the same).\n"
     "         --max-abs: bound on |x| the plan allows (default: the input's largest |x|);\n"
     "         --params, --precision: the CKKS plan of local and plain-zero-moai (planner\n"
     "         target error, default 1e-6); the sealed modes derive their own.\n"
@@ -51,6 +54,8 @@ typedef struct {
     double max_abs, precision;
     int max_abs_seen, plain;
     io_mode mode;
+    const char *backend_name;             /* --backend */
+    const tsafe_backend_factory *backend; /* its factory */
 } apply_opts;
 
 static int apply(const apply_opts *a)
@@ -121,8 +126,9 @@ static int apply(const apply_opts *a)
         }
         const tsafe_context *ctx;
         if (a->mode == IO_MODE_LOCAL) {
-            if ((st = tsafe_lora_local_create(&plan, NULL, &local)) != TSAFE_OK) {
-                tool_fail("lora apply: local HE context", st);
+            if ((st = tsafe_lora_local_create(&plan, NULL, &local)) != TSAFE_OK ||
+                (st = tsafe_lora_local_use_backend(local, a->backend)) != TSAFE_OK) {
+                tool_fail("lora apply: local HE context and backend", st);
                 goto out;
             }
             ctx = tsafe_lora_local_context(local);
@@ -131,8 +137,9 @@ static int apply(const apply_opts *a)
              * server's context (public data only) holds them */
             if ((a->mode == IO_MODE_PLAIN_ZERO_MOAI &&
                  (st = tsafe_lora_client_create(&plan, NULL, &pair.client)) != TSAFE_OK) ||
-                (st = tsafe_lora_server_create(&plan, &pair.server)) != TSAFE_OK) {
-                tool_fail("lora apply: two-party client and server", st);
+                (st = tsafe_lora_server_create(&plan, &pair.server)) != TSAFE_OK ||
+                (st = tsafe_lora_pair_use_backend(&pair, a->backend)) != TSAFE_OK) {
+                tool_fail("lora apply: two-party client, server and backend", st);
                 goto out;
             }
             ctx = tsafe_lora_server_context(pair.server);
@@ -148,6 +155,7 @@ static int apply(const apply_opts *a)
             if ((st = tsafe_sealed_pair_create(a->mode == IO_MODE_SEALED ? TSAFE_SEALED
                                                                          : TSAFE_SEALED_PRIVATE,
                                                NULL, NULL, 1, &sealed)) != TSAFE_OK ||
+                (st = tsafe_sealed_pair_use_backend(sealed, a->backend)) != TSAFE_OK ||
                 (st = tsafe_sealed_pair_prepare(sealed, (const tsafe_lora_site *const *)sites,
                                                 n_sites)) != TSAFE_OK) {
                 snprintf(what, sizeof what,
@@ -291,7 +299,8 @@ int cmd_lora(int argc, char **argv)
     apply_opts a = {.mode_name = "sealed-private",
                     .params = "auto",
                     .precision = 1e-6,
-                    .mode = IO_MODE_SEALED_PRIVATE};
+                    .mode = IO_MODE_SEALED_PRIVATE,
+                    .backend_name = "cpu"};
     uint32_t dim = 0, rows = 1;
     double tol = 0;
     const char *pos[2];
@@ -307,7 +316,8 @@ int cmd_lora(int argc, char **argv)
                         {"--params", OPT_STR, &a.params, 0},
                         {"--max-abs", OPT_DOUBLE, &a.max_abs, 0},
                         {"--precision", OPT_DOUBLE, &a.precision, 0},
-                        {"--plain", OPT_FLAG, &a.plain, 0}};
+                        {"--plain", OPT_FLAG, &a.plain, 0},
+                        {"--backend", OPT_STR, &a.backend_name, 0}};
         rc = opts_parse("lora apply", argc, argv, 2, o, sizeof o / sizeof o[0], NULL, 0, NULL);
         if (rc == OPTS_HELP) {
             fputs(k_help, stdout);
@@ -334,6 +344,10 @@ int cmd_lora(int argc, char **argv)
             return tool_usage("lora apply: --max-abs must be positive");
         if (!(a.precision > 0))
             return tool_usage("lora apply: --precision must be positive");
+        char what[256];
+        tsafe_status bst = io_backend_factory(a.backend_name, &a.backend, what, sizeof what);
+        if (bst != TSAFE_OK)
+            return bst == TSAFE_E_ARG ? tool_usage("lora apply: %s", what) : tool_fail(what, bst);
         return apply(&a);
     }
     if (!strcmp(sub, "compare")) {

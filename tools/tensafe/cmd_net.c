@@ -580,7 +580,7 @@ static const char k_serve_help[] =
     "usage: tensafe serve --adapter DIR|PKG [--trusted-key HEX|FILE] --module NAME[,NAME...]\n"
     "                     [--mode sealed-private|sealed|plain-zero-moai]\n"
     "                     [--port P] [--port-file F] [--once | --requests K] [--timeout S]\n"
-    "                     [--accept-timeout S] [--allow-unsigned]\n"
+    "                     [--accept-timeout S] [--allow-unsigned] [--backend cpu|cuda]\n"
     "                     [--preset NAME | --precision P] [--max-abs X]   (plain-zero-moai)\n"
     "\n"
     "Two-party HE-LoRA server on 127.0.0.1 (never another interface). It holds the\n"
@@ -599,6 +599,8 @@ static const char k_serve_help[] =
     "  --accept-timeout S  exit with an error when no client connects for S seconds\n"
     "  --allow-unsigned    serve an unsigned PEFT directory (with a warning); without it\n"
     "                      only a signed package verified with --trusted-key is served\n"
+    "  --backend cpu|cuda  where the server's ring work runs (default cpu; cuda needs a\n"
+    "                      build with CUDA and a device; the bytes are the same)\n"
     "  plain-zero-moai only (the sealed modes derive their plan from the shapes):\n"
     "  --preset NAME       core preset instead of the planner (--precision P, default 1e-6)\n"
     "  --max-abs X         bound on the clients' |x| (default 8)\n"
@@ -610,6 +612,7 @@ typedef struct {
     tsafe_lora_site **sites;
     tsafe_sealed_plan splan;       /* sealed modes */
     tsafe_sealed_site **ssites;
+    const tsafe_backend_factory *backend; /* --backend: where the ring work runs */
     const io_modules *m;
     uint8_t *hello;
     size_t hello_len;
@@ -673,7 +676,8 @@ static int serve_sealed_session(serve_state *S, conn *c, unsigned session)
     int kind = 0;
     uint64_t served = 0;
     double t0 = now_ms(), busy = 0;
-    if ((st = tsafe_sealed_server_create(&S->splan, &srv)) != TSAFE_OK) {
+    if ((st = tsafe_sealed_server_create(&S->splan, &srv)) != TSAFE_OK ||
+        (st = tsafe_sealed_server_use_backend(srv, S->backend)) != TSAFE_OK) {
         snprintf(c->what, sizeof c->what, "sealed server");
         goto fail;
     }
@@ -948,7 +952,7 @@ static tsafe_status serve_sealed_setup(io_mode mode, const io_modules *m, tsafe_
 int cmd_serve(int argc, char **argv)
 {
     const char *adapter = NULL, *key = NULL, *modules = NULL, *preset = NULL, *port_file = NULL;
-    const char *mode_name = "sealed-private";
+    const char *mode_name = "sealed-private", *backend_name = "cpu";
     uint32_t port = 7433, requests = 0;
     double precision = 1e-6, max_abs = 8.0, timeout = 30, accept_timeout = 0;
     int once = 0, allow_unsigned = 0;
@@ -965,7 +969,8 @@ int cmd_serve(int argc, char **argv)
                     {"--timeout", OPT_DOUBLE, &timeout, 0},
                     {"--accept-timeout", OPT_DOUBLE, &accept_timeout, 0},
                     {"--allow-unsigned", OPT_FLAG, &allow_unsigned, 0},
-                    {"--mode", OPT_STR, &mode_name, 0}};
+                    {"--mode", OPT_STR, &mode_name, 0},
+                    {"--backend", OPT_STR, &backend_name, 0}};
     int rc = opts_parse("serve", argc, argv, 1, o, sizeof o / sizeof o[0], NULL, 0, NULL);
     if (rc == OPTS_HELP) {
         fputs(k_serve_help, stdout);
@@ -996,6 +1001,10 @@ int cmd_serve(int argc, char **argv)
                           mode_name);
 
     char what[4200];
+    const tsafe_backend_factory *backend = NULL;
+    tsafe_status bst = io_backend_factory(backend_name, &backend, what, sizeof what);
+    if (bst != TSAFE_OK)
+        return bst == TSAFE_E_ARG ? tool_usage("serve: %s", what) : tool_fail(what, bst);
     tsafe_lora_adapter *ad = NULL;
     io_modules *m = calloc(1, sizeof *m);
     tsafe_lora_site *sites[IO_MAX_MODULES];
@@ -1004,6 +1013,7 @@ int cmd_serve(int argc, char **argv)
     serve_state S;
     memset(&S, 0, sizeof S);
     S.mode = mode;
+    S.backend = backend;
     wbuf hw = {NULL, 0, 0, 0};
     int lfd = -1;
     tsafe_status st;
@@ -1025,6 +1035,17 @@ int cmd_serve(int argc, char **argv)
             goto out;
         }
         n_ssites = m->n;
+        /* refuse a backend the sealed rings cannot use now, not per client */
+        tsafe_sealed_server *probe = NULL;
+        if ((st = tsafe_sealed_server_create(&S.splan, &probe)) == TSAFE_OK)
+            st = tsafe_sealed_server_use_backend(probe, backend);
+        tsafe_sealed_server_free(probe);
+        if (st != TSAFE_OK) {
+            snprintf(what, sizeof what, "serve: --backend %s for --mode %s", backend_name,
+                     mode_name);
+            tool_fail(what, st);
+            goto out;
+        }
         if ((st = hello_encode_sealed(sealed_mode_of(mode), m, &hw)) != TSAFE_OK) {
             tool_fail("serve: encode hello", st);
             goto out;
@@ -1037,6 +1058,11 @@ int cmd_serve(int argc, char **argv)
         }
         if ((st = tsafe_lora_server_create(&plan, &S.server)) != TSAFE_OK) {
             tool_fail("serve: HE context", st);
+            goto out;
+        }
+        if ((st = tsafe_lora_server_use_backend(S.server, backend)) != TSAFE_OK) {
+            snprintf(what, sizeof what, "serve: --backend %s", backend_name);
+            tool_fail(what, st);
             goto out;
         }
         if ((st = io_make_sites(tsafe_lora_server_context(S.server), &plan, m, sites, what,
@@ -1075,7 +1101,7 @@ int cmd_serve(int argc, char **argv)
                S.splan.a_bits, S.splan.expected_rel_error, m->n, m->n == 1 ? "" : "s",
                m->d_in);
     io_origin_text(ad, what, sizeof what);
-    printf("adapter: %s\n", what);
+    printf("adapter: %s\nbackend: %s\n", what, backend_name);
     fflush(stdout);
     if (port_file) {
         char pbuf[16], tmp[4200];

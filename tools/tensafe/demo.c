@@ -24,6 +24,7 @@
 
 #include "bench.h"
 #include "commands.h"
+#include "io.h"
 #include "tensafe/tensafe.h"
 
 #define RANK 32
@@ -40,6 +41,8 @@ typedef struct {
     int mode;
     const char *params; /* "auto" or a preset name */
     uint64_t seed;
+    const char *backend;                  /* --backend name */
+    const tsafe_backend_factory *factory; /* its factory */
 } demo_opts;
 
 /* Deterministic generator for the synthetic adapter and inputs (not secret). */
@@ -146,7 +149,7 @@ typedef struct {
     uint32_t experts_with_sites;
 } demo;
 
-static tsafe_status party_open(party *p, int mode)
+static tsafe_status party_open(party *p, int mode, const tsafe_backend_factory *f)
 {
     tsafe_status st;
     if (mode == MODE_SEALED || mode == MODE_SEALED_PRIVATE) {
@@ -155,19 +158,22 @@ static tsafe_status party_open(party *p, int mode)
         if ((st = tsafe_lora_server_create(&p->plan, &p->pair.server)) != TSAFE_OK ||
             (st = tsafe_sealed_pair_create(mode == MODE_SEALED ? TSAFE_SEALED
                                                                : TSAFE_SEALED_PRIVATE,
-                                           NULL, NULL, 1, &p->sealed)) != TSAFE_OK)
+                                           NULL, NULL, 1, &p->sealed)) != TSAFE_OK ||
+            (st = tsafe_sealed_pair_use_backend(p->sealed, f)) != TSAFE_OK)
             return st;
         p->engine = tsafe_lora_engine_sealed(p->sealed);
         return TSAFE_OK;
     }
     if (mode == MODE_LOCAL) {
-        if ((st = tsafe_lora_local_create(&p->plan, NULL, &p->local)) != TSAFE_OK)
+        if ((st = tsafe_lora_local_create(&p->plan, NULL, &p->local)) != TSAFE_OK ||
+            (st = tsafe_lora_local_use_backend(p->local, f)) != TSAFE_OK)
             return st;
         p->engine = tsafe_lora_engine_local(p->local);
         return TSAFE_OK;
     }
     if ((st = tsafe_lora_client_create(&p->plan, NULL, &p->pair.client)) != TSAFE_OK ||
-        (st = tsafe_lora_server_create(&p->plan, &p->pair.server)) != TSAFE_OK)
+        (st = tsafe_lora_server_create(&p->plan, &p->pair.server)) != TSAFE_OK ||
+        (st = tsafe_lora_pair_use_backend(&p->pair, f)) != TSAFE_OK)
         return st;
     p->engine = tsafe_lora_engine_two_party(&p->pair);
     return TSAFE_OK;
@@ -432,6 +438,7 @@ int cmd_demo(int argc, char **argv)
     D.o.tokens = 24;
     D.o.params = "auto";
     D.o.seed = 2026;
+    D.o.backend = "cpu";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json"))
             D.o.json = 1;
@@ -455,9 +462,11 @@ int cmd_demo(int argc, char **argv)
             D.o.params = argv[++i];
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             D.o.seed = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--backend") && i + 1 < argc)
+            D.o.backend = argv[++i];
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: tensafe demo [--tokens N] [--mode MODE] [--params auto|PRESET]\n"
-                   "                    [--seed S] [--json]\n"
+                   "                    [--seed S] [--backend cpu|cuda] [--json]\n"
                    "Runs HE-LoRA on q, k, v, o and the routed experts of one\n"
                    "Qwen3.5-35B-A3B-shaped layer and compares with plaintext LoRA.\n"
                    "MODE: sealed-private (default; the client learns only delta, the server\n"
@@ -465,11 +474,16 @@ int cmd_demo(int argc, char **argv)
                    "local (one process holds the key: protects nothing), plain-zero-moai\n"
                    "(the seeds' two-party algorithm: the client reads the adapter).\n"
                    "--params applies to local and plain-zero-moai (CKKS); the sealed\n"
-                   "modes derive their own parameters.\n");
+                   "modes derive their own parameters. --backend: where the servers' ring\n"
+                   "work runs (default cpu; cuda needs a CUDA build and a device).\n");
             return 0;
         } else
             return tool_usage("demo: unknown option '%s'", argv[i]);
     }
+    char bwhat[256];
+    tsafe_status bst = io_backend_factory(D.o.backend, &D.o.factory, bwhat, sizeof bwhat);
+    if (bst != TSAFE_OK)
+        return bst == TSAFE_E_ARG ? tool_usage("demo: %s", bwhat) : tool_fail(bwhat, bst);
     double t0 = bench_now_us();
     tsafe_status st;
     char dir[] = "/tmp/tensafe-demo-XXXXXX";
@@ -502,10 +516,10 @@ int cmd_demo(int argc, char **argv)
         rc = tool_fail("demo: parameter planning", st);
         goto out;
     }
-    if ((st = party_open(&D.h, D.o.mode)) != TSAFE_OK ||
-        (st = party_open(&D.o_in, D.o.mode)) != TSAFE_OK ||
-        (st = party_open(&D.act, D.o.mode)) != TSAFE_OK) {
-        rc = tool_fail("demo: keys and contexts", st);
+    if ((st = party_open(&D.h, D.o.mode, D.o.factory)) != TSAFE_OK ||
+        (st = party_open(&D.o_in, D.o.mode, D.o.factory)) != TSAFE_OK ||
+        (st = party_open(&D.act, D.o.mode, D.o.factory)) != TSAFE_OK) {
+        rc = tool_fail("demo: keys, contexts and backends", st);
         goto out;
     }
     static const char *attn[4] = {"q_proj", "k_proj", "v_proj", "o_proj"};

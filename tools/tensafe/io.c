@@ -14,6 +14,9 @@
 #include <sodium.h>
 
 #include "io.h"
+#ifdef TSAFE_WITH_CUDA
+#include "tensafe/cuda.h"
+#endif
 
 /* ------------------------------------------------------------- files */
 
@@ -692,4 +695,49 @@ json_t *io_plan_json(const tsafe_lora_plan *p)
                      (json_int_t)p->max_log2_q, "secure", p->log2_q <= p->max_log2_q,
                      "security_bits", p->log2_q <= p->max_log2_q ? 128 : 0, "expected_error",
                      p->expected_error, "cost", p->cost);
+}
+
+/* ------------------------------------------------------------ backends */
+
+#ifdef TSAFE_WITH_CUDA
+/* Device 0 for the CKKS ring (the LoRA and MoE servers); the exact BFV
+ * ring of the sealed modes has no CUDA backend here. To be replaced by
+ * tsafe_backend_cuda_factory() (tensafe/cuda.h) once it lands. */
+static tsafe_status cuda_create(void *user, const tsafe_context *ckks,
+                                const tsafe_bfv_context *bfv, tsafe_backend **out)
+{
+    (void)user;
+    (void)bfv;
+    *out = NULL;
+    return ckks ? tsafe_backend_cuda_create(ckks, 0, out) : TSAFE_E_UNSUPPORTED;
+}
+static const tsafe_backend_factory k_cuda_factory = {"cuda", cuda_create, NULL};
+#endif
+
+tsafe_status io_backend_factory(const char *name, const tsafe_backend_factory **out,
+                                char *what, size_t cap)
+{
+    *out = NULL;
+    if (!strcmp(name, "cpu")) {
+        *out = tsafe_backend_cpu_factory();
+        return TSAFE_OK;
+    }
+    if (strcmp(name, "cuda") != 0) {
+        snprintf(what, cap, "--backend must be cpu or cuda, not '%s'", name);
+        return TSAFE_E_ARG;
+    }
+#ifdef TSAFE_WITH_CUDA
+    int count = 0;
+    if (tsafe_cuda_device_count(&count) != TSAFE_OK || count == 0) {
+        snprintf(what, cap, "--backend cuda: %s",
+                 tsafe_cuda_last_error()[0] ? tsafe_cuda_last_error() : "no CUDA device");
+        return TSAFE_E_NO_DEVICE;
+    }
+    *out = &k_cuda_factory;
+    return TSAFE_OK;
+#else
+    snprintf(what, cap, "--backend cuda: this build has no CUDA backend (rebuild with nvcc: "
+                        "make CUDA=1)");
+    return TSAFE_E_UNSUPPORTED;
+#endif
 }

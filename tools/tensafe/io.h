@@ -149,6 +149,14 @@ typedef enum {
 int io_mode_parse(const char *name, io_mode *out);
 const char *io_mode_name(io_mode m);
 
+/* ------------------------------------------------------------ backends */
+
+/* The factory behind `--backend NAME`: "cpu" (the default) or "cuda" (a
+ * build with CUDA and a device). TSAFE_E_UNSUPPORTED / TSAFE_E_NO_DEVICE /
+ * TSAFE_E_ARG with a message in what when it cannot be had. Static. */
+tsafe_status io_backend_factory(const char *name, const tsafe_backend_factory **out,
+                                char *what, size_t cap);
+
 /* ----------------------------------------------------------- printing */
 
 /* The HE-LoRA plan as text lines (indent prefix) or as a JSON object. */

@@ -137,4 +137,22 @@ int tsafe_same_context(const tsafe_context *a, const tsafe_context *b);
 void tsafe_fftw_lock(void);
 void tsafe_fftw_unlock(void);
 
+/* Ciphertext body from raw limbs (limbs 0..level of c0 and c1, NTT form,
+ * unseeded) into buf of exactly `need` bytes (the serialized size at that
+ * level); TSAFE_E_SCALE for a scale no reader accepts. Shared by
+ * tsafe_ciphertext_serialize and the backend-buffer serializer. */
+tsafe_status tsafe_ciphertext_serialize_words(const tsafe_context *ctx, const uint64_t *c0,
+                                              const uint64_t *c1, uint32_t level,
+                                              double scale, uint8_t *buf, size_t need);
+
+/* Strided decryption (tsafe_ckks_decrypt_coeffs_strided) split into its
+ * argument check and its body over raw limbs (c0, c1 limbs 0..level). */
+tsafe_status tsafe_decrypt_strided_check(const tsafe_context *ctx, size_t stride,
+                                         size_t count);
+tsafe_status tsafe_decrypt_strided_words(const tsafe_context *ctx,
+                                         const tsafe_secret_key *sk,
+                                         const uint64_t *c0, const uint64_t *c1,
+                                         uint32_t level, double scale, size_t stride,
+                                         double *out);
+
 #endif

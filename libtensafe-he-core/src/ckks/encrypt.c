@@ -308,21 +308,40 @@ tsafe_status tsafe_ckks_decrypt_coeffs_strided(const tsafe_context *ctx,
     if (st != TSAFE_OK)
         return st;
     TSAFE_REQUIRE(out, TSAFE_E_NULL);
+    if ((st = tsafe_decrypt_strided_check(ctx, stride, count)) != TSAFE_OK)
+        return st;
+    return tsafe_decrypt_strided_words(ctx, sk, ct->c0, ct->c1, ct->level, ct->scale,
+                                       stride, out);
+}
+
+tsafe_status tsafe_decrypt_strided_check(const tsafe_context *ctx, size_t stride,
+                                         size_t count)
+{
     size_t n = ctx->n;
     TSAFE_REQUIRE(stride >= 1 && stride <= n && (stride & (stride - 1)) == 0,
                   TSAFE_E_ARG);
+    TSAFE_REQUIRE(count == n / stride, TSAFE_E_RANGE);
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_decrypt_strided_words(const tsafe_context *ctx,
+                                         const tsafe_secret_key *sk,
+                                         const uint64_t *c0p, const uint64_t *c1p,
+                                         uint32_t level, double scale, size_t stride,
+                                         double *out)
+{
+    tsafe_status st = TSAFE_OK;
+    size_t n = ctx->n;
     size_t K = n / stride, block = n / K;
-    TSAFE_REQUIRE(count == K, TSAFE_E_RANGE);
     uint32_t log_k = (uint32_t)__builtin_ctzll(K);
-    uint32_t level = ct->level;
     uint64_t *res = calloc((size_t)(level + 1) * K, sizeof *res);
     uint64_t *fold = calloc(K, sizeof *fold);
     TSAFE_CHECK(res && fold, TSAFE_E_NOMEM);
     for (uint32_t i = 0; i <= level; i++) {
         const tsafe_modulus *m = &ctx->mod[i];
         uint64_t q = m->q;
-        const uint64_t *c0 = tsafe_climb(ct->c0, ctx, i);
-        const uint64_t *c1 = tsafe_climb(ct->c1, ctx, i);
+        const uint64_t *c0 = tsafe_climb(c0p, ctx, i);
+        const uint64_t *c1 = tsafe_climb(c1p, ctx, i);
         const uint64_t *s = tsafe_climb(sk->s_ntt, ctx, i);
         const uint64_t *sp = tsafe_climb(sk->s_shoup, ctx, i);
         for (size_t b = 0; b < K; b++) {
@@ -350,7 +369,7 @@ tsafe_status tsafe_ckks_decrypt_coeffs_strided(const tsafe_context *ctx,
         }
     }
     for (size_t k = 0; k < K; k++)
-        out[k] = tsafe_crt_to_double(ctx, res + k * (level + 1), level) / ct->scale;
+        out[k] = tsafe_crt_to_double(ctx, res + k * (level + 1), level) / scale;
 fail:
     if (res) {
         sodium_memzero(res, (size_t)(level + 1) * K * sizeof *res);

@@ -167,16 +167,29 @@ tsafe_status tsafe_ciphertext_serialize(const tsafe_context *ctx,
         return st;
     if ((st = begin_write(need, buf, cap, written)) != TSAFE_OK)
         return st;
+    if (!ct->seeded)
+        return tsafe_ciphertext_serialize_words(ctx, ct->c0, ct->c1, ct->level, ct->scale,
+                                                buf, need);
     tsafe_writer w = {buf, cap, 0};
-    header h = {TSAFE_KIND_CIPHERTEXT,
-                (uint8_t)(FLAG_NTT | (ct->seeded ? FLAG_SEEDED : 0)),
-                ct->level, ct->scale};
+    header h = {TSAFE_KIND_CIPHERTEXT, (uint8_t)(FLAG_NTT | FLAG_SEEDED), ct->level,
+                ct->scale};
     write_header(&w, ctx, &h);
     pack_poly(&w, ctx, ct->c0, ct->level);
-    if (ct->seeded)
-        tsafe_put_bytes(&w, ct->seed, TSAFE_SEED_BYTES);
-    else
-        pack_poly(&w, ctx, ct->c1, ct->level);
+    tsafe_put_bytes(&w, ct->seed, TSAFE_SEED_BYTES);
+    return w.pos == need ? TSAFE_OK : TSAFE_E_STATE;
+}
+
+tsafe_status tsafe_ciphertext_serialize_words(const tsafe_context *ctx, const uint64_t *c0,
+                                              const uint64_t *c1, uint32_t level,
+                                              double scale, uint8_t *buf, size_t need)
+{
+    TSAFE_REQUIRE(scale_ok(scale), TSAFE_E_SCALE);
+    TSAFE_REQUIRE(need == SER_HEADER + 2 * poly_bytes(ctx, level), TSAFE_E_STATE);
+    tsafe_writer w = {buf, need, 0};
+    header h = {TSAFE_KIND_CIPHERTEXT, (uint8_t)FLAG_NTT, level, scale};
+    write_header(&w, ctx, &h);
+    pack_poly(&w, ctx, c0, level);
+    pack_poly(&w, ctx, c1, level);
     return w.pos == need ? TSAFE_OK : TSAFE_E_STATE;
 }
 

@@ -4,10 +4,12 @@
 #ifndef TSAFE_LORA_HE_INTERNAL_H
 #define TSAFE_LORA_HE_INTERNAL_H
 
+#include "tensafe/backend.h"
 #include "tensafe/lora_he.h"
 #include "tensafe/lora_two_party.h"
 
 struct tsafe_lora_site {
+    uint64_t id;            /* unique in the process (never reused): cache key */
     const tsafe_context *ctx;
     tsafe_lora_plan plan;
     uint32_t d_out;
@@ -61,5 +63,32 @@ const uint8_t *tsafe_lora_server_process_scratch(tsafe_lora_server *s,
 /* delta = scale * B u (OpenBLAS sgemv). */
 void tsafe_lora_apply_b(const tsafe_lora_site *site, const float *u,
                         float *delta);
+
+/* ---- ring work on a backend (exec.c), for server.c and local.c ----
+ * One per server / local object (per thread, as they are). The backend is
+ * made by a factory for ctx; the sites' plaintexts become cached operand
+ * buffers (keyed on the site id, at most 256 sites beyond those of the
+ * current request); a request's jobs (batch b of site s, site-major order,
+ * numbered 0..total-1) run in chunks of tsafe_lora_exec_chunk jobs, each
+ * chunk one tsafe_backend_mul_acc call. */
+typedef struct tsafe_lora_exec tsafe_lora_exec;
+tsafe_status tsafe_lora_exec_create(const tsafe_context *ctx, uint32_t level,
+                                    const tsafe_backend_factory *f, tsafe_lora_exec **out);
+void tsafe_lora_exec_free(tsafe_lora_exec *e);
+/* A backend from f replaces the current one (cached buffers dropped); on
+ * error the current one stays. */
+tsafe_status tsafe_lora_exec_use_backend(tsafe_lora_exec *e, const tsafe_backend_factory *f);
+const char *tsafe_lora_exec_backend_name(const tsafe_lora_exec *e);
+/* The request ciphertext (at the plan level), uploaded once per request. */
+tsafe_status tsafe_lora_exec_load_x(tsafe_lora_exec *e, const tsafe_ciphertext *x);
+size_t tsafe_lora_exec_chunk(const tsafe_lora_exec *e);
+/* Products x * pt of jobs first .. first+count-1 (count <= chunk), one
+ * mul_acc call; sites checked by the caller (same plan level and context). */
+tsafe_status tsafe_lora_exec_mul(tsafe_lora_exec *e, const tsafe_lora_site *const *sites,
+                                 size_t n_sites, size_t first, size_t count);
+/* Job j of the last chunk, rescaled down to to_level: a buffer of the
+ * exec (valid until the next call) and its scale. */
+tsafe_status tsafe_lora_exec_result(tsafe_lora_exec *e, size_t j, uint32_t to_level,
+                                    const tsafe_buffer **out, double *scale);
 
 #endif

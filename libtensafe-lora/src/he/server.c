@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensafe/ckks_buffer.h"
 #include "tensafe/lora_two_party.h"
 #include "he_internal.h"
 #include "wire.h"
@@ -17,6 +18,8 @@ struct tsafe_lora_server {
     size_t u_cap;
     uint8_t *resp; /* reused response buffer (tsafe_lora_server_process_scratch) */
     size_t resp_cap;
+    tsafe_lora_exec *exec; /* the ring work on a backend */
+    int direct;            /* diagnostics: the core calls instead of the backend */
 };
 
 tsafe_status tsafe_lora_server_create(const tsafe_lora_plan *plan,
@@ -34,7 +37,8 @@ tsafe_status tsafe_lora_server_create(const tsafe_lora_plan *plan,
     if (st != TSAFE_OK ||
         (st = tsafe_context_create(&plan->params, &s->ctx)) != TSAFE_OK ||
         (st = tsafe_ciphertext_create(s->ctx, &s->prod)) != TSAFE_OK ||
-        (st = tsafe_ciphertext_create(s->ctx, &s->x)) != TSAFE_OK) {
+        (st = tsafe_ciphertext_create(s->ctx, &s->x)) != TSAFE_OK ||
+        (st = tsafe_lora_exec_create(s->ctx, plan->level, NULL, &s->exec)) != TSAFE_OK) {
         tsafe_lora_server_free(s);
         return st;
     }
@@ -46,6 +50,7 @@ void tsafe_lora_server_free(tsafe_lora_server *s)
 {
     if (!s)
         return;
+    tsafe_lora_exec_free(s->exec); /* before the context it serves */
     tsafe_ciphertext_free(s->prod);
     tsafe_ciphertext_free(s->x);
     tsafe_context_free(s->ctx);
@@ -57,6 +62,34 @@ void tsafe_lora_server_free(tsafe_lora_server *s)
 const tsafe_context *tsafe_lora_server_context(const tsafe_lora_server *s)
 {
     return s ? s->ctx : NULL;
+}
+
+tsafe_status tsafe_lora_server_use_backend(tsafe_lora_server *s,
+                                           const tsafe_backend_factory *f)
+{
+    if (!s)
+        return TSAFE_E_NULL;
+    return tsafe_lora_exec_use_backend(s->exec, f);
+}
+
+const char *tsafe_lora_server_backend_name(const tsafe_lora_server *s)
+{
+    return s ? tsafe_lora_exec_backend_name(s->exec) : "none";
+}
+
+tsafe_status tsafe_lora_server_set_direct(tsafe_lora_server *s, int on)
+{
+    if (!s)
+        return TSAFE_E_NULL;
+    s->direct = on != 0;
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_lora_pair_use_backend(tsafe_lora_pair *p, const tsafe_backend_factory *f)
+{
+    if (!p || !p->server)
+        return TSAFE_E_NULL;
+    return tsafe_lora_server_use_backend(p->server, f);
 }
 
 static tsafe_status check_sites(const tsafe_lora_server *s,
@@ -123,27 +156,55 @@ static tsafe_status process(tsafe_lora_server *s, const tsafe_lora_site *const *
 
     double prod_us = 0, ser_us = 0;
     uint64_t ops = 0;
+    size_t job = 0, total = 0, chunk = tsafe_lora_exec_chunk(s->exec);
+    for (size_t i = 0; i < n_sites; i++)
+        total += sites[i]->plan.n_batches;
+    if (!s->direct) {
+        double t0 = tsafe_lora_now_us();
+        st = tsafe_lora_exec_load_x(s->exec, x);
+        prod_us += tsafe_lora_now_us() - t0;
+        if (st != TSAFE_OK)
+            return st;
+    }
     tsafe_wbuf_header(w, TSAFE_MSG_RESPONSE);
     tsafe_wbuf_u32(w, (uint32_t)n_sites);
     for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
         const tsafe_lora_site *site = sites[i];
         tsafe_wbuf_u32(w, site->plan.rank);
         tsafe_wbuf_u32(w, site->plan.n_batches);
-        for (uint32_t b = 0; b < site->plan.n_batches && st == TSAFE_OK; b++) {
+        for (uint32_t b = 0; b < site->plan.n_batches && st == TSAFE_OK; b++, job++) {
             double t0 = tsafe_lora_now_us();
-            st = tsafe_ckks_mul_plain(s->ctx, x, site->pts[b], s->prod);
-            while (st == TSAFE_OK && tsafe_ciphertext_level(s->prod) > s->plan.response_level)
-                st = tsafe_ckks_rescale(s->ctx, s->prod, s->prod);
+            const tsafe_buffer *res = NULL;
+            double scale = 0;
+            if (s->direct) {
+                st = tsafe_ckks_mul_plain(s->ctx, x, site->pts[b], s->prod);
+                while (st == TSAFE_OK &&
+                       tsafe_ciphertext_level(s->prod) > s->plan.response_level)
+                    st = tsafe_ckks_rescale(s->ctx, s->prod, s->prod);
+            } else {
+                /* every batch of the next `chunk` jobs in one backend call */
+                if (job % chunk == 0)
+                    st = tsafe_lora_exec_mul(s->exec, sites, n_sites, job,
+                                             total - job < chunk ? total - job : chunk);
+                if (st == TSAFE_OK)
+                    st = tsafe_lora_exec_result(s->exec, job, s->plan.response_level, &res,
+                                                &scale);
+            }
             double t1 = tsafe_lora_now_us();
             size_t n = 0, wr = 0;
             if (st == TSAFE_OK)
-                st = tsafe_ciphertext_serialized_size(s->ctx, s->prod, &n);
+                st = tsafe_ciphertext_serialized_size_at(s->ctx, s->plan.response_level, &n);
             if (st == TSAFE_OK && n > UINT32_MAX)
                 st = TSAFE_E_SIZE_OVERFLOW;
             if (st == TSAFE_OK) {
                 tsafe_wbuf_u32(w, (uint32_t)n);
                 uint8_t *p = tsafe_wbuf_reserve(w, n);
-                st = p ? tsafe_ciphertext_serialize(s->ctx, s->prod, p, n, &wr) : TSAFE_E_STATE;
+                if (!p)
+                    st = TSAFE_E_STATE;
+                else if (s->direct)
+                    st = tsafe_ciphertext_serialize(s->ctx, s->prod, p, n, &wr);
+                else
+                    st = tsafe_ciphertext_serialize_buffer(s->ctx, res, scale, p, n, &wr);
             }
             prod_us += t1 - t0;
             ser_us += tsafe_lora_now_us() - t1;

@@ -2,6 +2,7 @@
  * the trace read that turns 2*cols decrypted coefficients into u. */
 #include <complex.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,6 +115,9 @@ void tsafe_lora_apply_b(const tsafe_lora_site *site, const float *u, float *delt
                 site->scale, site->B, (int)site->plan.rank, u, 1, 0.0f, delta, 1);
 }
 
+/* Site ids: never reused (an address may be, after a free). */
+static _Atomic uint64_t next_site_id = 1;
+
 tsafe_status tsafe_lora_site_create(const tsafe_context *ctx,
                                     const tsafe_lora_plan *plan, const float *A,
                                     const float *B, uint32_t d_out, float scale,
@@ -143,6 +147,7 @@ tsafe_status tsafe_lora_site_create(const tsafe_context *ctx,
     tsafe_lora_site *s = calloc(1, sizeof *s);
     if (!re || !im || !s)
         goto fail;
+    s->id = atomic_fetch_add(&next_site_id, 1);
     s->ctx = ctx;
     s->plan = *plan;
     s->d_out = d_out;

@@ -1,0 +1,567 @@
+/* The LoRA server paths through the backend vtable: the plain ZeRo-MOAI
+ * server's responses and local mode's u / delta are byte-identical to the
+ * core's direct calls (several plans, several sites, multiple batches,
+ * d_out != d_in, response rescales), a counting backend built with
+ * backend_impl.h proves the ring work runs as vtable calls (one mul_acc per
+ * request, one rescale per batch and level, operands uploaded once), the
+ * operand cache survives a freed-and-reused site address, and the MoE
+ * expert layer gives identical outputs on both paths. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "tensafe/backend_impl.h"
+#include "tensafe/lora_two_party.h"
+#include "tensafe/moe_lora.h"
+#include "support/tsafe_test_lora.h"
+#include "support/tsafe_test_rng.h"
+
+/* ------------------------------------------------- counting backend */
+
+/* Forwards every slot to a CPU backend and counts the ring work. */
+typedef struct counts {
+    int mul_acc, jobs, rescale, operand_upload, upload, created;
+} counts;
+
+static counts g_counts;
+
+static tsafe_backend *inner(tsafe_backend *b) { return b->ctx; }
+
+static const char *w_name(tsafe_backend *b) { (void)b; return "counting"; }
+static void w_destroy(tsafe_backend *b) { tsafe_backend_free(inner(b)); }
+static tsafe_status w_alloc(tsafe_backend *b, size_t words, void **mem)
+{
+    return inner(b)->iface->buffer_alloc(inner(b), words, mem);
+}
+static void w_free(tsafe_backend *b, void *mem) { inner(b)->iface->buffer_free(inner(b), mem); }
+static tsafe_status w_upload(tsafe_backend *b, void *mem, const uint64_t *src, size_t words)
+{
+    g_counts.upload++;
+    return inner(b)->iface->buffer_upload(inner(b), mem, src, words);
+}
+static tsafe_status w_download(tsafe_backend *b, const void *mem, uint64_t *dst, size_t words)
+{
+    return inner(b)->iface->buffer_download(inner(b), mem, dst, words);
+}
+static tsafe_status w_ntt_fwd(tsafe_backend *b, void *mem, size_t p, uint32_t l)
+{
+    return inner(b)->iface->ntt_forward(inner(b), mem, p, l);
+}
+static tsafe_status w_ntt_inv(tsafe_backend *b, void *mem, size_t p, uint32_t l)
+{
+    return inner(b)->iface->ntt_inverse(inner(b), mem, p, l);
+}
+static tsafe_status w_elementwise(tsafe_backend *b, tsafe_elementwise_op op, void *out,
+                                  const void *a, const void *bb, size_t p, size_t bp, uint32_t l)
+{
+    return inner(b)->iface->elementwise(inner(b), op, out, a, bb, p, bp, l);
+}
+static tsafe_status w_rescale(tsafe_backend *b, void *out, const void *in, size_t p, uint32_t l)
+{
+    g_counts.rescale++;
+    return inner(b)->iface->rescale(inner(b), out, in, p, l);
+}
+static tsafe_status w_mul_acc(tsafe_backend *b, const tsafe_backend_mac *jobs, size_t n)
+{
+    g_counts.mul_acc++;
+    g_counts.jobs += (int)n;
+    return inner(b)->iface->mul_acc(inner(b), jobs, n);
+}
+static tsafe_status w_mod_switch(tsafe_backend *b, void *out, const void *in, size_t p,
+                                 uint32_t l)
+{
+    return inner(b)->iface->mod_switch(inner(b), out, in, p, l);
+}
+static tsafe_status w_operand_alloc(tsafe_backend *b, size_t words, void **mem)
+{
+    return inner(b)->iface->operand_alloc(inner(b), words, mem);
+}
+static tsafe_status w_operand_upload(tsafe_backend *b, void *mem, const uint64_t *src,
+                                     size_t p, uint32_t l)
+{
+    g_counts.operand_upload++;
+    return inner(b)->iface->operand_upload(inner(b), mem, src, p, l);
+}
+
+static const struct tsafe_backend_i k_counting_iface = {
+    .get_name = w_name,
+    .destroy = w_destroy,
+    .buffer_alloc = w_alloc,
+    .buffer_free = w_free,
+    .buffer_upload = w_upload,
+    .buffer_download = w_download,
+    .ntt_forward = w_ntt_fwd,
+    .ntt_inverse = w_ntt_inv,
+    .elementwise = w_elementwise,
+    .rescale = w_rescale,
+    .mul_acc = w_mul_acc,
+    .mod_switch = w_mod_switch,
+    .synchronize = NULL,
+    .operand_alloc = w_operand_alloc,
+    .operand_upload = w_operand_upload,
+    .host_words = NULL, /* a device-like backend: every move is an upload/download */
+};
+
+static tsafe_status counting_create(void *user, const tsafe_context *ckks,
+                                    const tsafe_bfv_context *bfv, tsafe_backend **out)
+{
+    (void)user;
+    if (!ckks || bfv)
+        return TSAFE_E_UNSUPPORTED;
+    tsafe_backend *cpu;
+    tsafe_status st = tsafe_backend_cpu_create(ckks, &cpu);
+    if (st != TSAFE_OK)
+        return st;
+    if ((st = tsafe_backend_init(out, TSAFE_BACKEND_API_VERSION, &k_counting_iface, cpu, ckks)) !=
+        TSAFE_OK)
+        tsafe_backend_free(cpu);
+    else
+        g_counts.created++;
+    return st;
+}
+
+static const tsafe_backend_factory k_counting = {"counting", counting_create, NULL};
+
+/* ------------------------------------------------------------ cases */
+
+#define MAX_SITES 3
+
+typedef struct plan_case {
+    const char *preset; /* NULL: the planner */
+    uint32_t d_in, rank[MAX_SITES], d_out[MAX_SITES];
+    int level, response_level; /* -1: as planned */
+    double scale_x;            /* 0: as planned */
+} plan_case;
+
+static const plan_case k_cases[] = {
+    {NULL, 1000, {40, 9, 24}, {300, 1000, 77}, -1, -1, 0},         /* planner: rescale to 0 */
+    {"ifma-n4096", 1000, {24, 4, 17}, {500, 64, 1000}, -1, -1, 0}, /* preset: no rescale */
+    /* three limbs, two rescales (50, 40, 40-bit primes): a larger x scale
+     * keeps the response scale above 1 */
+    {"ifma-n16384", 3000, {30, 12, 5}, {128, 3000, 33}, 2, 0, 0x1p45},
+};
+
+static void make_plan(const plan_case *pc, tsafe_lora_plan *plan)
+{
+    tsafe_status st = pc->preset
+                          ? tsafe_lora_plan_preset(pc->preset, pc->d_in, pc->rank[0], 1.0, 0.05, plan)
+                          : tsafe_lora_plan_auto(pc->d_in, pc->rank[0], 1.0, 0.05, 1e-6, plan);
+    assert_int_equal(st, TSAFE_OK);
+    if (pc->level >= 0)
+        plan->level = (uint32_t)pc->level;
+    if (pc->response_level >= 0)
+        plan->response_level = (uint32_t)pc->response_level;
+    if (pc->scale_x > 0)
+        plan->scale_x = pc->scale_x;
+}
+
+/* Site s of a case: its own rank (so its own batch count) and d_out. */
+static tsafe_lora_site *make_site(const tsafe_context *ctx, const tsafe_lora_plan *plan,
+                                  const plan_case *pc, int s, float **A, float **B)
+{
+    tsafe_lora_plan sp = *plan;
+    sp.rank = pc->rank[s];
+    sp.n_batches = (sp.rank + sp.cols - 1) / sp.cols;
+    *A = tsafe_test_rand_floats((size_t)sp.rank * pc->d_in, 0.05);
+    *B = tsafe_test_rand_floats((size_t)pc->d_out[s] * sp.rank, 0.05);
+    tsafe_lora_site *site = NULL;
+    assert_int_equal(tsafe_lora_site_create(ctx, &sp, *A, *B, pc->d_out[s], 0.5f, &site),
+                     TSAFE_OK);
+    return site;
+}
+
+static void process(tsafe_lora_server *srv, const tsafe_lora_site *const *sites, size_t n,
+                    const uint8_t *req, size_t rl, uint8_t **resp, size_t *len)
+{
+    assert_int_equal(tsafe_lora_server_process(srv, sites, n, req, rl, resp, len, NULL),
+                     TSAFE_OK);
+}
+
+static size_t total_batches(const tsafe_lora_site *const *sites, size_t n, const tsafe_lora_plan *p)
+{
+    size_t t = 0;
+    for (size_t s = 0; s < n; s++)
+        t += (tsafe_lora_site_rank(sites[s]) + p->cols - 1) / p->cols;
+    return t;
+}
+
+static void test_server_bytes_identical(void **state)
+{
+    (void)state;
+    for (size_t c = 0; c < sizeof k_cases / sizeof k_cases[0]; c++) {
+        const plan_case *pc = &k_cases[c];
+        tsafe_lora_plan plan;
+        make_plan(pc, &plan);
+        tsafe_lora_client *cl = NULL;
+        tsafe_lora_server *srv = NULL;
+        assert_int_equal(tsafe_lora_client_create(&plan, NULL, &cl), TSAFE_OK);
+        assert_int_equal(tsafe_lora_server_create(&plan, &srv), TSAFE_OK);
+        assert_string_equal(tsafe_lora_server_backend_name(srv), "cpu"); /* the default */
+        tsafe_lora_site *site[MAX_SITES];
+        float *A[MAX_SITES], *B[MAX_SITES];
+        for (int s = 0; s < MAX_SITES; s++)
+            site[s] = make_site(tsafe_lora_server_context(srv), &plan, pc, s, &A[s], &B[s]);
+        const tsafe_lora_site *sites[MAX_SITES] = {site[0], site[1], site[2]};
+        size_t jobs = total_batches(sites, MAX_SITES, &plan);
+        assert_true(jobs > MAX_SITES); /* some site has several batches */
+        for (int token = 0; token < 2; token++) {
+            float *x = tsafe_test_rand_floats(pc->d_in, 1.0);
+            uint8_t *req = NULL, *r_direct = NULL, *r_cpu = NULL, *r_count = NULL;
+            size_t rl, ld, lc, ln;
+            assert_int_equal(tsafe_lora_client_encrypt(cl, x, &req, &rl, NULL), TSAFE_OK);
+            assert_int_equal(tsafe_lora_server_set_direct(srv, 1), TSAFE_OK);
+            process(srv, sites, MAX_SITES, req, rl, &r_direct, &ld);
+            assert_int_equal(tsafe_lora_server_set_direct(srv, 0), TSAFE_OK);
+            process(srv, sites, MAX_SITES, req, rl, &r_cpu, &lc);
+            assert_int_equal(ld, lc);
+            assert_memory_equal(r_direct, r_cpu, ld);
+
+            /* the same bytes through a counting, host-invisible backend */
+            assert_int_equal(tsafe_lora_server_use_backend(srv, &k_counting), TSAFE_OK);
+            assert_string_equal(tsafe_lora_server_backend_name(srv), "counting");
+            memset(&g_counts, 0, sizeof g_counts);
+            process(srv, sites, MAX_SITES, req, rl, &r_count, &ln);
+            assert_int_equal(ld, ln);
+            assert_memory_equal(r_direct, r_count, ld);
+            assert_int_equal(g_counts.mul_acc, 1); /* every batch of every site: one call */
+            assert_int_equal(g_counts.jobs, (int)jobs);
+            assert_int_equal(g_counts.rescale, (int)(jobs * (plan.level - plan.response_level)));
+            assert_int_equal(g_counts.operand_upload, (int)jobs); /* fresh backend: cache empty */
+            /* a second request: operands cached, x uploaded once */
+            memset(&g_counts, 0, sizeof g_counts);
+            uint8_t *again = NULL;
+            process(srv, sites, MAX_SITES, req, rl, &again, &ln);
+            assert_memory_equal(r_direct, again, ld);
+            assert_int_equal(g_counts.operand_upload, 0);
+            assert_int_equal(g_counts.upload, 1);
+            assert_int_equal(g_counts.mul_acc, 1);
+            assert_int_equal(tsafe_lora_server_use_backend(srv, NULL), TSAFE_OK);
+
+            /* decoded u matches the direct path too (same bytes, same client) */
+            tsafe_lora_bytes_free(req);
+            tsafe_lora_bytes_free(r_direct);
+            tsafe_lora_bytes_free(r_cpu);
+            tsafe_lora_bytes_free(r_count);
+            tsafe_lora_bytes_free(again);
+            free(x);
+        }
+        for (int s = 0; s < MAX_SITES; s++) {
+            tsafe_lora_site_free(site[s]);
+            free(A[s]);
+            free(B[s]);
+        }
+        tsafe_lora_client_free(cl);
+        tsafe_lora_server_free(srv);
+    }
+}
+
+/* A site freed and another created (often at the same address) must not
+ * reuse the first one's cached operands. */
+static void test_server_cache_keyed_by_site_id(void **state)
+{
+    (void)state;
+    const plan_case *pc = &k_cases[1];
+    tsafe_lora_plan plan;
+    make_plan(pc, &plan);
+    tsafe_lora_client *cl = NULL;
+    tsafe_lora_server *srv = NULL;
+    assert_int_equal(tsafe_lora_client_create(&plan, NULL, &cl), TSAFE_OK);
+    assert_int_equal(tsafe_lora_server_create(&plan, &srv), TSAFE_OK);
+    float *x = tsafe_test_rand_floats(pc->d_in, 1.0);
+    uint8_t *req = NULL;
+    size_t rl;
+    assert_int_equal(tsafe_lora_client_encrypt(cl, x, &req, &rl, NULL), TSAFE_OK);
+    for (int round = 0; round < 3; round++) {
+        float *A, *B;
+        tsafe_lora_site *site = make_site(tsafe_lora_server_context(srv), &plan, pc, 0, &A, &B);
+        const tsafe_lora_site *sites[1] = {site};
+        uint8_t *rd = NULL, *rb = NULL;
+        size_t ld, lb;
+        assert_int_equal(tsafe_lora_server_set_direct(srv, 1), TSAFE_OK);
+        process(srv, sites, 1, req, rl, &rd, &ld);
+        assert_int_equal(tsafe_lora_server_set_direct(srv, 0), TSAFE_OK);
+        process(srv, sites, 1, req, rl, &rb, &lb);
+        assert_int_equal(ld, lb);
+        assert_memory_equal(rd, rb, ld);
+        tsafe_lora_bytes_free(rd);
+        tsafe_lora_bytes_free(rb);
+        tsafe_lora_site_free(site);
+        free(A);
+        free(B);
+    }
+    tsafe_lora_bytes_free(req);
+    free(x);
+    tsafe_lora_client_free(cl);
+    tsafe_lora_server_free(srv);
+}
+
+/* Many sites in one request: more jobs than one backend call carries. */
+static void test_server_many_sites(void **state)
+{
+    (void)state;
+    const plan_case *pc = &k_cases[1];
+    tsafe_lora_plan plan;
+    make_plan(pc, &plan);
+    tsafe_lora_client *cl = NULL;
+    tsafe_lora_server *srv = NULL;
+    assert_int_equal(tsafe_lora_client_create(&plan, NULL, &cl), TSAFE_OK);
+    assert_int_equal(tsafe_lora_server_create(&plan, &srv), TSAFE_OK);
+    enum { N = 40 };
+    tsafe_lora_site *site[N];
+    const tsafe_lora_site *sites[N];
+    float *A[N], *B[N];
+    for (int s = 0; s < N; s++)
+        sites[s] = site[s] = make_site(tsafe_lora_server_context(srv), &plan, pc, s % 3, &A[s],
+                                       &B[s]);
+    float *x = tsafe_test_rand_floats(pc->d_in, 1.0);
+    uint8_t *req = NULL, *rd = NULL, *rb = NULL;
+    size_t rl, ld, lb;
+    assert_int_equal(tsafe_lora_client_encrypt(cl, x, &req, &rl, NULL), TSAFE_OK);
+    assert_int_equal(tsafe_lora_server_set_direct(srv, 1), TSAFE_OK);
+    process(srv, sites, N, req, rl, &rd, &ld);
+    assert_int_equal(tsafe_lora_server_set_direct(srv, 0), TSAFE_OK);
+    process(srv, sites, N, req, rl, &rb, &lb);
+    assert_int_equal(ld, lb);
+    assert_memory_equal(rd, rb, ld);
+    tsafe_lora_bytes_free(req);
+    tsafe_lora_bytes_free(rd);
+    tsafe_lora_bytes_free(rb);
+    for (int s = 0; s < N; s++) {
+        tsafe_lora_site_free(site[s]);
+        free(A[s]);
+        free(B[s]);
+    }
+    free(x);
+    tsafe_lora_client_free(cl);
+    tsafe_lora_server_free(srv);
+}
+
+/* ------------------------------------------- deterministic randomness */
+
+/* libsodium's randombytes replaced by a resettable stream (installed before
+ * sodium_init), so that two runs draw the same keys, seeds and errors and
+ * their results can be compared bit for bit. */
+static uint64_t g_rng;
+
+static uint64_t next64(void)
+{
+    uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static const char *rb_name(void) { return "test-stream"; }
+static uint32_t rb_random(void) { return (uint32_t)next64(); }
+static void rb_stir(void) {}
+static uint32_t rb_uniform(const uint32_t upper) { return upper ? (uint32_t)(next64() % upper) : 0; }
+static void rb_buf(void *const buf, const size_t size)
+{
+    uint8_t *p = buf;
+    for (size_t i = 0; i < size; i += 8) {
+        uint64_t v = next64();
+        memcpy(p + i, &v, size - i < 8 ? size - i : 8);
+    }
+}
+static int rb_close(void) { return 0; }
+static randombytes_implementation k_stream = {rb_name, rb_random, rb_stir, rb_uniform, rb_buf,
+                                              rb_close};
+
+static void test_local_bitwise_identical(void **state)
+{
+    (void)state;
+    for (size_t c = 0; c < sizeof k_cases / sizeof k_cases[0]; c++) {
+        const plan_case *pc = &k_cases[c];
+        tsafe_lora_plan plan;
+        make_plan(pc, &plan);
+        tsafe_lora_local *l = NULL;
+        assert_int_equal(tsafe_lora_local_create(&plan, NULL, &l), TSAFE_OK);
+        tsafe_lora_site *site[MAX_SITES];
+        float *A[MAX_SITES], *B[MAX_SITES];
+        float *u[3][MAX_SITES], *d[3][MAX_SITES];
+        for (int s = 0; s < MAX_SITES; s++) {
+            site[s] = make_site(tsafe_lora_local_context(l), &plan, pc, s, &A[s], &B[s]);
+            for (int path = 0; path < 3; path++) {
+                u[path][s] = calloc(pc->rank[s], sizeof(float));
+                d[path][s] = calloc(pc->d_out[s], sizeof(float));
+                assert_non_null(u[path][s]);
+                assert_non_null(d[path][s]);
+            }
+        }
+        const tsafe_lora_site *sites[MAX_SITES] = {site[0], site[1], site[2]};
+        float *x = tsafe_test_rand_floats(pc->d_in, 1.0);
+        /* direct, CPU backend, counting backend: the same encryptions */
+        for (int path = 0; path < 3; path++) {
+            assert_int_equal(tsafe_lora_local_set_direct(l, path == 0), TSAFE_OK);
+            assert_int_equal(tsafe_lora_local_use_backend(l, path == 2 ? &k_counting : NULL),
+                             TSAFE_OK);
+            memset(&g_counts, 0, sizeof g_counts);
+            g_rng = 1000 + c;
+            assert_int_equal(tsafe_lora_local_u(l, sites, MAX_SITES, x, u[path], NULL), TSAFE_OK);
+            assert_int_equal(tsafe_lora_local_delta(l, sites, MAX_SITES, x, d[path], NULL),
+                             TSAFE_OK);
+            if (path == 2) {
+                assert_int_equal(g_counts.mul_acc, 2); /* one per token */
+                assert_int_equal(g_counts.jobs,
+                                 2 * (int)total_batches(sites, MAX_SITES, &plan));
+            }
+        }
+        for (int path = 1; path < 3; path++)
+            for (int s = 0; s < MAX_SITES; s++) {
+                assert_memory_equal(u[0][s], u[path][s], pc->rank[s] * sizeof(float));
+                assert_memory_equal(d[0][s], d[path][s], pc->d_out[s] * sizeof(float));
+            }
+        /* and the u are right (not two equal wrong answers) */
+        double *ref = malloc(pc->d_out[0] * sizeof *ref);
+        tsafe_test_ref_delta(A[0], B[0], x, pc->rank[0], pc->d_in, pc->d_out[0], 0.5, ref);
+        assert_true(tsafe_test_rel_l2(d[1][0], ref, pc->d_out[0]) < 1e-3);
+        free(ref);
+        free(x);
+        for (int s = 0; s < MAX_SITES; s++) {
+            tsafe_lora_site_free(site[s]);
+            free(A[s]);
+            free(B[s]);
+            for (int path = 0; path < 3; path++) {
+                free(u[path][s]);
+                free(d[path][s]);
+            }
+        }
+        tsafe_lora_local_free(l);
+    }
+}
+
+/* ----------------------------------------------------------------- MoE */
+
+#define N_EXPERTS 4
+#define TOKENS 3
+#define RANK 8
+
+/* Expert LoRA through local and two-party engines: the layer's outputs
+ * with the LoRA servers / locals on the direct path and on the backend are
+ * identical (same randomness), and the backend really ran the products. */
+static void test_moe_identical(void **state)
+{
+    (void)state;
+    tsafe_moe_config cfg;
+    tsafe_moe_layer *layer = NULL;
+    assert_int_equal(tsafe_moe_config_preset("qwen3.5-35b-a3b", &cfg), TSAFE_OK);
+    cfg.top_k = 2;
+    assert_int_equal(tsafe_moe_layer_create_random(&cfg, 7, N_EXPERTS, &layer), TSAFE_OK);
+    const tsafe_moe_config *c = tsafe_moe_layer_config(layer);
+    uint32_t d = c->hidden_size, I = c->expert_intermediate;
+    tsafe_lora_plan ph, pa;
+    assert_int_equal(tsafe_lora_plan_auto(d, RANK, 4.0, 0.05, 1e-6, &ph), TSAFE_OK);
+    assert_int_equal(tsafe_lora_plan_auto(I, RANK, 4.0, 0.05, 1e-6, &pa), TSAFE_OK);
+    float *A[N_EXPERTS + 1][3], *B[N_EXPERTS + 1][3];
+    for (int e = 0; e <= N_EXPERTS; e++)
+        for (int p = 0; p < 3; p++) {
+            uint32_t din = p == 2 ? I : d, dout = p == 2 ? d : I;
+            A[e][p] = tsafe_test_rand_floats((size_t)RANK * din, 0.05);
+            B[e][p] = tsafe_test_rand_floats((size_t)dout * RANK, 0.05);
+        }
+    float *h = tsafe_test_rand_floats((size_t)TOKENS * d, 1.0);
+    float *out[2][2]; /* [mode][path] */
+    for (int mode = 0; mode < 2; mode++) { /* local, two-party */
+        tsafe_lora_local *lh = NULL, *la = NULL;
+        tsafe_lora_pair prh = {0}, pra = {0};
+        const tsafe_context *ch, *ca;
+        if (mode == 0) {
+            assert_int_equal(tsafe_lora_local_create(&ph, NULL, &lh), TSAFE_OK);
+            assert_int_equal(tsafe_lora_local_create(&pa, NULL, &la), TSAFE_OK);
+            ch = tsafe_lora_local_context(lh);
+            ca = tsafe_lora_local_context(la);
+        } else {
+            assert_int_equal(tsafe_lora_client_create(&ph, NULL, &prh.client), TSAFE_OK);
+            assert_int_equal(tsafe_lora_server_create(&ph, &prh.server), TSAFE_OK);
+            assert_int_equal(tsafe_lora_client_create(&pa, NULL, &pra.client), TSAFE_OK);
+            assert_int_equal(tsafe_lora_server_create(&pa, &pra.server), TSAFE_OK);
+            ch = tsafe_lora_server_context(prh.server);
+            ca = tsafe_lora_server_context(pra.server);
+        }
+        tsafe_moe_lora *lora = NULL;
+        tsafe_lora_site *sites[N_EXPERTS + 1][3];
+        assert_int_equal(tsafe_moe_lora_create(layer, &lora), TSAFE_OK);
+        for (int e = 0; e <= N_EXPERTS; e++)
+            for (int p = 0; p < 3; p++) {
+                uint32_t dout = p == 2 ? d : I;
+                assert_int_equal(tsafe_lora_site_create(p == 2 ? ca : ch, p == 2 ? &pa : &ph,
+                                                        A[e][p], B[e][p], dout, 2.0f,
+                                                        &sites[e][p]),
+                                 TSAFE_OK);
+                assert_int_equal(tsafe_moe_lora_set_site(lora, e == N_EXPERTS ? TSAFE_MOE_SHARED : e,
+                                                         (tsafe_moe_proj)p, sites[e][p]),
+                                 TSAFE_OK);
+            }
+        tsafe_lora_engine eh = mode == 0 ? tsafe_lora_engine_local(lh)
+                                         : tsafe_lora_engine_two_party(&prh);
+        tsafe_lora_engine ea = mode == 0 ? tsafe_lora_engine_local(la)
+                                         : tsafe_lora_engine_two_party(&pra);
+        for (int path = 0; path < 2; path++) { /* direct, counting backend */
+            if (mode == 0) {
+                assert_int_equal(tsafe_lora_local_set_direct(lh, path == 0), TSAFE_OK);
+                assert_int_equal(tsafe_lora_local_set_direct(la, path == 0), TSAFE_OK);
+                assert_int_equal(tsafe_lora_local_use_backend(lh, &k_counting), TSAFE_OK);
+                assert_int_equal(tsafe_lora_local_use_backend(la, &k_counting), TSAFE_OK);
+            } else {
+                assert_int_equal(tsafe_lora_server_set_direct(prh.server, path == 0), TSAFE_OK);
+                assert_int_equal(tsafe_lora_server_set_direct(pra.server, path == 0), TSAFE_OK);
+                assert_int_equal(tsafe_lora_pair_use_backend(&prh, &k_counting), TSAFE_OK);
+                assert_int_equal(tsafe_lora_pair_use_backend(&pra, &k_counting), TSAFE_OK);
+            }
+            out[mode][path] = malloc((size_t)TOKENS * d * sizeof(float));
+            assert_non_null(out[mode][path]);
+            memset(&g_counts, 0, sizeof g_counts);
+            g_rng = 77;
+            assert_int_equal(tsafe_moe_lora_forward(layer, lora, &eh, &ea, h, TOKENS,
+                                                    out[mode][path], NULL, NULL),
+                             TSAFE_OK);
+            if (path == 0)
+                assert_int_equal(g_counts.mul_acc, 0);
+            else /* one call per engine call: h once per token, act per expert */
+                assert_int_equal(g_counts.mul_acc, TOKENS + TOKENS * (int)(c->top_k + 1));
+        }
+        assert_memory_equal(out[mode][0], out[mode][1], (size_t)TOKENS * d * sizeof(float));
+        for (int e = 0; e <= N_EXPERTS; e++)
+            for (int p = 0; p < 3; p++)
+                tsafe_lora_site_free(sites[e][p]);
+        tsafe_moe_lora_free(lora);
+        tsafe_lora_local_free(lh);
+        tsafe_lora_local_free(la);
+        tsafe_lora_client_free(prh.client);
+        tsafe_lora_server_free(prh.server);
+        tsafe_lora_client_free(pra.client);
+        tsafe_lora_server_free(pra.server);
+    }
+    for (int mode = 0; mode < 2; mode++)
+        for (int path = 0; path < 2; path++)
+            free(out[mode][path]);
+    for (int e = 0; e <= N_EXPERTS; e++)
+        for (int p = 0; p < 3; p++) {
+            free(A[e][p]);
+            free(B[e][p]);
+        }
+    free(h);
+    tsafe_moe_layer_free(layer);
+}
+
+int main(void)
+{
+    /* before anything calls sodium_init */
+    if (randombytes_set_implementation(&k_stream) != 0)
+        return 1;
+    tsafe_test_rng_init("backend_paths");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_server_bytes_identical),
+        cmocka_unit_test(test_server_cache_keyed_by_site_id),
+        cmocka_unit_test(test_server_many_sites),
+        cmocka_unit_test(test_local_bitwise_identical),
+        cmocka_unit_test(test_moe_identical),
+    };
+    return cmocka_run_group_tests_name("backend_paths", tests, NULL, NULL);
+}
