@@ -1024,13 +1024,13 @@ CHECK_FN(tsafe_buffer_host_words)
 CHECK_FN(tsafe_backend_mul_acc)
 {
     const tsafe_buffer *a[1] = {f->buf}, *w[1] = {f->buf}; /* w not an operand */
-    tsafe_backend_mac job = {f->buf1, 1, a, w};
+    tsafe_backend_mac job = {f->buf1, 1, a, w, 0};
     ERR(tsafe_backend_mul_acc(NULL, &job, 1));
     ERR(tsafe_backend_mul_acc(f->be, NULL, 1));
     ERR(tsafe_backend_mul_acc(f->be, &job, 1));
-    tsafe_backend_mac nulls = {f->buf1, 1, NULL, NULL};
+    tsafe_backend_mac nulls = {f->buf1, 1, NULL, NULL, 1};
     ERR(tsafe_backend_mul_acc(f->be, &nulls, 1));
-    tsafe_backend_mac noacc = {NULL, 0, NULL, NULL};
+    tsafe_backend_mac noacc = {NULL, 0, NULL, NULL, 0};
     ERR(tsafe_backend_mul_acc(f->be, &noacc, 1));
 }
 

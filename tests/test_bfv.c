@@ -336,7 +336,7 @@ static void backend_path_at(const tsafe_bfv_params *params)
         assert_int_equal(tsafe_buffer_alloc(b, 2, L, &accb), TSAFE_OK);
         assert_int_equal(tsafe_bfv_public_key_operand(f.pk, b, &pk), TSAFE_OK);
         const tsafe_buffer *as[CHUNKS] = {x[0], x[1], x[2]}, *ws[CHUNKS] = {w[0], w[1], w[2]};
-        tsafe_backend_mac job = {accb, CHUNKS, as, ws};
+        tsafe_backend_mac job = {accb, CHUNKS, as, ws, 0};
         assert_int_equal(tsafe_backend_mul_acc(b, &job, 1), TSAFE_OK);
         tsafe_bfv_sealer *sl;
         assert_int_equal(tsafe_bfv_sealer_create(f.c, b, &sl), TSAFE_OK);
@@ -359,9 +359,15 @@ static void backend_path_at(const tsafe_bfv_params *params)
         assert_int_equal(tsafe_buffer_alloc(b, 2, L, &acc4), TSAFE_OK);
         const tsafe_buffer *a1[1] = {x[1]}, *w1[1] = {enc}, *w2[1] = {w[CHUNKS - 1]};
         const tsafe_buffer *w3[1] = {once};
-        tsafe_backend_mac jobs[3] = {{acc2, 1, a1, w1}, {acc3, 1, a1, w2}, {acc4, 1, a1, w3}};
-        assert_int_equal(tsafe_backend_mul_acc(b, jobs, 3), TSAFE_OK);
         uint64_t *h2 = malloc(words * sizeof *h2), *h3 = malloc(words * sizeof *h3);
+        /* acc3 and acc4 hold garbage: their jobs assign (acc = the sum) */
+        for (size_t k = 0; k < words; k++)
+            h2[k] = tsafe_test_below(tsafe_bfv_context_prime(f.c, (uint32_t)(k / f.n % L)));
+        assert_int_equal(tsafe_buffer_upload(acc3, h2, words), TSAFE_OK);
+        assert_int_equal(tsafe_buffer_upload(acc4, h2, words), TSAFE_OK);
+        tsafe_backend_mac jobs[3] = {{acc2, 1, a1, w1, 0}, {acc3, 1, a1, w2, 1},
+                                     {acc4, 1, a1, w3, 1}};
+        assert_int_equal(tsafe_backend_mul_acc(b, jobs, 3), TSAFE_OK);
         assert_int_equal(tsafe_buffer_download(acc2, h2, words), TSAFE_OK);
         assert_int_equal(tsafe_buffer_download(acc3, h3, words), TSAFE_OK);
         assert_memory_equal(h2, h3, words * sizeof *h2);

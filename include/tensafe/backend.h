@@ -118,6 +118,8 @@ typedef struct tsafe_backend_mac {
     size_t n_terms;
     const tsafe_buffer *const *a;
     const tsafe_buffer *const *w;
+    int assign; /* 1: acc = the sum (old contents ignored; no zeroing pass);
+                   0 (the default of a {acc, n, a, w} initializer): acc += */
 } tsafe_backend_mac;
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_mul_acc(
     tsafe_backend *b, const tsafe_backend_mac *jobs, size_t n_jobs);

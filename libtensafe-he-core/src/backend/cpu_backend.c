@@ -155,25 +155,34 @@ static tsafe_status cpu_rescale(tsafe_backend *b, void *out, const void *in,
     return TSAFE_OK;
 }
 
-/* One limb of acc[0..P) += a (*) w, w an operand (values w, quotients wp).
- * a_step / w_step: 0 broadcasts polynomial 0. Without IFMA the scalar loop
- * reads w once for both polynomials of a ciphertext; with it, fused
- * multiply-add kernels (the test is tsafe_vec_*'s own). */
+/* One limb of acc[0..P) += a (*) w (= when assign), w an operand (values
+ * w, quotients wp). a_step / w_step: 0 broadcasts polynomial 0. Without
+ * IFMA the scalar loop reads w once for both polynomials of a ciphertext;
+ * with it, fused multiply(-add) kernels (the test is tsafe_vec_*'s own). */
 static void mac_limb(uint64_t *const *acc, size_t P, const uint64_t *a,
                      size_t a_step, const uint64_t *w, const uint64_t *wp,
-                     size_t w_step, size_t n, uint64_t q)
+                     size_t w_step, size_t n, uint64_t q, int assign)
 {
     if (P == 2 && w_step == 0 && !tsafe_vec_uses_ifma(q)) {
         uint64_t *a0 = acc[0], *a1 = acc[1];
         const uint64_t *x0 = a, *x1 = a + a_step;
-        for (size_t k = 0; k < n; k++) {
-            a0[k] = tsafe_add_mod(a0[k], tsafe_mul_shoup(x0[k], w[k], wp[k], q), q);
-            a1[k] = tsafe_add_mod(a1[k], tsafe_mul_shoup(x1[k], w[k], wp[k], q), q);
-        }
+        if (assign)
+            for (size_t k = 0; k < n; k++) {
+                a0[k] = tsafe_mul_shoup(x0[k], w[k], wp[k], q);
+                a1[k] = tsafe_mul_shoup(x1[k], w[k], wp[k], q);
+            }
+        else
+            for (size_t k = 0; k < n; k++) {
+                a0[k] = tsafe_add_mod(a0[k], tsafe_mul_shoup(x0[k], w[k], wp[k], q), q);
+                a1[k] = tsafe_add_mod(a1[k], tsafe_mul_shoup(x1[k], w[k], wp[k], q), q);
+            }
         return;
     }
     for (size_t p = 0; p < P; p++)
-        tsafe_vec_mul_shoup_add(acc[p], a + p * a_step, w + p * w_step, wp + p * w_step, n, q);
+        if (assign)
+            tsafe_vec_mul_shoup(acc[p], a + p * a_step, w + p * w_step, wp + p * w_step, n, q);
+        else
+            tsafe_vec_mul_shoup_add(acc[p], a + p * a_step, w + p * w_step, wp + p * w_step, n, q);
 }
 
 static tsafe_status cpu_mul_acc(tsafe_backend *b, const tsafe_backend_mac *jobs,
@@ -189,16 +198,25 @@ static tsafe_status cpu_mul_acc(tsafe_backend *b, const tsafe_backend_mac *jobs,
         if (P > 16)
             return TSAFE_E_UNSUPPORTED; /* ciphertexts have 2 polynomials */
         uint64_t *acc = m->acc->mem;
+        if (m->assign && m->n_terms == 0)
+            memset(acc, 0, P * L * n * sizeof *acc);
         for (size_t k = 0; k < m->n_terms; k++) {
+            int assign = m->assign && k == 0; /* the first term writes */
             const tsafe_buffer *A = m->a[k], *W = m->w[k];
             const uint64_t *a = A->mem, *w = W->mem;
             size_t a_step = A->n_polys == 1 ? 0 : (size_t)L * n;
             size_t w_step = W->n_polys == 1 ? 0 : (size_t)L * n;
             if (!W->operand) { /* used once: Barrett, no quotients to build */
                 for (uint32_t i = 0; i < L; i++)
-                    for (size_t p = 0; p < P; p++)
-                        tsafe_vec_mul_add(acc + (p * L + i) * n, a + p * a_step + (size_t)i * n,
-                                          w + p * w_step + (size_t)i * n, n, &r->mod[i]);
+                    for (size_t p = 0; p < P; p++) {
+                        uint64_t *o = acc + (p * L + i) * n;
+                        const uint64_t *x = a + p * a_step + (size_t)i * n;
+                        const uint64_t *y = w + p * w_step + (size_t)i * n;
+                        if (assign)
+                            tsafe_vec_mul(o, x, y, n, &r->mod[i]);
+                        else
+                            tsafe_vec_mul_add(o, x, y, n, &r->mod[i]);
+                    }
                 continue;
             }
             const uint64_t *wp = w + W->n_polys * (size_t)L * n;
@@ -206,7 +224,8 @@ static tsafe_status cpu_mul_acc(tsafe_backend *b, const tsafe_backend_mac *jobs,
                 for (size_t p = 0; p < P; p++)
                     rows[p] = acc + (p * L + i) * n;
                 size_t o = (size_t)i * n;
-                mac_limb(rows, P, a + o, a_step, w + o, wp + o, w_step, n, r->mod[i].q);
+                mac_limb(rows, P, a + o, a_step, w + o, wp + o, w_step, n, r->mod[i].q,
+                         assign);
             }
         }
     }

@@ -281,7 +281,7 @@ tsafe_status tsafe_bfv_seal_buffer(tsafe_bfv_sealer *s, tsafe_buffer *acc,
         TSAFE_TRY(tsafe_buffer_upload(s->r, stage, L * n));
     TSAFE_TRY(tsafe_backend_ntt_forward(s->b, s->r));
     const tsafe_buffer *a[1] = {s->r}, *w[1] = {pk};
-    tsafe_backend_mac job = {acc, 1, a, w};
+    tsafe_backend_mac job = {acc, 1, a, w, 0}; /* acc += r pk */
     TSAFE_TRY(tsafe_backend_mul_acc(s->b, &job, 1));
     TSAFE_TRY(tsafe_backend_ntt_inverse(s->b, acc));
     /* + the errors, mask and flood: in place in host memory, else as a

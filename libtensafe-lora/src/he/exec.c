@@ -236,14 +236,9 @@ tsafe_status tsafe_lora_exec_mul(tsafe_lora_exec *e, const tsafe_lora_site *cons
     for (size_t j = 0; j < count; j++) {
         if (!e->acc[j] && (st = tsafe_buffer_alloc(e->b, 2, e->level + 1, &e->acc[j])) != TSAFE_OK)
             return st;
-        uint64_t *h = tsafe_buffer_host_words(e->acc[j]);
-        if (h)
-            memset(h, 0, tsafe_buffer_words(e->acc[j]) * sizeof *h);
-        else if ((st = tsafe_backend_elementwise(e->b, TSAFE_OP_SUB, e->acc[j], e->acc[j],
-                                                 e->acc[j])) != TSAFE_OK)
-            return st;
         e->terms[2 * j] = e->x;
-        e->jobs[j] = (tsafe_backend_mac){e->acc[j], 1, &e->terms[2 * j], &e->terms[2 * j + 1]};
+        /* assign: the product overwrites the accumulator (no zeroing pass) */
+        e->jobs[j] = (tsafe_backend_mac){e->acc[j], 1, &e->terms[2 * j], &e->terms[2 * j + 1], 1};
     }
     e->sites = sites;
     e->n_sites = n_sites;

@@ -143,17 +143,6 @@ static tsafe_status pool_reserve(tsafe_backend *b, tsafe_buffer ***pool, size_t 
     return TSAFE_OK;
 }
 
-/* acc = 0 (in place when the backend's memory is the host's). */
-static tsafe_status buffer_zero(tsafe_backend *b, tsafe_buffer *acc)
-{
-    uint64_t *w = tsafe_buffer_host_words(acc);
-    if (w) {
-        memset(w, 0, tsafe_buffer_words(acc) * sizeof *w);
-        return TSAFE_OK;
-    }
-    return tsafe_backend_elementwise(b, TSAFE_OP_SUB, acc, acc, acc);
-}
-
 tsafe_status tsafe_sealed_server_use_backend(tsafe_sealed_server *s,
                                              const tsafe_backend_factory *f)
 {
@@ -437,8 +426,7 @@ static tsafe_status round1_products(tsafe_sealed_server *s,
                 a[c] = s->xb[c];
                 w[c] = ops[i]->o1[(size_t)c * l->n_blocks + b];
             }
-            job[j] = (tsafe_backend_mac){s->accs[j], l->n_chunks, a, w};
-            st = buffer_zero(s->be1, s->accs[j]);
+            job[j] = (tsafe_backend_mac){s->accs[j], l->n_chunks, a, w, 1};
         }
     }
     if (st == TSAFE_OK)
@@ -642,9 +630,7 @@ static tsafe_status round2_products(tsafe_sealed_server *s, const tsafe_sealed_s
             a[k] = s->zb[nc + c];
             w[k++] = pd;
         }
-        job[b] = (tsafe_backend_mac){s->accs2[b], k, a, w};
-        if (st == TSAFE_OK)
-            st = buffer_zero(s->be2, s->accs2[b]);
+        job[b] = (tsafe_backend_mac){s->accs2[b], k, a, w, 1};
     }
     if (st == TSAFE_OK)
         st = tsafe_backend_mul_acc(s->be2, job, nb);
