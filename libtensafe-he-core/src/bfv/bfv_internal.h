@@ -29,6 +29,7 @@ struct tsafe_bfv_context {
      * rounding (the backends' mod_switch): sw[l][i] for dropped limb l and
      * kept limb i < l */
     tsafe_switch_consts sw[TSAFE_BFV_MAX_LIMBS][TSAFE_BFV_MAX_LIMBS];
+    uint64_t one_shoup[TSAFE_BFV_MAX_LIMBS]; /* Shoup of 1: y mod q_i for any 64-bit y */
     double log2_q;
     uint8_t fingerprint[TSAFE_BFV_FINGERPRINT_BYTES];
     struct tsafe_ring_view ring; /* all limbs, for backends */
@@ -100,6 +101,21 @@ static inline uint64_t tsafe_bfv_signed_mod(int64_t v, uint64_t q)
         return (uint64_t)v % q;
     uint64_t r = ((uint64_t)0 - (uint64_t)v) % q;
     return r ? q - r : 0;
+}
+
+/* Limb i of an integer polynomial (|coeff| < 2^63): coeff mod q_i by a
+ * Shoup reduction (no division; plaintexts are encoded per token). */
+static inline void tsafe_bfv_encode_limb(const tsafe_bfv_context *c, uint32_t i,
+                                         const int64_t *coeffs, size_t count,
+                                         uint64_t *l)
+{
+    uint64_t q = c->mod[i].q, one = c->one_shoup[i];
+    for (size_t k = 0; k < count; k++) {
+        int64_t v = coeffs[k];
+        uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+        uint64_t r = tsafe_mul_shoup(m, 1, one, q);
+        l[k] = v < 0 ? tsafe_neg_mod(r, q) : r;
+    }
 }
 
 /* out += a * w (w fixed with Shoup quotients wp), one limb. */

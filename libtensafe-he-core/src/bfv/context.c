@@ -60,6 +60,7 @@ tsafe_status tsafe_bfv_context_create(const tsafe_bfv_params *p,
         TSAFE_TRY(tsafe_ntt_table_init(&c->ntt[i], p->log_n, q[i], 1));
         c->Q *= q[i];
         c->log2_q += log2((double)q[i]);
+        c->one_shoup[i] = tsafe_shoup_precompute(1, q[i]);
     }
     c->ring = (struct tsafe_ring_view){c->n, p->log_n, c->L, c->mod, c->ntt};
     /* the product of primes just below 2^b_i may still pass the bound by a
@@ -136,7 +137,7 @@ void tsafe_bfv_expand_a(const tsafe_bfv_context *c, const uint8_t seed[32],
     for (uint32_t i = 0; i < c->L; i++) {
         tsafe_prng g;
         tsafe_prng_init(&g, seed, TSAFE_BFV_STREAM_A + i);
-        tsafe_prng_uniform_mod(&g, c->mod[i].q, a + i * c->n, c->n);
+        tsafe_prng_uniform_mod_tight(&g, c->mod[i].q, a + i * c->n, c->n);
         tsafe_prng_clear(&g);
     }
 }
@@ -299,7 +300,7 @@ tsafe_status tsafe_bfv_public_key_generate(const tsafe_bfv_context *c,
     tsafe_bfv_expand_a(c, pk->seed, pk->p1);
     tsafe_prng g;
     tsafe_prng_init(&g, eseed, TSAFE_BFV_STREAM_ERR);
-    tsafe_prng_cbd(&g, e, c->n);
+    tsafe_prng_cbd_tight(&g, e, c->n);
     tsafe_prng_clear(&g);
     for (uint32_t i = 0; i < c->L; i++) {
         uint64_t q = c->mod[i].q, *p0 = pk->p0 + i * c->n;

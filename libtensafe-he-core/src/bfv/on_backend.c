@@ -81,14 +81,19 @@ tsafe_status tsafe_bfv_plain_encode_buffer(const tsafe_bfv_context *c,
     for (size_t k = 0; k < count; k++)
         TSAFE_REQUIRE(coeffs[k] > -lim && coeffs[k] < lim, TSAFE_E_VALUE_RANGE);
     size_t words = (size_t)c->L * c->n;
-    uint64_t *p = calloc(words, sizeof *p);
+    /* in place when the buffer is host memory (a plaintext used once),
+     * else staged and uploaded (operands get their quotients there) */
+    uint64_t *host = tsafe_buffer_host_words(operand);
+    uint64_t *p = host ? host : malloc(words * sizeof *p);
     TSAFE_REQUIRE(p, TSAFE_E_NOMEM);
     for (uint32_t i = 0; i < c->L; i++) {
-        uint64_t q = c->mod[i].q, *l = p + i * c->n;
-        for (size_t k = 0; k < count; k++)
-            l[k] = tsafe_bfv_signed_mod(coeffs[k], q);
+        uint64_t *l = p + i * c->n;
+        tsafe_bfv_encode_limb(c, i, coeffs, count, l);
+        memset(l + count, 0, (c->n - count) * sizeof *l);
         tsafe_ntt_forward(&c->ntt[i], l);
     }
+    if (host)
+        return TSAFE_OK;
     tsafe_status st = tsafe_buffer_upload(operand, p, words);
     sodium_memzero(p, words * sizeof *p); /* the adapter's weights */
     free(p);

@@ -64,7 +64,7 @@ tsafe_status tsafe_bfv_encrypt(const tsafe_bfv_context *c,
     tsafe_seed_derive(eseed, master, "tsafe-bfv-ct-e");
     tsafe_prng g;
     tsafe_prng_init(&g, eseed, TSAFE_BFV_STREAM_ERR);
-    tsafe_prng_cbd(&g, e, c->n);
+    tsafe_prng_cbd_tight(&g, e, c->n);
     tsafe_prng_clear(&g);
     tsafe_bfv_expand_a(c, ct->seed, ct->c1);
     for (uint32_t i = 0; i < c->L; i++) {
@@ -122,8 +122,7 @@ tsafe_status tsafe_bfv_plain_create(const tsafe_bfv_context *c,
     pt->ps = pt->p + (size_t)c->L * c->n;
     for (uint32_t i = 0; i < c->L; i++) {
         uint64_t q = c->mod[i].q, *p = pt->p + i * c->n;
-        for (size_t k = 0; k < count; k++)
-            p[k] = tsafe_bfv_signed_mod(coeffs[k], q);
+        tsafe_bfv_encode_limb(c, i, coeffs, count, p); /* the rest stays 0 */
         tsafe_ntt_forward(&c->ntt[i], p);
         tsafe_vec_shoup_precompute(pt->ps + i * c->n, p, c->n, q);
     }

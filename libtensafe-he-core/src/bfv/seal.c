@@ -75,8 +75,8 @@ static tsafe_status draw(const tsafe_bfv_context *c, const uint8_t *seed,
     tsafe_prng_init(&g, master, TSAFE_BFV_STREAM_SEAL);
     sodium_memzero(master, sizeof master);
     tsafe_prng_ternary(&g, d->r, c->n);
-    tsafe_prng_cbd(&g, d->e1, c->n);
-    tsafe_prng_cbd(&g, d->e0, n_reads ? n_reads : 1);
+    tsafe_prng_cbd_tight(&g, d->e1, c->n);
+    tsafe_prng_cbd_tight(&g, d->e0, n_reads ? n_reads : 1);
     for (size_t k = 0; k < n_reads; k++) {
         uint64_t f[TSAFE_BFV_MAX_LIMBS];
         flood_sample(&g, flood_bits, c, f);
@@ -95,8 +95,7 @@ static tsafe_status draw(const tsafe_bfv_context *c, const uint8_t *seed,
 /* Ternary r of one limb as residues. */
 static void ternary_limb(const int8_t *r, uint64_t *u, size_t n, uint64_t q)
 {
-    for (size_t k = 0; k < n; k++)
-        u[k] = r[k] > 0 ? 1 : r[k] < 0 ? q - 1 : 0;
+    tsafe_vec_from_i8(u, r, n, q);
 }
 
 /* In coefficient form: e1 on all of c1 (limbs of a1), the read additions at
@@ -106,10 +105,8 @@ static void add_errors(const tsafe_bfv_context *c, uint64_t *a0, uint64_t *a1,
 {
     size_t n = c->n;
     for (uint32_t i = 0; i < c->L; i++) {
-        uint64_t q = c->mod[i].q, *x = a1 + i * n;
-        for (size_t k = 0; k < n; k++) /* |e1| <= 21 < q: no division */
-            x[k] = tsafe_add_mod(x[k], d->e1[k] >= 0 ? (uint64_t)d->e1[k]
-                                                     : q - (uint64_t)(-d->e1[k]), q);
+        uint64_t q = c->mod[i].q;
+        tsafe_vec_add_i8(a1 + i * n, d->e1, n, q); /* |e1| <= 21 < q */
         for (size_t k = 0; k < n_reads; k++) {
             uint64_t *y = &a0[i * n + pos[k]];
             *y = tsafe_add_mod(*y, d->add[i * n_reads + k], q);

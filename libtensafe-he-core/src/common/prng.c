@@ -93,6 +93,28 @@ void tsafe_prng_uniform_mod(tsafe_prng *p, uint64_t q, uint64_t *out,
     }
 }
 
+void tsafe_prng_uniform_mod_tight(tsafe_prng *p, uint64_t q, uint64_t *out,
+                                  size_t n)
+{
+    int bits = 64 - __builtin_clzll(q);
+    size_t nb = ((size_t)bits + 7) / 8;
+    uint64_t mask = bits == 64 ? ~0ull : ((1ull << bits) - 1);
+    for (size_t i = 0; i < n;) {
+        uint64_t v;
+        if (p->pos + 8 <= sizeof p->buf) { /* an 8-byte load, nb bytes used */
+            v = load_le64(p->buf + p->pos);
+            p->pos += nb;
+        } else {
+            uint8_t b[8] = {0};
+            tsafe_prng_bytes(p, b, nb);
+            v = load_le64(b);
+        }
+        v &= mask;
+        if (v < q)
+            out[i++] = v;
+    }
+}
+
 void tsafe_prng_ternary(tsafe_prng *p, int8_t *out, size_t n)
 {
     size_t i = 0;
@@ -124,5 +146,23 @@ void tsafe_prng_cbd(tsafe_prng *p, int8_t *out, size_t n)
         int a = popcount21(v & 0x1FFFFFull);
         int b = popcount21((v >> 21) & 0x1FFFFFull);
         out[i] = (int8_t)(a - b);
+    }
+}
+
+void tsafe_prng_cbd_tight(tsafe_prng *p, int8_t *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v;
+        if (p->pos + 8 <= sizeof p->buf) { /* 6 bytes: the 42 bits used */
+            v = load_le64(p->buf + p->pos);
+            p->pos += 6;
+        } else {
+            uint8_t b[8] = {0};
+            tsafe_prng_bytes(p, b, 6);
+            v = load_le64(b);
+        }
+        int a = popcount21(v & 0x1FFFFFull);
+        int c = popcount21((v >> 21) & 0x1FFFFFull);
+        out[i] = (int8_t)(a - c);
     }
 }

@@ -41,6 +41,13 @@ uint64_t tsafe_prng_u64(tsafe_prng *p);
 /* Uniform in [0, q) by rejection on the low bit_length(q) bits. */
 void tsafe_prng_uniform_mod(tsafe_prng *p, uint64_t q, uint64_t *out,
                             size_t n);
+/* The same distributions drawing fewer stream bytes (the exact sealed
+ * protocol's format): each candidate is the next ceil(bits/8) bytes, little
+ * endian, masked to bit_length(q) bits; each binomial sample the next 6
+ * bytes (42 bits used). The CKKS formats keep the 8-byte draws above. */
+void tsafe_prng_uniform_mod_tight(tsafe_prng *p, uint64_t q, uint64_t *out,
+                                  size_t n);
+void tsafe_prng_cbd_tight(tsafe_prng *p, int8_t *out, size_t n);
 /* Uniform ternary {-1, 0, 1} (rejection on bytes >= 243, 5 trits a byte). */
 void tsafe_prng_ternary(tsafe_prng *p, int8_t *out, size_t n);
 /* Centred binomial with k = 21 (sigma = sqrt(10.5) ~ 3.24). */

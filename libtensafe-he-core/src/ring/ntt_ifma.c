@@ -295,6 +295,36 @@ void tsafe_ifma_vec_mod_switch(uint64_t *out, const uint64_t *xi,
         out[k] = tsafe_mod_switch_one(xi[k], xl[k], kk);
 }
 
+/* x + e mod q for small signed e (|e| < q): the sign-extended sum, plus q
+ * where it went negative, minus q where it reached q. */
+void tsafe_ifma_vec_add_i8(uint64_t *x, const int8_t *e, size_t n, uint64_t q)
+{
+    const __m512i vq = _mm512_set1_epi64((long long)q), zero = _mm512_setzero_si512();
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        __m512i ev = _mm512_cvtepi8_epi64(_mm_loadl_epi64((const __m128i *)(e + k)));
+        __m512i v = _mm512_add_epi64(LD(x + k), ev);
+        v = _mm512_mask_add_epi64(v, _mm512_cmplt_epi64_mask(v, zero), v, vq);
+        ST(x + k, csub(v, vq));
+    }
+    for (; k < n; k++) {
+        int64_t v = (int64_t)x[k] + e[k];
+        x[k] = (uint64_t)(v < 0 ? v + (int64_t)q : v >= (int64_t)q ? v - (int64_t)q : v);
+    }
+}
+
+void tsafe_ifma_vec_from_i8(uint64_t *out, const int8_t *e, size_t n, uint64_t q)
+{
+    const __m512i vq = _mm512_set1_epi64((long long)q), zero = _mm512_setzero_si512();
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        __m512i v = _mm512_cvtepi8_epi64(_mm_loadl_epi64((const __m128i *)(e + k)));
+        ST(out + k, _mm512_mask_add_epi64(v, _mm512_cmplt_epi64_mask(v, zero), v, vq));
+    }
+    for (; k < n; k++)
+        out[k] = e[k] < 0 ? q - (uint64_t)(-e[k]) : (uint64_t)e[k];
+}
+
 void tsafe_ifma_vec_mul_scalar(uint64_t *out, const uint64_t *a, uint64_t cst,
                                uint64_t cp52, size_t n, uint64_t q)
 {

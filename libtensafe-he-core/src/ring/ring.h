@@ -202,6 +202,11 @@ static inline uint64_t tsafe_mod_switch_one(uint64_t xi, uint64_t xl,
 void tsafe_vec_mod_switch(uint64_t *out, const uint64_t *xi, const uint64_t *xl,
                           size_t n, const tsafe_switch_consts *k);
 
+/* Small signed integers (|e| < q, error and ternary samples): x += e mod q,
+ * and out = e mod q. AVX-512 where the IFMA kernels run. */
+void tsafe_vec_add_i8(uint64_t *x, const int8_t *e, size_t n, uint64_t q);
+void tsafe_vec_from_i8(uint64_t *out, const int8_t *e, size_t n, uint64_t q);
+
 /* Shoup quotients for a whole vector. */
 void tsafe_vec_shoup_precompute(uint64_t *wp, const uint64_t *w, size_t n,
                                 uint64_t q);

@@ -113,6 +113,26 @@ void tsafe_vec_mod_switch(uint64_t *out, const uint64_t *xi, const uint64_t *xl,
         out[j] = tsafe_mod_switch_one(xi[j], xl[j], k);
 }
 
+void tsafe_vec_add_i8(uint64_t *x, const int8_t *e, size_t n, uint64_t q)
+{
+    if (ifma_ok(q, n)) {
+        tsafe_ifma_vec_add_i8(x, e, n, q);
+        return;
+    }
+    for (size_t k = 0; k < n; k++)
+        x[k] = tsafe_add_mod(x[k], e[k] >= 0 ? (uint64_t)e[k] : q - (uint64_t)(-e[k]), q);
+}
+
+void tsafe_vec_from_i8(uint64_t *out, const int8_t *e, size_t n, uint64_t q)
+{
+    if (ifma_ok(q, n)) {
+        tsafe_ifma_vec_from_i8(out, e, n, q);
+        return;
+    }
+    for (size_t k = 0; k < n; k++)
+        out[k] = e[k] < 0 ? q - (uint64_t)(-e[k]) : (uint64_t)e[k];
+}
+
 void tsafe_vec_shoup_precompute(uint64_t *wp, const uint64_t *w, size_t n,
                                 uint64_t q)
 {

@@ -1,0 +1,193 @@
+/* The protocol's ChaCha20 stream (libtensafe-he-core/src/common/prng.c):
+ * the RFC 8439 section 2.3.2 known-answer block, and the samplers against
+ * their distributions (chi-square at 99.99 %, so a false alarm is rare and a
+ * biased sampler is not): uniform mod q with the 8-byte and the tight
+ * draws, the centred binomial (k = 21) both ways, ternary. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../libtensafe-he-core/src/common/prng.h"
+#include "support/tsafe_test_rng.h"
+
+/* RFC 8439 2.3.2: key 00..1f, counter 1, nonce 00:00:00:09:00:00:00:4a:
+ * 00:00:00:00. The stream here is the original ChaCha20 (64-bit counter,
+ * 64-bit nonce): the same state when the counter's high word carries the
+ * first nonce word. */
+static void chacha_known_answer(void **state)
+{
+    (void)state;
+    static const uint8_t want[64] = {
+        0x10, 0xf1, 0xe7, 0xe4, 0xd1, 0x3b, 0x59, 0x15, 0x50, 0x0f, 0xdd, 0x1f, 0xa3,
+        0x20, 0x71, 0xc4, 0xc7, 0xd1, 0xf4, 0xc7, 0x33, 0xc0, 0x68, 0x03, 0x04, 0x22,
+        0xaa, 0x9a, 0xc3, 0xd4, 0x6c, 0x4e, 0xd2, 0x82, 0x64, 0x46, 0x07, 0x9f, 0xaa,
+        0x09, 0x14, 0xc2, 0xd7, 0x05, 0xd9, 0x8b, 0x02, 0xa2, 0xb5, 0x12, 0x9c, 0xd1,
+        0xde, 0x16, 0x4e, 0xb9, 0xcb, 0xd0, 0x83, 0xe8, 0xa2, 0x50, 0x3c, 0x4e};
+    uint8_t key[32], got[64];
+    for (int i = 0; i < 32; i++)
+        key[i] = (uint8_t)i;
+    assert_int_equal(tsafe_sodium_ready(), TSAFE_OK);
+    tsafe_prng p;
+    tsafe_prng_init(&p, key, 0x4a000000ull); /* nonce bytes 00 00 00 4a 00 00 00 00 */
+    p.block = 1 | (0x09000000ull << 32);
+    tsafe_prng_bytes(&p, got, sizeof got);
+    assert_memory_equal(got, want, sizeof want);
+    tsafe_prng_clear(&p);
+}
+
+static void seeded(tsafe_prng *p, uint64_t stream)
+{
+    uint8_t seed[32];
+    for (int i = 0; i < 32; i++)
+        seed[i] = (uint8_t)tsafe_test_below(256);
+    tsafe_prng_init(p, seed, stream);
+}
+
+/* chi-square of counts against expected, compared with the 99.99 % point
+ * of chi-square with dof degrees (Wilson-Hilferty). */
+static void chi_square_ok(const double *count, const double *expect, int bins,
+                          const char *what)
+{
+    double chi = 0;
+    for (int b = 0; b < bins; b++)
+        chi += (count[b] - expect[b]) * (count[b] - expect[b]) / expect[b];
+    double k = bins - 1, z = 3.719; /* 99.99 % one-sided */
+    double crit = k * pow(1 - 2 / (9 * k) + z * sqrt(2 / (9 * k)), 3);
+    printf("# %s: chi2 %.1f over %d bins (99.99%%: %.1f)\n", what, chi, bins, crit);
+    assert_true(chi < crit);
+}
+
+static void check_uniform(uint64_t q, int tight)
+{
+    enum { BINS = 64, N = 200000 };
+    tsafe_prng p;
+    seeded(&p, 7);
+    uint64_t *v = malloc(N * sizeof *v);
+    if (tight)
+        tsafe_prng_uniform_mod_tight(&p, q, v, N);
+    else
+        tsafe_prng_uniform_mod(&p, q, v, N);
+    double count[BINS] = {0}, expect[BINS];
+    for (int i = 0; i < N; i++) {
+        assert_true(v[i] < q);
+        count[(int)((double)v[i] / (double)q * BINS)] += 1;
+    }
+    for (int b = 0; b < BINS; b++)
+        expect[b] = (double)N / BINS;
+    char what[64];
+    snprintf(what, sizeof what, "uniform mod a %d-bit q (%s)", 64 - __builtin_clzll(q),
+             tight ? "tight" : "8-byte");
+    chi_square_ok(count, expect, BINS, what);
+    free(v);
+    tsafe_prng_clear(&p);
+}
+
+static void uniform_mod_is_uniform(void **state)
+{
+    (void)state;
+    /* primes of the sealed contexts' sizes; one just above a power of two
+     * (half the candidates rejected) */
+    check_uniform(562949953216513ull, 1); /* a 49-bit prime = 1 mod 8192 */
+    check_uniform(1073479681ull, 1);      /* a 30-bit prime = 1 mod 8192 */
+    check_uniform((1ull << 40) + 15, 1);
+    check_uniform(1073479681ull, 0);
+}
+
+static double binom(int k, int n)
+{
+    double r = 1;
+    for (int i = 1; i <= k; i++)
+        r = r * (n - k + i) / i;
+    return r;
+}
+
+static void check_cbd(int tight)
+{
+    enum { N = 400000 };
+    tsafe_prng p;
+    seeded(&p, 11);
+    int8_t *v = malloc(N);
+    if (tight)
+        tsafe_prng_cbd_tight(&p, v, N);
+    else
+        tsafe_prng_cbd(&p, v, N);
+    /* a - b of two Binomial(21, 1/2): P(d) = C(42, 21 + d) / 2^42; bins
+     * |d| <= 8 each, the tails pooled */
+    double count[19] = {0}, expect[19] = {0};
+    for (int i = 0; i < N; i++) {
+        assert_true(v[i] >= -21 && v[i] <= 21);
+        int d = v[i] < -9 ? -9 : v[i] > 9 ? 9 : v[i];
+        count[d + 9] += 1;
+    }
+    for (int d = -21; d <= 21; d++) {
+        int b = d < -9 ? -9 : d > 9 ? 9 : d;
+        expect[b + 9] += N * binom(21 + d, 42) / ldexp(1.0, 42);
+    }
+    chi_square_ok(count, expect, 19, tight ? "binomial k=21 (tight)" : "binomial k=21 (8-byte)");
+    free(v);
+    tsafe_prng_clear(&p);
+}
+
+static void binomial_matches_pmf(void **state)
+{
+    (void)state;
+    check_cbd(1);
+    check_cbd(0);
+}
+
+static void ternary_is_uniform(void **state)
+{
+    (void)state;
+    enum { N = 300000 };
+    tsafe_prng p;
+    seeded(&p, 13);
+    int8_t *v = malloc(N);
+    tsafe_prng_ternary(&p, v, N);
+    double count[3] = {0}, expect[3] = {N / 3.0, N / 3.0, N / 3.0};
+    for (int i = 0; i < N; i++) {
+        assert_true(v[i] >= -1 && v[i] <= 1);
+        count[v[i] + 1] += 1;
+    }
+    chi_square_ok(count, expect, 3, "ternary");
+    free(v);
+    tsafe_prng_clear(&p);
+}
+
+/* The tight draws straddle the 4 KiB buffer refill: same seed, same
+ * values however the requests are split. */
+static void tight_draws_are_deterministic(void **state)
+{
+    (void)state;
+    uint8_t seed[32] = {1, 2, 3};
+    tsafe_prng a, b;
+    tsafe_prng_init(&a, seed, 5);
+    tsafe_prng_init(&b, seed, 5);
+    enum { N = 5000 };
+    uint64_t x[N], y[N];
+    tsafe_prng_uniform_mod_tight(&a, 562949953216513ull, x, N);
+    for (int i = 0; i < N; i += 7)
+        tsafe_prng_uniform_mod_tight(&b, 562949953216513ull, y + i, N - i < 7 ? N - i : 7);
+    assert_memory_equal(x, y, sizeof x);
+    tsafe_prng_clear(&a);
+    tsafe_prng_clear(&b);
+}
+
+int main(void)
+{
+    tsafe_test_rng_init("prng");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(chacha_known_answer),
+        cmocka_unit_test(uniform_mod_is_uniform),
+        cmocka_unit_test(binomial_matches_pmf),
+        cmocka_unit_test(ternary_is_uniform),
+        cmocka_unit_test(tight_draws_are_deterministic),
+    };
+    return cmocka_run_group_tests_name("prng", tests, NULL, NULL);
+}
