@@ -3964,7 +3964,44 @@ CHECK_FN(tsafe_bfv_seal_buffer)
     tsafe_backend_free(b);
 }
 
+CHECK_FN(tsafe_bfv_sealer_prepare)
+{
+    sealed_world();
+    tsafe_backend *b = NULL;
+    tsafe_bfv_sealer *sl = NULL;
+    tsafe_buffer *pk = NULL, *plain = NULL;
+    OK(tsafe_backend_cpu_create_bfv(S.c, &b));
+    OK(tsafe_bfv_sealer_create(S.c, b, &sl));
+    OK(tsafe_bfv_public_key_operand(S.pk, b, &pk));
+    OK(tsafe_buffer_alloc(b, 2, tsafe_bfv_context_limbs(S.c), &plain));
+    IS(TSAFE_E_NULL, tsafe_bfv_sealer_prepare(NULL, pk, 1, NULL));
+    IS(TSAFE_E_NULL, tsafe_bfv_sealer_prepare(sl, NULL, 1, NULL));
+    IS(TSAFE_E_RANGE, tsafe_bfv_sealer_prepare(sl, plain, 1, NULL)); /* not an operand */
+    IS(TSAFE_E_ARG, tsafe_bfv_sealer_prepare(sl, f->buf, 1, NULL));  /* another backend */
+    IS(TSAFE_E_RANGE, tsafe_bfv_sealer_prepare(sl, pk, (size_t)1 << 21, NULL));
+    OK(tsafe_bfv_sealer_prepare(sl, pk, 2, NULL));
+    assert_int_equal(tsafe_bfv_sealer_ready(sl), 2);
+    tsafe_buffer_free(plain);
+    tsafe_buffer_free(pk);
+    tsafe_bfv_sealer_free(sl);
+    tsafe_backend_free(b);
+}
+
+CHECK_FN(tsafe_bfv_sealer_ready)
+{
+    (void)f;
+    assert_int_equal(tsafe_bfv_sealer_ready(NULL), 0);
+}
+
+CHECK_FN(tsafe_bfv_sealer_drop)
+{
+    (void)f;
+    tsafe_bfv_sealer_drop(NULL);
+}
+
 static const api_case k_bfv_backend[] = {
+    ENTRY(tsafe_bfv_sealer_prepare), ENTRY(tsafe_bfv_sealer_ready),
+    ENTRY(tsafe_bfv_sealer_drop),
     ENTRY(tsafe_bfv_ct_read_buffer), ENTRY(tsafe_bfv_plain_operand),
     ENTRY(tsafe_bfv_plain_encode_buffer), ENTRY(tsafe_bfv_public_key_operand),
     ENTRY(tsafe_bfv_sealer_create), ENTRY(tsafe_bfv_sealer_free), ENTRY(tsafe_bfv_seal_buffer),
@@ -3978,6 +4015,13 @@ CHECK_FN(tsafe_sealed_server_use_backend)
     ERR(tsafe_sealed_server_use_backend(S.sv, &broken));
     assert_string_equal(tsafe_sealed_server_backend_name(S.sv), "cpu"); /* kept */
     OK(tsafe_sealed_server_use_backend(S.sv, NULL));
+}
+
+CHECK_FN(tsafe_sealed_server_refill)
+{
+    sealed_world();
+    IS(TSAFE_E_NULL, tsafe_sealed_server_refill(NULL, NULL));
+    OK(tsafe_sealed_server_refill(S.sv, NULL)); /* no session yet: nothing to do */
 }
 
 CHECK_FN(tsafe_sealed_server_set_direct)
@@ -4010,6 +4054,7 @@ CHECK_FN(tsafe_sealed_pair_set_direct)
 
 static const api_case k_lora_sealed[] = {
     ENTRY(tsafe_sealed_server_use_backend), ENTRY(tsafe_sealed_server_set_direct),
+    ENTRY(tsafe_sealed_server_refill),
     ENTRY(tsafe_sealed_server_backend_name), ENTRY(tsafe_sealed_pair_use_backend),
     ENTRY(tsafe_sealed_pair_set_direct),
     ENTRY(tsafe_sealed_plan_derive), ENTRY(tsafe_sealed_plan_check),

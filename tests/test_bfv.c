@@ -347,6 +347,30 @@ static void backend_path_at(const tsafe_bfv_params *params)
                          TSAFE_OK);
         assert_int_equal(tsafe_bfv_sealed_write(f.c, got, gbytes, rlen), TSAFE_OK);
         assert_memory_equal(wbytes, gbytes, rlen);
+        /* with a prepared encryption of zero (the offline half): other
+         * bytes, the same decryption, one fewer ready */
+        uint64_t mw[READS], mg[READS];
+        assert_int_equal(tsafe_backend_mul_acc(b, &(tsafe_backend_mac){accb, CHUNKS, as, ws, 1}, 1),
+                         TSAFE_OK);
+        assert_int_equal(tsafe_bfv_seal_buffer(sl, accb, pk, pos, mask, READS, 20, seed, got),
+                         TSAFE_OK); /* flood 2^20: decryptable at either gap */
+        assert_int_equal(tsafe_bfv_decrypt_reads(f.c, f.sk, got, pos, READS, mw), TSAFE_OK);
+        uint8_t *inline20 = malloc(rlen);
+        assert_int_equal(tsafe_bfv_sealed_write(f.c, got, inline20, rlen), TSAFE_OK);
+        assert_int_equal(tsafe_bfv_sealer_prepare(sl, pk, 2, NULL), TSAFE_OK);
+        assert_int_equal(tsafe_bfv_sealer_ready(sl), 2);
+        assert_int_equal(tsafe_backend_mul_acc(b, &(tsafe_backend_mac){accb, CHUNKS, as, ws, 1}, 1),
+                         TSAFE_OK);
+        assert_int_equal(tsafe_bfv_seal_buffer(sl, accb, pk, pos, mask, READS, 20, seed, got),
+                         TSAFE_OK);
+        assert_int_equal(tsafe_bfv_sealer_ready(sl), 1);
+        assert_int_equal(tsafe_bfv_decrypt_reads(f.c, f.sk, got, pos, READS, mg), TSAFE_OK);
+        assert_memory_equal(mw, mg, sizeof mw);
+        assert_int_equal(tsafe_bfv_sealed_write(f.c, got, gbytes, rlen), TSAFE_OK);
+        assert_memory_not_equal(inline20, gbytes, rlen);
+        free(inline20);
+        tsafe_bfv_sealer_drop(sl);
+        assert_int_equal(tsafe_bfv_sealer_ready(sl), 0);
         /* a per-token plaintext encoded straight into an operand equals the
          * plaintext object's operand in its products */
         tsafe_buffer *enc, *once, *acc2, *acc3, *acc4;

@@ -106,6 +106,9 @@ static void run_token(tsafe_sealed_client *c, tsafe_sealed_server *s,
                                                  &sh, &shl, NULL), TSAFE_OK);
     assert_int_equal(tsafe_sealed_server_round2(s, &site, 1, sh, shl, &r2, &r2l, NULL), TSAFE_OK);
     assert_int_equal(tsafe_sealed_client_finish(c, r2, r2l, 1, &a->d_out, &delta, NULL), TSAFE_OK);
+    /* the offline half for the next token: the shapes' second tokens seal
+     * with prepared encryptions of zero */
+    assert_int_equal(tsafe_sealed_server_refill(s, NULL), TSAFE_OK);
     tsafe_lora_bytes_free(q);
     tsafe_lora_bytes_free(r1);
     tsafe_lora_bytes_free(sh);

@@ -56,11 +56,27 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_sealer_create(
     const tsafe_bfv_context *ctx, tsafe_backend *b, tsafe_bfv_sealer **out);
 TSAFE_API void tsafe_bfv_sealer_free(tsafe_bfv_sealer *s);
 
+/* The offline half of sealing: `count` fresh encryptions of zero under pk
+ * (r (p0, p1) + (0, e1), coefficient form), prepared ahead -- between
+ * tokens -- so that tsafe_bfv_seal_buffer does only the online half (the
+ * inverse NTT of the products, one addition, the read errors, masks and
+ * flooding, the switch). Each is used once, for this pk only (another pk
+ * drops them). seed (32 bytes, tests) derives them reproducibly; NULL draws
+ * from the CSPRNG. Memory: 2 L N words each (196 KB at N = 4096, L = 3). */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_sealer_prepare(
+    tsafe_bfv_sealer *s, const tsafe_buffer *pk, size_t count, const uint8_t *seed);
+/* Prepared encryptions of zero not yet used (0 for NULL). */
+TSAFE_API size_t tsafe_bfv_sealer_ready(const tsafe_bfv_sealer *s);
+/* Forget the prepared ones (a new key); the buffers are kept. NULL ok. */
+TSAFE_API void tsafe_bfv_sealer_drop(tsafe_bfv_sealer *s);
+
 /* tsafe_bfv_seal on the backend: acc (2 x L, NTT form; consumed) plus a
  * fresh encryption of zero under pk (operand 2 x L), the errors, masks and
  * flooding at pos, the switch to q0 (L - 1 tsafe_backend_mod_switch calls); c1 and the
  * read coefficients land in r. The same randomness, drawn in the same
- * order, as tsafe_bfv_seal: equal seeds give equal results. Arguments as
+ * order, as tsafe_bfv_seal: equal seeds give equal results -- when no
+ * prepared encryption of zero for pk is ready; with one, it is used and the
+ * seed draws only the read errors and floods. Arguments as
  * there (TSAFE_E_ARG for repeated positions, TSAFE_E_RANGE, ...). */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_seal_buffer(
     tsafe_bfv_sealer *s, tsafe_buffer *acc, const tsafe_buffer *pk,

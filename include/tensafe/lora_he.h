@@ -111,6 +111,8 @@ typedef struct tsafe_lora_stats {
     uint64_t bytes_down; /* server -> client */
     uint64_t he_ops;     /* ct x pt products */
     uint64_t tokens;
+    double offline_us;   /* server work done between tokens (sealed:
+                            tsafe_sealed_server_refill), not in the above */
 } tsafe_lora_stats;
 
 /* --------------------------------------------------------------- engines */

@@ -187,6 +187,15 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_round2(
  * user) must outlive the server. Not while another call on s runs. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_use_backend(
     tsafe_sealed_server *s, const tsafe_backend_factory *f);
+/* Offline work for the next token, to run between tokens (after the final
+ * message went out, before the next query): prepares as many encryptions
+ * of zero under the session's keys as the last token sealed, so that the
+ * next token's rounds do only their online part (tsafe_bfv_sealer_prepare).
+ * Optional: without it each sealing makes its own. Time goes to
+ * stats->offline_us (stats may be NULL). A no-op before a session, on the
+ * direct path, and when enough are ready. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_refill(
+    tsafe_sealed_server *s, tsafe_lora_stats *stats);
 /* Diagnostics: on = 1 runs the pre-backend direct calls of bfv.h instead
  * (tests compare the bytes of both paths, `tensafe bench lora` their
  * times); 0 returns to the backend (TSAFE_E_STATE if there is none). */

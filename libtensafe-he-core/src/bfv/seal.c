@@ -62,7 +62,8 @@ typedef struct seal_draw {
 
 static tsafe_status draw(const tsafe_bfv_context *c, const uint8_t *seed,
                          const uint32_t *pos, const uint64_t *mask,
-                         size_t n_reads, uint32_t flood_bits, seal_draw *d)
+                         size_t n_reads, uint32_t flood_bits, int with_zero,
+                         seal_draw *d)
 {
     (void)pos;
     uint8_t master[32];
@@ -74,8 +75,10 @@ static tsafe_status draw(const tsafe_bfv_context *c, const uint8_t *seed,
     tsafe_prng g;
     tsafe_prng_init(&g, master, TSAFE_BFV_STREAM_SEAL);
     sodium_memzero(master, sizeof master);
-    tsafe_prng_ternary(&g, d->r, c->n);
-    tsafe_prng_cbd_tight(&g, d->e1, c->n);
+    if (with_zero) { /* r and e1 of the encryption of zero, unless prepared */
+        tsafe_prng_ternary(&g, d->r, c->n);
+        tsafe_prng_cbd_tight(&g, d->e1, c->n);
+    }
     tsafe_prng_cbd_tight(&g, d->e0, n_reads ? n_reads : 1);
     for (size_t k = 0; k < n_reads; k++) {
         uint64_t f[TSAFE_BFV_MAX_LIMBS];
@@ -98,20 +101,29 @@ static void ternary_limb(const int8_t *r, uint64_t *u, size_t n, uint64_t q)
     tsafe_vec_from_i8(u, r, n, q);
 }
 
-/* In coefficient form: e1 on all of c1 (limbs of a1), the read additions at
- * the read positions of c0 (limbs of a0). */
+/* In coefficient form: e1 on all of c1 (limbs of a1). */
+static void add_e1(const tsafe_bfv_context *c, uint64_t *a1, const int8_t *e1)
+{
+    for (uint32_t i = 0; i < c->L; i++) /* |e1| <= 21 < q */
+        tsafe_vec_add_i8(a1 + i * c->n, e1, c->n, c->mod[i].q);
+}
+
+/* The read additions (e0, flood, mask) at the read positions of c0. */
+static void add_reads(const tsafe_bfv_context *c, uint64_t *a0, const seal_draw *d,
+                      const uint32_t *pos, size_t n_reads)
+{
+    for (uint32_t i = 0; i < c->L; i++)
+        for (size_t k = 0; k < n_reads; k++) {
+            uint64_t *y = &a0[i * c->n + pos[k]];
+            *y = tsafe_add_mod(*y, d->add[i * n_reads + k], c->mod[i].q);
+        }
+}
+
 static void add_errors(const tsafe_bfv_context *c, uint64_t *a0, uint64_t *a1,
                        const seal_draw *d, const uint32_t *pos, size_t n_reads)
 {
-    size_t n = c->n;
-    for (uint32_t i = 0; i < c->L; i++) {
-        uint64_t q = c->mod[i].q;
-        tsafe_vec_add_i8(a1 + i * n, d->e1, n, q); /* |e1| <= 21 < q */
-        for (size_t k = 0; k < n_reads; k++) {
-            uint64_t *y = &a0[i * n + pos[k]];
-            *y = tsafe_add_mod(*y, d->add[i * n_reads + k], q);
-        }
-    }
+    add_e1(c, a1, d->e1);
+    add_reads(c, a0, d, pos, n_reads);
 }
 
 static void draw_free(seal_draw *d, size_t n, size_t n_reads, uint32_t L)
@@ -142,7 +154,7 @@ tsafe_status tsafe_bfv_seal(const tsafe_bfv_context *c, tsafe_bfv_acc *acc,
     size_t n = c->n, nr = n_reads ? n_reads : 1;
     seal_draw d = {malloc(n), malloc(n), malloc(nr), malloc(c->L * nr * sizeof(uint64_t))};
     TSAFE_CHECK(d.r && d.e1 && d.e0 && d.add, TSAFE_E_NOMEM);
-    TSAFE_TRY(draw(c, seed, pos, mask, n_reads, flood_bits, &d));
+    TSAFE_TRY(draw(c, seed, pos, mask, n_reads, flood_bits, 1, &d));
 
     /* + (r p0, r p1): a fresh public-key encryption of zero, so c1 no
      * longer depends on the plaintexts (it is RLWE-pseudorandom) */
@@ -192,6 +204,12 @@ struct tsafe_bfv_sealer {
     uint64_t *host;     /* 2 L N words of staging when buffers are not host memory */
     seal_draw d;
     size_t reads_cap;
+    /* Prepared encryptions of zero (tsafe_bfv_sealer_prepare), coefficient
+     * form, 2 polys x L limbs: zero[head .. head + ready) are unused, each
+     * taken once; the buffers are kept for the next prepare. */
+    tsafe_buffer **zero;
+    size_t zero_cap, head, ready;
+    const tsafe_buffer *zero_pk; /* the key they were made for */
 };
 
 void tsafe_bfv_sealer_free(tsafe_bfv_sealer *s)
@@ -209,6 +227,10 @@ void tsafe_bfv_sealer_free(tsafe_bfv_sealer *s)
     tsafe_buffer_free(s->e);
     for (uint32_t l = 0; l < TSAFE_BFV_MAX_LIMBS; l++)
         tsafe_buffer_free(s->sw[l]);
+    tsafe_bfv_sealer_drop(s);
+    for (size_t i = 0; i < s->zero_cap; i++)
+        tsafe_buffer_free(s->zero[i]);
+    free(s->zero);
     if (s->host)
         sodium_memzero(s->host, 2 * (size_t)L * n * sizeof *s->host);
     free(s->host);
@@ -249,6 +271,123 @@ fail:
     return st;
 }
 
+/* acc (+)= r (p0, p1) for the ternary r in s->d.r: r through the forward
+ * NTT, one multiply-accumulate job. */
+static tsafe_status add_r_pk(tsafe_bfv_sealer *s, tsafe_buffer *acc,
+                             const tsafe_buffer *pk, int assign)
+{
+    const tsafe_bfv_context *c = s->ctx;
+    size_t n = c->n;
+    uint32_t L = c->L;
+    tsafe_status st;
+    uint64_t *u = tsafe_buffer_host_words(s->r);
+    uint64_t *stage = u ? u : s->host;
+    for (uint32_t i = 0; i < L; i++)
+        ternary_limb(s->d.r, stage + i * n, n, c->mod[i].q);
+    if (!u && (st = tsafe_buffer_upload(s->r, stage, L * n)) != TSAFE_OK)
+        return st;
+    if ((st = tsafe_backend_ntt_forward(s->b, s->r)) != TSAFE_OK)
+        return st;
+    const tsafe_buffer *a[1] = {s->r}, *w[1] = {pk};
+    tsafe_backend_mac job = {acc, 1, a, w, assign};
+    return tsafe_backend_mul_acc(s->b, &job, 1);
+}
+
+/* Add host-side errors to acc (coefficient form): in place in host memory,
+ * else as a polynomial uploaded and added on the backend. e1 NULL: reads
+ * only. */
+static tsafe_status add_host_errors(tsafe_bfv_sealer *s, tsafe_buffer *acc,
+                                    const int8_t *e1, const uint32_t *pos,
+                                    size_t n_reads)
+{
+    const tsafe_bfv_context *c = s->ctx;
+    size_t n = c->n;
+    uint32_t L = c->L;
+    uint64_t *x = tsafe_buffer_host_words(acc);
+    int staged = !x;
+    if (staged) {
+        x = s->host;
+        memset(x, 0, 2 * (size_t)L * n * sizeof *x);
+    }
+    if (e1)
+        add_e1(c, x + L * n, e1);
+    add_reads(c, x, &s->d, pos, n_reads);
+    if (!staged)
+        return TSAFE_OK;
+    tsafe_status st = tsafe_buffer_upload(s->e, x, 2 * (size_t)L * n);
+    return st == TSAFE_OK ? tsafe_backend_elementwise(s->b, TSAFE_OP_ADD, acc, acc, s->e)
+                          : st;
+}
+
+void tsafe_bfv_sealer_drop(tsafe_bfv_sealer *s)
+{
+    if (!s)
+        return;
+    s->head = s->ready = 0; /* the buffers stay for the next prepare */
+    s->zero_pk = NULL;
+}
+
+size_t tsafe_bfv_sealer_ready(const tsafe_bfv_sealer *s) { return s ? s->ready : 0; }
+
+tsafe_status tsafe_bfv_sealer_prepare(tsafe_bfv_sealer *s, const tsafe_buffer *pk,
+                                      size_t count, const uint8_t *seed)
+{
+    TSAFE_REQUIRE(s && pk, TSAFE_E_NULL);
+    const tsafe_bfv_context *c = s->ctx;
+    TSAFE_REQUIRE(pk->backend == s->b, TSAFE_E_ARG);
+    TSAFE_REQUIRE(pk->n_polys == 2 && pk->n_limbs == c->L && pk->operand, TSAFE_E_RANGE);
+    TSAFE_REQUIRE(count <= 1u << 20, TSAFE_E_RANGE);
+    if (s->zero_pk != pk) /* another key: what was prepared is useless */
+        tsafe_bfv_sealer_drop(s);
+    s->zero_pk = pk;
+    if (s->ready >= count)
+        return TSAFE_OK;
+    if (s->head > 0) { /* compact: unused entries to the front */
+        for (size_t i = 0; i < s->ready; i++) {
+            tsafe_buffer *t = s->zero[i];
+            s->zero[i] = s->zero[s->head + i];
+            s->zero[s->head + i] = t;
+        }
+        s->head = 0;
+    }
+    if (count > s->zero_cap) {
+        tsafe_buffer **z = realloc(s->zero, count * sizeof *z);
+        TSAFE_REQUIRE(z, TSAFE_E_NOMEM);
+        s->zero = z;
+        for (; s->zero_cap < count; s->zero_cap++) {
+            tsafe_status st = tsafe_buffer_alloc(s->b, 2, c->L, &s->zero[s->zero_cap]);
+            if (st != TSAFE_OK)
+                return st;
+        }
+    }
+    tsafe_status st = TSAFE_OK;
+    while (s->ready < count && st == TSAFE_OK) {
+        tsafe_buffer *z = s->zero[s->ready];
+        uint8_t master[32];
+        if (seed) { /* tests: entry i's seed from (seed, i) */
+            uint8_t ctr[8];
+            for (int i = 0; i < 8; i++)
+                ctr[i] = (uint8_t)((uint64_t)s->ready >> (8 * i));
+            crypto_generichash(master, 32, ctr, sizeof ctr, seed, 32);
+        } else if ((st = tsafe_seed_fresh(master)) != TSAFE_OK)
+            break;
+        tsafe_prng g;
+        tsafe_prng_init(&g, master, TSAFE_BFV_STREAM_SEAL + 1);
+        sodium_memzero(master, sizeof master);
+        tsafe_prng_ternary(&g, s->d.r, c->n);
+        tsafe_prng_cbd_tight(&g, s->d.e1, c->n);
+        tsafe_prng_clear(&g);
+        /* z = INTT(r p) + (0, e1) */
+        if ((st = add_r_pk(s, z, pk, 1)) == TSAFE_OK &&
+            (st = tsafe_backend_ntt_inverse(s->b, z)) == TSAFE_OK &&
+            (st = add_host_errors(s, z, s->d.e1, NULL, 0)) == TSAFE_OK)
+            s->ready++;
+    }
+    sodium_memzero(s->d.r, c->n);
+    sodium_memzero(s->d.e1, c->n);
+    return st;
+}
+
 tsafe_status tsafe_bfv_seal_buffer(tsafe_bfv_sealer *s, tsafe_buffer *acc,
                                    const tsafe_buffer *pk, const uint32_t *pos,
                                    const uint64_t *mask, size_t n_reads,
@@ -267,30 +406,23 @@ tsafe_status tsafe_bfv_seal_buffer(tsafe_bfv_sealer *s, tsafe_buffer *acc,
     if (st != TSAFE_OK)
         return st;
     size_t n = c->n;
-    if ((st = draw(c, seed, pos, mask, n_reads, flood_bits, &s->d)) != TSAFE_OK)
+    /* a prepared encryption of zero for this key, else one made now */
+    int prepared = s->ready > 0 && s->zero_pk == pk;
+    if ((st = draw(c, seed, pos, mask, n_reads, flood_bits, !prepared, &s->d)) != TSAFE_OK)
         return st;
-    /* + r * (p0, p1) on the backend */
-    uint64_t *u = tsafe_buffer_host_words(s->r);
-    uint64_t *stage = u ? u : s->host;
-    for (uint32_t i = 0; i < L; i++)
-        ternary_limb(s->d.r, stage + i * n, n, c->mod[i].q);
-    if (!u)
-        TSAFE_TRY(tsafe_buffer_upload(s->r, stage, L * n));
-    TSAFE_TRY(tsafe_backend_ntt_forward(s->b, s->r));
-    const tsafe_buffer *a[1] = {s->r}, *w[1] = {pk};
-    tsafe_backend_mac job = {acc, 1, a, w, 0}; /* acc += r pk */
-    TSAFE_TRY(tsafe_backend_mul_acc(s->b, &job, 1));
-    TSAFE_TRY(tsafe_backend_ntt_inverse(s->b, acc));
-    /* + the errors, mask and flood: in place in host memory, else as a
-     * polynomial added on the backend */
-    uint64_t *x = tsafe_buffer_host_words(acc);
-    if (x)
-        add_errors(c, x, x + L * n, &s->d, pos, n_reads);
-    else {
-        memset(s->host, 0, 2 * (size_t)L * n * sizeof *s->host);
-        add_errors(c, s->host, s->host + L * n, &s->d, pos, n_reads);
-        TSAFE_TRY(tsafe_buffer_upload(s->e, s->host, 2 * (size_t)L * n));
-        TSAFE_TRY(tsafe_backend_elementwise(s->b, TSAFE_OP_ADD, acc, acc, s->e));
+    if (prepared) {
+        tsafe_buffer *z = s->zero[s->head];
+        TSAFE_TRY(tsafe_backend_ntt_inverse(s->b, acc));
+        TSAFE_TRY(tsafe_backend_elementwise(s->b, TSAFE_OP_ADD, acc, acc, z));
+        /* used once; not wiped: r p + e1 reveals nothing the server's own
+         * memory (which holds the adapter) does not */
+        s->head++, s->ready--;
+        TSAFE_TRY(add_host_errors(s, acc, NULL, pos, n_reads));
+    } else {
+        /* + r * (p0, p1) on the backend, then the errors, mask and flood */
+        TSAFE_TRY(add_r_pk(s, acc, pk, 0));
+        TSAFE_TRY(tsafe_backend_ntt_inverse(s->b, acc));
+        TSAFE_TRY(add_host_errors(s, acc, s->d.e1, pos, n_reads));
     }
     /* Q -> q0, one limb at a time */
     const tsafe_buffer *from = acc;

@@ -50,6 +50,7 @@ struct tsafe_sealed_server {
     uint8_t seed[32];                     /* tests: tsafe_sealed_server_debug_seed */
     int seeded;
     uint64_t draws;
+    size_t seals1, seals2;                /* of the last token: refill targets */
 };
 
 /* ------------------------------------------------------------ backends */
@@ -89,6 +90,10 @@ static void backend_teardown(tsafe_sealed_server *s)
 /* The session's public keys as operands (after accept or a new backend). */
 static tsafe_status backend_keys(tsafe_sealed_server *s)
 {
+    /* prepared encryptions of zero belong to the old keys (a new buffer
+     * may land at the old address, so do not rely on the pointer check) */
+    tsafe_bfv_sealer_drop(s->sealer1);
+    tsafe_bfv_sealer_drop(s->sealer2);
     tsafe_buffer_free(s->pkb1);
     tsafe_buffer_free(s->pkb2);
     s->pkb1 = s->pkb2 = NULL;
@@ -205,6 +210,22 @@ static void draw_masks(tsafe_sealed_server *s, uint64_t *R, size_t n)
     uint8_t k[32];
     next_seed(s, k);
     randombytes_buf_deterministic(R, n * sizeof *R, k);
+}
+
+tsafe_status tsafe_sealed_server_refill(tsafe_sealed_server *s, tsafe_lora_stats *stats)
+{
+    TSAFE_REQUIRE(s, TSAFE_E_NULL);
+    if (s->direct || !s->have_session || !s->pkb1)
+        return TSAFE_OK; /* nothing to prepare for */
+    double t0 = tsafe_lora_now_us();
+    uint8_t sd[32];
+    tsafe_status st = tsafe_bfv_sealer_prepare(s->sealer1, s->pkb1, s->seals1,
+                                               next_seed(s, sd));
+    if (st == TSAFE_OK && s->sealer2 && s->pkb2)
+        st = tsafe_bfv_sealer_prepare(s->sealer2, s->pkb2, s->seals2, next_seed(s, sd));
+    if (stats)
+        stats->offline_us += tsafe_lora_now_us() - t0;
+    return st;
 }
 
 void tsafe_sealed_server_free(tsafe_sealed_server *s)
@@ -541,6 +562,7 @@ tsafe_status tsafe_sealed_server_round1(tsafe_sealed_server *s,
     }
     s->await_round2 = 1;
     s->n_sites = n_sites;
+    s->seals1 = j; /* blocks sealed: what refill prepares for the next token */
     *response = w.buf;
     *out_len = w.len;
     if (stats) {
@@ -773,6 +795,11 @@ tsafe_status tsafe_sealed_server_round2(tsafe_sealed_server *s,
     tsafe_wbuf_u32(&w, (uint32_t)n_sites);
     st = priv ? round2_private(s, sites, n_sites, &r, &w, &prod_us)
               : round2_sealed(s, sites, n_sites, &r, &w);
+    if (priv && st == TSAFE_OK) {
+        s->seals2 = 0;
+        for (size_t i = 0; i < n_sites; i++)
+            s->seals2 += sites[i]->l2.n_blocks;
+    }
     if (st == TSAFE_OK && r.pos != len)
         st = TSAFE_E_FORMAT;
     if (st == TSAFE_OK && w.failed)
