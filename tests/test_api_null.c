@@ -2877,6 +2877,29 @@ CHECK_FN(tsafe_backend_cuda_create)
     assert_null(b);
 }
 
+CHECK_FN(tsafe_backend_cuda_create_bfv)
+{
+    tsafe_backend *b = (tsafe_backend *)1;
+    ERR(tsafe_backend_cuda_create_bfv(NULL, 0, &b));
+    assert_null(b);
+    ERR(tsafe_backend_cuda_create_bfv(NULL, 0, NULL));
+}
+
+CHECK_FN(tsafe_backend_cuda_factory)
+{
+    const tsafe_backend_factory *cf = tsafe_backend_cuda_factory();
+    assert_non_null(cf);
+    assert_non_null(cf->create);
+    assert_string_equal(cf->name, "cuda");
+    /* neither or both rings: refused before any device is touched */
+    tsafe_backend *b = (tsafe_backend *)1;
+    ERR(cf->create(cf->user, NULL, NULL, &b));
+    assert_null(b);
+    ERR(cf->create(cf->user, f->ctx, NULL, NULL));
+    ERR(tsafe_backend_create(cf, NULL, NULL, &b));
+    assert_null(b);
+}
+
 CHECK_FN(tsafe_backend_is_cuda)
 {
     assert_int_equal(tsafe_backend_is_cuda(NULL), 0);
@@ -2924,7 +2947,8 @@ CHECK_FN(tsafe_cuda_bench)
 
 static const api_case k_cuda[] = {
     ENTRY(tsafe_cuda_device_count), ENTRY(tsafe_cuda_device_name), ENTRY(tsafe_cuda_mem_info),
-    ENTRY(tsafe_backend_cuda_create), ENTRY(tsafe_backend_is_cuda),
+    ENTRY(tsafe_backend_cuda_create), ENTRY(tsafe_backend_cuda_create_bfv),
+    ENTRY(tsafe_backend_cuda_factory), ENTRY(tsafe_backend_is_cuda),
     ENTRY(tsafe_cuda_buffer_device_pointer), ENTRY(tsafe_cuda_graph_begin),
     ENTRY(tsafe_cuda_graph_end), ENTRY(tsafe_cuda_graph_launch), ENTRY(tsafe_cuda_last_error),
     ENTRY(tsafe_cuda_bench),

@@ -64,6 +64,24 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_mem_info(int device,
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_cuda_create(
     const tsafe_context *ctx, int device, tsafe_backend **out);
 
+/* The same over the two primes of an exact (BFV) context: the sealed
+ * protocol's ring (N = 4096, q0 ~ 2^49, q1 ~ 2^60). Serves the batched NTT,
+ * element-wise ops, tsafe_backend_mul_acc and tsafe_backend_mod_switch;
+ * tsafe_backend_rescale returns TSAFE_E_UNSUPPORTED (as on the CPU
+ * backend: that ring switches in coefficient form). Errors, ownership and
+ * the device as for tsafe_backend_cuda_create; ctx must outlive the
+ * backend. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_cuda_create_bfv(
+    const tsafe_bfv_context *ctx, int device, tsafe_backend **out);
+
+/* A backend factory (tensafe/backend.h) that creates CUDA backends on
+ * device 0 for either ring (tsafe_backend_cuda_create or _create_bfv).
+ * Static storage: never NULL, never freed. Without a usable device its
+ * create() fails with TSAFE_E_NO_DEVICE (it does not fall back to the
+ * CPU; a host that wants that falls back itself). For another device,
+ * write a factory whose create() calls the constructors above. */
+TSAFE_API const tsafe_backend_factory *tsafe_backend_cuda_factory(void);
+
 /* 1 when b is a CUDA backend. */
 TSAFE_API int tsafe_backend_is_cuda(const tsafe_backend *b);
 

@@ -18,17 +18,17 @@ struct tsafe_cuda_emu {
     tsafe_ntt_plan plan;
 };
 
-extern "C" tsafe_status tsafe_cuda_emu_create(const tsafe_context *ctx,
-                                              uint32_t fused_log_max,
-                                              tsafe_cuda_emu **out)
+extern "C" tsafe_status tsafe_cuda_emu_create_ring(const tsafe_backend *ring,
+                                                   uint32_t fused_log_max,
+                                                   tsafe_cuda_emu **out)
 {
-    if (!ctx || !out)
+    if (!ring || !out)
         return TSAFE_E_NULL;
     *out = NULL;
     tsafe_cuda_emu *e = (tsafe_cuda_emu *)calloc(1, sizeof(*e));
     if (!e)
         return TSAFE_E_NOMEM;
-    tsafe_status st = tsafe_cuda_tables_build(ctx, &e->tables);
+    tsafe_status st = tsafe_cuda_tables_build(ring, &e->tables);
     if (st == TSAFE_OK &&
         !tsafe_ntt_plan_build(e->tables.log_n, fused_log_max, &e->plan))
         st = TSAFE_E_UNSUPPORTED;
@@ -38,6 +38,23 @@ extern "C" tsafe_status tsafe_cuda_emu_create(const tsafe_context *ctx,
     }
     *out = e;
     return TSAFE_OK;
+}
+
+extern "C" tsafe_status tsafe_cuda_emu_create(const tsafe_context *ctx,
+                                              uint32_t fused_log_max,
+                                              tsafe_cuda_emu **out)
+{
+    if (!ctx || !out)
+        return TSAFE_E_NULL;
+    *out = NULL;
+    /* the ring's facts as a backend reports them (what the CUDA backend
+     * builds its tables from) */
+    tsafe_backend *ring = NULL;
+    tsafe_status st = tsafe_backend_cpu_create(ctx, &ring);
+    if (st == TSAFE_OK)
+        st = tsafe_cuda_emu_create_ring(ring, fused_log_max, out);
+    tsafe_backend_free(ring);
+    return st;
 }
 
 extern "C" void tsafe_cuda_emu_free(tsafe_cuda_emu *e)

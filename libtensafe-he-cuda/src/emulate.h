@@ -29,10 +29,17 @@ extern "C" {
 typedef struct tsafe_cuda_emu tsafe_cuda_emu;
 
 /* fused_log_max: the largest fused tile as on a device (14 for 128 KiB of
- * shared memory); smaller values force the two-pass NTT at small N. */
+ * shared memory); smaller values force the two-pass NTT at small N. The
+ * tables come from the ring of ctx's data primes. */
 tsafe_status tsafe_cuda_emu_create(const tsafe_context *ctx,
                                    uint32_t fused_log_max,
                                    tsafe_cuda_emu **out);
+/* The same for the ring that backend `ring` serves (any backend, e.g. a
+ * CPU backend made with tsafe_backend_cpu_create_bfv): the tables are
+ * built from its facts as the CUDA backend builds them. Borrows nothing. */
+tsafe_status tsafe_cuda_emu_create_ring(const tsafe_backend *ring,
+                                        uint32_t fused_log_max,
+                                        tsafe_cuda_emu **out);
 void tsafe_cuda_emu_free(tsafe_cuda_emu *e);
 /* Number of NTT passes the plan uses. */
 uint32_t tsafe_cuda_emu_ntt_passes(const tsafe_cuda_emu *e);
