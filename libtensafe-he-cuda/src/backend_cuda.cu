@@ -340,6 +340,31 @@ static tsafe_status cuda_rescale(tsafe_backend *b, void *out, const void *in,
                                               n_limbs_in));
 }
 
+static tsafe_status cuda_mul_acc(tsafe_backend *b, const tsafe_backend_mac *jobs,
+                                 size_t n_jobs)
+{
+    tsafe_cuda_backend *cb = state(b);
+    tsafe_cuda_device_guard g(cb->device);
+    if (g.err != cudaSuccess)
+        return note(cb, tsafe_cuda_fail(g.err, "cudaSetDevice"));
+    return note(cb, tsafe_cuda_mul_acc_launch(cb, jobs, n_jobs));
+}
+
+static tsafe_status cuda_mod_switch(tsafe_backend *b, void *out, const void *in,
+                                    size_t n_polys, uint32_t n_limbs_in)
+{
+    tsafe_cuda_backend *cb = state(b);
+    if (out == in)
+        return note(cb, tsafe_cuda_fail_msg(TSAFE_E_ARG,
+                                            "mod_switch cannot run in place"));
+    tsafe_cuda_device_guard g(cb->device);
+    if (g.err != cudaSuccess)
+        return note(cb, tsafe_cuda_fail(g.err, "cudaSetDevice"));
+    return note(cb, tsafe_cuda_mod_switch_launch(cb, (uint64_t *)out,
+                                                 (const uint64_t *)in, n_polys,
+                                                 n_limbs_in));
+}
+
 static tsafe_status cuda_synchronize(tsafe_backend *b)
 {
     tsafe_cuda_backend *cb = state(b);
@@ -549,6 +574,8 @@ const struct tsafe_backend_i tsafe_cuda_iface = {
     .ntt_inverse = cuda_ntt_inverse,
     .elementwise = cuda_elementwise,
     .rescale = cuda_rescale,
+    .mul_acc = cuda_mul_acc,
+    .mod_switch = cuda_mod_switch,
     .synchronize = cuda_synchronize,
     .graph_begin = cuda_graph_begin,
     .graph_end = cuda_graph_end,

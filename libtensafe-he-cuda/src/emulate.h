@@ -8,7 +8,9 @@
  * loads/stores) have host equivalents in modarith.cuh, one place each.
  * Only the launch is replaced: blocks in turn, and within each barrier
  * interval the threads of a block in turn (they touch disjoint
- * shared-memory words there, so this gives the parallel result). A 16-byte
+ * shared-memory words there, so this gives the parallel result). The same
+ * holds for the multiply-accumulate (mac.cuh, with its batching of jobs
+ * into launches) and the modulus switch (modswitch.cuh). A 16-byte
  * access that is not 16-byte aligned fails the operation with
  * TSAFE_E_DEVICE, as the device would fault. Not a substitute for a GPU
  * run: it cannot see races, missing barriers, launch limits, the device
@@ -54,6 +56,21 @@ tsafe_status tsafe_cuda_emu_elementwise(tsafe_cuda_emu *e, int op,
 tsafe_status tsafe_cuda_emu_rescale(tsafe_cuda_emu *e, uint64_t *out,
                                     const uint64_t *in, size_t n_polys,
                                     uint32_t n_limbs_in);
+
+/* tsafe_backend_mul_acc's jobs, on buffers whose memory is host memory
+ * (a CPU backend's: an operand's values come first there, which is all
+ * the kernel reads). The dispatcher's shape checks are the caller's; the
+ * batching checks limbs and shapes again (TSAFE_E_RANGE). */
+tsafe_status tsafe_cuda_emu_mul_acc(tsafe_cuda_emu *e,
+                                    const tsafe_backend_mac *jobs,
+                                    size_t n_jobs);
+/* Number of mul_acc launches emulated so far (the batching: one per call
+ * unless a call exceeds a parameter block or has ordered jobs). */
+uint64_t tsafe_cuda_emu_mac_launches(const tsafe_cuda_emu *e);
+/* Coefficient-form modulus switch, out = n_polys x (n_limbs_in - 1). */
+tsafe_status tsafe_cuda_emu_mod_switch(tsafe_cuda_emu *e, uint64_t *out,
+                                       const uint64_t *in, size_t n_polys,
+                                       uint32_t n_limbs_in);
 
 /* Test hook for the error path (needs no device): makes a CUDA runtime
  * call fail, converts it with tsafe_cuda_fail and says whether the
