@@ -2945,13 +2945,26 @@ CHECK_FN(tsafe_cuda_bench)
     ERR(tsafe_cuda_bench(f->ctx, -1, NULL, &r));
 }
 
+CHECK_FN(tsafe_cuda_bench_bfv)
+{
+    (void)f;
+    tsafe_cuda_bench_result r;
+    ERR(tsafe_cuda_bench_bfv(NULL, 0, NULL, &r));
+    tsafe_bfv_params p = {12, 49, 60, 37, 0};
+    tsafe_bfv_context *c = NULL;
+    OK(tsafe_bfv_context_create(&p, &c));
+    ERR(tsafe_cuda_bench_bfv(c, 0, NULL, NULL));
+    ERR(tsafe_cuda_bench_bfv(c, -1, NULL, &r));
+    tsafe_bfv_context_free(c);
+}
+
 static const api_case k_cuda[] = {
     ENTRY(tsafe_cuda_device_count), ENTRY(tsafe_cuda_device_name), ENTRY(tsafe_cuda_mem_info),
     ENTRY(tsafe_backend_cuda_create), ENTRY(tsafe_backend_cuda_create_bfv),
     ENTRY(tsafe_backend_cuda_factory), ENTRY(tsafe_backend_is_cuda),
     ENTRY(tsafe_cuda_buffer_device_pointer), ENTRY(tsafe_cuda_graph_begin),
     ENTRY(tsafe_cuda_graph_end), ENTRY(tsafe_cuda_graph_launch), ENTRY(tsafe_cuda_last_error),
-    ENTRY(tsafe_cuda_bench),
+    ENTRY(tsafe_cuda_bench), ENTRY(tsafe_cuda_bench_bfv),
 };
 #define CUDA_TABLE {"cuda.h", k_cuda, sizeof k_cuda / sizeof k_cuda[0], 0}
 #else

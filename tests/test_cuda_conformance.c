@@ -487,6 +487,25 @@ static void test_device_discovery(void **state)
                      TSAFE_E_NO_DEVICE);
     tsafe_cuda_bench_result r;
     assert_int_equal(tsafe_cuda_bench(ctx, count, NULL, &r), TSAFE_E_NO_DEVICE);
+    /* the BFV constructors and the factory degrade the same way */
+    tsafe_bfv_params bp = {12, 49, 60, 37, 0};
+    tsafe_bfv_context *bfv = NULL;
+    assert_int_equal(tsafe_bfv_context_create(&bp, &bfv), TSAFE_OK);
+    b = (tsafe_backend *)(void *)&sentinel;
+    assert_int_equal(tsafe_backend_cuda_create_bfv(bfv, count, &b), TSAFE_E_NO_DEVICE);
+    assert_null(b);
+    assert_int_equal(tsafe_cuda_bench_bfv(bfv, count, NULL, &r), TSAFE_E_NO_DEVICE);
+    if (count == 0) { /* the factory uses device 0 */
+        assert_int_equal(tsafe_backend_create(tsafe_backend_cuda_factory(), NULL, bfv,
+                                              &b),
+                         TSAFE_E_NO_DEVICE);
+        assert_null(b);
+        assert_int_equal(tsafe_backend_create(tsafe_backend_cuda_factory(), ctx, NULL,
+                                              &b),
+                         TSAFE_E_NO_DEVICE);
+        assert_null(b);
+    }
+    tsafe_bfv_context_free(bfv);
     /* a CPU backend is not a CUDA backend */
     assert_int_equal(tsafe_backend_cpu_create(ctx, &b), TSAFE_OK);
     assert_false(tsafe_backend_is_cuda(b));
@@ -1340,6 +1359,14 @@ static void test_gpu_graph(void **state)
     }
 }
 
+static void print_ring_ops(const tsafe_cuda_bench_result *r)
+{
+    printf("  mul_acc %u jobs x %u terms: %.2f us (%.4f us/term-limb, %.0f GB/s)  "
+           "mod_switch %.3f us/poly\n",
+           r->mac_jobs, r->mac_terms, r->mac_us, r->mac_us_per_term_limb,
+           r->mac_gbps, r->mod_switch_us_per_poly);
+}
+
 static void print_bench(const char *preset, const tsafe_cuda_bench_result *r)
 {
     printf("bench %s on %s (sm_%d%d, %d SMs, L2 %zu MiB): N=2^%u, %u limbs x "
@@ -1359,6 +1386,7 @@ static void print_bench(const char *preset, const tsafe_cuda_bench_result *r)
            "%u)\n",
            r->upload_gbps, r->download_gbps, r->roundtrip_ok ? "ok" : "WRONG",
            r->reps);
+    print_ring_ops(r);
 }
 
 /* Small run always; TSAFE_CUDA_BENCH=1 runs the full-size benchmark (buffers
@@ -1387,9 +1415,27 @@ static void test_gpu_bench(void **state)
         assert_true(r.roundtrip_ok);
         assert_true(r.ntt_fwd_us_per_limb > 0 && r.mul_us_per_limb > 0);
         assert_true(r.pipeline_plain_us > 0 && r.pipeline_graph_us > 0);
+        assert_true(r.mac_us > 0 && r.mod_switch_us_per_poly > 0);
         print_bench(PRESETS[pi], &r);
         tsafe_context_free(ctx);
     }
+    /* the sealed ring's operations */
+    tsafe_bfv_params bp = {12, 49, 60, 37, 0};
+    tsafe_bfv_context *bfv = NULL;
+    assert_int_equal(tsafe_bfv_context_create(&bp, &bfv), TSAFE_OK);
+    tsafe_cuda_bench_config small = {.min_buffer_bytes = 8u << 20, .reps = 3,
+                                     .warmup = 1};
+    tsafe_cuda_bench_result r;
+    tsafe_status st = tsafe_cuda_bench_bfv(bfv, 0, full ? NULL : &small, &r);
+    if (st != TSAFE_OK)
+        print_error("bench (BFV): %s\n", tsafe_cuda_last_error());
+    assert_int_equal(st, TSAFE_OK);
+    assert_int_equal(r.n_limbs, 2);
+    assert_true(r.mac_us > 0 && r.mod_switch_us_per_poly > 0);
+    printf("bench bfv-sealed on %s: N=2^%u, %u limbs x %zu polys\n", r.device_name,
+           r.log_n, r.n_limbs, r.n_polys);
+    print_ring_ops(&r);
+    tsafe_bfv_context_free(bfv);
 }
 
 int main(void)

@@ -152,12 +152,30 @@ typedef struct tsafe_cuda_bench_result {
     double download_gbps;
     int roundtrip_ok;         /* forward then inverse NTT returned the input */
     uint32_t reps;
+    /* multiply-accumulate: one tsafe_backend_mul_acc call of mac_jobs
+     * jobs (2-poly accumulators) x mac_terms terms each, a term being a
+     * 2-poly ciphertext times a 1-poly operand (broadcast), n_limbs limbs:
+     * the shape of a batch of sealed sites / clients */
+    uint32_t mac_jobs, mac_terms;
+    double mac_us;            /* the whole call */
+    double mac_us_per_term_limb; /* per (term, limb) */
+    double mac_gbps;          /* operand and accumulator bytes / time */
+    double mod_switch_us_per_poly; /* coefficient form, n_limbs -> n_limbs-1 */
 } tsafe_cuda_bench_result;
 
 /* Run the benchmark on device `device` with ctx's parameters (cfg NULL =
  * defaults). Allocates and frees its own backend and buffers. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_bench(
     const tsafe_context *ctx, int device, const tsafe_cuda_bench_config *cfg,
+    tsafe_cuda_bench_result *out);
+
+/* The ring operations of the sealed path on a BFV ring (the backend of
+ * tsafe_backend_cuda_create_bfv): fills the device fields, log_n, n_limbs
+ * (2), n_polys, buffer_mib, the mac_* fields and mod_switch_us_per_poly
+ * (2 -> 1 limbs), reps; every other figure is 0 (no NTT / rescale runs
+ * here). cfg as for tsafe_cuda_bench (pipeline_iters unused). */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_bench_bfv(
+    const tsafe_bfv_context *ctx, int device, const tsafe_cuda_bench_config *cfg,
     tsafe_cuda_bench_result *out);
 
 #ifdef __cplusplus
