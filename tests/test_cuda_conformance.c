@@ -324,7 +324,7 @@ static void mac_spec_make(mac_spec *s, const ring_case *r, size_t P, uint32_t L,
     size_t t = 0;
     for (size_t j = 0; j < n_jobs; j++) {
         s->acc_host[j] = ring_random(r, P, L);
-        size_t nt = (big_job && j == 1) ? 200 : (size_t)tsafe_test_below(7);
+        size_t nt = (big_job && j == 1) ? 200 : 1 + (size_t)tsafe_test_below(6);
         if (j == 0)
             nt = 0; /* a job without terms leaves its accumulator alone */
         s->first[j] = t;
