@@ -2,11 +2,19 @@
  * GPUs. Entry points only; no CUDA type appears here, so a host program
  * compiles against this header without the CUDA toolkit.
  *
- * A CUDA backend is created on one device for one context and then used
- * through the generic calls of tensafe/backend.h (buffers, batched NTT,
- * element-wise ops, rescale, synchronize). Results are bit-identical to the
- * CPU backend's. Work is queued on the backend's own CUDA stream:
- * tsafe_buffer_upload returns once the source array may be reused (the copy
+ * A CUDA backend is created on one device for one ring -- a CKKS context's
+ * data primes (tsafe_backend_cuda_create) or a BFV context's two primes
+ * (tsafe_backend_cuda_create_bfv) -- and then used through the generic calls
+ * of tensafe/backend.h (buffers, batched NTT, element-wise ops, rescale,
+ * mul_acc, mod_switch, synchronize). Results are bit-identical to the CPU
+ * backend's. A tsafe_backend_mul_acc call is one kernel launch over all its
+ * jobs and terms (more only beyond 32 jobs / 160 terms, or where a job
+ * reads another job's accumulator, which keeps the CPU's job order);
+ * operand buffers are ordinary device buffers. Never yet run on a GPU:
+ * only a host emulation of the kernel bodies is tested without one.
+ *
+ * Work is queued on the backend's own CUDA stream: tsafe_buffer_upload
+ * returns once the source array may be reused (the copy
  * to the device may still be in flight), tsafe_buffer_download returns when
  * the data is in the caller's array. Independent adapters run concurrently
  * when each uses its own backend (one stream each).
@@ -94,8 +102,8 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_buffer_device_pointer(
     const tsafe_buffer *buf, void **out);
 
 /* Graph capture of a per-token pipeline (CUDA graphs): between begin and
- * end, the backend's NTT / element-wise / rescale calls are recorded
- * instead of run; launch replays the recorded work (asynchronously; a
+ * end, the backend's NTT / element-wise / rescale / mul_acc / mod_switch
+ * calls are recorded instead of run; launch replays the recorded work (asynchronously; a
  * download or tsafe_backend_synchronize waits for it). During a capture,
  * buffer alloc/upload/download and synchronize are refused with
  * TSAFE_E_STATE: allocate and fill buffers before begin (a buffer freed
