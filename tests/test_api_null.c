@@ -3016,6 +3016,29 @@ CHECK_FN(tsafe_backend_cuda_create)
     assert_null(b);
 }
 
+CHECK_FN(tsafe_backend_cuda_create_bfv)
+{
+    tsafe_backend *b = (tsafe_backend *)1;
+    ERR(tsafe_backend_cuda_create_bfv(NULL, 0, &b));
+    assert_null(b);
+    ERR(tsafe_backend_cuda_create_bfv(NULL, 0, NULL));
+}
+
+CHECK_FN(tsafe_backend_cuda_factory)
+{
+    const tsafe_backend_factory *cf = tsafe_backend_cuda_factory();
+    assert_non_null(cf);
+    assert_non_null(cf->create);
+    assert_string_equal(cf->name, "cuda");
+    /* neither or both rings: refused before any device is touched */
+    tsafe_backend *b = (tsafe_backend *)1;
+    ERR(cf->create(cf->user, NULL, NULL, &b));
+    assert_null(b);
+    ERR(cf->create(cf->user, f->ctx, NULL, NULL));
+    ERR(tsafe_backend_create(cf, NULL, NULL, &b));
+    assert_null(b);
+}
+
 CHECK_FN(tsafe_backend_is_cuda)
 {
     assert_int_equal(tsafe_backend_is_cuda(NULL), 0);
@@ -3061,12 +3084,26 @@ CHECK_FN(tsafe_cuda_bench)
     ERR(tsafe_cuda_bench(f->ctx, -1, NULL, &r));
 }
 
+CHECK_FN(tsafe_cuda_bench_bfv)
+{
+    (void)f;
+    tsafe_cuda_bench_result r;
+    ERR(tsafe_cuda_bench_bfv(NULL, 0, NULL, &r));
+    tsafe_bfv_params p = {12, 49, 60, 37, 0};
+    tsafe_bfv_context *c = NULL;
+    OK(tsafe_bfv_context_create(&p, &c));
+    ERR(tsafe_cuda_bench_bfv(c, 0, NULL, NULL));
+    ERR(tsafe_cuda_bench_bfv(c, -1, NULL, &r));
+    tsafe_bfv_context_free(c);
+}
+
 static const api_case k_cuda[] = {
     ENTRY(tsafe_cuda_device_count), ENTRY(tsafe_cuda_device_name), ENTRY(tsafe_cuda_mem_info),
-    ENTRY(tsafe_backend_cuda_create), ENTRY(tsafe_backend_is_cuda),
+    ENTRY(tsafe_backend_cuda_create), ENTRY(tsafe_backend_cuda_create_bfv),
+    ENTRY(tsafe_backend_cuda_factory), ENTRY(tsafe_backend_is_cuda),
     ENTRY(tsafe_cuda_buffer_device_pointer), ENTRY(tsafe_cuda_graph_begin),
     ENTRY(tsafe_cuda_graph_end), ENTRY(tsafe_cuda_graph_launch), ENTRY(tsafe_cuda_last_error),
-    ENTRY(tsafe_cuda_bench),
+    ENTRY(tsafe_cuda_bench), ENTRY(tsafe_cuda_bench_bfv),
 };
 #define CUDA_TABLE {"cuda.h", k_cuda, sizeof k_cuda / sizeof k_cuda[0], 0}
 #else

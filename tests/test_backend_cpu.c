@@ -3,7 +3,9 @@
  * points and a schoolbook negacyclic product (128-bit integers), element-wise
  * ops against plain modular loops, rescale against a GMP reference
  * (nearest integer of X / q_last, per limb) and against tsafe_ckks_rescale,
- * and shape / argument errors.
+ * mul_acc against plain 128-bit multiply-accumulate loops and the
+ * coefficient-form mod_switch against the same GMP rounding (CKKS data
+ * primes and the sealed BFV ring), and shape / argument errors.
  *
  * Contexts: an insecure N=1024 set with a 60-, a 50- and a 40-bit prime (the
  * scalar and, where the CPU has it, the IFMA path; exhaustive checks), plus
@@ -21,6 +23,7 @@
 #include <gmp.h>
 
 #include "tensafe/backend_impl.h"
+#include "tensafe/bfv.h"
 #include "tensafe/ckks.h"
 #include "support/tsafe_test_rng.h"
 #include "../libtensafe-he-core/src/ckks/ckks_internal.h"
@@ -33,6 +36,7 @@ typedef struct {
     size_t n;
     uint32_t limbs; /* data limbs usable by buffers */
     uint64_t q[TSAFE_MAX_PRIMES];
+    tsafe_bfv_context *bfv; /* a BFV ring's context (then c is NULL) */
 } fixture;
 
 static void fx_open_params(fixture *f, const tsafe_params *p)
@@ -64,6 +68,7 @@ static void fx_close(fixture *f)
 {
     tsafe_backend_free(f->b);
     tsafe_context_free(f->c);
+    tsafe_bfv_context_free(f->bfv);
 }
 
 static uint64_t mulmod(uint64_t a, uint64_t b, uint64_t q)
@@ -638,6 +643,236 @@ static void test_backend_init(void **state)
     fx_close(&f);
 }
 
+
+/* ----------------------------------------------- mul_acc and mod_switch */
+
+/* The sealed protocol's BFV ring (N = 4096, q0 ~ 2^49, q1 ~ 2^gap_bits). */
+static void fx_open_bfv(fixture *f, uint32_t gap_bits)
+{
+    memset(f, 0, sizeof *f);
+    tsafe_bfv_params p = {12, 49, gap_bits, 37,
+                          gap_bits > 60 ? TSAFE_BFV_INSECURE_FOR_TESTS : 0};
+    assert_int_equal(tsafe_bfv_context_create(&p, &f->bfv), TSAFE_OK);
+    assert_int_equal(tsafe_backend_cpu_create_bfv(f->bfv, &f->b), TSAFE_OK);
+    f->n = tsafe_backend_n(f->b);
+    f->limbs = tsafe_backend_max_limbs(f->b);
+    assert_int_equal(f->limbs, 2);
+    for (uint32_t i = 0; i < f->limbs; i++) {
+        f->q[i] = tsafe_backend_prime(f->b, i);
+        assert_int_equal(f->q[i], tsafe_bfv_context_prime(f->bfv, i));
+    }
+}
+
+/* mul_acc against plain 128-bit loops, the jobs run in order: broadcast a
+ * and w (pool buffers with P or 1 polynomials), a job without terms, and
+ * jobs reading an earlier and a later job's accumulator. */
+#define MAC_POOL 4
+#define MAC_JOBS 6
+static void check_mul_acc(fixture *f, size_t P, uint32_t L)
+{
+    size_t n = f->n, pw = (size_t)L * n; /* words per polynomial */
+    uint64_t *ah[MAC_POOL], *wh[MAC_POOL], *acch[MAC_JOBS], *ref[MAC_JOBS];
+    size_t ap[MAC_POOL], wp[MAC_POOL];
+    tsafe_buffer *A[MAC_POOL], *W[MAC_POOL], *acc[MAC_JOBS];
+    for (int i = 0; i < MAC_POOL; i++) {
+        ap[i] = i % 2 ? 1 : P;
+        wp[i] = (i / 2) % 2 ? 1 : P;
+        ah[i] = rand_words(f, ap[i], L);
+        wh[i] = rand_words(f, wp[i], L);
+        for (uint32_t l = 0; l < L; l++) { /* the largest product */
+            ah[i][l * n] = f->q[l] - 1;
+            wh[i][l * n] = f->q[l] - 1;
+        }
+        A[i] = upload(f, ah[i], ap[i], L);
+        W[i] = NULL;
+        assert_int_equal(tsafe_buffer_alloc_operand(f->b, wp[i], L, &W[i]), TSAFE_OK);
+        assert_null(tsafe_buffer_host_words(W[i]));
+        assert_int_equal(tsafe_buffer_upload(W[i], wh[i], wp[i] * pw), TSAFE_OK);
+    }
+    for (int j = 0; j < MAC_JOBS; j++) {
+        acch[j] = rand_words(f, P, L);
+        ref[j] = malloc(P * pw * sizeof *ref[j]);
+        assert_non_null(ref[j]);
+        memcpy(ref[j], acch[j], P * pw * sizeof *ref[j]);
+        acc[j] = upload(f, acch[j], P, L);
+    }
+    /* job j has j + 1 terms (job 0 none); term sources: pool, or acc */
+    const tsafe_buffer *as[64], *ws[64];
+    int asrc[64], wsrc[64];
+    tsafe_backend_mac jobs[MAC_JOBS];
+    size_t t = 0;
+    for (int j = 0; j < MAC_JOBS; j++) {
+        size_t nt = j ? (size_t)j + 1 : 0;
+        jobs[j].acc = acc[j];
+        jobs[j].n_terms = nt;
+        jobs[j].a = as + t;
+        jobs[j].w = ws + t;
+        for (size_t k = 0; k < nt; k++, t++) {
+            asrc[t] = (int)tsafe_test_below(MAC_POOL);
+            wsrc[t] = (int)tsafe_test_below(MAC_POOL);
+            if (j == 3 && k == 0)
+                asrc[t] = -1 - 1; /* job 1's accumulator, after job 1 */
+            if (j == 2 && k == 1)
+                asrc[t] = -1 - 4; /* job 4's accumulator, before job 4 */
+            as[t] = asrc[t] >= 0 ? A[asrc[t]] : acc[-1 - asrc[t]];
+            ws[t] = W[wsrc[t]];
+        }
+    }
+    assert_int_equal(tsafe_backend_mul_acc(f->b, jobs, MAC_JOBS), TSAFE_OK);
+    /* the reference */
+    t = 0;
+    for (int j = 0; j < MAC_JOBS; j++)
+        for (size_t k = 0; k < jobs[j].n_terms; k++, t++) {
+            const uint64_t *a = asrc[t] >= 0 ? ah[asrc[t]] : ref[-1 - asrc[t]];
+            size_t a1 = asrc[t] >= 0 && ap[asrc[t]] == 1;
+            const uint64_t *w = wh[wsrc[t]];
+            size_t w1 = wp[wsrc[t]] == 1;
+            for (size_t p = 0; p < P; p++)
+                for (uint32_t l = 0; l < L; l++)
+                    for (size_t c = 0; c < n; c++) {
+                        uint64_t q = f->q[l];
+                        uint64_t x = a[(a1 ? 0 : p) * pw + l * n + c];
+                        uint64_t y = w[(w1 ? 0 : p) * pw + l * n + c];
+                        uint64_t *r = &ref[j][p * pw + l * n + c];
+                        *r = (uint64_t)(((u128)*r + (u128)x * y % q) % q);
+                    }
+        }
+    for (int j = 0; j < MAC_JOBS; j++) {
+        uint64_t *got = download(f, acc[j]);
+        assert_memory_equal(got, ref[j], P * pw * sizeof *got);
+        free(got);
+    }
+    /* the dispatcher's checks */
+    tsafe_backend_mac bad = {acc[1], 1, as, ws};
+    const tsafe_buffer *self[] = {acc[1]}, *notop[] = {A[0]};
+    bad.a = self; /* a job reading its own accumulator */
+    assert_int_equal(tsafe_backend_mul_acc(f->b, &bad, 1), TSAFE_E_ARG);
+    bad.a = as;
+    bad.w = notop; /* w not an operand buffer */
+    assert_int_equal(tsafe_backend_mul_acc(f->b, &bad, 1), TSAFE_E_ARG);
+    tsafe_backend_mac two[] = {{acc[1], 0, NULL, NULL}, {acc[1], 0, NULL, NULL}};
+    assert_int_equal(tsafe_backend_mul_acc(f->b, two, 2), TSAFE_E_ARG);
+    assert_int_equal(tsafe_backend_mul_acc(f->b, NULL, 0), TSAFE_OK);
+    assert_int_equal(tsafe_backend_mul_acc(f->b, NULL, 1), TSAFE_E_NULL);
+    for (int i = 0; i < MAC_POOL; i++) {
+        free(ah[i]);
+        free(wh[i]);
+        tsafe_buffer_free(A[i]);
+        tsafe_buffer_free(W[i]);
+    }
+    for (int j = 0; j < MAC_JOBS; j++) {
+        free(acch[j]);
+        free(ref[j]);
+        tsafe_buffer_free(acc[j]);
+    }
+}
+
+static void test_mul_acc(void **state)
+{
+    (void)state;
+    fixture f;
+    fx_open_small(&f); /* scalar path (a 60-bit prime) */
+    check_mul_acc(&f, 2, f.limbs);
+    check_mul_acc(&f, 1, 2);
+    check_mul_acc(&f, 3, 1);
+    fx_close(&f);
+    fx_open_preset(&f, "ifma-n4096"); /* IFMA where the CPU has it */
+    check_mul_acc(&f, 2, f.limbs);
+    fx_close(&f);
+    fx_open_bfv(&f, 60);
+    check_mul_acc(&f, 2, 2);
+    check_mul_acc(&f, 2, 1);
+    fx_close(&f);
+}
+
+/* Residues of X (mod each of the first nl primes) into coefficient k of
+ * one polynomial of nl limbs. */
+static void set_crt(const fixture *f, uint64_t *x, uint32_t nl, size_t k,
+                    const mpz_t X)
+{
+    for (uint32_t i = 0; i < nl; i++)
+        x[(size_t)i * f->n + k] = mpz_fdiv_ui(X, f->q[i]);
+}
+
+/* mod_switch (coefficient form) against the GMP reference: random
+ * residues, and values X = m q_l + d around the rounding boundary
+ * d = (q_l - 1)/2 (and 0, q_l - 1, Q - 1) set through their CRT residues. */
+static void check_mod_switch(fixture *f, size_t np)
+{
+    size_t n = f->n;
+    mpz_t Q, X;
+    mpz_inits(Q, X, NULL);
+    for (uint32_t nl = 2; nl <= f->limbs; nl++) {
+        uint64_t ql = f->q[nl - 1], h = (ql - 1) / 2;
+        mpz_set_ui(Q, 1);
+        for (uint32_t i = 0; i < nl; i++)
+            mpz_mul_ui(Q, Q, f->q[i]);
+        uint64_t *x = rand_words(f, np, nl);
+        uint64_t d[] = {0, 1, h - 1, h, h + 1, ql - 1};
+        for (size_t p = 0; p < np; p++) {
+            size_t k = 0;
+            for (; k < sizeof d / sizeof d[0]; k++) {
+                mpz_set_ui(X, tsafe_test_below(f->q[0])); /* m < Q / q_l */
+                mpz_mul_ui(X, X, ql);
+                mpz_add_ui(X, X, d[k]);
+                set_crt(f, x + p * nl * n, nl, 1 + k, X);
+            }
+            mpz_sub_ui(X, Q, 1);
+            set_crt(f, x + p * nl * n, nl, 1 + k, X);
+        }
+        tsafe_buffer *in = upload(f, x, np, nl), *out = NULL;
+        assert_int_equal(tsafe_buffer_alloc(f->b, np, nl - 1, &out), TSAFE_OK);
+        assert_int_equal(tsafe_backend_mod_switch(f->b, out, in), TSAFE_OK);
+        uint64_t *got = download(f, out);
+        uint64_t *want = malloc((size_t)(nl - 1) * n * sizeof *want);
+        assert_non_null(want);
+        for (size_t p = 0; p < np; p++) {
+            rescale_reference(f, x + p * nl * n, nl, want);
+            assert_memory_equal(got + p * (nl - 1) * n, want,
+                                (size_t)(nl - 1) * n * sizeof *want);
+        }
+        /* shapes: one limb in, a wrong output, an operand */
+        tsafe_buffer *one = NULL, *op = NULL;
+        assert_int_equal(tsafe_buffer_alloc(f->b, np, 1, &one), TSAFE_OK);
+        assert_int_equal(tsafe_backend_mod_switch(f->b, out, one), TSAFE_E_LEVEL);
+        assert_int_equal(tsafe_backend_mod_switch(f->b, in, in), TSAFE_E_RANGE);
+        assert_int_equal(tsafe_buffer_alloc_operand(f->b, np, nl, &op), TSAFE_OK);
+        assert_int_equal(tsafe_backend_mod_switch(f->b, out, op), TSAFE_E_ARG);
+        tsafe_buffer_free(one);
+        tsafe_buffer_free(op);
+        free(want);
+        free(got);
+        free(x);
+        tsafe_buffer_free(in);
+        tsafe_buffer_free(out);
+    }
+    mpz_clears(Q, X, NULL);
+}
+
+static void test_mod_switch(void **state)
+{
+    (void)state;
+    fixture f;
+    fx_open_bfv(&f, 60); /* the sealed ring: Q -> q0 */
+    check_mod_switch(&f, 2);
+    tsafe_buffer *in = NULL, *out = NULL; /* no rescale on the exact ring */
+    assert_int_equal(tsafe_buffer_alloc(f.b, 1, 2, &in), TSAFE_OK);
+    assert_int_equal(tsafe_buffer_alloc(f.b, 1, 1, &out), TSAFE_OK);
+    assert_int_equal(tsafe_backend_rescale(f.b, out, in), TSAFE_E_UNSUPPORTED);
+    tsafe_buffer_free(in);
+    tsafe_buffer_free(out);
+    fx_close(&f);
+    fx_open_bfv(&f, 61);
+    check_mod_switch(&f, 1);
+    fx_close(&f);
+    fx_open_small(&f); /* CKKS data primes, every L -> L-1 */
+    check_mod_switch(&f, 2);
+    fx_close(&f);
+    fx_open_preset(&f, "seed-n16384");
+    check_mod_switch(&f, 1);
+    fx_close(&f);
+}
+
 int main(void)
 {
     tsafe_test_rng_init("backend_cpu");
@@ -652,6 +887,8 @@ int main(void)
         cmocka_unit_test(test_rescale),
         cmocka_unit_test(test_shape_errors),
         cmocka_unit_test(test_backend_init),
+        cmocka_unit_test(test_mul_acc),
+        cmocka_unit_test(test_mod_switch),
     };
     return cmocka_run_group_tests_name("backend_cpu", tests, NULL, NULL);
 }

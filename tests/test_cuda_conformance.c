@@ -29,6 +29,7 @@
 
 #include "tensafe/backend.h"
 #include "tensafe/backend_impl.h"
+#include "tensafe/bfv.h"
 #include "tensafe/ckks.h"
 #include "support/tsafe_test_rng.h"
 
@@ -223,6 +224,234 @@ static void check_evaluations(const tsafe_context *ctx, const uint64_t *coeffs,
     }
 }
 
+
+/* ------------------------------------ rings: CKKS data primes or BFV */
+
+/* A ring to test on: a CKKS context or the sealed protocol's BFV context
+ * (N = 4096, q0 ~ 2^49, q1 ~ 2^60), with its CPU backend as the reference
+ * and the source of the ring's facts. */
+typedef struct ring_case {
+    const char *name;
+    tsafe_context *ckks;
+    tsafe_bfv_context *bfv;
+    tsafe_backend *cpu;
+    size_t n;
+    uint32_t L; /* the ring's limbs */
+} ring_case;
+
+static void ring_open(ring_case *r, const char *name)
+{
+    memset(r, 0, sizeof *r);
+    r->name = name;
+    if (strcmp(name, "bfv-sealed") == 0) {
+        tsafe_bfv_params p = {12, 49, 60, 37, 0};
+        assert_int_equal(tsafe_bfv_context_create(&p, &r->bfv), TSAFE_OK);
+        assert_int_equal(tsafe_backend_cpu_create_bfv(r->bfv, &r->cpu), TSAFE_OK);
+    } else {
+        r->ckks = make_ctx_any(name);
+        assert_int_equal(tsafe_backend_cpu_create(r->ckks, &r->cpu), TSAFE_OK);
+    }
+    r->n = tsafe_backend_n(r->cpu);
+    r->L = tsafe_backend_max_limbs(r->cpu);
+}
+
+static void ring_close(ring_case *r)
+{
+    tsafe_backend_free(r->cpu);
+    tsafe_context_free(r->ckks);
+    tsafe_bfv_context_free(r->bfv);
+}
+
+/* Random reduced limbs of the ring, edge values planted. */
+static uint64_t *ring_random(const ring_case *r, size_t n_polys, uint32_t n_limbs)
+{
+    uint64_t *w = alloc_words(n_polys * n_limbs * r->n);
+    for (size_t p = 0; p < n_polys; p++)
+        for (uint32_t i = 0; i < n_limbs; i++) {
+            uint64_t q = tsafe_backend_prime(r->cpu, i);
+            uint64_t *l = w + (p * n_limbs + i) * r->n;
+            for (size_t k = 0; k < r->n; k++)
+                l[k] = tsafe_test_below(q);
+            l[0] = q - 1;
+            l[r->n - 1] = 0;
+            l[r->n / 2] = q - 1;
+        }
+    return w;
+}
+
+/* A batch of multiply-accumulate jobs described by indices, materialised
+ * on any backend (the CPU reference, CPU buffers for the emulation, the
+ * CUDA backend). Terms read a buffer of the A pool (P or 1 polynomials) or
+ * another job's accumulator, times an operand of the W pool. */
+#define MAC_MAX_JOBS 48
+#define MAC_MAX_TERMS 512
+#define MAC_POOL 4
+typedef struct mac_spec {
+    size_t P;
+    uint32_t L;
+    size_t n_jobs;
+    size_t n_terms[MAC_MAX_JOBS];
+    size_t first[MAC_MAX_JOBS];      /* offset of job j's terms below */
+    int a_src[MAC_MAX_TERMS];        /* >= 0: A pool; < 0: acc of job -1-v */
+    int w_src[MAC_MAX_TERMS];
+    size_t a_polys[MAC_POOL], w_polys[MAC_POOL];
+    uint64_t *a_host[MAC_POOL], *w_host[MAC_POOL], *acc_host[MAC_MAX_JOBS];
+} mac_spec;
+
+typedef struct mac_run {
+    tsafe_buffer *A[MAC_POOL], *W[MAC_POOL], *acc[MAC_MAX_JOBS];
+    const tsafe_buffer *a[MAC_MAX_TERMS], *w[MAC_MAX_TERMS];
+    tsafe_backend_mac jobs[MAC_MAX_JOBS];
+} mac_run;
+
+/* Shapes: pool buffer 0 and 2 have P polynomials, 1 and 3 one (broadcast).
+ * big_job: one job with more terms than a launch holds. cross: terms that
+ * read earlier and later jobs' accumulators (the CPU's order must hold). */
+static void mac_spec_make(mac_spec *s, const ring_case *r, size_t P, uint32_t L,
+                          size_t n_jobs, int big_job, int cross)
+{
+    memset(s, 0, sizeof *s);
+    s->P = P;
+    s->L = L;
+    s->n_jobs = n_jobs;
+    assert_true(n_jobs <= MAC_MAX_JOBS);
+    for (int i = 0; i < MAC_POOL; i++) {
+        s->a_polys[i] = i % 2 ? 1 : P;
+        s->w_polys[i] = (i / 2) % 2 ? 1 : P;
+        s->a_host[i] = ring_random(r, s->a_polys[i], L);
+        s->w_host[i] = ring_random(r, s->w_polys[i], L);
+    }
+    size_t t = 0;
+    for (size_t j = 0; j < n_jobs; j++) {
+        s->acc_host[j] = ring_random(r, P, L);
+        size_t nt = (big_job && j == 1) ? 200 : 1 + (size_t)tsafe_test_below(6);
+        if (j == 0)
+            nt = 0; /* a job without terms leaves its accumulator alone */
+        s->first[j] = t;
+        s->n_terms[j] = nt;
+        assert_true(t + nt <= MAC_MAX_TERMS);
+        for (size_t k = 0; k < nt; k++, t++) {
+            s->a_src[t] = (int)tsafe_test_below(MAC_POOL);
+            s->w_src[t] = (int)tsafe_test_below(MAC_POOL);
+        }
+        if (cross && nt > 0 && j >= 3 && j % 3 == 0) {
+            /* read an earlier job's accumulator (must see its update) and a
+             * later one's (must see the value before its update) */
+            s->a_src[s->first[j]] = -1 - (int)(j - 2);
+            if (j + 2 < n_jobs)
+                s->a_src[s->first[j] + nt - 1] = -1 - (int)(j + 2);
+        }
+    }
+}
+
+static void mac_spec_free(mac_spec *s)
+{
+    for (int i = 0; i < MAC_POOL; i++) {
+        free(s->a_host[i]);
+        free(s->w_host[i]);
+    }
+    for (size_t j = 0; j < s->n_jobs; j++)
+        free(s->acc_host[j]);
+}
+
+/* A term reading an accumulator reads it as a P-polynomial buffer. */
+static void mac_run_make(mac_run *m, const mac_spec *s, tsafe_backend *b)
+{
+    size_t n = tsafe_backend_n(b);
+    memset(m, 0, sizeof *m);
+    for (int i = 0; i < MAC_POOL; i++) {
+        assert_int_equal(tsafe_buffer_alloc(b, s->a_polys[i], s->L, &m->A[i]),
+                         TSAFE_OK);
+        assert_int_equal(tsafe_buffer_upload(m->A[i], s->a_host[i],
+                                             s->a_polys[i] * s->L * n),
+                         TSAFE_OK);
+        assert_int_equal(tsafe_buffer_alloc_operand(b, s->w_polys[i], s->L,
+                                                    &m->W[i]),
+                         TSAFE_OK);
+        assert_int_equal(tsafe_buffer_upload(m->W[i], s->w_host[i],
+                                             s->w_polys[i] * s->L * n),
+                         TSAFE_OK);
+    }
+    for (size_t j = 0; j < s->n_jobs; j++) {
+        assert_int_equal(tsafe_buffer_alloc(b, s->P, s->L, &m->acc[j]), TSAFE_OK);
+        assert_int_equal(tsafe_buffer_upload(m->acc[j], s->acc_host[j],
+                                             s->P * s->L * n),
+                         TSAFE_OK);
+    }
+    for (size_t j = 0; j < s->n_jobs; j++) {
+        for (size_t k = 0; k < s->n_terms[j]; k++) {
+            size_t t = s->first[j] + k;
+            int a = s->a_src[t];
+            m->a[t] = a >= 0 ? m->A[a] : m->acc[-1 - a];
+            m->w[t] = m->W[s->w_src[t]];
+        }
+        m->jobs[j].acc = m->acc[j];
+        m->jobs[j].n_terms = s->n_terms[j];
+        m->jobs[j].a = m->a + s->first[j];
+        m->jobs[j].w = m->w + s->first[j];
+    }
+}
+
+static void mac_run_free(mac_run *m, size_t n_jobs)
+{
+    for (int i = 0; i < MAC_POOL; i++) {
+        tsafe_buffer_free(m->A[i]);
+        tsafe_buffer_free(m->W[i]);
+    }
+    for (size_t j = 0; j < n_jobs; j++)
+        tsafe_buffer_free(m->acc[j]);
+}
+
+/* Every accumulator of got equals the one of want. */
+static void mac_expect_same(const mac_run *got, const mac_run *want,
+                            const mac_spec *s, const char *what,
+                            const char *ring)
+{
+    size_t words = tsafe_buffer_words(want->acc[0]);
+    uint64_t *g = alloc_words(words), *r = alloc_words(words);
+    for (size_t j = 0; j < s->n_jobs; j++) {
+        tsafe_status st = tsafe_buffer_download(got->acc[j], g, words);
+        if (st != TSAFE_OK)
+            print_error("download: %s\n", tsafe_cuda_last_error());
+        assert_int_equal(st, TSAFE_OK);
+        assert_int_equal(tsafe_buffer_download(want->acc[j], r, words), TSAFE_OK);
+        expect_same(g, r, words, what, ring);
+    }
+    free(g);
+    free(r);
+}
+
+/* The CPU backend's coefficient-form modulus switch on host arrays. */
+static void cpu_mod_switch(tsafe_backend *b, uint64_t *out, const uint64_t *in,
+                           size_t n_polys, uint32_t n_limbs_in)
+{
+    tsafe_buffer *I = NULL, *O = NULL;
+    size_t n = tsafe_backend_n(b);
+    assert_int_equal(tsafe_buffer_alloc(b, n_polys, n_limbs_in, &I), TSAFE_OK);
+    assert_int_equal(tsafe_buffer_alloc(b, n_polys, n_limbs_in - 1, &O), TSAFE_OK);
+    assert_int_equal(tsafe_buffer_upload(I, in, n_polys * n_limbs_in * n),
+                     TSAFE_OK);
+    assert_int_equal(tsafe_backend_mod_switch(b, O, I), TSAFE_OK);
+    assert_int_equal(tsafe_buffer_download(O, out, n_polys * (n_limbs_in - 1) * n),
+                     TSAFE_OK);
+    tsafe_buffer_free(I);
+    tsafe_buffer_free(O);
+}
+
+/* Plants, in limb `last` of polynomial 0, the values around the rounding
+ * boundary (q_last - 1)/2 and the extremes. */
+static void plant_switch_edges(const ring_case *r, uint64_t *in, uint32_t lin)
+{
+    uint64_t ql = tsafe_backend_prime(r->cpu, lin - 1);
+    uint64_t *xl = in + (size_t)(lin - 1) * r->n;
+    uint64_t v[] = {0, 1, ql / 2 - 1, ql / 2, ql / 2 + 1, ql - 1};
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
+        xl[1 + k] = v[k];
+}
+
+static const char *const RINGS[] = {"bfv-sealed", "ifma-n4096", "seed-n16384"};
+#define N_RINGS (sizeof(RINGS) / sizeof(RINGS[0]))
+
 /* ------------------------------------------------------ discovery */
 
 static void test_device_discovery(void **state)
@@ -258,6 +487,25 @@ static void test_device_discovery(void **state)
                      TSAFE_E_NO_DEVICE);
     tsafe_cuda_bench_result r;
     assert_int_equal(tsafe_cuda_bench(ctx, count, NULL, &r), TSAFE_E_NO_DEVICE);
+    /* the BFV constructors and the factory degrade the same way */
+    tsafe_bfv_params bp = {12, 49, 60, 37, 0};
+    tsafe_bfv_context *bfv = NULL;
+    assert_int_equal(tsafe_bfv_context_create(&bp, &bfv), TSAFE_OK);
+    b = (tsafe_backend *)(void *)&sentinel;
+    assert_int_equal(tsafe_backend_cuda_create_bfv(bfv, count, &b), TSAFE_E_NO_DEVICE);
+    assert_null(b);
+    assert_int_equal(tsafe_cuda_bench_bfv(bfv, count, NULL, &r), TSAFE_E_NO_DEVICE);
+    if (count == 0) { /* the factory uses device 0 */
+        assert_int_equal(tsafe_backend_create(tsafe_backend_cuda_factory(), NULL, bfv,
+                                              &b),
+                         TSAFE_E_NO_DEVICE);
+        assert_null(b);
+        assert_int_equal(tsafe_backend_create(tsafe_backend_cuda_factory(), ctx, NULL,
+                                              &b),
+                         TSAFE_E_NO_DEVICE);
+        assert_null(b);
+    }
+    tsafe_bfv_context_free(bfv);
     /* a CPU backend is not a CUDA backend */
     assert_int_equal(tsafe_backend_cpu_create(ctx, &b), TSAFE_OK);
     assert_false(tsafe_backend_is_cuda(b));
@@ -519,6 +767,107 @@ static void test_emu_rescale(void **state)
     tsafe_context_free(ctx);
 }
 
+
+/* Emulated mul_acc (the kernel body and the batching into launches)
+ * against the CPU backend: several jobs, broadcast a and w, a job without
+ * terms, on CKKS and BFV rings; then a batch beyond one launch (more jobs
+ * than a parameter block, a job with 200 terms) with jobs reading each
+ * other's accumulators. */
+static void test_emu_mul_acc(void **state)
+{
+    (void)state;
+    for (size_t ri = 0; ri < N_RINGS; ri++) {
+        ring_case r;
+        ring_open(&r, RINGS[ri]);
+        tsafe_cuda_emu *e = NULL;
+        assert_int_equal(tsafe_cuda_emu_create_ring(r.cpu, 14, &e), TSAFE_OK);
+        struct { size_t P; uint32_t L; size_t jobs; int big, cross; } cases[] = {
+            {2, r.L, 5, 0, 0},
+            {1, r.L, 3, 0, 0},
+            {3, 1, 4, 0, 0},
+            {2, r.L, 40, 1, 1},
+        };
+        for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+            mac_spec *s = malloc(sizeof *s);
+            mac_run *want = malloc(sizeof *want), *got = malloc(sizeof *got);
+            assert_non_null(s);
+            assert_non_null(want);
+            assert_non_null(got);
+            mac_spec_make(s, &r, cases[ci].P, cases[ci].L, cases[ci].jobs,
+                          cases[ci].big, cases[ci].cross);
+            mac_run_make(want, s, r.cpu);
+            mac_run_make(got, s, r.cpu); /* host memory: what the emulation reads */
+            assert_int_equal(tsafe_backend_mul_acc(r.cpu, want->jobs, s->n_jobs),
+                             TSAFE_OK);
+            uint64_t before = tsafe_cuda_emu_mac_launches(e);
+            assert_int_equal(tsafe_cuda_emu_mul_acc(e, got->jobs, s->n_jobs),
+                             TSAFE_OK);
+            uint64_t launches = tsafe_cuda_emu_mac_launches(e) - before;
+            print_message("emulated mul_acc %s: %zu jobs, P=%zu, L=%u: %llu "
+                          "launch(es)\n",
+                          r.name, s->n_jobs, s->P, s->L,
+                          (unsigned long long)launches);
+            if (!cases[ci].big && !cases[ci].cross)
+                assert_int_equal(launches, 1); /* the whole call, one launch */
+            else
+                assert_true(launches >= 3); /* 40 jobs, 200 terms, ordering */
+            mac_expect_same(got, want, s, "emulated mul_acc", r.name);
+            mac_run_free(want, s->n_jobs);
+            mac_run_free(got, s->n_jobs);
+            mac_spec_free(s);
+            free(s);
+            free(want);
+            free(got);
+        }
+        /* shapes the batching refuses: operand of another limb count */
+        tsafe_buffer *acc = NULL, *a = NULL, *w = NULL;
+        assert_int_equal(tsafe_buffer_alloc(r.cpu, 2, 1, &acc), TSAFE_OK);
+        assert_int_equal(tsafe_buffer_alloc(r.cpu, 2, 2, &a), TSAFE_OK);
+        assert_int_equal(tsafe_buffer_alloc_operand(r.cpu, 1, 2, &w), TSAFE_OK);
+        const tsafe_buffer *as[] = {a}, *ws[] = {w};
+        tsafe_backend_mac bad = {acc, 1, as, ws};
+        assert_int_equal(tsafe_cuda_emu_mul_acc(e, &bad, 1), TSAFE_E_RANGE);
+        assert_int_equal(tsafe_cuda_emu_mul_acc(e, NULL, 0), TSAFE_OK);
+        tsafe_buffer_free(acc);
+        tsafe_buffer_free(a);
+        tsafe_buffer_free(w);
+        tsafe_cuda_emu_free(e);
+        ring_close(&r);
+    }
+}
+
+/* Emulated modulus switch against the CPU backend: BFV 2 -> 1 limbs, every
+ * CKKS level L -> L-1, with the rounding boundary planted. */
+static void test_emu_mod_switch(void **state)
+{
+    (void)state;
+    for (size_t ri = 0; ri < N_RINGS; ri++) {
+        ring_case r;
+        ring_open(&r, RINGS[ri]);
+        tsafe_cuda_emu *e = NULL;
+        assert_int_equal(tsafe_cuda_emu_create_ring(r.cpu, 14, &e), TSAFE_OK);
+        for (uint32_t lin = r.L; lin >= 2; lin--) {
+            size_t np = 3, ow = np * (lin - 1) * r.n;
+            uint64_t *in = ring_random(&r, np, lin);
+            plant_switch_edges(&r, in, lin);
+            uint64_t *g = alloc_words(ow), *w = alloc_words(ow);
+            assert_int_equal(tsafe_cuda_emu_mod_switch(e, g, in, np, lin), TSAFE_OK);
+            cpu_mod_switch(r.cpu, w, in, np, lin);
+            expect_same(g, w, ow, "emulated mod_switch", r.name);
+            free(in);
+            free(g);
+            free(w);
+        }
+        uint64_t dummy[2];
+        assert_int_equal(tsafe_cuda_emu_mod_switch(e, dummy, dummy + 1, 1, 1),
+                         TSAFE_E_LEVEL);
+        assert_int_equal(tsafe_cuda_emu_mod_switch(e, dummy, dummy + 1, 1, r.L + 1),
+                         TSAFE_E_LEVEL);
+        tsafe_cuda_emu_free(e);
+        ring_close(&r);
+    }
+}
+
 /* -------------------------------------------------------- GPU runs */
 
 static int need_gpu(void)
@@ -737,6 +1086,123 @@ static void test_gpu_rescale(void **state)
     }
 }
 
+
+static tsafe_backend *cuda_backend_ring(const ring_case *r)
+{
+    tsafe_backend *b = NULL;
+    tsafe_status st = r->bfv ? tsafe_backend_cuda_create_bfv(r->bfv, 0, &b)
+                             : tsafe_backend_cuda_create(r->ckks, 0, &b);
+    if (st != TSAFE_OK)
+        print_error("CUDA backend for %s: %s\n", r->name, tsafe_cuda_last_error());
+    assert_int_equal(st, TSAFE_OK);
+    assert_true(tsafe_backend_is_cuda(b));
+    assert_int_equal(tsafe_backend_n(b), r->n);
+    assert_int_equal(tsafe_backend_max_limbs(b), r->L);
+    return b;
+}
+
+/* The real mul_acc kernel against the CPU backend (the same batches as
+ * the emulation), and a mul_acc captured into a graph and replayed. */
+static void test_gpu_mul_acc(void **state)
+{
+    (void)state;
+    if (!need_gpu()) {
+        skip();
+        return;
+    }
+    for (size_t ri = 0; ri < N_RINGS; ri++) {
+        ring_case r;
+        ring_open(&r, RINGS[ri]);
+        tsafe_backend *b = cuda_backend_ring(&r);
+        for (int big = 0; big < 2; big++) {
+            mac_spec *s = malloc(sizeof *s);
+            mac_run *want = malloc(sizeof *want), *got = malloc(sizeof *got);
+            assert_non_null(s);
+            assert_non_null(want);
+            assert_non_null(got);
+            mac_spec_make(s, &r, 2, r.L, big ? 40 : 6, big, big);
+            mac_run_make(want, s, r.cpu);
+            mac_run_make(got, s, b);
+            assert_int_equal(tsafe_backend_mul_acc(r.cpu, want->jobs, s->n_jobs),
+                             TSAFE_OK);
+            tsafe_status st = tsafe_backend_mul_acc(b, got->jobs, s->n_jobs);
+            if (st != TSAFE_OK)
+                print_error("CUDA mul_acc: %s\n", tsafe_cuda_last_error());
+            assert_int_equal(st, TSAFE_OK);
+            mac_expect_same(got, want, s, "CUDA mul_acc", r.name);
+            if (!big) { /* graph: capture once, replay twice = two more calls */
+                assert_int_equal(tsafe_cuda_graph_begin(b), TSAFE_OK);
+                assert_int_equal(tsafe_backend_mul_acc(b, got->jobs, s->n_jobs),
+                                 TSAFE_OK);
+                assert_int_equal(tsafe_cuda_graph_end(b), TSAFE_OK);
+                for (int rep = 0; rep < 2; rep++) {
+                    assert_int_equal(tsafe_cuda_graph_launch(b), TSAFE_OK);
+                    assert_int_equal(tsafe_backend_mul_acc(r.cpu, want->jobs,
+                                                           s->n_jobs),
+                                     TSAFE_OK);
+                }
+                mac_expect_same(got, want, s, "CUDA mul_acc graph replay", r.name);
+            }
+            mac_run_free(want, s->n_jobs);
+            mac_run_free(got, s->n_jobs);
+            mac_spec_free(s);
+            free(s);
+            free(want);
+            free(got);
+        }
+        tsafe_backend_free(b);
+        ring_close(&r);
+    }
+}
+
+static void test_gpu_mod_switch(void **state)
+{
+    (void)state;
+    if (!need_gpu()) {
+        skip();
+        return;
+    }
+    for (size_t ri = 0; ri < N_RINGS; ri++) {
+        ring_case r;
+        ring_open(&r, RINGS[ri]);
+        tsafe_backend *b = cuda_backend_ring(&r);
+        for (uint32_t lin = r.L; lin >= 2; lin--) {
+            size_t np = 5, ow = np * (lin - 1) * r.n;
+            uint64_t *in = ring_random(&r, np, lin);
+            plant_switch_edges(&r, in, lin);
+            uint64_t *g = alloc_words(ow), *w = alloc_words(ow);
+            tsafe_buffer *I = dev_buf(b, in, np, lin, r.n);
+            tsafe_buffer *O = dev_buf(b, NULL, np, lin - 1, r.n);
+            tsafe_status st = tsafe_backend_mod_switch(b, O, I);
+            if (st != TSAFE_OK)
+                print_error("CUDA mod_switch: %s\n", tsafe_cuda_last_error());
+            assert_int_equal(st, TSAFE_OK);
+            download(O, g);
+            cpu_mod_switch(r.cpu, w, in, np, lin);
+            expect_same(g, w, ow, "CUDA mod_switch", r.name);
+            if (r.bfv) /* the exact ring has no rescale, as on the CPU */
+                assert_int_equal(tsafe_backend_rescale(b, O, I), TSAFE_E_UNSUPPORTED);
+            tsafe_buffer_free(I);
+            tsafe_buffer_free(O);
+            free(in);
+            free(g);
+            free(w);
+        }
+        tsafe_backend_free(b);
+        ring_close(&r);
+    }
+    /* the factory: device 0, either ring */
+    ring_case r;
+    ring_open(&r, "bfv-sealed");
+    tsafe_backend *b = NULL;
+    assert_int_equal(tsafe_backend_create(tsafe_backend_cuda_factory(), NULL, r.bfv,
+                                          &b),
+                     TSAFE_OK);
+    assert_true(tsafe_backend_is_cuda(b));
+    tsafe_backend_free(b);
+    ring_close(&r);
+}
+
 /* Two backends with different N on one device, used interleaved (each has
  * its own stream; kernel attributes must suit both). */
 static void test_gpu_two_backends(void **state)
@@ -893,6 +1359,14 @@ static void test_gpu_graph(void **state)
     }
 }
 
+static void print_ring_ops(const tsafe_cuda_bench_result *r)
+{
+    printf("  mul_acc %u jobs x %u terms: %.2f us (%.4f us/term-limb, %.0f GB/s)  "
+           "mod_switch %.3f us/poly\n",
+           r->mac_jobs, r->mac_terms, r->mac_us, r->mac_us_per_term_limb,
+           r->mac_gbps, r->mod_switch_us_per_poly);
+}
+
 static void print_bench(const char *preset, const tsafe_cuda_bench_result *r)
 {
     printf("bench %s on %s (sm_%d%d, %d SMs, L2 %zu MiB): N=2^%u, %u limbs x "
@@ -912,6 +1386,7 @@ static void print_bench(const char *preset, const tsafe_cuda_bench_result *r)
            "%u)\n",
            r->upload_gbps, r->download_gbps, r->roundtrip_ok ? "ok" : "WRONG",
            r->reps);
+    print_ring_ops(r);
 }
 
 /* Small run always; TSAFE_CUDA_BENCH=1 runs the full-size benchmark (buffers
@@ -940,9 +1415,27 @@ static void test_gpu_bench(void **state)
         assert_true(r.roundtrip_ok);
         assert_true(r.ntt_fwd_us_per_limb > 0 && r.mul_us_per_limb > 0);
         assert_true(r.pipeline_plain_us > 0 && r.pipeline_graph_us > 0);
+        assert_true(r.mac_us > 0 && r.mod_switch_us_per_poly > 0);
         print_bench(PRESETS[pi], &r);
         tsafe_context_free(ctx);
     }
+    /* the sealed ring's operations */
+    tsafe_bfv_params bp = {12, 49, 60, 37, 0};
+    tsafe_bfv_context *bfv = NULL;
+    assert_int_equal(tsafe_bfv_context_create(&bp, &bfv), TSAFE_OK);
+    tsafe_cuda_bench_config small = {.min_buffer_bytes = 8u << 20, .reps = 3,
+                                     .warmup = 1};
+    tsafe_cuda_bench_result r;
+    tsafe_status st = tsafe_cuda_bench_bfv(bfv, 0, full ? NULL : &small, &r);
+    if (st != TSAFE_OK)
+        print_error("bench (BFV): %s\n", tsafe_cuda_last_error());
+    assert_int_equal(st, TSAFE_OK);
+    assert_int_equal(r.n_limbs, 2);
+    assert_true(r.mac_us > 0 && r.mod_switch_us_per_poly > 0);
+    printf("bench bfv-sealed on %s: N=2^%u, %u limbs x %zu polys\n", r.device_name,
+           r.log_n, r.n_limbs, r.n_polys);
+    print_ring_ops(&r);
+    tsafe_bfv_context_free(bfv);
 }
 
 int main(void)
@@ -960,10 +1453,14 @@ int main(void)
         cmocka_unit_test(test_emu_ntt),
         cmocka_unit_test(test_emu_elementwise),
         cmocka_unit_test(test_emu_rescale),
+        cmocka_unit_test(test_emu_mul_acc),
+        cmocka_unit_test(test_emu_mod_switch),
         cmocka_unit_test(test_gpu_transfers),
         cmocka_unit_test(test_gpu_ntt),
         cmocka_unit_test(test_gpu_elementwise),
         cmocka_unit_test(test_gpu_rescale),
+        cmocka_unit_test(test_gpu_mul_acc),
+        cmocka_unit_test(test_gpu_mod_switch),
         cmocka_unit_test(test_gpu_two_backends),
         cmocka_unit_test(test_gpu_graph),
         cmocka_unit_test(test_gpu_bench),

@@ -2,11 +2,19 @@
  * GPUs. Entry points only; no CUDA type appears here, so a host program
  * compiles against this header without the CUDA toolkit.
  *
- * A CUDA backend is created on one device for one context and then used
- * through the generic calls of tensafe/backend.h (buffers, batched NTT,
- * element-wise ops, rescale, synchronize). Results are bit-identical to the
- * CPU backend's. Work is queued on the backend's own CUDA stream:
- * tsafe_buffer_upload returns once the source array may be reused (the copy
+ * A CUDA backend is created on one device for one ring -- a CKKS context's
+ * data primes (tsafe_backend_cuda_create) or a BFV context's two primes
+ * (tsafe_backend_cuda_create_bfv) -- and then used through the generic calls
+ * of tensafe/backend.h (buffers, batched NTT, element-wise ops, rescale,
+ * mul_acc, mod_switch, synchronize). Results are bit-identical to the CPU
+ * backend's. A tsafe_backend_mul_acc call is one kernel launch over all its
+ * jobs and terms (more only beyond 32 jobs / 160 terms, or where a job
+ * reads another job's accumulator, which keeps the CPU's job order);
+ * operand buffers are ordinary device buffers. Never yet run on a GPU:
+ * only a host emulation of the kernel bodies is tested without one.
+ *
+ * Work is queued on the backend's own CUDA stream: tsafe_buffer_upload
+ * returns once the source array may be reused (the copy
  * to the device may still be in flight), tsafe_buffer_download returns when
  * the data is in the caller's array. Independent adapters run concurrently
  * when each uses its own backend (one stream each).
@@ -64,6 +72,24 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_mem_info(int device,
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_cuda_create(
     const tsafe_context *ctx, int device, tsafe_backend **out);
 
+/* The same over the two primes of an exact (BFV) context: the sealed
+ * protocol's ring (N = 4096, q0 ~ 2^49, q1 ~ 2^60). Serves the batched NTT,
+ * element-wise ops, tsafe_backend_mul_acc and tsafe_backend_mod_switch;
+ * tsafe_backend_rescale returns TSAFE_E_UNSUPPORTED (as on the CPU
+ * backend: that ring switches in coefficient form). Errors, ownership and
+ * the device as for tsafe_backend_cuda_create; ctx must outlive the
+ * backend. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_cuda_create_bfv(
+    const tsafe_bfv_context *ctx, int device, tsafe_backend **out);
+
+/* A backend factory (tensafe/backend.h) that creates CUDA backends on
+ * device 0 for either ring (tsafe_backend_cuda_create or _create_bfv).
+ * Static storage: never NULL, never freed. Without a usable device its
+ * create() fails with TSAFE_E_NO_DEVICE (it does not fall back to the
+ * CPU; a host that wants that falls back itself). For another device,
+ * write a factory whose create() calls the constructors above. */
+TSAFE_API const tsafe_backend_factory *tsafe_backend_cuda_factory(void);
+
 /* 1 when b is a CUDA backend. */
 TSAFE_API int tsafe_backend_is_cuda(const tsafe_backend *b);
 
@@ -76,8 +102,8 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_buffer_device_pointer(
     const tsafe_buffer *buf, void **out);
 
 /* Graph capture of a per-token pipeline (CUDA graphs): between begin and
- * end, the backend's NTT / element-wise / rescale calls are recorded
- * instead of run; launch replays the recorded work (asynchronously; a
+ * end, the backend's NTT / element-wise / rescale / mul_acc / mod_switch
+ * calls are recorded instead of run; launch replays the recorded work (asynchronously; a
  * download or tsafe_backend_synchronize waits for it). During a capture,
  * buffer alloc/upload/download and synchronize are refused with
  * TSAFE_E_STATE: allocate and fill buffers before begin (a buffer freed
@@ -134,12 +160,30 @@ typedef struct tsafe_cuda_bench_result {
     double download_gbps;
     int roundtrip_ok;         /* forward then inverse NTT returned the input */
     uint32_t reps;
+    /* multiply-accumulate: one tsafe_backend_mul_acc call of mac_jobs
+     * jobs (2-poly accumulators) x mac_terms terms each, a term being a
+     * 2-poly ciphertext times a 1-poly operand (broadcast), n_limbs limbs:
+     * the shape of a batch of sealed sites / clients */
+    uint32_t mac_jobs, mac_terms;
+    double mac_us;            /* the whole call */
+    double mac_us_per_term_limb; /* per (term, limb) */
+    double mac_gbps;          /* operand and accumulator bytes / time */
+    double mod_switch_us_per_poly; /* coefficient form, n_limbs -> n_limbs-1 */
 } tsafe_cuda_bench_result;
 
 /* Run the benchmark on device `device` with ctx's parameters (cfg NULL =
  * defaults). Allocates and frees its own backend and buffers. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_bench(
     const tsafe_context *ctx, int device, const tsafe_cuda_bench_config *cfg,
+    tsafe_cuda_bench_result *out);
+
+/* The ring operations of the sealed path on a BFV ring (the backend of
+ * tsafe_backend_cuda_create_bfv): fills the device fields, log_n, n_limbs
+ * (2), n_polys, buffer_mib, the mac_* fields and mod_switch_us_per_poly
+ * (2 -> 1 limbs), reps; every other figure is 0 (no NTT / rescale runs
+ * here). cfg as for tsafe_cuda_bench (pipeline_iters unused). */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_bench_bfv(
+    const tsafe_bfv_context *ctx, int device, const tsafe_cuda_bench_config *cfg,
     tsafe_cuda_bench_result *out);
 
 #ifdef __cplusplus

@@ -65,7 +65,7 @@ run)
     echo "== conformance";  grep -E "SEED|PASSED|FAILED|SKIPPED|differs|error" "$out/conformance.log" 2>/dev/null | head -30
     echo "== sanitizers";   for f in memcheck racecheck synccheck; do
                                 echo "$f: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$f.log" 2>/dev/null | tail -1)"; done
-    echo "== bench";        grep -A5 "^bench " "$out/bench.log" 2>/dev/null
+    echo "== bench";        grep -A6 "^bench " "$out/bench.log" 2>/dev/null
     echo "steps: $steps"
     echo "conformance $(status $r_conf); memcheck $(status $r_mem); racecheck $(status $r_race); synccheck $(status $r_sync); bench $(status $r_bench)"
     [ $r_conf -eq 0 ] && [ $r_mem -eq 0 ] && [ $r_race -eq 0 ] && [ $r_sync -eq 0 ] && [ $r_bench -eq 0 ]

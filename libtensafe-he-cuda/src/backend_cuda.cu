@@ -325,6 +325,10 @@ static tsafe_status cuda_rescale(tsafe_backend *b, void *out, const void *in,
                                  size_t n_polys, uint32_t n_limbs_in)
 {
     tsafe_cuda_backend *cb = state(b);
+    if (!cb->tables.ckks) /* as the CPU backend: BFV switches in coefficient form */
+        return note(cb, tsafe_cuda_fail_msg(TSAFE_E_UNSUPPORTED,
+                                            "rescale on a BFV ring (use the "
+                                            "modulus switch)"));
     if (out == in)
         return note(cb, tsafe_cuda_fail_msg(TSAFE_E_ARG,
                                             "rescale cannot run in place"));
@@ -334,6 +338,31 @@ static tsafe_status cuda_rescale(tsafe_backend *b, void *out, const void *in,
     return note(cb, tsafe_cuda_rescale_launch(cb, (uint64_t *)out,
                                               (const uint64_t *)in, n_polys,
                                               n_limbs_in));
+}
+
+static tsafe_status cuda_mul_acc(tsafe_backend *b, const tsafe_backend_mac *jobs,
+                                 size_t n_jobs)
+{
+    tsafe_cuda_backend *cb = state(b);
+    tsafe_cuda_device_guard g(cb->device);
+    if (g.err != cudaSuccess)
+        return note(cb, tsafe_cuda_fail(g.err, "cudaSetDevice"));
+    return note(cb, tsafe_cuda_mul_acc_launch(cb, jobs, n_jobs));
+}
+
+static tsafe_status cuda_mod_switch(tsafe_backend *b, void *out, const void *in,
+                                    size_t n_polys, uint32_t n_limbs_in)
+{
+    tsafe_cuda_backend *cb = state(b);
+    if (out == in)
+        return note(cb, tsafe_cuda_fail_msg(TSAFE_E_ARG,
+                                            "mod_switch cannot run in place"));
+    tsafe_cuda_device_guard g(cb->device);
+    if (g.err != cudaSuccess)
+        return note(cb, tsafe_cuda_fail(g.err, "cudaSetDevice"));
+    return note(cb, tsafe_cuda_mod_switch_launch(cb, (uint64_t *)out,
+                                                 (const uint64_t *)in, n_polys,
+                                                 n_limbs_in));
 }
 
 static tsafe_status cuda_synchronize(tsafe_backend *b)
@@ -545,6 +574,8 @@ const struct tsafe_backend_i tsafe_cuda_iface = {
     .ntt_inverse = cuda_ntt_inverse,
     .elementwise = cuda_elementwise,
     .rescale = cuda_rescale,
+    .mul_acc = cuda_mul_acc,
+    .mod_switch = cuda_mod_switch,
     .synchronize = cuda_synchronize,
     .graph_begin = cuda_graph_begin,
     .graph_end = cuda_graph_end,
@@ -563,14 +594,13 @@ static tsafe_status upload_table(void **dst, const void *src, size_t bytes)
                             : tsafe_cuda_fail(e, "cudaMemcpy(constant tables)");
 }
 
-extern "C" TSAFE_API tsafe_status tsafe_backend_cuda_create(
-    const tsafe_context *ctx, int device, tsafe_backend **out)
+/* Shared by both constructors: exactly one of ckks / bfv. The handle is
+ * made first (it carries the ring facts the tables are built from); after
+ * that, a failure frees the handle, whose destroy frees the state. */
+static tsafe_status cuda_create(const tsafe_context *ckks,
+                                const tsafe_bfv_context *bfv, int device,
+                                tsafe_backend **out)
 {
-    if (!out)
-        return TSAFE_E_NULL;
-    *out = NULL;
-    if (!ctx)
-        return TSAFE_E_NULL;
     tsafe_status st = check_device(device);
     if (st != TSAFE_OK)
         return st;
@@ -582,7 +612,18 @@ extern "C" TSAFE_API tsafe_status tsafe_backend_cuda_create(
     if (!cb)
         return TSAFE_E_NOMEM;
     cb->device = device;
+    tsafe_backend *be = NULL;
     size_t tw_bytes;
+    st = ckks ? tsafe_backend_init(&be, TSAFE_BACKEND_API_VERSION,
+                                   &tsafe_cuda_iface, cb, ckks)
+              : tsafe_backend_init_bfv(&be, TSAFE_BACKEND_API_VERSION,
+                                       &tsafe_cuda_iface, cb, bfv);
+    if (st != TSAFE_OK) {
+        (void)tsafe_cuda_fail_msg(st, "tsafe_backend_init: %s",
+                                  tsafe_strerror(st));
+        destroy_state(cb);
+        return st;
+    }
     {
         cudaDeviceProp prop;
         TSAFE_CUDA_TRY(cudaGetDeviceProperties(&prop, device));
@@ -596,9 +637,9 @@ extern "C" TSAFE_API tsafe_status tsafe_backend_cuda_create(
             goto fail;
         }
     }
-    st = tsafe_cuda_tables_build(ctx, &cb->tables);
+    st = tsafe_cuda_tables_build(be, &cb->tables);
     if (st != TSAFE_OK) {
-        (void)tsafe_cuda_fail_msg(st, "context tables: %s", tsafe_strerror(st));
+        (void)tsafe_cuda_fail_msg(st, "ring tables: %s", tsafe_strerror(st));
         goto fail;
     }
     TSAFE_CUDA_TRY(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking));
@@ -624,16 +665,55 @@ extern "C" TSAFE_API tsafe_status tsafe_backend_cuda_create(
                               TSAFE_CUDA_POOL_INITIAL, TSAFE_CUDA_POOL_INITIAL);
     if (st != TSAFE_OK)
         goto fail;
-    st = tsafe_backend_init(out, TSAFE_BACKEND_API_VERSION, &tsafe_cuda_iface,
-                            cb, ctx);
-    if (st != TSAFE_OK) {
-        (void)tsafe_cuda_fail_msg(st, "tsafe_backend_init: %s",
-                                  tsafe_strerror(st));
-        goto fail;
-    }
+    *out = be;
     return TSAFE_OK;
 fail:
-    destroy_state(cb); /* every CUDA failure above went through tsafe_cuda_fail */
-    *out = NULL;
+    /* every CUDA failure above went through tsafe_cuda_fail; destroy
+     * frees the partly built state */
+    tsafe_backend_free(be);
     return st;
+}
+
+extern "C" TSAFE_API tsafe_status tsafe_backend_cuda_create(
+    const tsafe_context *ctx, int device, tsafe_backend **out)
+{
+    if (!out)
+        return TSAFE_E_NULL;
+    *out = NULL;
+    if (!ctx)
+        return TSAFE_E_NULL;
+    return cuda_create(ctx, NULL, device, out);
+}
+
+extern "C" TSAFE_API tsafe_status tsafe_backend_cuda_create_bfv(
+    const tsafe_bfv_context *ctx, int device, tsafe_backend **out)
+{
+    if (!out)
+        return TSAFE_E_NULL;
+    *out = NULL;
+    if (!ctx)
+        return TSAFE_E_NULL;
+    return cuda_create(NULL, ctx, device, out);
+}
+
+/* The factory: device 0, for whichever ring the caller asks. */
+static tsafe_status cuda_factory_create(void *user, const tsafe_context *ckks,
+                                        const tsafe_bfv_context *bfv,
+                                        tsafe_backend **out)
+{
+    (void)user;
+    if (!out)
+        return TSAFE_E_NULL;
+    *out = NULL;
+    if (!ckks == !bfv)
+        return TSAFE_E_ARG;
+    return cuda_create(ckks, bfv, 0, out);
+}
+
+static const tsafe_backend_factory k_cuda_factory = {"cuda", cuda_factory_create,
+                                                     NULL};
+
+extern "C" TSAFE_API const tsafe_backend_factory *tsafe_backend_cuda_factory(void)
+{
+    return &k_cuda_factory;
 }

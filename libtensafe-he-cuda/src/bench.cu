@@ -1,6 +1,8 @@
 /* GPU benchmark behind `tensafe bench cuda`: medians of CUDA-event timings
  * of the backend's kernels on buffers larger than L2, a small per-token
- * pipeline with plain launches vs a graph replay, and transfer rates.
+ * pipeline with plain launches vs a graph replay, transfer rates, and the
+ * sealed path's ring operations (a batched mul_acc call, the modulus
+ * switch) on a CKKS ring and on a BFV ring (tsafe_cuda_bench_bfv).
  *
  * Reached through extern "C": nothing here may throw (no std containers,
  * whose bad_alloc would terminate the host process); memory comes from
@@ -91,6 +93,122 @@ void random_limbs(const tsafe_cuda_tables &tb, uint64_t *w, size_t n_polys,
         }
 }
 
+/* Defaults filled in, ranges checked. */
+tsafe_status bench_config(const tsafe_cuda_bench_config *cfg,
+                          tsafe_cuda_bench_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    if (cfg)
+        *c = *cfg;
+    if (!c->reps)
+        c->reps = 21;
+    if (!c->warmup)
+        c->warmup = 3;
+    if (!c->pipeline_iters)
+        c->pipeline_iters = 100;
+    if (c->reps > (1u << 20) || c->warmup > (1u << 20))
+        return tsafe_cuda_fail_msg(TSAFE_E_RANGE, "benchmark: %u reps, %u "
+                                                  "warm-up runs (at most 2^20)",
+                                   c->reps, c->warmup);
+    return TSAFE_OK;
+}
+
+/* Polynomials of L limbs in one big buffer: at least min_bytes, three such
+ * buffers within half of the free device memory. */
+size_t big_polys(size_t min_bytes, uint32_t L, size_t limb_bytes,
+                 size_t free_b)
+{
+    size_t P = (min_bytes + L * limb_bytes - 1) / (L * limb_bytes);
+    if (P < 2)
+        P = 2;
+    while (P > 2 && 3 * P * L * limb_bytes > free_b / 2)
+        P /= 2;
+    return P;
+}
+
+#define BENCH_MAC_JOBS 16u
+#define BENCH_MAC_TERMS 8u
+
+/* mul_acc (one call, BENCH_MAC_JOBS x BENCH_MAC_TERMS: one launch) and the
+ * coefficient-form modulus switch of the big buffer `in` (P x L) into
+ * out_mem (room for P x (L-1)), on any ring. */
+tsafe_status bench_ring_ops(bench_env &env, tsafe_backend *be, uint32_t L,
+                            size_t P, const tsafe_buffer *in, void *out_mem,
+                            uint64_t *host, tsafe_cuda_bench_result *out)
+{
+    tsafe_cuda_backend *cb = env.cb;
+    const tsafe_cuda_tables &tb = cb->tables;
+    const uint32_t J = BENCH_MAC_JOBS, T = BENCH_MAC_TERMS;
+    tsafe_buffer *acc[BENCH_MAC_JOBS] = {0}, *ct[BENCH_MAC_TERMS] = {0},
+                 *pt[BENCH_MAC_TERMS] = {0};
+    const tsafe_buffer *as[BENCH_MAC_TERMS], *ws[BENCH_MAC_TERMS];
+    tsafe_backend_mac jobs[BENCH_MAC_JOBS];
+    double us = 0;
+    tsafe_status st = TSAFE_OK;
+    for (uint32_t j = 0; j < J && st == TSAFE_OK; j++) {
+        st = tsafe_buffer_alloc(be, 2, L, &acc[j]);
+        jobs[j].acc = acc[j];
+        jobs[j].n_terms = T;
+        jobs[j].a = as;
+        jobs[j].w = ws;
+    }
+    for (uint32_t k = 0; k < T && st == TSAFE_OK; k++) {
+        st = tsafe_buffer_alloc(be, 2, L, &ct[k]);
+        if (st == TSAFE_OK) {
+            random_limbs(tb, host, 2, L);
+            st = tsafe_buffer_upload(ct[k], host, 2 * L * tb.n);
+        }
+        if (st == TSAFE_OK)
+            st = tsafe_buffer_alloc_operand(be, 1, L, &pt[k]);
+        if (st == TSAFE_OK) {
+            random_limbs(tb, host, 1, L);
+            st = tsafe_buffer_upload(pt[k], host, L * tb.n);
+        }
+        as[k] = ct[k];
+        ws[k] = pt[k];
+    }
+    if (st == TSAFE_OK)
+        st = time_op(env, [&] { return tsafe_cuda_mul_acc_launch(cb, jobs, J); },
+                     &us);
+    if (st == TSAFE_OK) {
+        double lw = (double)L * (double)tb.n; /* words per limb row set */
+        out->mac_jobs = J;
+        out->mac_terms = T;
+        out->mac_us = us;
+        out->mac_us_per_term_limb = us / ((double)J * T * L);
+        out->mac_gbps = (double)J * (4.0 * lw + T * 3.0 * lw) * 8.0 /
+                        (us * 1e-6) / 1e9;
+    }
+    if (st == TSAFE_OK && L >= 2)
+        st = time_op(env, [&] {
+            return tsafe_cuda_mod_switch_launch(cb, (uint64_t *)out_mem,
+                                                (const uint64_t *)in->mem, P, L);
+        }, &us);
+    if (st == TSAFE_OK && L >= 2)
+        out->mod_switch_us_per_poly = us / (double)P;
+    for (uint32_t j = 0; j < J; j++)
+        tsafe_buffer_free(acc[j]);
+    for (uint32_t k = 0; k < T; k++) {
+        tsafe_buffer_free(ct[k]);
+        tsafe_buffer_free(pt[k]);
+    }
+    return st;
+}
+
+tsafe_status device_info(int device, tsafe_cuda_bench_result *out)
+{
+    cudaDeviceProp prop;
+    cudaError_t e = cudaGetDeviceProperties(&prop, device);
+    if (e != cudaSuccess)
+        return tsafe_cuda_fail(e, "cudaGetDeviceProperties");
+    snprintf(out->device_name, sizeof(out->device_name), "%s", prop.name);
+    out->cc_major = prop.major;
+    out->cc_minor = prop.minor;
+    out->sm_count = prop.multiProcessorCount;
+    out->l2_bytes = (size_t)prop.l2CacheSize;
+    return TSAFE_OK;
+}
+
 } // namespace
 
 extern "C" TSAFE_API tsafe_status tsafe_cuda_bench(
@@ -101,19 +219,9 @@ extern "C" TSAFE_API tsafe_status tsafe_cuda_bench(
         return TSAFE_E_NULL;
     memset(out, 0, sizeof(*out));
     tsafe_cuda_bench_config c;
-    memset(&c, 0, sizeof(c));
-    if (cfg)
-        c = *cfg;
-    if (!c.reps)
-        c.reps = 21;
-    if (!c.warmup)
-        c.warmup = 3;
-    if (!c.pipeline_iters)
-        c.pipeline_iters = 100;
-    if (c.reps > (1u << 20) || c.warmup > (1u << 20))
-        return tsafe_cuda_fail_msg(TSAFE_E_RANGE, "benchmark: %u reps, %u "
-                                                  "warm-up runs (at most 2^20)",
-                                   c.reps, c.warmup);
+    tsafe_status st0 = bench_config(cfg, &c);
+    if (st0 != TSAFE_OK)
+        return st0;
     if (sodium_init() < 0)
         return TSAFE_E_CRYPTO;
 
@@ -137,15 +245,9 @@ extern "C" TSAFE_API tsafe_status tsafe_cuda_bench(
     size_t limb_bytes = tb.n * sizeof(uint64_t), words, P;
     const uint32_t n_pt = 8;
     double t0, us = 0;
-    cudaDeviceProp prop;
     size_t free_b = 0, total_b = 0;
 
-    TSAFE_CUDA_TRY(cudaGetDeviceProperties(&prop, device));
-    snprintf(out->device_name, sizeof(out->device_name), "%s", prop.name);
-    out->cc_major = prop.major;
-    out->cc_minor = prop.minor;
-    out->sm_count = prop.multiProcessorCount;
-    out->l2_bytes = (size_t)prop.l2CacheSize;
+    TSAFE_TRY(device_info(device, out));
     out->log_n = tb.log_n;
     out->n_limbs = L;
     out->reps = c.reps;
@@ -156,12 +258,7 @@ extern "C" TSAFE_API tsafe_status tsafe_cuda_bench(
 
     if (!c.min_buffer_bytes)
         c.min_buffer_bytes = out->l2_bytes ? 4 * out->l2_bytes : (256u << 20);
-    P = (c.min_buffer_bytes + L * limb_bytes - 1) / (L * limb_bytes);
-    if (P < 2)
-        P = 2;
-    /* three big buffers within half of the free memory */
-    while (P > 2 && 3 * P * L * limb_bytes > free_b / 2)
-        P /= 2;
+    P = big_polys(c.min_buffer_bytes, L, limb_bytes, free_b);
     out->n_polys = P;
     words = P * L * tb.n;
     out->buffer_mib = (double)(words * sizeof(uint64_t)) / (1 << 20);
@@ -231,6 +328,7 @@ extern "C" TSAFE_API tsafe_status tsafe_cuda_bench(
             out->rescale_us_per_poly = us / (double)P;
         }
     }
+    TSAFE_TRY(bench_ring_ops(env, be, L, P, A, C->mem, host, out));
 
     /* per-token pipeline: ct (2 polys) x n_pt plaintexts, rescale each */
     TSAFE_TRY(tsafe_buffer_alloc(be, 2, L, &ct));
@@ -295,6 +393,70 @@ fail:
     tsafe_buffer_free(A);
     free(host);
     free(host2);
+    if (env.ev0)
+        tsafe_cuda_ignore(cudaEventDestroy(env.ev0));
+    if (env.ev1)
+        tsafe_cuda_ignore(cudaEventDestroy(env.ev1));
+    tsafe_backend_free(be);
+    return st;
+}
+
+extern "C" TSAFE_API tsafe_status tsafe_cuda_bench_bfv(
+    const tsafe_bfv_context *ctx, int device, const tsafe_cuda_bench_config *cfg,
+    tsafe_cuda_bench_result *out)
+{
+    if (!ctx || !out)
+        return TSAFE_E_NULL;
+    memset(out, 0, sizeof(*out));
+    tsafe_cuda_bench_config c;
+    tsafe_status st = bench_config(cfg, &c);
+    if (st != TSAFE_OK)
+        return st;
+    if (sodium_init() < 0)
+        return TSAFE_E_CRYPTO;
+    tsafe_backend *be = NULL;
+    st = tsafe_backend_cuda_create_bfv(ctx, device, &be);
+    if (st != TSAFE_OK)
+        return st;
+    tsafe_cuda_backend *cb = tsafe_cuda_state(be);
+    tsafe_cuda_device_guard g(device);
+    if (g.err != cudaSuccess) {
+        st = tsafe_cuda_fail(g.err, "cudaSetDevice");
+        tsafe_backend_free(be);
+        return st;
+    }
+    bench_env env = {cb, NULL, NULL, c.reps, c.warmup};
+    const tsafe_cuda_tables &tb = cb->tables;
+    const uint32_t L = tb.n_primes; /* 2: q0, q1 */
+    size_t limb_bytes = tb.n * sizeof(uint64_t), free_b = 0, total_b = 0, P, words;
+    tsafe_buffer *A = NULL, *C = NULL;
+    uint64_t *host = NULL;
+
+    TSAFE_TRY(device_info(device, out));
+    out->log_n = tb.log_n;
+    out->n_limbs = L;
+    out->reps = c.reps;
+    TSAFE_CUDA_TRY(cudaEventCreate(&env.ev0));
+    TSAFE_CUDA_TRY(cudaEventCreate(&env.ev1));
+    TSAFE_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+    if (!c.min_buffer_bytes)
+        c.min_buffer_bytes = out->l2_bytes ? 4 * out->l2_bytes : (256u << 20);
+    P = big_polys(c.min_buffer_bytes, L, limb_bytes, free_b);
+    out->n_polys = P;
+    words = P * L * tb.n;
+    out->buffer_mib = (double)(words * sizeof(uint64_t)) / (1 << 20);
+    TSAFE_TRY(tsafe_buffer_alloc(be, P, L, &A));
+    TSAFE_TRY(tsafe_buffer_alloc(be, P, L, &C));
+    host = (uint64_t *)malloc(words * sizeof(uint64_t));
+    TSAFE_CHECK(host, TSAFE_E_NOMEM);
+    random_limbs(tb, host, P, L);
+    TSAFE_TRY(tsafe_buffer_upload(A, host, words));
+    TSAFE_TRY(bench_ring_ops(env, be, L, P, A, C->mem, host, out));
+    st = TSAFE_OK;
+fail:
+    tsafe_buffer_free(C);
+    tsafe_buffer_free(A);
+    free(host);
     if (env.ev0)
         tsafe_cuda_ignore(cudaEventDestroy(env.ev0));
     if (env.ev1)

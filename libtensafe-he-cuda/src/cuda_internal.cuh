@@ -115,6 +115,19 @@ tsafe_status tsafe_cuda_rescale_launch(tsafe_cuda_backend *cb, uint64_t *out,
                                        const uint64_t *in, size_t n_polys,
                                        uint32_t n_limbs_in);
 
+/* acc += sum a (*) w for every job (shapes checked by the dispatcher and
+ * again here): usually one launch, more for calls beyond one parameter
+ * block or jobs that read an earlier job's accumulator (mac.cuh). */
+tsafe_status tsafe_cuda_mul_acc_launch(tsafe_cuda_backend *cb,
+                                       const tsafe_backend_mac *jobs,
+                                       size_t n_jobs);
+
+/* Coefficient-form modulus switch dropping the last of n_limbs_in limbs
+ * (modswitch.cuh); out and in must not overlap. */
+tsafe_status tsafe_cuda_mod_switch_launch(tsafe_cuda_backend *cb, uint64_t *out,
+                                          const uint64_t *in, size_t n_polys,
+                                          uint32_t n_limbs_in);
+
 /* The backend state behind a handle, or NULL when b is not a CUDA backend. */
 tsafe_cuda_backend *tsafe_cuda_state(const tsafe_backend *b);
 

@@ -1,8 +1,9 @@
 /* Host emulation of the kernels; see emulate.h. What runs here is the
  * kernels' own code: the per-thread bodies (tsafe_ntt_phase,
- * tsafe_ew_thread) and the launch geometry (tsafe_ntt_step,
- * tsafe_rescale_calls, tsafe_ew_setup) are the __host__ __device__
- * functions of ntt.cuh / elementwise.cuh, compiled here for the host. This
+ * tsafe_ew_thread, tsafe_mac_thread, tsafe_ms_thread) and the launch
+ * geometry (tsafe_ntt_step, tsafe_rescale_calls, tsafe_ew_setup,
+ * tsafe_mac_next, tsafe_ms_setup) are the functions of ntt.cuh /
+ * elementwise.cuh / mac.cuh / modswitch.cuh, compiled here for the host. This
  * file only replaces the launch: a loop over blocks, and over the threads
  * of a block within each barrier interval. No C++ allocation (extern "C"
  * callers): malloc and status codes. */
@@ -11,24 +12,27 @@
 
 #include "elementwise.cuh"
 #include "emulate.h"
+#include "mac.cuh"
+#include "modswitch.cuh"
 #include "ntt.cuh"
 
 struct tsafe_cuda_emu {
     tsafe_cuda_tables tables;
     tsafe_ntt_plan plan;
+    uint64_t mac_launches; /* mul_acc launches made so far */
 };
 
-extern "C" tsafe_status tsafe_cuda_emu_create(const tsafe_context *ctx,
-                                              uint32_t fused_log_max,
-                                              tsafe_cuda_emu **out)
+extern "C" tsafe_status tsafe_cuda_emu_create_ring(const tsafe_backend *ring,
+                                                   uint32_t fused_log_max,
+                                                   tsafe_cuda_emu **out)
 {
-    if (!ctx || !out)
+    if (!ring || !out)
         return TSAFE_E_NULL;
     *out = NULL;
     tsafe_cuda_emu *e = (tsafe_cuda_emu *)calloc(1, sizeof(*e));
     if (!e)
         return TSAFE_E_NOMEM;
-    tsafe_status st = tsafe_cuda_tables_build(ctx, &e->tables);
+    tsafe_status st = tsafe_cuda_tables_build(ring, &e->tables);
     if (st == TSAFE_OK &&
         !tsafe_ntt_plan_build(e->tables.log_n, fused_log_max, &e->plan))
         st = TSAFE_E_UNSUPPORTED;
@@ -38,6 +42,23 @@ extern "C" tsafe_status tsafe_cuda_emu_create(const tsafe_context *ctx,
     }
     *out = e;
     return TSAFE_OK;
+}
+
+extern "C" tsafe_status tsafe_cuda_emu_create(const tsafe_context *ctx,
+                                              uint32_t fused_log_max,
+                                              tsafe_cuda_emu **out)
+{
+    if (!ctx || !out)
+        return TSAFE_E_NULL;
+    *out = NULL;
+    /* the ring's facts as a backend reports them (what the CUDA backend
+     * builds its tables from) */
+    tsafe_backend *ring = NULL;
+    tsafe_status st = tsafe_backend_cpu_create(ctx, &ring);
+    if (st == TSAFE_OK)
+        st = tsafe_cuda_emu_create_ring(ring, fused_log_max, out);
+    tsafe_backend_free(ring);
+    return st;
 }
 
 extern "C" void tsafe_cuda_emu_free(tsafe_cuda_emu *e)
@@ -193,4 +214,77 @@ extern "C" tsafe_status tsafe_cuda_emu_rescale(tsafe_cuda_emu *e,
                         calls);
     tsafe_status st = emu_ntt(e, &calls[0]);
     return st != TSAFE_OK ? st : emu_ntt(e, &calls[1]);
+}
+
+/* The emulated tsafe_cuda_mul_acc_launch: the same launches (parameter
+ * blocks from tsafe_mac_next), each run block by block, thread by thread.
+ * Within a launch the blocks write disjoint words and must read no word
+ * another block writes (tsafe_mac_next splits conflicting jobs), so any
+ * block order gives the parallel result. The blocks run last to first:
+ * in launch order a job reading an earlier job's accumulator in the same
+ * launch would still see the CPU's values and hide a batching bug. */
+extern "C" tsafe_status tsafe_cuda_emu_mul_acc(tsafe_cuda_emu *e,
+                                               const tsafe_backend_mac *jobs,
+                                               size_t n_jobs)
+{
+    if (!e || (!jobs && n_jobs))
+        return TSAFE_E_NULL;
+    for (size_t j = 0; j < n_jobs; j++) {
+        if (!jobs[j].acc || (jobs[j].n_terms && (!jobs[j].a || !jobs[j].w)))
+            return TSAFE_E_NULL;
+        for (size_t k = 0; k < jobs[j].n_terms; k++)
+            if (!jobs[j].a[k] || !jobs[j].w[k])
+                return TSAFE_E_NULL;
+    }
+    unsigned long mis = ts_emu_misaligned();
+    tsafe_mac_cursor c = {0, 0};
+    /* static: a parameter block is 4 KiB; one emulation per thread */
+    static thread_local tsafe_mac_args g;
+    for (;;) {
+        tsafe_status st = tsafe_mac_next(jobs, n_jobs, &c, e->tables.log_n,
+                                         e->tables.n_primes, e->tables.primes,
+                                         &g);
+        if (st != TSAFE_OK)
+            return st;
+        if (g.n_jobs == 0)
+            break;
+        e->mac_launches++;
+        for (uint64_t blk = g.blocks; blk-- > 0;)
+            for (uint32_t t = 0; t < TSAFE_MAC_THREADS; t++)
+                tsafe_mac_thread(g, blk, t);
+    }
+    return emu_faults(mis);
+}
+
+extern "C" uint64_t tsafe_cuda_emu_mac_launches(const tsafe_cuda_emu *e)
+{
+    return e ? e->mac_launches : 0;
+}
+
+extern "C" tsafe_status tsafe_cuda_emu_mod_switch(tsafe_cuda_emu *e,
+                                                  uint64_t *out,
+                                                  const uint64_t *in,
+                                                  size_t n_polys,
+                                                  uint32_t n_limbs_in)
+{
+    if (!e || !out || !in)
+        return TSAFE_E_NULL;
+    if (out == in)
+        return TSAFE_E_ARG;
+    tsafe_ms_args g;
+    uint64_t blocks = 0;
+    tsafe_status st = tsafe_ms_setup(out, in, n_polys, n_limbs_in,
+                                     e->tables.log_n, e->tables.n_primes,
+                                     e->tables.primes, e->tables.rescale, &g,
+                                     &blocks);
+    if (st != TSAFE_OK)
+        return st;
+    /* poison out: every word must be produced by the launch */
+    for (uint64_t i = 0; i < blocks << TSAFE_MS_CHUNK_LOG; i++)
+        out[i] = ~0ull;
+    unsigned long mis = ts_emu_misaligned();
+    for (uint64_t blk = 0; blk < blocks; blk++)
+        for (uint32_t t = 0; t < TSAFE_MS_THREADS; t++)
+            tsafe_ms_thread(g, blk, t);
+    return emu_faults(mis);
 }

@@ -8,7 +8,9 @@
  * loads/stores) have host equivalents in modarith.cuh, one place each.
  * Only the launch is replaced: blocks in turn, and within each barrier
  * interval the threads of a block in turn (they touch disjoint
- * shared-memory words there, so this gives the parallel result). A 16-byte
+ * shared-memory words there, so this gives the parallel result). The same
+ * holds for the multiply-accumulate (mac.cuh, with its batching of jobs
+ * into launches) and the modulus switch (modswitch.cuh). A 16-byte
  * access that is not 16-byte aligned fails the operation with
  * TSAFE_E_DEVICE, as the device would fault. Not a substitute for a GPU
  * run: it cannot see races, missing barriers, launch limits, the device
@@ -29,10 +31,17 @@ extern "C" {
 typedef struct tsafe_cuda_emu tsafe_cuda_emu;
 
 /* fused_log_max: the largest fused tile as on a device (14 for 128 KiB of
- * shared memory); smaller values force the two-pass NTT at small N. */
+ * shared memory); smaller values force the two-pass NTT at small N. The
+ * tables come from the ring of ctx's data primes. */
 tsafe_status tsafe_cuda_emu_create(const tsafe_context *ctx,
                                    uint32_t fused_log_max,
                                    tsafe_cuda_emu **out);
+/* The same for the ring that backend `ring` serves (any backend, e.g. a
+ * CPU backend made with tsafe_backend_cpu_create_bfv): the tables are
+ * built from its facts as the CUDA backend builds them. Borrows nothing. */
+tsafe_status tsafe_cuda_emu_create_ring(const tsafe_backend *ring,
+                                        uint32_t fused_log_max,
+                                        tsafe_cuda_emu **out);
 void tsafe_cuda_emu_free(tsafe_cuda_emu *e);
 /* Number of NTT passes the plan uses. */
 uint32_t tsafe_cuda_emu_ntt_passes(const tsafe_cuda_emu *e);
@@ -47,6 +56,21 @@ tsafe_status tsafe_cuda_emu_elementwise(tsafe_cuda_emu *e, int op,
 tsafe_status tsafe_cuda_emu_rescale(tsafe_cuda_emu *e, uint64_t *out,
                                     const uint64_t *in, size_t n_polys,
                                     uint32_t n_limbs_in);
+
+/* tsafe_backend_mul_acc's jobs, on buffers whose memory is host memory
+ * (a CPU backend's: an operand's values come first there, which is all
+ * the kernel reads). The dispatcher's shape checks are the caller's; the
+ * batching checks limbs and shapes again (TSAFE_E_RANGE). */
+tsafe_status tsafe_cuda_emu_mul_acc(tsafe_cuda_emu *e,
+                                    const tsafe_backend_mac *jobs,
+                                    size_t n_jobs);
+/* Number of mul_acc launches emulated so far (the batching: one per call
+ * unless a call exceeds a parameter block or has ordered jobs). */
+uint64_t tsafe_cuda_emu_mac_launches(const tsafe_cuda_emu *e);
+/* Coefficient-form modulus switch, out = n_polys x (n_limbs_in - 1). */
+tsafe_status tsafe_cuda_emu_mod_switch(tsafe_cuda_emu *e, uint64_t *out,
+                                       const uint64_t *in, size_t n_polys,
+                                       uint32_t n_limbs_in);
 
 /* Test hook for the error path (needs no device): makes a CUDA runtime
  * call fail, converts it with tsafe_cuda_fail and says whether the

@@ -1,6 +1,8 @@
 /* Host-side tables of the CUDA backend: computed with 128-bit integer
- * arithmetic from the primes and roots the context uses, so the device
- * NTT evaluates at exactly the CPU NTT's points. */
+ * arithmetic from the primes and roots of the backend's ring (a CKKS
+ * context's data primes or a BFV context's two primes, read through
+ * tsafe_backend_log_n / _prime / _psi), so the device NTT evaluates at
+ * exactly the CPU NTT's points. */
 #include "tables.h"
 
 #include <stdlib.h>
@@ -68,26 +70,24 @@ void tsafe_cuda_tables_free(tsafe_cuda_tables *t)
     t->tw_fwd = t->tw_inv = NULL;
 }
 
-tsafe_status tsafe_cuda_tables_build(const tsafe_context *ctx,
+tsafe_status tsafe_cuda_tables_build(const tsafe_backend *ring,
                                      tsafe_cuda_tables *t)
 {
-    if (!ctx || !t)
+    if (!ring || !t)
         return TSAFE_E_NULL;
     memset(t, 0, sizeof(*t));
-    const tsafe_params *p = tsafe_context_params(ctx);
-    if (!p)
-        return TSAFE_E_ARG;
-    t->log_n = tsafe_context_log_n(ctx);
-    t->n = tsafe_context_n(ctx);
-    t->n_primes = p->n_primes;
+    t->log_n = tsafe_backend_log_n(ring);
+    t->n = tsafe_backend_n(ring);
+    t->n_primes = tsafe_backend_max_limbs(ring);
+    t->ckks = ring->he != NULL;
     if (t->log_n < TSAFE_MIN_LOG_N || t->log_n > TSAFE_MAX_LOG_N ||
         t->n != ((size_t)1 << t->log_n) || t->n_primes == 0 ||
         t->n_primes > TSAFE_MAX_PRIMES)
         return TSAFE_E_PARAMS;
 
     for (uint32_t i = 0; i < t->n_primes; i++) {
-        uint64_t q = tsafe_context_prime(ctx, i);
-        uint64_t psi = tsafe_context_psi(ctx, i);
+        uint64_t q = tsafe_backend_prime(ring, i);
+        uint64_t psi = tsafe_backend_psi(ring, i);
         /* 4q < 2^64 keeps Harvey's lazy butterflies exact */
         if (q < 3 || !(q & 1) || q >= (1ull << 62) || psi == 0 || psi >= q)
             return TSAFE_E_PARAMS;
@@ -102,6 +102,8 @@ tsafe_status tsafe_cuda_tables_build(const tsafe_context *ctx,
         pr->n_inv = invmod((uint64_t)(t->n % q), q);
         pr->n_inv_shoup = shoup(pr->n_inv, q);
     }
+    /* dropping prime l: the rescale (CKKS) and the modulus switch (both
+     * rings) round the same way, so one table serves both */
     for (uint32_t l = 1; l < t->n_primes; l++) {
         uint64_t ql = t->primes[l].q;
         for (uint32_t i = 0; i < l; i++) {
@@ -123,7 +125,7 @@ tsafe_status tsafe_cuda_tables_build(const tsafe_context *ctx,
     }
     for (uint32_t i = 0; i < t->n_primes; i++) {
         uint64_t q = t->primes[i].q;
-        uint64_t psi = tsafe_context_psi(ctx, i);
+        uint64_t psi = tsafe_backend_psi(ring, i);
         fill_twiddles(t->tw_fwd + 2 * t->n * i, psi, q, t->log_n);
         fill_twiddles(t->tw_inv + 2 * t->n * i, invmod(psi, q), q, t->log_n);
     }
