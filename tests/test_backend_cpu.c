@@ -656,7 +656,8 @@ static void fx_open_bfv(fixture *f, uint32_t gap_bits)
     assert_int_equal(tsafe_backend_cpu_create_bfv(f->bfv, &f->b), TSAFE_OK);
     f->n = tsafe_backend_n(f->b);
     f->limbs = tsafe_backend_max_limbs(f->b);
-    assert_int_equal(f->limbs, 2);
+    /* a gap above 50 bits is two primes (every limb IFMA) */
+    assert_int_equal(f->limbs, gap_bits > 50 ? 3 : 2);
     for (uint32_t i = 0; i < f->limbs; i++) {
         f->q[i] = tsafe_backend_prime(f->b, i);
         assert_int_equal(f->q[i], tsafe_bfv_context_prime(f->bfv, i));
@@ -705,6 +706,7 @@ static void check_mul_acc(fixture *f, size_t P, uint32_t L)
         size_t nt = j ? (size_t)j + 1 : 0;
         jobs[j].acc = acc[j];
         jobs[j].n_terms = nt;
+        jobs[j].assign = j == 5 || j == 0; /* acc = the sum (job 0: zeroed) */
         jobs[j].a = as + t;
         jobs[j].w = ws + t;
         for (size_t k = 0; k < nt; k++, t++) {
@@ -721,7 +723,9 @@ static void check_mul_acc(fixture *f, size_t P, uint32_t L)
     assert_int_equal(tsafe_backend_mul_acc(f->b, jobs, MAC_JOBS), TSAFE_OK);
     /* the reference */
     t = 0;
-    for (int j = 0; j < MAC_JOBS; j++)
+    for (int j = 0; j < MAC_JOBS; j++) {
+        if (jobs[j].assign)
+            memset(ref[j], 0, P * pw * sizeof *ref[j]);
         for (size_t k = 0; k < jobs[j].n_terms; k++, t++) {
             const uint64_t *a = asrc[t] >= 0 ? ah[asrc[t]] : ref[-1 - asrc[t]];
             size_t a1 = asrc[t] >= 0 && ap[asrc[t]] == 1;
@@ -737,20 +741,24 @@ static void check_mul_acc(fixture *f, size_t P, uint32_t L)
                         *r = (uint64_t)(((u128)*r + (u128)x * y % q) % q);
                     }
         }
+    }
     for (int j = 0; j < MAC_JOBS; j++) {
         uint64_t *got = download(f, acc[j]);
         assert_memory_equal(got, ref[j], P * pw * sizeof *got);
         free(got);
     }
     /* the dispatcher's checks */
-    tsafe_backend_mac bad = {acc[1], 1, as, ws};
-    const tsafe_buffer *self[] = {acc[1]}, *notop[] = {A[0]};
+    tsafe_backend_mac bad = {acc[1], 1, as, ws, 0};
+    const tsafe_buffer *self[] = {acc[1]}, *opa[] = {W[0]};
     bad.a = self; /* a job reading its own accumulator */
     assert_int_equal(tsafe_backend_mul_acc(f->b, &bad, 1), TSAFE_E_ARG);
+    bad.w = self; /* ... as the right operand */
     bad.a = as;
-    bad.w = notop; /* w not an operand buffer */
     assert_int_equal(tsafe_backend_mul_acc(f->b, &bad, 1), TSAFE_E_ARG);
-    tsafe_backend_mac two[] = {{acc[1], 0, NULL, NULL}, {acc[1], 0, NULL, NULL}};
+    bad.w = ws;
+    bad.a = opa; /* an operand on the left */
+    assert_int_equal(tsafe_backend_mul_acc(f->b, &bad, 1), TSAFE_E_ARG);
+    tsafe_backend_mac two[] = {{acc[1], 0, NULL, NULL, 0}, {acc[1], 0, NULL, NULL, 0}};
     assert_int_equal(tsafe_backend_mul_acc(f->b, two, 2), TSAFE_E_ARG);
     assert_int_equal(tsafe_backend_mul_acc(f->b, NULL, 0), TSAFE_OK);
     assert_int_equal(tsafe_backend_mul_acc(f->b, NULL, 1), TSAFE_E_NULL);
@@ -780,8 +788,11 @@ static void test_mul_acc(void **state)
     check_mul_acc(&f, 2, f.limbs);
     fx_close(&f);
     fx_open_bfv(&f, 60);
-    check_mul_acc(&f, 2, 2);
+    check_mul_acc(&f, 2, f.limbs);
     check_mul_acc(&f, 2, 1);
+    fx_close(&f);
+    fx_open_bfv(&f, 45); /* one gap prime */
+    check_mul_acc(&f, 2, f.limbs);
     fx_close(&f);
 }
 
@@ -864,6 +875,9 @@ static void test_mod_switch(void **state)
     fx_close(&f);
     fx_open_bfv(&f, 61);
     check_mod_switch(&f, 1);
+    fx_close(&f);
+    fx_open_bfv(&f, 45);
+    check_mod_switch(&f, 2);
     fx_close(&f);
     fx_open_small(&f); /* CKKS data primes, every L -> L-1 */
     check_mod_switch(&f, 2);

@@ -292,6 +292,7 @@ typedef struct mac_spec {
     size_t n_jobs;
     size_t n_terms[MAC_MAX_JOBS];
     size_t first[MAC_MAX_JOBS];      /* offset of job j's terms below */
+    int assign[MAC_MAX_JOBS];        /* acc = the sum (job 0: zeroes, or not) */
     int a_src[MAC_MAX_TERMS];        /* >= 0: A pool; < 0: acc of job -1-v */
     int w_src[MAC_MAX_TERMS];
     size_t a_polys[MAC_POOL], w_polys[MAC_POOL];
@@ -326,7 +327,8 @@ static void mac_spec_make(mac_spec *s, const ring_case *r, size_t P, uint32_t L,
         s->acc_host[j] = ring_random(r, P, L);
         size_t nt = (big_job && j == 1) ? 200 : 1 + (size_t)tsafe_test_below(6);
         if (j == 0)
-            nt = 0; /* a job without terms leaves its accumulator alone */
+            nt = 0; /* no terms: leaves its accumulator alone, or zeroes it */
+        s->assign[j] = (int)tsafe_test_below(2);
         s->first[j] = t;
         s->n_terms[j] = nt;
         assert_true(t + nt <= MAC_MAX_TERMS);
@@ -389,6 +391,7 @@ static void mac_run_make(mac_run *m, const mac_spec *s, tsafe_backend *b)
         m->jobs[j].n_terms = s->n_terms[j];
         m->jobs[j].a = m->a + s->first[j];
         m->jobs[j].w = m->w + s->first[j];
+        m->jobs[j].assign = s->assign[j];
     }
 }
 
@@ -825,7 +828,7 @@ static void test_emu_mul_acc(void **state)
         assert_int_equal(tsafe_buffer_alloc(r.cpu, 2, 2, &a), TSAFE_OK);
         assert_int_equal(tsafe_buffer_alloc_operand(r.cpu, 1, 2, &w), TSAFE_OK);
         const tsafe_buffer *as[] = {a}, *ws[] = {w};
-        tsafe_backend_mac bad = {acc, 1, as, ws};
+        tsafe_backend_mac bad = {acc, 1, as, ws, 0};
         assert_int_equal(tsafe_cuda_emu_mul_acc(e, &bad, 1), TSAFE_E_RANGE);
         assert_int_equal(tsafe_cuda_emu_mul_acc(e, NULL, 0), TSAFE_OK);
         tsafe_buffer_free(acc);
@@ -836,7 +839,7 @@ static void test_emu_mul_acc(void **state)
     }
 }
 
-/* Emulated modulus switch against the CPU backend: BFV 2 -> 1 limbs, every
+/* Emulated modulus switch against the CPU backend: BFV L -> L-1 limbs, every
  * CKKS level L -> L-1, with the rounding boundary planted. */
 static void test_emu_mod_switch(void **state)
 {

@@ -112,7 +112,10 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_rescale(
  * precomputation (a per-token plaintext). No a[k] is an operand, and
  * neither is acc. One call carries the
  * products of many accumulators (sites, blocks, clients): a GPU backend
- * runs them as one batch. Jobs must not share an accumulator. */
+ * runs them as one batch. Jobs must not share an accumulator; they run in
+ * order (a job that reads an earlier job's accumulator as a term sees it
+ * updated, a later one's as it was). Accumulators have at most 16
+ * polynomials (TSAFE_E_RANGE). */
 typedef struct tsafe_backend_mac {
     tsafe_buffer *acc;
     size_t n_terms;

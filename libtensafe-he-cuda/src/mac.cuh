@@ -22,6 +22,10 @@
  * of an earlier job of the call, or whose accumulator an earlier job
  * reads, starts a new launch: the CPU's order is kept.
  *
+ * Assign jobs (tsafe_backend_mac.assign) start their first launch from 0
+ * instead of loading the accumulator; one without terms is a launch that
+ * zeroes it.
+ *
  * Arithmetic: each product reduced (Barrett, ts_mul_mod) and added mod q,
  * fully reduced at every step, as the CPU's add_mod(acc, mul_shoup(a, w)):
  * the values are canonical residues, so the words are identical. */
@@ -41,7 +45,9 @@ typedef struct tsafe_mac_job_desc {
     uint32_t blk_begin;  /* first block of the job in its launch */
     uint32_t term_begin; /* its terms: terms[term_begin .. + n_terms) */
     uint32_t n_terms;
-    uint32_t n_limbs;    /* L (the accumulator's, and every operand's) */
+    uint16_t n_limbs;    /* L (the accumulator's, and every operand's) */
+    uint16_t assign;     /* 1: start from 0, not from the accumulator (the
+                            job's first launch of an assign job) */
 } tsafe_mac_job_desc;
 
 typedef struct tsafe_mac_term_desc {
@@ -97,8 +103,13 @@ TSAFE_HD void tsafe_mac_thread(const tsafe_mac_args &g, uint64_t blk,
     uint64_t boff = (uint64_t)limb << g.log_n; /* polynomial 0's row */
     const tsafe_cuda_prime p = g.primes[limb];
     uint64_t *acc = J.acc + off;
-    ulonglong2 s0 = ts_ld16(acc + in0);
-    ulonglong2 s1 = ts_ld16(acc + in1);
+    ulonglong2 s0, s1;
+    if (J.assign) { /* acc = the sum: its old words are not read */
+        s0.x = s0.y = s1.x = s1.y = 0;
+    } else {
+        s0 = ts_ld16(acc + in0);
+        s1 = ts_ld16(acc + in1);
+    }
     for (uint32_t k = J.term_begin; k < J.term_begin + J.n_terms; k++) {
         const uint64_t *a = g.terms[k].a + (g.a_bcast[k] ? boff : off);
         const uint64_t *w = g.terms[k].w + (g.w_bcast[k] ? boff : off);
@@ -153,7 +164,9 @@ static inline tsafe_status tsafe_mac_next(const tsafe_backend_mac *jobs,
     uint32_t log_chunks = log_n - TSAFE_MAC_CHUNK_LOG;
     while (c->job < n_jobs) {
         const tsafe_backend_mac *m = &jobs[c->job];
-        if (c->term >= m->n_terms) { /* done, or a job without terms */
+        /* an assign job without terms still runs once: it zeroes acc */
+        int zero_job = m->assign && m->n_terms == 0;
+        if (c->term >= m->n_terms && !zero_job) { /* done, or a job without terms */
             c->job++;
             c->term = 0;
             continue;
@@ -162,7 +175,7 @@ static inline tsafe_status tsafe_mac_next(const tsafe_backend_mac *jobs,
             break;
         size_t P = m->acc->n_polys;
         uint32_t L = m->acc->n_limbs;
-        if (L == 0 || L > max_limbs || P == 0)
+        if (L == 0 || L > max_limbs || L > 0xffff || P == 0)
             return TSAFE_E_RANGE;
         uint64_t rows = (uint64_t)P * L;
         if (rows / L != P || (rows << log_chunks) >> log_chunks != rows)
@@ -183,7 +196,8 @@ static inline tsafe_status tsafe_mac_next(const tsafe_backend_mac *jobs,
         J->blk_begin = g->blocks;
         J->term_begin = g->n_terms;
         J->n_terms = (uint32_t)take;
-        J->n_limbs = L;
+        J->n_limbs = (uint16_t)L;
+        J->assign = (uint16_t)(m->assign && c->term == 0);
         for (size_t k = c->term; k < c->term + take; k++) {
             const tsafe_buffer *A = m->a[k], *W = m->w[k];
             if (A->n_limbs != L || W->n_limbs != L ||

@@ -262,6 +262,7 @@ tsafe_status tsafe_backend_mul_acc(tsafe_backend *b, const tsafe_backend_mac *jo
         TSAFE_REQUIRE(m->acc->backend == b && !m->acc->operand, TSAFE_E_ARG);
         size_t P = m->acc->n_polys;
         uint32_t L = m->acc->n_limbs;
+        TSAFE_REQUIRE(P <= 16, TSAFE_E_RANGE); /* every backend: one limit */
         for (size_t k = 0; k < m->n_terms; k++) {
             const tsafe_buffer *a = m->a[k], *w = m->w[k];
             TSAFE_REQUIRE(a && w, TSAFE_E_NULL);
