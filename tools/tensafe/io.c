@@ -699,21 +699,6 @@ json_t *io_plan_json(const tsafe_lora_plan *p)
 
 /* ------------------------------------------------------------ backends */
 
-#ifdef TSAFE_WITH_CUDA
-/* Device 0 for the CKKS ring (the LoRA and MoE servers); the exact BFV
- * ring of the sealed modes has no CUDA backend here. To be replaced by
- * tsafe_backend_cuda_factory() (tensafe/cuda.h) once it lands. */
-static tsafe_status cuda_create(void *user, const tsafe_context *ckks,
-                                const tsafe_bfv_context *bfv, tsafe_backend **out)
-{
-    (void)user;
-    (void)bfv;
-    *out = NULL;
-    return ckks ? tsafe_backend_cuda_create(ckks, 0, out) : TSAFE_E_UNSUPPORTED;
-}
-static const tsafe_backend_factory k_cuda_factory = {"cuda", cuda_create, NULL};
-#endif
-
 tsafe_status io_backend_factory(const char *name, const tsafe_backend_factory **out,
                                 char *what, size_t cap)
 {
@@ -733,7 +718,7 @@ tsafe_status io_backend_factory(const char *name, const tsafe_backend_factory **
                  tsafe_cuda_last_error()[0] ? tsafe_cuda_last_error() : "no CUDA device");
         return TSAFE_E_NO_DEVICE;
     }
-    *out = &k_cuda_factory;
+    *out = tsafe_backend_cuda_factory(); /* device 0, CKKS and BFV rings */
     return TSAFE_OK;
 #else
     snprintf(what, cap, "--backend cuda: this build has no CUDA backend (rebuild with nvcc: "
