@@ -346,6 +346,8 @@ static void check_switch(uint64_t qi, uint64_t ql, size_t n)
     tsafe_vec_mod_switch(out, xi, xl, n, &k);
     tsafe_vec_shoup_precompute(wp, w, n, qi);
     tsafe_vec_mul_shoup_add(acc, xi, w, wp, n, qi);
+    uint64_t *sub = malloc(n * 8);
+    tsafe_vec_sub_mul_shoup(sub, acc0, xi, w, wp, n, qi);
     mpz_t Q, x, t, r, inv;
     mpz_inits(Q, x, t, r, inv, NULL);
     mpz_set_u64(Q, qi);
@@ -366,8 +368,11 @@ static void check_switch(uint64_t qi, uint64_t ql, size_t n)
         assert_true(out[j] == mpz_get_u64(x));
         tsafe_u128 want = ((tsafe_u128)xi[j] * w[j] + acc0[j]) % qi;
         assert_true(acc[j] == (uint64_t)want);
+        tsafe_u128 prod = (tsafe_u128)xi[j] * w[j] % qi;
+        assert_true(sub[j] == (uint64_t)((acc0[j] + qi - (uint64_t)prod) % qi));
     }
     mpz_clears(Q, x, t, r, inv, NULL);
+    free(sub);
     free(xi), free(xl), free(out), free(w), free(wp), free(acc), free(acc0);
 }
 

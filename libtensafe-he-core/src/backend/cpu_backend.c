@@ -297,32 +297,32 @@ static tsafe_status cpu_state_new(size_t n, uint32_t max_limbs, cpu_state **out)
     return TSAFE_OK;
 }
 
-tsafe_status tsafe_backend_cpu_create(const tsafe_context *ctx,
-                                      tsafe_backend **out)
+/* A CPU backend over one of the two rings (exactly one of ckks, bfv). */
+static tsafe_status cpu_create(const tsafe_context *ckks, const tsafe_bfv_context *bfv,
+                               tsafe_backend **out)
 {
     TSAFE_REQUIRE(out, TSAFE_E_NULL);
     *out = NULL;
-    TSAFE_REQUIRE(ctx, TSAFE_E_NULL);
+    TSAFE_REQUIRE(ckks || bfv, TSAFE_E_NULL);
     cpu_state *s;
-    tsafe_status st = cpu_state_new(ctx->n, ctx->n_data, &s);
-    if (st == TSAFE_OK &&
-        (st = tsafe_backend_init(out, TSAFE_BACKEND_API_VERSION, &k_cpu_iface, s,
-                                 ctx)) != TSAFE_OK)
+    /* the rescale's scratch: the CKKS data limbs (the BFV ring has none) */
+    tsafe_status st = ckks ? cpu_state_new(ckks->n, ckks->n_data, &s)
+                           : cpu_state_new(tsafe_bfv_context_n(bfv), 1, &s);
+    if (st != TSAFE_OK)
+        return st;
+    st = ckks ? tsafe_backend_init(out, TSAFE_BACKEND_API_VERSION, &k_cpu_iface, s, ckks)
+              : tsafe_backend_init_bfv(out, TSAFE_BACKEND_API_VERSION, &k_cpu_iface, s, bfv);
+    if (st != TSAFE_OK)
         cpu_state_free(s);
     return st;
 }
 
-tsafe_status tsafe_backend_cpu_create_bfv(const tsafe_bfv_context *ctx,
-                                          tsafe_backend **out)
+tsafe_status tsafe_backend_cpu_create(const tsafe_context *ctx, tsafe_backend **out)
 {
-    TSAFE_REQUIRE(out, TSAFE_E_NULL);
-    *out = NULL;
-    TSAFE_REQUIRE(ctx, TSAFE_E_NULL);
-    cpu_state *s;
-    tsafe_status st = cpu_state_new(tsafe_bfv_context_n(ctx), 1, &s);
-    if (st == TSAFE_OK &&
-        (st = tsafe_backend_init_bfv(out, TSAFE_BACKEND_API_VERSION, &k_cpu_iface, s,
-                                     ctx)) != TSAFE_OK)
-        cpu_state_free(s);
-    return st;
+    return ctx || !out ? cpu_create(ctx, NULL, out) : (*out = NULL, TSAFE_E_NULL);
+}
+
+tsafe_status tsafe_backend_cpu_create_bfv(const tsafe_bfv_context *ctx, tsafe_backend **out)
+{
+    return ctx || !out ? cpu_create(NULL, ctx, out) : (*out = NULL, TSAFE_E_NULL);
 }

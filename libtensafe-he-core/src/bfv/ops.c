@@ -69,18 +69,15 @@ tsafe_status tsafe_bfv_encrypt(const tsafe_bfv_context *c,
     tsafe_bfv_expand_a(c, ct->seed, ct->c1);
     for (uint32_t i = 0; i < c->L; i++) {
         uint64_t q = c->mod[i].q;
-        for (size_t k = 0; k < c->n; k++) {
-            uint64_t v = e[k] >= 0 ? (uint64_t)e[k] : q - (uint64_t)(-e[k]);
-            if (k < count && m[k])
-                v = tsafe_add_mod(v, tsafe_bfv_scale_up(c, i, m[k]), q);
-            tmp[k] = v;
-        }
+        tsafe_vec_from_i8(tmp, e, c->n, q); /* e, then + round(Q m / t) */
+        for (size_t k = 0; k < count; k++)
+            if (m[k])
+                tmp[k] = tsafe_add_mod(tmp[k], tsafe_bfv_scale_up(c, i, m[k]), q);
         tsafe_ntt_forward(&c->ntt[i], tmp);
         uint64_t *c0 = ct->c0 + i * c->n;
         const uint64_t *a = ct->c1 + i * c->n;
         const uint64_t *s = sk->s_ntt + i * c->n, *sp = sk->s_shoup + i * c->n;
-        for (size_t k = 0; k < c->n; k++)
-            c0[k] = tsafe_sub_mod(tmp[k], tsafe_mul_shoup(a[k], s[k], sp[k], q), q);
+        tsafe_vec_sub_mul_shoup(c0, tmp, a, s, sp, c->n, q); /* c0 = tmp - a s */
     }
     ct->valid = 1;
     st = TSAFE_OK;

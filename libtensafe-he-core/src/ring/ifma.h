@@ -29,6 +29,9 @@ void tsafe_ifma_vec_mul_shoup_add(uint64_t *out, const uint64_t *a,
 void tsafe_ifma_vec_mod_switch(uint64_t *out, const uint64_t *xi,
                                const uint64_t *xl, size_t n,
                                const tsafe_switch_consts *k);
+void tsafe_ifma_vec_sub_mul_shoup(uint64_t *out, const uint64_t *b,
+                                  const uint64_t *a, const uint64_t *w,
+                                  const uint64_t *wp, size_t n, uint64_t q);
 void tsafe_ifma_vec_add_i8(uint64_t *x, const int8_t *e, size_t n, uint64_t q);
 void tsafe_ifma_vec_from_i8(uint64_t *out, const int8_t *e, size_t n, uint64_t q);
 void tsafe_ifma_vec_mul_scalar(uint64_t *out, const uint64_t *a, uint64_t c,

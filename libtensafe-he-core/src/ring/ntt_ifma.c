@@ -295,6 +295,22 @@ void tsafe_ifma_vec_mod_switch(uint64_t *out, const uint64_t *xi,
         out[k] = tsafe_mod_switch_one(xi[k], xl[k], kk);
 }
 
+void tsafe_ifma_vec_sub_mul_shoup(uint64_t *out, const uint64_t *b,
+                                  const uint64_t *a, const uint64_t *w,
+                                  const uint64_t *wp, size_t n, uint64_t q)
+{
+    const vconst c = make_const(q);
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        __m512i vwp = _mm512_srli_epi64(LD(wp + k), 12);
+        __m512i p = csub(mul_shoup52(LD(a + k), LD(w + k), vwp, &c), c.q);
+        /* b - p + q in (0, 2q) */
+        ST(out + k, csub(_mm512_sub_epi64(_mm512_add_epi64(LD(b + k), c.q), p), c.q));
+    }
+    for (; k < n; k++)
+        out[k] = tsafe_sub_mod(b[k], tsafe_mul_shoup(a[k], w[k], wp[k], q), q);
+}
+
 /* x + e mod q for small signed e (|e| < q): the sign-extended sum, plus q
  * where it went negative, minus q where it reached q. */
 void tsafe_ifma_vec_add_i8(uint64_t *x, const int8_t *e, size_t n, uint64_t q)

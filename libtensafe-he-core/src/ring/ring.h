@@ -165,6 +165,12 @@ void tsafe_vec_neg(uint64_t *out, const uint64_t *a, size_t n, uint64_t q);
 /* out[k] = a[k] * c mod q for a constant c < q. */
 void tsafe_vec_mul_scalar(uint64_t *out, const uint64_t *a, uint64_t c,
                           size_t n, uint64_t q);
+/* out[k] = b[k] - a[k] * w[k] mod q (Shoup, fixed operand w); out may
+ * alias b. */
+void tsafe_vec_sub_mul_shoup(uint64_t *out, const uint64_t *b, const uint64_t *a,
+                             const uint64_t *w, const uint64_t *wp, size_t n,
+                             uint64_t q);
+
 /* 1 when the tsafe_vec_* kernels run IFMA for modulus q (and n >= 8). */
 int tsafe_vec_uses_ifma(uint64_t q);
 

@@ -79,6 +79,18 @@ void tsafe_vec_mul_scalar(uint64_t *out, const uint64_t *a, uint64_t c,
 
 int tsafe_vec_uses_ifma(uint64_t q) { return ifma_ok(q, 8); }
 
+void tsafe_vec_sub_mul_shoup(uint64_t *out, const uint64_t *b, const uint64_t *a,
+                             const uint64_t *w, const uint64_t *wp, size_t n,
+                             uint64_t q)
+{
+    if (ifma_ok(q, n)) {
+        tsafe_ifma_vec_sub_mul_shoup(out, b, a, w, wp, n, q);
+        return;
+    }
+    for (size_t k = 0; k < n; k++)
+        out[k] = tsafe_sub_mod(b[k], tsafe_mul_shoup(a[k], w[k], wp[k], q), q);
+}
+
 void tsafe_vec_mul_shoup_add(uint64_t *out, const uint64_t *a, const uint64_t *w,
                              const uint64_t *wp, size_t n, uint64_t q)
 {
