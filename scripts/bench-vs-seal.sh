@@ -136,23 +136,20 @@ echo >>"$out/ratios.md"
 echo
 echo "sealed:  ${sealed_params:-?}"
 echo "         ours: \`tensafe bench lora\` \"HE-LoRA sealed\" (d=2048 r=32 d_out=2048; its times include"
-echo "         round 2: the 256 B share up, reconstruction + B*u, the 8 KB delta down; our server"
-echo "         time is online + the encryptions of zero it prepares between tokens, like SEAL's inline ones)"
+echo "         round 2: the 256 B share up, reconstruction + B*u, the 8 KB delta down; the server"
+echo "         makes its encryptions of zero inline, as SEAL's does)"
 echo
 awk -F'\t' '
   FNR == NR { if ($1 == "seal") seal[$2] = $3; next }
   $3 == "sealed d=2048 r=32" { ours[$2] = $4 }
   function dashes(k,   d) { d = ""; while (k-- > 0) d = d "-"; return d }
   END {
-    ours["server total"] = ours["  sealed: server online (both rounds)"] + \
-                           ours["  sealed: server offline (between tokens)"]
     n = split("" \
       "per site, total (SEAL server: NTT-form operands)|sealed total (server NTT-form)|HE-LoRA sealed (bytes)|us\n" \
       "per site, total (SEAL server: multiply_plain as is)|sealed total (server coefficient-form)|HE-LoRA sealed (bytes)|us\n" \
       "client: encrypt x, 4 chunks (ours: shared by sites)|sealed client encrypt (4 chunks)|  sealed: client encrypt x (shared)|us\n" \
-      "server (SEAL: NTT-form operands)|sealed server (NTT-form)|server total|us\n" \
-      "server (SEAL: multiply_plain as is)|sealed server (coefficient-form)|server total|us\n" \
-      "server online only (ours: the rest between tokens)|sealed server (NTT-form)|  sealed: server online (both rounds)|us\n" \
+      "server (SEAL: NTT-form operands)|sealed server (NTT-form)|  sealed: server (both rounds)|us\n" \
+      "server (SEAL: multiply_plain as is)|sealed server (coefficient-form)|  sealed: server (both rounds)|us\n" \
       "client: decrypt 4 blocks (ours: + shares)|sealed client decrypt (4 blocks)|  sealed: client rest (decrypt, shares)|us\n" \
       "bytes up, query (SEAL: its save, uncompressed)|sealed bytes up (SEAL save)|  sealed: bytes query (shared by sites)|B\n" \
       "bytes up, query (SEAL: seed + c0 bit-packed)|sealed bytes up (seed + c0 bit-packed)|  sealed: bytes query (shared by sites)|B\n" \

@@ -57,12 +57,14 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_sealer_create(
 TSAFE_API void tsafe_bfv_sealer_free(tsafe_bfv_sealer *s);
 
 /* The offline half of sealing: `count` fresh encryptions of zero under pk
- * (r (p0, p1) + (0, e1), coefficient form), prepared ahead -- between
- * tokens -- so that tsafe_bfv_seal_buffer does only the online half (the
- * inverse NTT of the products, one addition, the read errors, masks and
- * flooding, the switch). Each is used once, for this pk only (another pk
- * drops them). seed (32 bytes, tests) derives them reproducibly; NULL draws
- * from the CSPRNG. Memory: 2 L N words each (196 KB at N = 4096, L = 3). */
+ * (r (p0, p1) in NTT form, and the error e1), prepared ahead -- between
+ * tokens -- so that tsafe_bfv_seal_buffer does only the online half (one
+ * addition to the products, their inverse NTT, e1 and the read errors,
+ * masks and flooding, the switch): the sampling of r and e1, the transform
+ * of r and the products r p move out of the token. Each is used once, for
+ * this pk only (another pk drops them). seed (32 bytes, tests) derives them
+ * reproducibly; NULL draws from the CSPRNG. Memory: 2 L N words + N bytes
+ * each (200 KB at N = 4096, L = 3). */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_sealer_prepare(
     tsafe_bfv_sealer *s, const tsafe_buffer *pk, size_t count, const uint8_t *seed);
 /* Prepared encryptions of zero not yet used (0 for NULL). */

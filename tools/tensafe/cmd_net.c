@@ -675,7 +675,7 @@ static int serve_sealed_session(serve_state *S, conn *c, unsigned session)
     size_t len = 0;
     int kind = 0;
     uint64_t served = 0;
-    double t0 = now_ms(), busy = 0, offline = 0;
+    double t0 = now_ms(), busy = 0;
     if ((st = tsafe_sealed_server_create(&S->splan, &srv)) != TSAFE_OK ||
         (st = tsafe_sealed_server_use_backend(srv, S->backend)) != TSAFE_OK) {
         snprintf(c->what, sizeof c->what, "sealed server");
@@ -733,26 +733,15 @@ static int serve_sealed_session(serve_state *S, conn *c, unsigned session)
         }
         if ((st = sealed_round(S, c, srv, 2, buf, len, served + 1, &busy)) != TSAFE_OK)
             goto fail;
-        /* the final message is out: prepare the next token's encryptions of
-         * zero while the client finishes (offline, not in the HE time) */
-        double r0 = now_ms();
-        st = tsafe_sealed_server_refill(srv, &S->stats);
-        offline += now_ms() - r0;
-        if (st != TSAFE_OK) {
-            snprintf(c->what, sizeof c->what, "preparing the next token");
-            send_error(c, st, c->what);
-            goto fail;
-        }
         served++;
         if (S->requests_left != UINT64_MAX)
             S->requests_left--;
     }
     printf("session %u (%s): %llu token%s, %.1f KiB in, %.1f KiB out, %.3f ms/token of HE "
-           "work (+ %.3f ms/token prepared between tokens), %.1f ms total\n",
+           "work, %.1f ms total\n",
            session, io_mode_name(S->mode), (unsigned long long)served, served == 1 ? "" : "s",
            (double)c->bytes_in / 1024.0, (double)c->bytes_out / 1024.0,
-           served ? busy / (double)served : 0.0, served ? offline / (double)served : 0.0,
-           now_ms() - t0);
+           served ? busy / (double)served : 0.0, now_ms() - t0);
     fflush(stdout);
     free(buf);
     tsafe_sealed_server_free(srv);

@@ -204,10 +204,13 @@ struct tsafe_bfv_sealer {
     uint64_t *host;     /* 2 L N words of staging when buffers are not host memory */
     seal_draw d;
     size_t reads_cap;
-    /* Prepared encryptions of zero (tsafe_bfv_sealer_prepare), coefficient
-     * form, 2 polys x L limbs: zero[head .. head + ready) are unused, each
-     * taken once; the buffers are kept for the next prepare. */
+    /* Prepared encryptions of zero (tsafe_bfv_sealer_prepare): r (p0, p1)
+     * in NTT form (2 polys x L limbs, added to the products before their
+     * inverse NTT, so preparing costs no transform the inline path does not)
+     * and e1 (N small integers, added after it). zero[head .. head + ready)
+     * are unused, each taken once; the buffers stay for the next prepare. */
     tsafe_buffer **zero;
+    int8_t *zero_e1;    /* zero_cap x N */
     size_t zero_cap, head, ready;
     const tsafe_buffer *zero_pk; /* the key they were made for */
 };
@@ -231,6 +234,9 @@ void tsafe_bfv_sealer_free(tsafe_bfv_sealer *s)
     for (size_t i = 0; i < s->zero_cap; i++)
         tsafe_buffer_free(s->zero[i]);
     free(s->zero);
+    if (s->zero_e1)
+        sodium_memzero(s->zero_e1, s->zero_cap * n);
+    free(s->zero_e1);
     if (s->host)
         sodium_memzero(s->host, 2 * (size_t)L * n * sizeof *s->host);
     free(s->host);
@@ -342,11 +348,13 @@ tsafe_status tsafe_bfv_sealer_prepare(tsafe_bfv_sealer *s, const tsafe_buffer *p
     s->zero_pk = pk;
     if (s->ready >= count)
         return TSAFE_OK;
+    size_t n = c->n;
     if (s->head > 0) { /* compact: unused entries to the front */
         for (size_t i = 0; i < s->ready; i++) {
             tsafe_buffer *t = s->zero[i];
             s->zero[i] = s->zero[s->head + i];
             s->zero[s->head + i] = t;
+            memcpy(s->zero_e1 + i * n, s->zero_e1 + (s->head + i) * n, n);
         }
         s->head = 0;
     }
@@ -354,6 +362,14 @@ tsafe_status tsafe_bfv_sealer_prepare(tsafe_bfv_sealer *s, const tsafe_buffer *p
         tsafe_buffer **z = realloc(s->zero, count * sizeof *z);
         TSAFE_REQUIRE(z, TSAFE_E_NOMEM);
         s->zero = z;
+        int8_t *e1 = malloc(count * n);
+        TSAFE_REQUIRE(e1, TSAFE_E_NOMEM);
+        if (s->zero_e1) {
+            memcpy(e1, s->zero_e1, s->ready * n);
+            sodium_memzero(s->zero_e1, s->zero_cap * n);
+            free(s->zero_e1);
+        }
+        s->zero_e1 = e1;
         for (; s->zero_cap < count; s->zero_cap++) {
             tsafe_status st = tsafe_buffer_alloc(s->b, 2, c->L, &s->zero[s->zero_cap]);
             if (st != TSAFE_OK)
@@ -374,17 +390,14 @@ tsafe_status tsafe_bfv_sealer_prepare(tsafe_bfv_sealer *s, const tsafe_buffer *p
         tsafe_prng g;
         tsafe_prng_init(&g, master, TSAFE_BFV_STREAM_SEAL + 1);
         sodium_memzero(master, sizeof master);
-        tsafe_prng_ternary(&g, s->d.r, c->n);
-        tsafe_prng_cbd_tight(&g, s->d.e1, c->n);
+        tsafe_prng_ternary(&g, s->d.r, n);
+        tsafe_prng_cbd_tight(&g, s->zero_e1 + s->ready * n, n);
         tsafe_prng_clear(&g);
-        /* z = INTT(r p) + (0, e1) */
-        if ((st = add_r_pk(s, z, pk, 1)) == TSAFE_OK &&
-            (st = tsafe_backend_ntt_inverse(s->b, z)) == TSAFE_OK &&
-            (st = add_host_errors(s, z, s->d.e1, NULL, 0)) == TSAFE_OK)
+        /* z = r (p0, p1) in NTT form; e1 kept beside it */
+        if ((st = add_r_pk(s, z, pk, 1)) == TSAFE_OK)
             s->ready++;
     }
-    sodium_memzero(s->d.r, c->n);
-    sodium_memzero(s->d.e1, c->n);
+    sodium_memzero(s->d.r, n);
     return st;
 }
 
@@ -411,13 +424,16 @@ tsafe_status tsafe_bfv_seal_buffer(tsafe_bfv_sealer *s, tsafe_buffer *acc,
     if ((st = draw(c, seed, pos, mask, n_reads, flood_bits, !prepared, &s->d)) != TSAFE_OK)
         return st;
     if (prepared) {
+        /* + r p (NTT form, prepared), inverse NTT, + e1 (prepared) and the
+         * read errors; each prepared one used once (not wiped: r p + e1
+         * reveals nothing the server's own memory, which holds the adapter,
+         * does not) */
         tsafe_buffer *z = s->zero[s->head];
-        TSAFE_TRY(tsafe_backend_ntt_inverse(s->b, acc));
-        TSAFE_TRY(tsafe_backend_elementwise(s->b, TSAFE_OP_ADD, acc, acc, z));
-        /* used once; not wiped: r p + e1 reveals nothing the server's own
-         * memory (which holds the adapter) does not */
+        const int8_t *e1 = s->zero_e1 + s->head * n;
         s->head++, s->ready--;
-        TSAFE_TRY(add_host_errors(s, acc, NULL, pos, n_reads));
+        TSAFE_TRY(tsafe_backend_elementwise(s->b, TSAFE_OP_ADD, acc, acc, z));
+        TSAFE_TRY(tsafe_backend_ntt_inverse(s->b, acc));
+        TSAFE_TRY(add_host_errors(s, acc, e1, pos, n_reads));
     } else {
         /* + r * (p0, p1) on the backend, then the errors, mask and flood */
         TSAFE_TRY(add_r_pk(s, acc, pk, 0));

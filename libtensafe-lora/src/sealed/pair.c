@@ -287,9 +287,6 @@ static tsafe_status pair_fn(void *user, const tsafe_lora_site *const *sites,
         st = tsafe_sealed_server_round2(l->server, ss, n, m[3], len[3], &m[4], &len[4], stats);
     if (st == TSAFE_OK)
         st = tsafe_sealed_client_finish(l->client, m[4], len[4], n, d_outs, delta, stats);
-    /* the server's offline part for its next token (stats->offline_us) */
-    if (st == TSAFE_OK)
-        st = tsafe_sealed_server_refill(l->server, stats);
     for (int i = 0; i < 5; i++)
         tsafe_lora_bytes_free(m[i]);
     if (st != TSAFE_OK)
