@@ -1080,6 +1080,33 @@ CHECK_FN(tsafe_plaintext_to_buffer)
     tsafe_buffer_free(o);
 }
 
+CHECK_FN(tsafe_plaintext_operand)
+{
+    tsafe_buffer *o = (tsafe_buffer *)1;
+    IS(TSAFE_E_NULL, tsafe_plaintext_operand(f->ctx, f->pt, f->be, NULL));
+    ERR(tsafe_plaintext_operand(NULL, f->pt, f->be, &o));
+    assert_null(o);
+    ERR(tsafe_plaintext_operand(f->ctx, NULL, f->be, &o));
+    ERR(tsafe_plaintext_operand(f->ctx, f->pt, NULL, &o));
+    IS(TSAFE_E_PARAMS_MISMATCH, tsafe_plaintext_operand(f->ctx2, f->pt, f->be, &o));
+    OK(tsafe_plaintext_operand(f->ctx, f->pt, f->be, &o)); /* not prepared: a copy */
+    assert_int_equal(tsafe_buffer_limbs(o), tsafe_plaintext_level(f->pt) + 1);
+    tsafe_buffer_free(o);
+    tsafe_plaintext *prep = NULL;
+    OK(tsafe_plaintext_create(f->ctx, &prep));
+    OK(tsafe_ckks_encode(f->ctx, (double[2]){1, 2}, 2, tsafe_plaintext_scale(f->pt),
+                         tsafe_plaintext_level(f->pt), prep));
+    OK(tsafe_plaintext_prepare_mul(f->ctx, prep));
+    OK(tsafe_plaintext_operand(f->ctx, prep, f->be, &o));
+    /* borrowed from the plaintext on the CPU backend: never written */
+    uint64_t *zeros = calloc(tsafe_buffer_words(o), sizeof *zeros);
+    assert_non_null(zeros);
+    IS(TSAFE_E_ARG, tsafe_buffer_upload(o, zeros, tsafe_buffer_words(o)));
+    free(zeros);
+    tsafe_buffer_free(o);
+    tsafe_plaintext_free(prep);
+}
+
 CHECK_FN(tsafe_ciphertext_serialize_buffer)
 {
     uint8_t small[8];
@@ -1117,6 +1144,7 @@ CHECK_FN(tsafe_ckks_decrypt_coeffs_strided_buffer)
 
 static const api_case k_ckks_buffer[] = {
     ENTRY(tsafe_ciphertext_to_buffer), ENTRY(tsafe_plaintext_to_buffer),
+    ENTRY(tsafe_plaintext_operand),
     ENTRY(tsafe_ciphertext_serialize_buffer), ENTRY(tsafe_ckks_decrypt_coeffs_strided_buffer),
 };
 

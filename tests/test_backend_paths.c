@@ -90,6 +90,11 @@ static tsafe_status w_operand_upload(tsafe_backend *b, void *mem, const uint64_t
     return inner(b)->iface->operand_upload(inner(b), mem, src, p, l);
 }
 
+static void w_operand_free(tsafe_backend *b, void *mem)
+{
+    inner(b)->iface->operand_free(inner(b), mem);
+}
+
 static const struct tsafe_backend_i k_counting_iface = {
     .get_name = w_name,
     .destroy = w_destroy,
@@ -106,6 +111,7 @@ static const struct tsafe_backend_i k_counting_iface = {
     .synchronize = NULL,
     .operand_alloc = w_operand_alloc,
     .operand_upload = w_operand_upload,
+    .operand_free = w_operand_free,
     .host_words = NULL, /* a device-like backend: every move is an upload/download */
 };
 

@@ -356,8 +356,11 @@ static void mac_spec_free(mac_spec *s)
         free(s->acc_host[j]);
 }
 
-/* A term reading an accumulator reads it as a P-polynomial buffer. */
-static void mac_run_make(mac_run *m, const mac_spec *s, tsafe_backend *b)
+/* A term reading an accumulator reads it as a P-polynomial buffer. The
+ * right operands are operand buffers, or (operands 0: for the emulation,
+ * which reads every buffer as plain words, as the device backend's
+ * operands are) plain buffers. */
+static void mac_run_make(mac_run *m, const mac_spec *s, tsafe_backend *b, int operands)
 {
     size_t n = tsafe_backend_n(b);
     memset(m, 0, sizeof *m);
@@ -367,8 +370,8 @@ static void mac_run_make(mac_run *m, const mac_spec *s, tsafe_backend *b)
         assert_int_equal(tsafe_buffer_upload(m->A[i], s->a_host[i],
                                              s->a_polys[i] * s->L * n),
                          TSAFE_OK);
-        assert_int_equal(tsafe_buffer_alloc_operand(b, s->w_polys[i], s->L,
-                                                    &m->W[i]),
+        assert_int_equal(operands ? tsafe_buffer_alloc_operand(b, s->w_polys[i], s->L, &m->W[i])
+                                  : tsafe_buffer_alloc(b, s->w_polys[i], s->L, &m->W[i]),
                          TSAFE_OK);
         assert_int_equal(tsafe_buffer_upload(m->W[i], s->w_host[i],
                                              s->w_polys[i] * s->L * n),
@@ -798,8 +801,8 @@ static void test_emu_mul_acc(void **state)
             assert_non_null(got);
             mac_spec_make(s, &r, cases[ci].P, cases[ci].L, cases[ci].jobs,
                           cases[ci].big, cases[ci].cross);
-            mac_run_make(want, s, r.cpu);
-            mac_run_make(got, s, r.cpu); /* host memory: what the emulation reads */
+            mac_run_make(want, s, r.cpu, 1);
+            mac_run_make(got, s, r.cpu, 0); /* host memory: what the emulation reads */
             assert_int_equal(tsafe_backend_mul_acc(r.cpu, want->jobs, s->n_jobs),
                              TSAFE_OK);
             uint64_t before = tsafe_cuda_emu_mac_launches(e);
@@ -1124,8 +1127,8 @@ static void test_gpu_mul_acc(void **state)
             assert_non_null(want);
             assert_non_null(got);
             mac_spec_make(s, &r, 2, r.L, big ? 40 : 6, big, big);
-            mac_run_make(want, s, r.cpu);
-            mac_run_make(got, s, b);
+            mac_run_make(want, s, r.cpu, 1);
+            mac_run_make(got, s, b, 1);
             assert_int_equal(tsafe_backend_mul_acc(r.cpu, want->jobs, s->n_jobs),
                              TSAFE_OK);
             tsafe_status st = tsafe_backend_mul_acc(b, got->jobs, s->n_jobs);

@@ -48,11 +48,13 @@ struct tsafe_backend_i {
                                size_t n_polys, uint32_t n_limbs_in);
     /* optional (NULL = synchronous / unsupported / plain buffers) */
     tsafe_status (*synchronize)(tsafe_backend *b);
-    /* operand buffers: NULL = buffer_alloc / buffer_upload */
+    /* operand buffers: NULL = buffer_alloc / buffer_upload / buffer_free
+     * (all three or none: a backend-specific operand representation) */
     tsafe_status (*operand_alloc)(tsafe_backend *b, size_t words, void **mem);
     tsafe_status (*operand_upload)(tsafe_backend *b, void *mem,
                                    const uint64_t *src, size_t n_polys,
                                    uint32_t n_limbs);
+    void (*operand_free)(tsafe_backend *b, void *mem);
     /* host address of a (non-operand) buffer's words, or NULL */
     uint64_t *(*host_words)(tsafe_backend *b, void *mem);
     tsafe_status (*graph_begin)(tsafe_backend *b);

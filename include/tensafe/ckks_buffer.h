@@ -43,6 +43,16 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_ciphertext_to_buffer(
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_plaintext_to_buffer(
     const tsafe_context *ctx, const tsafe_plaintext *pt, tsafe_buffer *dst);
 
+/* pt as an operand buffer on b (1 polynomial, level + 1 limbs), for
+ * tsafe_backend_mul_acc. On this library's CPU backend a prepared
+ * plaintext (Shoup quotients made for multiplication) is borrowed: no copy
+ * and no recomputation, so pt must outlive the buffer and not change while
+ * it is used. Otherwise a copy (tsafe_buffer_alloc_operand + upload). Free
+ * with tsafe_buffer_free. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_plaintext_operand(
+    const tsafe_context *ctx, const tsafe_plaintext *pt, tsafe_backend *b,
+    tsafe_buffer **out);
+
 /* Serialize the ciphertext held in src (2 polynomials, level = limbs - 1,
  * NTT form) with the given scale: the same bytes tsafe_ciphertext_serialize
  * writes for an unseeded ciphertext with those limbs and that scale. buf of

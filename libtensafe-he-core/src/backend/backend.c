@@ -18,8 +18,10 @@ static tsafe_status backend_init(tsafe_backend **out, int api_version,
                       iface->buffer_download && iface->ntt_forward &&
                       iface->ntt_inverse && iface->elementwise && iface->rescale,
                   TSAFE_E_ARG);
-    /* an operand layout of its own needs both halves */
-    TSAFE_REQUIRE(!iface->operand_alloc == !iface->operand_upload, TSAFE_E_ARG);
+    /* an operand representation of its own needs all three slots */
+    TSAFE_REQUIRE(!iface->operand_alloc == !iface->operand_upload &&
+                      !iface->operand_alloc == !iface->operand_free,
+                  TSAFE_E_ARG);
     tsafe_backend *b = calloc(1, sizeof *b);
     TSAFE_REQUIRE(b, TSAFE_E_NOMEM);
     b->api_version = api_version;
@@ -159,8 +161,11 @@ void tsafe_buffer_free(tsafe_buffer *buf)
 {
     if (!buf)
         return;
-    if (!buf->borrowed)
-        buf->backend->iface->buffer_free(buf->backend, buf->mem);
+    const struct tsafe_backend_i *f = buf->backend->iface;
+    if (buf->operand && f->operand_free)
+        f->operand_free(buf->backend, buf->mem); /* borrowed: the header only */
+    else if (!buf->borrowed)
+        f->buffer_free(buf->backend, buf->mem);
     free(buf);
 }
 
@@ -194,6 +199,7 @@ tsafe_status tsafe_buffer_upload(tsafe_buffer *dst, const uint64_t *src,
                 TSAFE_REQUIRE(l[k] < c->mod[i].q, TSAFE_E_VALUE_RANGE);
         }
     const struct tsafe_backend_i *f = dst->backend->iface;
+    TSAFE_REQUIRE(!dst->borrowed, TSAFE_E_ARG); /* another object's memory */
     if (dst->operand && f->operand_upload)
         return f->operand_upload(dst->backend, dst->mem, src, dst->n_polys,
                                  dst->n_limbs);
@@ -213,14 +219,14 @@ tsafe_status tsafe_buffer_download(const tsafe_buffer *src, uint64_t *dst,
 tsafe_status tsafe_backend_ntt_forward(tsafe_backend *b, tsafe_buffer *buf)
 {
     TSAFE_REQUIRE(b && buf, TSAFE_E_NULL);
-    TSAFE_REQUIRE(buf->backend == b, TSAFE_E_ARG);
+    TSAFE_REQUIRE(buf->backend == b && !buf->operand, TSAFE_E_ARG);
     return b->iface->ntt_forward(b, buf->mem, buf->n_polys, buf->n_limbs);
 }
 
 tsafe_status tsafe_backend_ntt_inverse(tsafe_backend *b, tsafe_buffer *buf)
 {
     TSAFE_REQUIRE(b && buf, TSAFE_E_NULL);
-    TSAFE_REQUIRE(buf->backend == b, TSAFE_E_ARG);
+    TSAFE_REQUIRE(buf->backend == b && !buf->operand, TSAFE_E_ARG);
     return b->iface->ntt_inverse(b, buf->mem, buf->n_polys, buf->n_limbs);
 }
 
@@ -231,6 +237,9 @@ tsafe_status tsafe_backend_elementwise(tsafe_backend *b, tsafe_elementwise_op op
     TSAFE_REQUIRE(b && out && a && bb, TSAFE_E_NULL);
     TSAFE_REQUIRE(out->backend == b && a->backend == b && bb->backend == b,
                   TSAFE_E_ARG);
+    /* operands are right sides of mul_acc only (their representation is
+     * the backend's) */
+    TSAFE_REQUIRE(!out->operand && !a->operand && !bb->operand, TSAFE_E_ARG);
     TSAFE_REQUIRE(op == TSAFE_OP_ADD || op == TSAFE_OP_SUB || op == TSAFE_OP_MUL,
                   TSAFE_E_ARG);
     TSAFE_REQUIRE(out->n_polys == a->n_polys && out->n_limbs == a->n_limbs &&
@@ -245,7 +254,8 @@ tsafe_status tsafe_backend_rescale(tsafe_backend *b, tsafe_buffer *out,
                                    const tsafe_buffer *in)
 {
     TSAFE_REQUIRE(b && out && in, TSAFE_E_NULL);
-    TSAFE_REQUIRE(out->backend == b && in->backend == b, TSAFE_E_ARG);
+    TSAFE_REQUIRE(out->backend == b && in->backend == b && !out->operand && !in->operand,
+                  TSAFE_E_ARG);
     TSAFE_REQUIRE(in->n_limbs >= 2, TSAFE_E_LEVEL);
     TSAFE_REQUIRE(out->n_polys == in->n_polys && out->n_limbs + 1 == in->n_limbs,
                   TSAFE_E_RANGE);

@@ -2,8 +2,10 @@
  * IFMA as the context chose), synchronous. Serves a CKKS context's data
  * primes or a BFV context's two primes.
  *
- * Operand buffers hold the values followed by their Shoup quotients, so a
- * product by an operand costs what the direct (non-backend) paths pay. */
+ * An operand buffer is a small header: the values and their Shoup
+ * quotients, either in a block of its own or borrowed from the object that
+ * already holds them (a prepared plaintext: no copy, no recomputation), so
+ * a product by an operand costs what the direct (non-backend) paths pay. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,11 +66,35 @@ static uint64_t *cpu_host_words(tsafe_backend *b, void *mem)
     return mem;
 }
 
-/* values, then one Shoup quotient per value */
+/* The memory of an operand buffer. */
+typedef struct cpu_operand {
+    const uint64_t *w;  /* values, limb-major as any buffer */
+    const uint64_t *wp; /* their Shoup quotients, the same layout */
+    uint64_t *own;      /* the block holding both, or NULL when borrowed */
+} cpu_operand;
+
 static tsafe_status cpu_operand_alloc(tsafe_backend *b, size_t words, void **mem)
 {
+    (void)b;
     TSAFE_REQUIRE(words <= SIZE_MAX / 2 / sizeof(uint64_t), TSAFE_E_SIZE_OVERFLOW);
-    return cpu_alloc(b, 2 * words, mem);
+    cpu_operand *o = calloc(1, sizeof *o);
+    if (!o || !(o->own = calloc(2 * words, sizeof *o->own))) {
+        free(o);
+        return TSAFE_E_NOMEM;
+    }
+    o->w = o->own;
+    o->wp = o->own + words;
+    *mem = o;
+    return TSAFE_OK;
+}
+
+static void cpu_operand_free(tsafe_backend *b, void *mem)
+{
+    (void)b;
+    cpu_operand *o = mem;
+    if (o)
+        free(o->own);
+    free(o);
 }
 
 static tsafe_status cpu_operand_upload(tsafe_backend *b, void *mem,
@@ -76,14 +102,38 @@ static tsafe_status cpu_operand_upload(tsafe_backend *b, void *mem,
                                        uint32_t n_limbs)
 {
     const struct tsafe_ring_view *r = b->ring;
+    cpu_operand *o = mem;
     size_t words = n_polys * n_limbs * r->n;
-    uint64_t *w = mem, *wp = w + words;
+    uint64_t *w = o->own, *wp = o->own + words;
     memcpy(w, src, words * sizeof *src);
     for (size_t p = 0; p < n_polys; p++)
         for (uint32_t i = 0; i < n_limbs; i++) {
-            size_t o = (p * n_limbs + i) * r->n;
-            tsafe_vec_shoup_precompute(wp + o, w + o, r->n, r->mod[i].q);
+            size_t off = (p * n_limbs + i) * r->n;
+            tsafe_vec_shoup_precompute(wp + off, w + off, r->n, r->mod[i].q);
         }
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_cpu_operand_borrow(tsafe_backend *b, const uint64_t *w,
+                                      const uint64_t *wp, size_t n_polys,
+                                      uint32_t n_limbs, tsafe_buffer **out)
+{
+    TSAFE_REQUIRE(out, TSAFE_E_NULL);
+    *out = NULL;
+    TSAFE_REQUIRE(b && w && wp, TSAFE_E_NULL);
+    TSAFE_REQUIRE(tsafe_backend_is_core_cpu(b), TSAFE_E_ARG);
+    TSAFE_REQUIRE(n_polys > 0 && n_limbs > 0 && n_limbs <= b->ring->n_limbs, TSAFE_E_RANGE);
+    cpu_operand *o = calloc(1, sizeof *o);
+    tsafe_buffer *buf = calloc(1, sizeof *buf);
+    if (!o || !buf) {
+        free(o);
+        free(buf);
+        return TSAFE_E_NOMEM;
+    }
+    o->w = w;
+    o->wp = wp;
+    *buf = (tsafe_buffer){b, o, n_polys, n_limbs, 1, 1};
+    *out = buf;
     return TSAFE_OK;
 }
 
@@ -203,7 +253,8 @@ static tsafe_status cpu_mul_acc(tsafe_backend *b, const tsafe_backend_mac *jobs,
         for (size_t k = 0; k < m->n_terms; k++) {
             int assign = m->assign && k == 0; /* the first term writes */
             const tsafe_buffer *A = m->a[k], *W = m->w[k];
-            const uint64_t *a = A->mem, *w = W->mem;
+            const cpu_operand *op = W->operand ? W->mem : NULL;
+            const uint64_t *a = A->mem, *w = op ? op->w : W->mem;
             size_t a_step = A->n_polys == 1 ? 0 : (size_t)L * n;
             size_t w_step = W->n_polys == 1 ? 0 : (size_t)L * n;
             if (!W->operand) { /* used once: Barrett, no quotients to build */
@@ -219,7 +270,7 @@ static tsafe_status cpu_mul_acc(tsafe_backend *b, const tsafe_backend_mac *jobs,
                     }
                 continue;
             }
-            const uint64_t *wp = w + W->n_polys * (size_t)L * n;
+            const uint64_t *wp = op->wp;
             for (uint32_t i = 0; i < L; i++) {
                 for (size_t p = 0; p < P; p++)
                     rows[p] = acc + (p * L + i) * n;
@@ -268,6 +319,7 @@ static const struct tsafe_backend_i k_cpu_iface = {
     .synchronize = NULL,
     .operand_alloc = cpu_operand_alloc,
     .operand_upload = cpu_operand_upload,
+    .operand_free = cpu_operand_free,
     .host_words = cpu_host_words,
 };
 

@@ -48,14 +48,8 @@ tsafe_status tsafe_bfv_plain_operand(const tsafe_bfv_plain *pt, tsafe_backend *b
     TSAFE_REQUIRE(pt && b, TSAFE_E_NULL);
     const tsafe_bfv_context *c = pt->ctx;
     TSAFE_REQUIRE(serves(b, c), TSAFE_E_PARAMS_MISMATCH);
-    if (tsafe_backend_is_core_cpu(b)) {
-        /* the plaintext's block is the CPU operand layout: borrow it */
-        tsafe_buffer *buf = calloc(1, sizeof *buf);
-        TSAFE_REQUIRE(buf, TSAFE_E_NOMEM);
-        *buf = (tsafe_buffer){b, pt->p, 1, c->L, 1, 1};
-        *out = buf;
-        return TSAFE_OK;
-    }
+    if (tsafe_backend_is_core_cpu(b)) /* values and quotients: borrowed */
+        return tsafe_cpu_operand_borrow(b, pt->p, pt->ps, 1, c->L, out);
     tsafe_buffer *buf;
     tsafe_status st = tsafe_buffer_alloc_operand(b, 1, c->L, &buf);
     if (st != TSAFE_OK)

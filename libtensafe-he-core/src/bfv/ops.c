@@ -109,8 +109,8 @@ tsafe_status tsafe_bfv_plain_create(const tsafe_bfv_context *c,
     if (!pt)
         return TSAFE_E_NOMEM;
     pt->ctx = c;
-    /* one block, values then quotients: the CPU backend's operand layout,
-     * so a CPU backend borrows it without a copy (tsafe_bfv_plain_operand) */
+    /* one block, values then quotients (tsafe_bfv_plain_operand lends both
+     * to the CPU backend without a copy) */
     pt->p = calloc(2 * (size_t)c->L * c->n, sizeof *pt->p);
     if (!pt->p) {
         tsafe_bfv_plain_free(pt);

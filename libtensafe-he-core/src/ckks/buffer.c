@@ -9,6 +9,7 @@
 #include "ckks_internal.h"
 #include "keys_internal.h"
 #include "tsafe_check.h"
+#include "../backend/backend_internal.h"
 
 /* The buffer's backend serves ctx's data primes. */
 static int serves(const tsafe_context *ctx, const tsafe_buffer *buf)
@@ -51,6 +52,28 @@ tsafe_status tsafe_plaintext_to_buffer(const tsafe_context *ctx,
     TSAFE_REQUIRE(dst->n_polys == 1 && dst->n_limbs == pt->level + 1, TSAFE_E_RANGE);
     /* the limbs are contiguous: upload straight from the plaintext */
     return tsafe_buffer_upload(dst, pt->data, (size_t)dst->n_limbs * ctx->n);
+}
+
+tsafe_status tsafe_plaintext_operand(const tsafe_context *ctx, const tsafe_plaintext *pt,
+                                     tsafe_backend *b, tsafe_buffer **out)
+{
+    TSAFE_REQUIRE(out, TSAFE_E_NULL);
+    *out = NULL;
+    TSAFE_REQUIRE(ctx && pt && b, TSAFE_E_NULL);
+    TSAFE_REQUIRE(tsafe_same_context(ctx, pt->ctx) && b->he &&
+                      tsafe_same_context(ctx, b->he),
+                  TSAFE_E_PARAMS_MISMATCH);
+    TSAFE_REQUIRE(pt->valid, TSAFE_E_STATE);
+    uint32_t limbs = pt->level + 1;
+    if (pt->shoup && tsafe_backend_is_core_cpu(b)) /* limb i at i N in both */
+        return tsafe_cpu_operand_borrow(b, pt->data, pt->shoup, 1, limbs, out);
+    tsafe_buffer *buf;
+    tsafe_status st = tsafe_buffer_alloc_operand(b, 1, limbs, &buf);
+    if (st == TSAFE_OK && (st = tsafe_plaintext_to_buffer(ctx, pt, buf)) != TSAFE_OK)
+        tsafe_buffer_free(buf);
+    if (st == TSAFE_OK)
+        *out = buf;
+    return st;
 }
 
 /* src's words in host memory: in place, or downloaded into *tmp (which

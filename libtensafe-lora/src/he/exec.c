@@ -178,9 +178,9 @@ static tsafe_status operands(tsafe_lora_exec *e, const tsafe_lora_site *site, op
     if (!w)
         return TSAFE_E_NOMEM;
     tsafe_status st = TSAFE_OK;
+    /* borrowed from the site's prepared plaintexts on the CPU backend */
     for (uint32_t k = 0; k < n && st == TSAFE_OK; k++)
-        if ((st = tsafe_buffer_alloc_operand(e->b, 1, e->level + 1, &w[k])) == TSAFE_OK)
-            st = tsafe_plaintext_to_buffer(e->ctx, site->pts[k], w[k]);
+        st = tsafe_plaintext_operand(e->ctx, site->pts[k], e->b, &w[k]);
     if (st != TSAFE_OK) {
         for (uint32_t k = 0; k < n; k++)
             tsafe_buffer_free(w[k]);
