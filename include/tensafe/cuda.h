@@ -72,8 +72,8 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_mem_info(int device,
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_cuda_create(
     const tsafe_context *ctx, int device, tsafe_backend **out);
 
-/* The same over the two primes of an exact (BFV) context: the sealed
- * protocol's ring (N = 4096, q0 ~ 2^49, q1 ~ 2^60). Serves the batched NTT,
+/* The same over the limbs of an exact (BFV) context: the sealed
+ * protocol's ring (N = 4096, q0 ~ 2^49, q1 q2 ~ 2^60: three IFMA limbs). Serves the batched NTT,
  * element-wise ops, tsafe_backend_mul_acc and tsafe_backend_mod_switch;
  * tsafe_backend_rescale returns TSAFE_E_UNSUPPORTED (as on the CPU
  * backend: that ring switches in coefficient form). Errors, ownership and

@@ -75,11 +75,11 @@ static double product_noise(uint32_t n_chunks, uint32_t chunk, uint32_t rows,
     return n_chunks * (double)chunk * p_max / 2 + 8 * SIGMA_CBD * p_max * sqrt(nnz);
 }
 
-/* Noise after the switch by the gap q1 (= Q/q0), for a flood of 2^flood bits. */
-static double switched_noise(uint32_t log_n, double q1, uint32_t flood, double b)
+/* Noise after the switch by the gap (Q/q0), for a flood of 2^flood bits. */
+static double switched_noise(uint32_t log_n, double gap, uint32_t flood, double b)
 {
     double rounding = (0.5 + 4 * sqrt(ldexp(1.0, (int)log_n))) * (1 + ldexp(1.0, -20));
-    return ldexp(1.0, (int)flood) / q1 + b / q1 + rounding;
+    return ldexp(1.0, (int)flood) / gap + b / gap + rounding;
 }
 
 /* The cheapest split (query + 2 * response bytes, the query being shared)
@@ -138,16 +138,16 @@ uint32_t tsafe_sealed_flood2(const tsafe_sealed_plan *p)
 }
 
 /* q0 and the gap Q / q0 that the switch divides by (one or two primes). */
-static tsafe_status primes_of(const tsafe_bfv_params *bp, double *q0, double *q1)
+static tsafe_status primes_of(const tsafe_bfv_params *bp, double *q0, double *gap)
 {
     tsafe_bfv_context *c;
     tsafe_status st = tsafe_bfv_context_create(bp, &c);
     if (st != TSAFE_OK)
         return st;
     *q0 = (double)tsafe_bfv_context_prime(c, 0);
-    *q1 = 1;
+    *gap = 1;
     for (uint32_t i = 1; i < tsafe_bfv_context_limbs(c); i++)
-        *q1 *= (double)tsafe_bfv_context_prime(c, i);
+        *gap *= (double)tsafe_bfv_context_prime(c, i);
     tsafe_bfv_context_free(c);
     return TSAFE_OK;
 }
