@@ -250,8 +250,9 @@ tsafe_status tsafe_backend_elementwise(tsafe_backend *b, tsafe_elementwise_op op
                                  bb->n_polys, a->n_limbs);
 }
 
-tsafe_status tsafe_backend_rescale(tsafe_backend *b, tsafe_buffer *out,
-                                   const tsafe_buffer *in)
+/* The shapes of an operation that drops the last limb (rescale, switch). */
+static tsafe_status check_drop_limb(const tsafe_backend *b, const tsafe_buffer *out,
+                                    const tsafe_buffer *in)
 {
     TSAFE_REQUIRE(b && out && in, TSAFE_E_NULL);
     TSAFE_REQUIRE(out->backend == b && in->backend == b && !out->operand && !in->operand,
@@ -259,7 +260,15 @@ tsafe_status tsafe_backend_rescale(tsafe_backend *b, tsafe_buffer *out,
     TSAFE_REQUIRE(in->n_limbs >= 2, TSAFE_E_LEVEL);
     TSAFE_REQUIRE(out->n_polys == in->n_polys && out->n_limbs + 1 == in->n_limbs,
                   TSAFE_E_RANGE);
-    return b->iface->rescale(b, out->mem, in->mem, in->n_polys, in->n_limbs);
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_backend_rescale(tsafe_backend *b, tsafe_buffer *out,
+                                   const tsafe_buffer *in)
+{
+    tsafe_status st = check_drop_limb(b, out, in);
+    return st != TSAFE_OK ? st
+                          : b->iface->rescale(b, out->mem, in->mem, in->n_polys, in->n_limbs);
 }
 
 tsafe_status tsafe_backend_mul_acc(tsafe_backend *b, const tsafe_backend_mac *jobs,
@@ -296,12 +305,9 @@ tsafe_status tsafe_backend_mul_acc(tsafe_backend *b, const tsafe_backend_mac *jo
 tsafe_status tsafe_backend_mod_switch(tsafe_backend *b, tsafe_buffer *out,
                                       const tsafe_buffer *in)
 {
-    TSAFE_REQUIRE(b && out && in, TSAFE_E_NULL);
-    TSAFE_REQUIRE(out->backend == b && in->backend == b && !out->operand && !in->operand,
-                  TSAFE_E_ARG);
-    TSAFE_REQUIRE(in->n_limbs >= 2, TSAFE_E_LEVEL);
-    TSAFE_REQUIRE(out->n_polys == in->n_polys && out->n_limbs + 1 == in->n_limbs,
-                  TSAFE_E_RANGE);
+    tsafe_status st = check_drop_limb(b, out, in);
+    if (st != TSAFE_OK)
+        return st;
     TSAFE_REQUIRE(b->iface->mod_switch, TSAFE_E_UNSUPPORTED);
     return b->iface->mod_switch(b, out->mem, in->mem, in->n_polys, in->n_limbs);
 }
