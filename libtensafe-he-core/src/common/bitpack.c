@@ -2,6 +2,8 @@
  * serializers). */
 #include "bitpack.h"
 
+#include <string.h>
+
 static inline void store_le64(uint8_t *p, uint64_t v)
 {
     for (int i = 0; i < 8; i++)
@@ -14,6 +16,80 @@ static inline uint64_t load_le64(const uint8_t *p)
     for (int i = 7; i >= 0; i--)
         v = (v << 8) | p[i];
     return v;
+}
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define TSAFE_BITPACK_WORDS 1
+#else
+#define TSAFE_BITPACK_WORDS 0
+#endif
+
+/* Widths up to 57 bits (every BFV limb, the CKKS primes below 58 bits) go
+ * word-wise: value k sits at bit k*bits, so an unaligned 8-byte window at
+ * byte (k*bits)/8 holds all of it (bits + 7 <= 64); no data-dependent
+ * branch. The last values, whose window would pass the end, go byte-wise.
+ * Same bytes as the stream below (tests/test_bitpack.c checks both against
+ * a bit-by-bit reference). */
+static void pack_words(uint8_t *out, size_t len, const uint64_t *v, size_t n,
+                       uint32_t bits, uint64_t mask)
+{
+    memset(out, 0, len);
+    size_t k = 0;
+    for (; k < n; k++) {
+        size_t off = k * bits, byte = off >> 3;
+        if (byte + 8 > len)
+            break;
+        uint64_t w;
+        memcpy(&w, out + byte, 8);
+        w |= (v[k] & mask) << (off & 7);
+        memcpy(out + byte, &w, 8);
+    }
+    for (; k < n; k++) {
+        uint64_t x = v[k] & mask;
+        size_t off = k * bits;
+        for (uint32_t b = 0; b < bits;) {
+            size_t at = off + b;
+            unsigned sh = (unsigned)(at & 7);
+            out[at >> 3] |= (uint8_t)((x >> b) << sh);
+            b += 8 - sh;
+        }
+    }
+}
+
+static tsafe_status unpack_words(const uint8_t *p, size_t len, uint64_t *v, size_t n,
+                                 uint32_t bits, uint64_t mask, uint64_t q)
+{
+    size_t k = 0;
+    for (; k < n; k++) {
+        size_t off = k * bits, byte = off >> 3;
+        if (byte + 8 > len)
+            break;
+        uint64_t w;
+        memcpy(&w, p + byte, 8);
+        uint64_t x = (w >> (off & 7)) & mask;
+        if (x >= q)
+            return TSAFE_E_FORMAT;
+        v[k] = x;
+    }
+    for (; k < n; k++) {
+        size_t off = k * bits;
+        uint64_t x = 0;
+        for (uint32_t b = 0; b < bits;) {
+            size_t at = off + b;
+            unsigned sh = (unsigned)(at & 7);
+            x |= (uint64_t)(p[at >> 3] >> sh) << b;
+            b += 8 - sh;
+        }
+        x &= mask;
+        if (x >= q)
+            return TSAFE_E_FORMAT;
+        v[k] = x;
+    }
+    /* padding bits (the top of the last byte) must be zero */
+    unsigned used = (unsigned)((n * bits) & 7);
+    if (used && len && (p[len - 1] >> used) != 0)
+        return TSAFE_E_FORMAT;
+    return TSAFE_OK;
 }
 
 /* LSB-first bit stream through a 64-bit accumulator (no 128-bit shifts:
@@ -29,6 +105,11 @@ void tsafe_pack_bits(tsafe_writer *w, const uint64_t *v, size_t n,
     }
     uint8_t *out = w->buf + w->pos;
     uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
+    if (TSAFE_BITPACK_WORDS && bits >= 1 && bits <= 57) {
+        pack_words(out, len, v, n, bits, mask);
+        w->pos += len;
+        return;
+    }
     uint64_t acc = 0;
     uint32_t have = 0; /* bits held in acc, < 64 */
     size_t o = 0;
@@ -62,6 +143,12 @@ tsafe_status tsafe_unpack_bits(tsafe_reader *r, uint64_t *v, size_t n,
         return TSAFE_E_FORMAT;
     const uint8_t *p = r->buf + r->pos;
     uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
+    if (TSAFE_BITPACK_WORDS && bits <= 57) {
+        tsafe_status st = unpack_words(p, len, v, n, bits, mask, q);
+        if (st == TSAFE_OK)
+            r->pos += len;
+        return st;
+    }
     uint64_t acc = 0;
     uint32_t have = 0; /* bits held in acc, < 64 */
     size_t byte = 0;
