@@ -6,8 +6,12 @@
 
 static inline void store_le64(uint8_t *p, uint64_t v)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(p, &v, 8); /* one store */
+#else
     for (int i = 0; i < 8; i++)
         p[i] = (uint8_t)(v >> (8 * i));
+#endif
 }
 
 static inline uint64_t load_le64(const uint8_t *p)
@@ -24,38 +28,14 @@ static inline uint64_t load_le64(const uint8_t *p)
 #define TSAFE_BITPACK_WORDS 0
 #endif
 
-/* Widths up to 57 bits (every BFV limb, the CKKS primes below 58 bits) go
- * word-wise: value k sits at bit k*bits, so an unaligned 8-byte window at
- * byte (k*bits)/8 holds all of it (bits + 7 <= 64); no data-dependent
- * branch. The last values, whose window would pass the end, go byte-wise.
- * Same bytes as the stream below (tests/test_bitpack.c checks both against
- * a bit-by-bit reference). */
-static void pack_words(uint8_t *out, size_t len, const uint64_t *v, size_t n,
-                       uint32_t bits, uint64_t mask)
-{
-    memset(out, 0, len);
-    size_t k = 0;
-    for (; k < n; k++) {
-        size_t off = k * bits, byte = off >> 3;
-        if (byte + 8 > len)
-            break;
-        uint64_t w;
-        memcpy(&w, out + byte, 8);
-        w |= (v[k] & mask) << (off & 7);
-        memcpy(out + byte, &w, 8);
-    }
-    for (; k < n; k++) {
-        uint64_t x = v[k] & mask;
-        size_t off = k * bits;
-        for (uint32_t b = 0; b < bits;) {
-            size_t at = off + b;
-            unsigned sh = (unsigned)(at & 7);
-            out[at >> 3] |= (uint8_t)((x >> b) << sh);
-            b += 8 - sh;
-        }
-    }
-}
-
+/* Reading widths up to 57 bits (every BFV limb, the CKKS primes below 58
+ * bits) goes word-wise: value k sits at bit k*bits, so an unaligned 8-byte
+ * window at byte (k*bits)/8 holds all of it (bits + 7 <= 64); no
+ * data-dependent branch. The last values, whose window would pass the end,
+ * go byte-wise. (Writing stays a stream: overlapping read-modify-write
+ * windows stall on store forwarding, measured 2x slower.) Same values as
+ * the stream below; tests/test_bitpack.c checks both against a bit-by-bit
+ * reference. */
 static tsafe_status unpack_words(const uint8_t *p, size_t len, uint64_t *v, size_t n,
                                  uint32_t bits, uint64_t mask, uint64_t q)
 {
@@ -105,11 +85,6 @@ void tsafe_pack_bits(tsafe_writer *w, const uint64_t *v, size_t n,
     }
     uint8_t *out = w->buf + w->pos;
     uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
-    if (TSAFE_BITPACK_WORDS && bits >= 1 && bits <= 57) {
-        pack_words(out, len, v, n, bits, mask);
-        w->pos += len;
-        return;
-    }
     uint64_t acc = 0;
     uint32_t have = 0; /* bits held in acc, < 64 */
     size_t o = 0;
