@@ -346,8 +346,14 @@ static void check_switch(uint64_t qi, uint64_t ql, size_t n)
     tsafe_vec_mod_switch(out, xi, xl, n, &k);
     tsafe_vec_shoup_precompute(wp, w, n, qi);
     tsafe_vec_mul_shoup_add(acc, xi, w, wp, n, qi);
-    uint64_t *sub = malloc(n * 8);
+    uint64_t *sub = malloc(n * 8), *p0 = malloc(n * 8), *p1 = malloc(n * 8);
     tsafe_vec_sub_mul_shoup(sub, acc0, xi, w, wp, n, qi);
+    for (size_t j = 0; j < n; j++) /* a ciphertext's two polynomials */
+        p0[j] = acc0[j], p1[j] = (acc0[j] + 1) % qi;
+    uint64_t *x2 = malloc(n * 8);
+    for (size_t j = 0; j < n; j++)
+        x2[j] = xl[j] % qi;
+    tsafe_vec_mul_shoup_add2(p0, p1, xi, x2, w, wp, n, qi);
     mpz_t Q, x, t, r, inv;
     mpz_inits(Q, x, t, r, inv, NULL);
     mpz_set_u64(Q, qi);
@@ -370,9 +376,12 @@ static void check_switch(uint64_t qi, uint64_t ql, size_t n)
         assert_true(acc[j] == (uint64_t)want);
         tsafe_u128 prod = (tsafe_u128)xi[j] * w[j] % qi;
         assert_true(sub[j] == (uint64_t)((acc0[j] + qi - (uint64_t)prod) % qi));
+        assert_true(p0[j] == acc[j]);
+        tsafe_u128 want1 = ((tsafe_u128)x2[j] * w[j] + (acc0[j] + 1) % qi) % qi;
+        assert_true(p1[j] == (uint64_t)want1);
     }
     mpz_clears(Q, x, t, r, inv, NULL);
-    free(sub);
+    free(sub), free(p0), free(p1), free(x2);
     free(xi), free(xl), free(out), free(w), free(wp), free(acc), free(acc0);
 }
 

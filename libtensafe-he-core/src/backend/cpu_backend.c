@@ -206,26 +206,14 @@ static tsafe_status cpu_rescale(tsafe_backend *b, void *out, const void *in,
 }
 
 /* One limb of acc[0..P) += a (*) w (= when assign), w an operand (values
- * w, quotients wp). a_step / w_step: 0 broadcasts polynomial 0. Without
- * IFMA the scalar loop reads w once for both polynomials of a ciphertext;
- * with it, fused multiply(-add) kernels (the test is tsafe_vec_*'s own). */
+ * w, quotients wp). a_step / w_step: 0 broadcasts polynomial 0. The ring's
+ * fused multiply(-add) kernels, IFMA where they run. */
 static void mac_limb(uint64_t *const *acc, size_t P, const uint64_t *a,
                      size_t a_step, const uint64_t *w, const uint64_t *wp,
                      size_t w_step, size_t n, uint64_t q, int assign)
 {
-    if (P == 2 && w_step == 0 && !tsafe_vec_uses_ifma(q)) {
-        uint64_t *a0 = acc[0], *a1 = acc[1];
-        const uint64_t *x0 = a, *x1 = a + a_step;
-        if (assign)
-            for (size_t k = 0; k < n; k++) {
-                a0[k] = tsafe_mul_shoup(x0[k], w[k], wp[k], q);
-                a1[k] = tsafe_mul_shoup(x1[k], w[k], wp[k], q);
-            }
-        else
-            for (size_t k = 0; k < n; k++) {
-                a0[k] = tsafe_add_mod(a0[k], tsafe_mul_shoup(x0[k], w[k], wp[k], q), q);
-                a1[k] = tsafe_add_mod(a1[k], tsafe_mul_shoup(x1[k], w[k], wp[k], q), q);
-            }
+    if (P == 2 && w_step == 0 && !assign) { /* a ciphertext times a plaintext */
+        tsafe_vec_mul_shoup_add2(acc[0], acc[1], a, a + a_step, w, wp, n, q);
         return;
     }
     for (size_t p = 0; p < P; p++)

@@ -67,7 +67,7 @@ struct tsafe_bfv_plain {
 struct tsafe_bfv_acc {
     const tsafe_bfv_context *ctx;
     uint64_t *a0, *a1; /* L limbs each, NTT form */
-    uint64_t *tmp;     /* 2 limbs of scratch */
+    uint64_t *tmp;     /* one limb of scratch (the sealing's r) */
 };
 
 struct tsafe_bfv_sealed {
@@ -122,15 +122,6 @@ static inline void tsafe_bfv_encode_limb(const tsafe_bfv_context *c, uint32_t i,
     }
 }
 
-/* out += a * w (w fixed with Shoup quotients wp), one limb. */
-static inline void tsafe_bfv_mul_add_limb(uint64_t *out, const uint64_t *a,
-                                          const uint64_t *w, const uint64_t *wp,
-                                          uint64_t *tmp, size_t n, uint64_t q)
-{
-    (void)tmp;
-    tsafe_vec_mul_shoup_add(out, a, w, wp, n, q);
-}
-
 /* L zeroed limbs of N residues (one polynomial at Q). */
 static inline uint64_t *tsafe_bfv_limbs_alloc(const tsafe_bfv_context *c)
 {
@@ -154,6 +145,11 @@ void tsafe_bfv_expand_a(const tsafe_bfv_context *c, const uint8_t seed[32],
 /* round(Q * m / t) mod q_i for 0 <= |m| < 2^63 (m signed). */
 uint64_t tsafe_bfv_scale_up(const tsafe_bfv_context *c, uint32_t i,
                             int64_t m);
+
+/* b is a backend over c's ring (its own context or one with equal
+ * parameters). */
+struct tsafe_backend;
+int tsafe_bfv_backend_serves(const struct tsafe_backend *b, const tsafe_bfv_context *c);
 
 /* Public key storage and completion: alloc, fill seed and p0, then
  * finish expands p1 = a and the Shoup quotients. */

@@ -10,8 +10,7 @@
 #include "tsafe_check.h"
 #include "../backend/backend_internal.h"
 
-/* b serves ctx's ring (its own context or one with equal parameters). */
-static int serves(const tsafe_backend *b, const tsafe_bfv_context *c)
+int tsafe_bfv_backend_serves(const tsafe_backend *b, const tsafe_bfv_context *c)
 {
     return b->bfv && tsafe_bfv_same_ctx(b->bfv, c);
 }
@@ -21,7 +20,7 @@ tsafe_status tsafe_bfv_ct_read_buffer(const tsafe_bfv_context *c,
                                       tsafe_buffer *dst)
 {
     TSAFE_REQUIRE(c && buf && dst, TSAFE_E_NULL);
-    TSAFE_REQUIRE(serves(dst->backend, c), TSAFE_E_PARAMS_MISMATCH);
+    TSAFE_REQUIRE(tsafe_bfv_backend_serves(dst->backend, c), TSAFE_E_PARAMS_MISMATCH);
     TSAFE_REQUIRE(dst->n_polys == 2 && dst->n_limbs == c->L && !dst->operand,
                   TSAFE_E_RANGE);
     size_t words = (size_t)c->L * c->n; /* one polynomial */
@@ -47,7 +46,7 @@ tsafe_status tsafe_bfv_plain_operand(const tsafe_bfv_plain *pt, tsafe_backend *b
     *out = NULL;
     TSAFE_REQUIRE(pt && b, TSAFE_E_NULL);
     const tsafe_bfv_context *c = pt->ctx;
-    TSAFE_REQUIRE(serves(b, c), TSAFE_E_PARAMS_MISMATCH);
+    TSAFE_REQUIRE(tsafe_bfv_backend_serves(b, c), TSAFE_E_PARAMS_MISMATCH);
     if (tsafe_backend_is_core_cpu(b)) /* values and quotients: borrowed */
         return tsafe_cpu_operand_borrow(b, pt->p, pt->ps, 1, c->L, out);
     tsafe_buffer *buf;
@@ -67,7 +66,7 @@ tsafe_status tsafe_bfv_plain_encode_buffer(const tsafe_bfv_context *c,
                                            tsafe_buffer *operand)
 {
     TSAFE_REQUIRE(c && operand && (coeffs || count == 0), TSAFE_E_NULL);
-    TSAFE_REQUIRE(serves(operand->backend, c), TSAFE_E_PARAMS_MISMATCH);
+    TSAFE_REQUIRE(tsafe_bfv_backend_serves(operand->backend, c), TSAFE_E_PARAMS_MISMATCH);
     TSAFE_REQUIRE(operand->n_polys == 1 && operand->n_limbs == c->L && !operand->borrowed,
                   TSAFE_E_ARG);
     TSAFE_REQUIRE(count <= c->n, TSAFE_E_RANGE);
@@ -101,7 +100,7 @@ tsafe_status tsafe_bfv_public_key_operand(const tsafe_bfv_public_key *pk,
     *out = NULL;
     TSAFE_REQUIRE(pk && b, TSAFE_E_NULL);
     const tsafe_bfv_context *c = pk->ctx;
-    TSAFE_REQUIRE(serves(b, c), TSAFE_E_PARAMS_MISMATCH);
+    TSAFE_REQUIRE(tsafe_bfv_backend_serves(b, c), TSAFE_E_PARAMS_MISMATCH);
     size_t n2 = (size_t)c->L * c->n; /* one polynomial */
     uint64_t *w = malloc(2 * n2 * sizeof *w);
     TSAFE_REQUIRE(w, TSAFE_E_NOMEM);

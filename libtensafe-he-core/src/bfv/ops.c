@@ -151,7 +151,7 @@ tsafe_status tsafe_bfv_acc_create(const tsafe_bfv_context *c,
     acc->ctx = c;
     acc->a0 = tsafe_bfv_limbs_alloc(c);
     acc->a1 = tsafe_bfv_limbs_alloc(c);
-    acc->tmp = calloc(2 * c->n, sizeof(uint64_t)); /* u and a product */
+    acc->tmp = calloc(c->n, sizeof(uint64_t)); /* the sealing's r, one limb */
     if (!acc->a0 || !acc->a1 || !acc->tmp) {
         tsafe_bfv_acc_free(acc);
         return TSAFE_E_NOMEM;
@@ -188,19 +188,8 @@ tsafe_status tsafe_bfv_acc_mul_add(tsafe_bfv_acc *acc, const tsafe_bfv_ct *ct,
     TSAFE_REQUIRE(ct->valid, TSAFE_E_STATE);
     for (uint32_t i = 0; i < c->L; i++) {
         size_t o = i * c->n;
-        uint64_t q = c->mod[i].q;
-        if (c->ntt[i].use_ifma) { /* the vector kernels run IFMA */
-            tsafe_bfv_mul_add_limb(acc->a0 + o, ct->c0 + o, pt->p + o, pt->ps + o, acc->tmp, c->n, q);
-            tsafe_bfv_mul_add_limb(acc->a1 + o, ct->c1 + o, pt->p + o, pt->ps + o, acc->tmp, c->n, q);
-            continue;
-        }
-        /* one pass for both polynomials: the plaintext is read once */
-        uint64_t *a0 = acc->a0 + o, *a1 = acc->a1 + o;
-        const uint64_t *x0 = ct->c0 + o, *x1 = ct->c1 + o, *w = pt->p + o, *wp = pt->ps + o;
-        for (size_t k = 0; k < c->n; k++) {
-            a0[k] = tsafe_add_mod(a0[k], tsafe_mul_shoup(x0[k], w[k], wp[k], q), q);
-            a1[k] = tsafe_add_mod(a1[k], tsafe_mul_shoup(x1[k], w[k], wp[k], q), q);
-        }
+        tsafe_vec_mul_shoup_add2(acc->a0 + o, acc->a1 + o, ct->c0 + o, ct->c1 + o, pt->p + o,
+                                 pt->ps + o, c->n, c->mod[i].q);
     }
     return TSAFE_OK;
 }

@@ -61,11 +61,9 @@ typedef struct seal_draw {
 } seal_draw;
 
 static tsafe_status draw(const tsafe_bfv_context *c, const uint8_t *seed,
-                         const uint32_t *pos, const uint64_t *mask,
-                         size_t n_reads, uint32_t flood_bits, int with_zero,
-                         seal_draw *d)
+                         const uint64_t *mask, size_t n_reads, uint32_t flood_bits,
+                         int with_zero, seal_draw *d)
 {
-    (void)pos;
     uint8_t master[32];
     tsafe_status st;
     if (seed)
@@ -154,17 +152,17 @@ tsafe_status tsafe_bfv_seal(const tsafe_bfv_context *c, tsafe_bfv_acc *acc,
     size_t n = c->n, nr = n_reads ? n_reads : 1;
     seal_draw d = {malloc(n), malloc(n), malloc(nr), malloc(c->L * nr * sizeof(uint64_t))};
     TSAFE_CHECK(d.r && d.e1 && d.e0 && d.add, TSAFE_E_NOMEM);
-    TSAFE_TRY(draw(c, seed, pos, mask, n_reads, flood_bits, 1, &d));
+    TSAFE_TRY(draw(c, seed, mask, n_reads, flood_bits, 1, &d));
 
     /* + (r p0, r p1): a fresh public-key encryption of zero, so c1 no
      * longer depends on the plaintexts (it is RLWE-pseudorandom) */
     for (uint32_t i = 0; i < c->L; i++) {
-        uint64_t q = c->mod[i].q, *u = acc->tmp, *prod = acc->tmp + n;
+        uint64_t q = c->mod[i].q, *u = acc->tmp;
         size_t o = i * n;
         ternary_limb(d.r, u, n, q);
         tsafe_ntt_forward(&c->ntt[i], u);
-        tsafe_bfv_mul_add_limb(acc->a0 + o, u, pk->p0 + o, pk->p0_shoup + o, prod, n, q);
-        tsafe_bfv_mul_add_limb(acc->a1 + o, u, pk->p1 + o, pk->p1_shoup + o, prod, n, q);
+        tsafe_vec_mul_shoup_add(acc->a0 + o, u, pk->p0 + o, pk->p0_shoup + o, n, q);
+        tsafe_vec_mul_shoup_add(acc->a1 + o, u, pk->p1 + o, pk->p1_shoup + o, n, q);
         tsafe_ntt_inverse(&c->ntt[i], acc->a0 + o);
         tsafe_ntt_inverse(&c->ntt[i], acc->a1 + o);
     }
@@ -249,9 +247,7 @@ tsafe_status tsafe_bfv_sealer_create(const tsafe_bfv_context *c, tsafe_backend *
     TSAFE_REQUIRE(out, TSAFE_E_NULL);
     *out = NULL;
     TSAFE_REQUIRE(c && b, TSAFE_E_NULL);
-    TSAFE_REQUIRE(b->ring == &c->ring ||
-                      (b->bfv && tsafe_bfv_same_ctx(b->bfv, c)),
-                  TSAFE_E_PARAMS_MISMATCH);
+    TSAFE_REQUIRE(tsafe_bfv_backend_serves(b, c), TSAFE_E_PARAMS_MISMATCH);
     tsafe_status st;
     tsafe_bfv_sealer *s = calloc(1, sizeof *s);
     TSAFE_REQUIRE(s, TSAFE_E_NOMEM);
@@ -421,7 +417,7 @@ tsafe_status tsafe_bfv_seal_buffer(tsafe_bfv_sealer *s, tsafe_buffer *acc,
     size_t n = c->n;
     /* a prepared encryption of zero for this key, else one made now */
     int prepared = s->ready > 0 && s->zero_pk == pk;
-    if ((st = draw(c, seed, pos, mask, n_reads, flood_bits, !prepared, &s->d)) != TSAFE_OK)
+    if ((st = draw(c, seed, mask, n_reads, flood_bits, !prepared, &s->d)) != TSAFE_OK)
         return st;
     if (prepared) {
         /* + r p (NTT form, prepared), inverse NTT, + e1 (prepared) and the

@@ -139,13 +139,17 @@ static inline int popcount21(uint64_t v)
     return (int)((v * 0x0101010101010101ull) >> 56);
 }
 
+/* One binomial sample from the low 42 bits of v: popcount of 21 minus 21. */
+static inline int8_t cbd21(uint64_t v)
+{
+    return (int8_t)(popcount21(v & 0x1FFFFFull) - popcount21((v >> 21) & 0x1FFFFFull));
+}
+
 void tsafe_prng_cbd(tsafe_prng *p, int8_t *out, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         uint64_t v = tsafe_prng_u64(p);
-        int a = popcount21(v & 0x1FFFFFull);
-        int b = popcount21((v >> 21) & 0x1FFFFFull);
-        out[i] = (int8_t)(a - b);
+        out[i] = cbd21(v);
     }
 }
 
@@ -161,8 +165,6 @@ void tsafe_prng_cbd_tight(tsafe_prng *p, int8_t *out, size_t n)
             tsafe_prng_bytes(p, b, 6);
             v = load_le64(b);
         }
-        int a = popcount21(v & 0x1FFFFFull);
-        int c = popcount21((v >> 21) & 0x1FFFFFull);
-        out[i] = (int8_t)(a - c);
+        out[i] = cbd21(v);
     }
 }

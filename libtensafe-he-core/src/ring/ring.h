@@ -171,6 +171,13 @@ void tsafe_vec_sub_mul_shoup(uint64_t *out, const uint64_t *b, const uint64_t *a
                              const uint64_t *w, const uint64_t *wp, size_t n,
                              uint64_t q);
 
+/* out0 += a0 * w and out1 += a1 * w mod q: both polynomials of a
+ * ciphertext times one fixed operand (Shoup), which the scalar path reads
+ * once for both. */
+void tsafe_vec_mul_shoup_add2(uint64_t *out0, uint64_t *out1, const uint64_t *a0,
+                              const uint64_t *a1, const uint64_t *w, const uint64_t *wp,
+                              size_t n, uint64_t q);
+
 /* 1 when the tsafe_vec_* kernels run IFMA for modulus q (and n >= 8). */
 int tsafe_vec_uses_ifma(uint64_t q);
 

@@ -102,6 +102,21 @@ void tsafe_vec_mul_shoup_add(uint64_t *out, const uint64_t *a, const uint64_t *w
         out[k] = tsafe_add_mod(out[k], tsafe_mul_shoup(a[k], w[k], wp[k], q), q);
 }
 
+void tsafe_vec_mul_shoup_add2(uint64_t *out0, uint64_t *out1, const uint64_t *a0,
+                              const uint64_t *a1, const uint64_t *w, const uint64_t *wp,
+                              size_t n, uint64_t q)
+{
+    if (ifma_ok(q, n)) {
+        tsafe_ifma_vec_mul_shoup_add(out0, a0, w, wp, n, q);
+        tsafe_ifma_vec_mul_shoup_add(out1, a1, w, wp, n, q);
+        return;
+    }
+    for (size_t k = 0; k < n; k++) {
+        out0[k] = tsafe_add_mod(out0[k], tsafe_mul_shoup(a0[k], w[k], wp[k], q), q);
+        out1[k] = tsafe_add_mod(out1[k], tsafe_mul_shoup(a1[k], w[k], wp[k], q), q);
+    }
+}
+
 void tsafe_switch_consts_init(tsafe_switch_consts *k, const tsafe_modulus *mi,
                               const tsafe_modulus *ml)
 {

@@ -128,9 +128,9 @@ fail:
 }
 
 /* At least n buffers of polys x (every limb of b's ring) in *pool
- * (accumulators, or the per-token plaintexts). */
+ * (accumulators, or the per-token plaintexts: used once, no operands). */
 static tsafe_status pool_reserve(tsafe_backend *b, tsafe_buffer ***pool, size_t *have,
-                                 size_t n, size_t polys, int operand)
+                                 size_t n, size_t polys)
 {
     if (n <= *have)
         return TSAFE_OK;
@@ -139,9 +139,7 @@ static tsafe_status pool_reserve(tsafe_backend *b, tsafe_buffer ***pool, size_t 
         return TSAFE_E_NOMEM;
     *pool = p;
     for (; *have < n; (*have)++) {
-        uint32_t limbs = tsafe_backend_max_limbs(b);
-        tsafe_status st = operand ? tsafe_buffer_alloc_operand(b, polys, limbs, &p[*have])
-                                  : tsafe_buffer_alloc(b, polys, limbs, &p[*have]);
+        tsafe_status st = tsafe_buffer_alloc(b, polys, tsafe_backend_max_limbs(b), &p[*have]);
         if (st != TSAFE_OK)
             return st;
     }
@@ -427,7 +425,7 @@ static tsafe_status round1_products(tsafe_sealed_server *s,
     size_t jobs = 0;
     for (size_t i = 0; i < n_sites; i++)
         jobs += sites[i]->l1.n_blocks;
-    tsafe_status st = pool_reserve(s->be1, &s->accs, &s->n_accs, jobs, 2, 0);
+    tsafe_status st = pool_reserve(s->be1, &s->accs, &s->n_accs, jobs, 2);
     if (st != TSAFE_OK)
         return st;
     uint32_t nc = s->plan.n_chunks1;
@@ -622,10 +620,9 @@ static tsafe_status round2_products(tsafe_sealed_server *s, const tsafe_sealed_s
     size_t n_hit = 0;
     for (size_t c = 0; c < nc; c++)
         n_hit += hit[c];
-    tsafe_status st = pool_reserve(s->be2, &s->accs2, &s->n_accs2, nb, 2, 0);
+    tsafe_status st = pool_reserve(s->be2, &s->accs2, &s->n_accs2, nb, 2);
     if (st == TSAFE_OK)
-        /* used once each: plain buffers (no operand precomputation) */
-        st = pool_reserve(s->be2, &s->band, &s->n_band, n_hit * nb, 1, 0);
+        st = pool_reserve(s->be2, &s->band, &s->n_band, n_hit * nb, 1);
     if (st != TSAFE_OK)
         return st;
     tsafe_backend_mac *job = malloc(nb * sizeof *job);
