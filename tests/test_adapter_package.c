@@ -27,8 +27,8 @@ static void test_package_roundtrip_and_refusals(void **state)
     tsafe_lora_adapter *ad = NULL;
     assert_int_equal(tsafe_lora_adapter_create(&cfg, &ad), TSAFE_OK);
     float A[8 * 64], B[32 * 8];
-    for (int i = 0; i < 8 * 64; i++) A[i] = (float)tsafe_test_uniform(-1, 1);
-    for (int i = 0; i < 32 * 8; i++) B[i] = (float)tsafe_test_uniform(-1, 1);
+    for (int i = 0; i < 8 * 64; i++) A[i] = tsafe_test_uniform_float(-1, 1);
+    for (int i = 0; i < 32 * 8; i++) B[i] = tsafe_test_uniform_float(-1, 1);
     assert_int_equal(tsafe_lora_adapter_add_module(ad, "layers.0.self_attn.q_proj", 8, 64, 32, A,
                                                    B, 16.0), TSAFE_OK);
     char *config = NULL;
@@ -119,8 +119,8 @@ static void test_origin_and_unsigned_policy(void **state)
     tsafe_lora_adapter *built = NULL;
     assert_int_equal(tsafe_lora_adapter_create(&cfg, &built), TSAFE_OK);
     float A[4 * 16], B[8 * 4];
-    for (int i = 0; i < 4 * 16; i++) A[i] = (float)tsafe_test_uniform(-1, 1);
-    for (int i = 0; i < 8 * 4; i++) B[i] = (float)tsafe_test_uniform(-1, 1);
+    for (int i = 0; i < 4 * 16; i++) A[i] = tsafe_test_uniform_float(-1, 1);
+    for (int i = 0; i < 8 * 4; i++) B[i] = tsafe_test_uniform_float(-1, 1);
     assert_int_equal(tsafe_lora_adapter_add_module(built, "layers.0.self_attn.q_proj", 4, 16, 8,
                                                    A, B, 8.0), TSAFE_OK);
     tsafe_lora_origin o;

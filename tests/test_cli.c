@@ -508,7 +508,7 @@ static void test_peft_variants_sealed(void **state)
     enum { QOUT = 64, VOUT = 32 }; /* v_proj narrower: GQA */
     float x[ROWS * DIM];
     for (int i = 0; i < ROWS * DIM; i++)
-        x[i] = (float)tsafe_test_uniform(-2, 2);
+        x[i] = tsafe_test_uniform_float(-2, 2);
     write_f32(tmp_path("xv.f32"), x, ROWS * DIM);
     for (size_t k = 0; k < sizeof variants / sizeof variants[0]; k++) {
         char dir[PATH_MAX], path[PATH_MAX + 64];
@@ -523,9 +523,9 @@ static void test_peft_variants_sealed(void **state)
             uint32_t r = (m == 1 && k > 0) ? 4 : 8, out = m ? VOUT : QOUT;
             float A[8 * DIM], B[QOUT * 8];
             for (uint32_t i = 0; i < r * DIM; i++)
-                A[i] = (float)tsafe_test_uniform(-0.1, 0.1);
+                A[i] = tsafe_test_uniform_float(-0.1, 0.1);
             for (uint32_t i = 0; i < out * r; i++)
-                B[i] = (float)tsafe_test_uniform(-0.1, 0.1);
+                B[i] = tsafe_test_uniform_float(-0.1, 0.1);
             uint64_t sa[2] = {r, DIM}, sb[2] = {out, r};
             char name[160];
             snprintf(name, sizeof name,

@@ -183,11 +183,11 @@ static void test_sealed_shared_site_threads(void **state)
                      TSAFE_OK);
     float A[4 * 128], B[64 * 4], x[128];
     for (int i = 0; i < 4 * 128; i++)
-        A[i] = (float)tsafe_test_uniform(-1, 1);
+        A[i] = tsafe_test_uniform_float(-1, 1);
     for (int i = 0; i < 64 * 4; i++)
-        B[i] = (float)tsafe_test_uniform(-1, 1);
+        B[i] = tsafe_test_uniform_float(-1, 1);
     for (int i = 0; i < 128; i++)
-        x[i] = (float)tsafe_test_uniform(-1, 1);
+        x[i] = tsafe_test_uniform_float(-1, 1);
     tsafe_sealed_site *site;
     assert_int_equal(tsafe_sealed_site_create(&plan, A, B, 4, 64, 1.0f, &site), TSAFE_OK);
     enum { T = 3 };

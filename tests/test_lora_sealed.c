@@ -35,11 +35,11 @@ static void adapter_make(adapter *a, uint32_t d_in, uint32_t rank, uint32_t d_ou
     a->B = malloc((size_t)d_out * rank * sizeof *a->B);
     a->x = malloc(d_in * sizeof *a->x);
     for (size_t i = 0; i < (size_t)rank * d_in; i++)
-        a->A[i] = (float)tsafe_test_uniform(-0.05, 0.05);
+        a->A[i] = tsafe_test_uniform_float(-0.05, 0.05);
     for (size_t i = 0; i < (size_t)d_out * rank; i++)
-        a->B[i] = (float)tsafe_test_uniform(-0.02, 0.02);
+        a->B[i] = tsafe_test_uniform_float(-0.02, 0.02);
     for (size_t i = 0; i < d_in; i++)
-        a->x[i] = (float)tsafe_test_uniform(-3, 3);
+        a->x[i] = tsafe_test_uniform_float(-3, 3);
     a->scale = 2.0f;
 }
 
@@ -144,7 +144,7 @@ static void check_shape(tsafe_sealed_mode mode, uint32_t d_in, uint32_t rank, ui
     reference_delta(&a, want);
     for (int tok = 0; tok < 2; tok++) {
         for (uint32_t j = 0; j < d_in; j++)
-            a.x[j] = (float)tsafe_test_uniform(-3, 3);
+            a.x[j] = tsafe_test_uniform_float(-3, 3);
         reference_delta(&a, want);
         run_token(c, s, site, &a, delta);
         double err = rel_l2(delta, want, d_out);
@@ -422,7 +422,7 @@ static void backend_path_byte_identical(tsafe_sealed_mode mode)
             assert_true(rel_l2(delta[i], want, d_outs[i]) <= 1e-3);
         }
         for (uint32_t j = 0; j < d_in; j++)
-            a[0].x[j] = a[1].x[j] = (float)tsafe_test_uniform(-3, 3);
+            a[0].x[j] = a[1].x[j] = tsafe_test_uniform_float(-3, 3);
         tsafe_lora_bytes_free(q);
         tsafe_lora_bytes_free(r1d);
         tsafe_lora_bytes_free(r1v);

@@ -32,7 +32,7 @@ typedef struct weights {
 static void fill(float *v, size_t n, double a)
 {
     for (size_t i = 0; i < n; i++)
-        v[i] = (float)tsafe_test_uniform(-a, a);
+        v[i] = tsafe_test_uniform_float(-a, a);
 }
 
 static float *alloc_f(size_t n)

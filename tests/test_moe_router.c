@@ -42,7 +42,7 @@ static tsafe_moe_config small_cfg(uint32_t d, uint32_t E, uint32_t k, int norm,
 static void fill(float *v, size_t n, double a)
 {
     for (size_t i = 0; i < n; i++)
-        v[i] = (float)tsafe_test_uniform(-a, a);
+        v[i] = tsafe_test_uniform_float(-a, a);
 }
 
 /* Reference routing in double. */

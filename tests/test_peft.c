@@ -47,7 +47,7 @@ typedef struct {
 static float value_for(tsafe_dtype dt)
 {
     if (dt == TSAFE_DTYPE_F32)
-        return (float)tsafe_test_uniform(-1.0, 1.0);
+        return tsafe_test_uniform_float(-1.0, 1.0);
     /* k/64, |k| <= 127: 7 significant bits, exact in F16 and BF16 */
     return (float)((int)tsafe_test_below(255) - 127) / 64.0f;
 }

@@ -94,11 +94,11 @@ static void test_hotswap_real_adapters(void **state)
     tsafe_lora_local *l = NULL;
     assert_int_equal(tsafe_lora_local_create(&plan, NULL, &l), TSAFE_OK);
     float x[D], A[R * D], B[D * R];
-    for (int i = 0; i < D; i++) x[i] = (float)tsafe_test_uniform(-1, 1);
+    for (int i = 0; i < D; i++) x[i] = tsafe_test_uniform_float(-1, 1);
     entry versions[VERSIONS];
     for (int v = 0; v < VERSIONS; v++) {
-        for (int i = 0; i < R * D; i++) A[i] = (float)tsafe_test_uniform(-0.1, 0.1);
-        for (int i = 0; i < D * R; i++) B[i] = (float)tsafe_test_uniform(-0.1, 0.1);
+        for (int i = 0; i < R * D; i++) A[i] = tsafe_test_uniform_float(-0.1, 0.1);
+        for (int i = 0; i < D * R; i++) B[i] = tsafe_test_uniform_float(-0.1, 0.1);
         versions[v].version = v;
         assert_int_equal(tsafe_lora_site_create(tsafe_lora_local_context(l), &plan, A, B, D,
                                                 1.5f, &versions[v].site), TSAFE_OK);

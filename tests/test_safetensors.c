@@ -165,7 +165,7 @@ static void test_round_trip(void **state)
     enum { N = 37 };
     float vals[N * 3];
     for (size_t i = 0; i < N * 3; i++)
-        vals[i] = (float)tsafe_test_uniform(-4.0, 4.0);
+        vals[i] = tsafe_test_uniform_float(-4.0, 4.0);
     uint64_t s32[2] = {N, 3};
     uint64_t s16[1] = {N};
     uint64_t s0[2] = {0, 5};

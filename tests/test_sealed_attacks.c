@@ -39,9 +39,9 @@ typedef struct {
 static void random_adapter(float *A, float *B)
 {
     for (size_t i = 0; i < RANK * D_IN; i++)
-        A[i] = (float)tsafe_test_uniform(-1, 1);
+        A[i] = tsafe_test_uniform_float(-1, 1);
     for (size_t i = 0; i < D_OUT * RANK; i++)
-        B[i] = (float)tsafe_test_uniform(-1, 1);
+        B[i] = tsafe_test_uniform_float(-1, 1);
 }
 
 static void world_open(world *w, tsafe_sealed_mode mode)
@@ -310,7 +310,7 @@ static void attack_a_sealed_response_reveals_nothing(void **state)
     /* the attacker's own query ciphertext: re-read its seed from the query */
     float x2[D_IN];
     for (int j = 0; j < D_IN; j++)
-        x2[j] = (float)tsafe_test_uniform(-1, 1);
+        x2[j] = tsafe_test_uniform_float(-1, 1);
     finish_token(&w, r, len, (float[D_OUT]){0});
     tsafe_lora_bytes_free(r);
     uint8_t *q, *r2;
@@ -388,7 +388,7 @@ static void attack_b_uniform_and_indistinguishable(void **state)
     uint64_t *c1 = malloc(n * sizeof *c1), v[RANK];
     float x[D_IN];
     for (int j = 0; j < D_IN; j++)
-        x[j] = (float)tsafe_test_uniform(-1, 1); /* the same x for both */
+        x[j] = tsafe_test_uniform_float(-1, 1); /* the same x for both */
     int right = 0;
     double stat[2][TOKENS];
     for (int tok = 0; tok < TOKENS; tok++)
@@ -478,7 +478,7 @@ static void attack_c_unit_vector_shares(void **state)
     float x[D_IN];
     for (int tok = 0; tok < TOKENS; tok++) {
         for (int j = 0; j < D_IN; j++)
-            x[j] = (float)tsafe_test_uniform(-1, 1);
+            x[j] = tsafe_test_uniform_float(-1, 1);
         size_t len;
         uint8_t *r = round1(&w, x, &len), *sh, *r2;
         size_t shl, r2l;
@@ -582,7 +582,7 @@ static void attack_e_replay_and_reorder_refused(void **state)
     world_open(&w, TSAFE_SEALED_PRIVATE);
     float x[D_IN];
     for (int j = 0; j < D_IN; j++)
-        x[j] = (float)tsafe_test_uniform(-1, 1);
+        x[j] = tsafe_test_uniform_float(-1, 1);
     const tsafe_sealed_site *ss = w.site;
     uint8_t *q, *r, *sh, *r2, *junk;
     size_t ql, rl, shl, r2l, jl;
@@ -672,7 +672,7 @@ static void key_rotation(void **state)
     float *dp = d;
     for (int tok = 0; tok < 5; tok++) { /* crosses two rotations */
         for (int j = 0; j < D_IN; j++)
-            x[j] = (float)tsafe_test_uniform(-1, 1);
+            x[j] = tsafe_test_uniform_float(-1, 1);
         assert_int_equal(e.fn(e.user, &ss, 1, x, &dp, NULL), TSAFE_OK);
         assert_int_equal(tsafe_lora_site_plain_delta(site, x, ref), TSAFE_OK);
         double num = 0, den = 0;

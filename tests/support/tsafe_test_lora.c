@@ -9,7 +9,7 @@ float *tsafe_test_rand_floats(size_t n, double amp)
 {
     float *v = malloc(n * sizeof *v);
     for (size_t i = 0; v && i < n; i++)
-        v[i] = (float)tsafe_test_uniform(-amp, amp);
+        v[i] = tsafe_test_uniform_float(-amp, amp);
     return v;
 }
 

@@ -1,5 +1,6 @@
 #include "tsafe_test_rng.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -62,6 +63,16 @@ uint64_t tsafe_test_below(uint64_t bound)
 double tsafe_test_uniform(double lo, double hi)
 {
     return lo + (hi - lo) * ((double)(tsafe_test_u64() >> 11) * 0x1p-53);
+}
+
+float tsafe_test_uniform_float(double lo, double hi)
+{
+    float f = (float)tsafe_test_uniform(lo, hi);
+    while ((double)f > hi)
+        f = nextafterf(f, -INFINITY);
+    while ((double)f < lo)
+        f = nextafterf(f, INFINITY);
+    return f;
 }
 
 void tsafe_test_seed32(uint8_t out[32])
