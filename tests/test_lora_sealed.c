@@ -188,6 +188,80 @@ static void sealed_private_shapes(void **state)
     check_shape(TSAFE_SEALED_PRIVATE, 1536, 16, 1536);
 }
 
+/* Sites of one plan with different shapes in one token: a site with few
+ * outputs takes a longer round-2 chunk than the plan's largest site (fewer
+ * share ciphertexts), every delta within the bound. */
+static void sealed_private_mixed_sites(void **state)
+{
+    (void)state;
+    enum { NS = 3 };
+    const uint32_t d_in = 1024, rank[NS] = {32, 8, 32}, d_out[NS] = {512, 256, 4096};
+    tsafe_sealed_plan p;
+    assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED_PRIVATE, d_in, 32, 4096, NULL, &p),
+                     TSAFE_OK);
+    tsafe_sealed_layout big, small;
+    tsafe_sealed_layout2(&p, 32, 4096, &big);
+    tsafe_sealed_layout2(&p, 32, 512, &small);
+    printf("# round-2 chunk: plan %u, d_out 4096 -> %u, d_out 512 -> %u\n", p.chunk2,
+           big.chunk, small.chunk);
+    assert_int_equal(big.chunk, p.chunk2);
+    assert_true(small.chunk > p.chunk2);
+    tsafe_sealed_sizes zs, zb;
+    assert_int_equal(tsafe_sealed_plan_sizes(&p, 32, 512, &zs), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_plan_sizes(&p, 32, 4096, &zb), TSAFE_OK);
+    assert_true(zs.share < zb.share);
+
+    adapter a[NS];
+    tsafe_sealed_site *site[NS];
+    float *delta[NS];
+    double *want[NS];
+    for (int i = 0; i < NS; i++) {
+        adapter_make(&a[i], d_in, rank[i], d_out[i]);
+        if (i > 0)
+            memcpy(a[i].x, a[0].x, d_in * sizeof *a[0].x); /* one x for all */
+        assert_int_equal(tsafe_sealed_site_create(&p, a[i].A, a[i].B, rank[i], d_out[i],
+                                                  a[i].scale, &site[i]), TSAFE_OK);
+        delta[i] = malloc(d_out[i] * sizeof *delta[i]);
+        want[i] = malloc(d_out[i] * sizeof *want[i]);
+        reference_delta(&a[i], want[i]);
+    }
+    tsafe_sealed_client *c;
+    tsafe_sealed_server *s;
+    open_pair(&p, &c, &s);
+    const tsafe_sealed_site *ss[NS] = {site[0], site[1], site[2]};
+    uint8_t *q, *r1, *sh, *r2;
+    size_t ql, r1l, shl, r2l;
+    assert_int_equal(tsafe_sealed_client_query(c, a[0].x, &q, &ql, NULL), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_server_round1(s, ss, NS, q, ql, &r1, &r1l, NULL), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_client_respond(c, r1, r1l, NS, rank, d_out, NULL, 1, &sh,
+                                                 &shl, NULL), TSAFE_OK);
+    size_t want_share = 0;
+    for (int i = 0; i < NS; i++) {
+        tsafe_sealed_sizes z;
+        assert_int_equal(tsafe_sealed_plan_sizes(&p, rank[i], d_out[i], &z), TSAFE_OK);
+        want_share += z.share;
+    }
+    /* + header 8, tag 28, site count 4, per site rank and ciphertext count */
+    assert_int_equal(shl, want_share + 8 + 28 + 4 + 8 * NS);
+    assert_int_equal(tsafe_sealed_server_round2(s, ss, NS, sh, shl, &r2, &r2l, NULL), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_client_finish(c, r2, r2l, NS, d_out, delta, NULL), TSAFE_OK);
+    for (int i = 0; i < NS; i++) {
+        double err = rel_l2(delta[i], want[i], d_out[i]);
+        printf("# mixed site %d (r=%u d_out=%u): rel L2 %.2e\n", i, rank[i], d_out[i], err);
+        assert_true(err <= 1e-3);
+        tsafe_sealed_site_free(site[i]);
+        adapter_free(&a[i]);
+        free(delta[i]);
+        free(want[i]);
+    }
+    tsafe_lora_bytes_free(q);
+    tsafe_lora_bytes_free(r1);
+    tsafe_lora_bytes_free(sh);
+    tsafe_lora_bytes_free(r2);
+    tsafe_sealed_client_free(c);
+    tsafe_sealed_server_free(s);
+}
+
 /* The exact discrete Gaussian (CKS): empirical pmf against
  * exp(-y^2 / (2 sigma^2)) / Z by chi-square, and mean / variance at a large
  * sigma. */
@@ -465,6 +539,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sealed_exact_shapes),
         cmocka_unit_test(sealed_private_shapes),
+        cmocka_unit_test(sealed_private_mixed_sites),
         cmocka_unit_test(backend_path_sealed),
         cmocka_unit_test(backend_path_sealed_private),
         cmocka_unit_test(discrete_gaussian_matches_pmf),

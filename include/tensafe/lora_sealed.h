@@ -46,7 +46,7 @@
 extern "C" {
 #endif
 
-#define TSAFE_SEALED_PLAN_VERSION 1u
+#define TSAFE_SEALED_PLAN_VERSION 2u
 #define TSAFE_SEALED_SESSION_BYTES 16
 
 typedef enum tsafe_sealed_mode {
@@ -76,8 +76,10 @@ typedef struct tsafe_sealed_plan {
     uint32_t n_chunks1;          /* ceil(d_in / chunk1) */
     uint32_t flood1;             /* flooding bits, round 1 */
     uint32_t trunc_bits;         /* k: round 2 works on floor(u / 2^k) */
-    uint32_t chunk2;             /* round-2 input chunk (rows of B per block
-                                    = N / chunk2) */
+    uint32_t chunk2;             /* round-2 input chunk of the largest site
+                                    (rows of B per block = N / chunk); a
+                                    site with fewer outputs may take a
+                                    longer one (PROTOCOL.md, Layouts) */
     uint32_t rotate_after;       /* tokens per secret key */
     double log2_sd1, log2_sd2;   /* flooding: statistical distance per site
                                     response (log2), rounds 1 and 2 */

@@ -6,6 +6,17 @@
 #define MSG_MAGIC "TSLR"
 #define MSG_VERSION 1
 
+void tsafe_wbuf_presize(tsafe_wbuf *w, size_t cap)
+{
+    if (w->fixed || w->failed || cap <= w->cap)
+        return;
+    uint8_t *nb = realloc(w->buf, cap);
+    if (nb) {
+        w->buf = nb;
+        w->cap = cap;
+    }
+}
+
 uint8_t *tsafe_wbuf_reserve(tsafe_wbuf *w, size_t n)
 {
     if (w->failed)

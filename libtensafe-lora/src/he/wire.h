@@ -38,6 +38,11 @@ typedef struct {
 void tsafe_wbuf_header(tsafe_wbuf *w, uint8_t kind);
 void tsafe_wbuf_u32(tsafe_wbuf *w, uint32_t v);
 void tsafe_wbuf_f32(tsafe_wbuf *w, float v);
+/* Allocate cap bytes up front for a growable buffer that will hold about
+ * that much (megabyte messages grown by doubling copied themselves a dozen
+ * times and faulted fresh pages in every token). A failed allocation is
+ * not an error: writes then grow the buffer as usual. */
+void tsafe_wbuf_presize(tsafe_wbuf *w, size_t cap);
 /* Reserve n bytes and return where to write them (NULL on failure). */
 uint8_t *tsafe_wbuf_reserve(tsafe_wbuf *w, size_t n);
 void tsafe_wbuf_u64(tsafe_wbuf *w, uint64_t v);

@@ -176,6 +176,7 @@ tsafe_status tsafe_sealed_client_query(tsafe_sealed_client *c, const float *x,
         c->xq[j] = (int64_t)lrint(x[j] / c->sx);
     size_t ctl = tsafe_bfv_ct_bytes(c->c1);
     tsafe_wbuf w = {0};
+    tsafe_wbuf_presize(&w, tsafe_sealed_part_bytes(p, TSAFE_MSG_SEALED_QUERY, 0, 0));
     tsafe_wbuf_header(&w, TSAFE_MSG_SEALED_QUERY);
     tsafe_sealed_put_tag(&w, &c->tag);
     tsafe_wbuf_u32(&w, p->n_chunks1);
@@ -297,7 +298,12 @@ tsafe_status tsafe_sealed_client_respond(tsafe_sealed_client *c,
     if (!priv && dp && (st = tsafe_dp_session_charge(dp, &sigma)) != TSAFE_OK)
         return st;
     tsafe_wbuf w = {0};
-    tsafe_wbuf_header(&w, priv ? TSAFE_MSG_SEALED_SHARE_CT : TSAFE_MSG_SEALED_SHARE);
+    uint8_t kind = priv ? TSAFE_MSG_SEALED_SHARE_CT : TSAFE_MSG_SEALED_SHARE;
+    size_t want = 0;
+    for (size_t i = 0; i < n_sites; i++)
+        want += tsafe_sealed_part_bytes(&c->plan, kind, ranks[i], d_outs[i]);
+    tsafe_wbuf_presize(&w, want);
+    tsafe_wbuf_header(&w, kind);
     tsafe_sealed_put_tag(&w, &c->tag);
     tsafe_wbuf_u32(&w, (uint32_t)n_sites);
     uint64_t t = 1ull << c->plan.r1.t_bits;

@@ -112,10 +112,21 @@ void tsafe_sealed_layout1(const tsafe_sealed_plan *p, uint32_t rank,
     tsafe_sealed_layout_make(1u << p->r1.log_n, p->d_in, p->chunk1, rank, l);
 }
 
+/* Round 2's chunk for a site with d_out outputs: the cheapest split for
+ * that d_out (a site with few outputs takes long chunks: fewer share
+ * ciphertexts, a few more response blocks), never shorter than the plan's
+ * chunk2, the split for d_out_max. Both sides compute it from public
+ * shapes; round2_noise bounds every chunk it can return. */
+static uint32_t site_chunk2(const tsafe_sealed_plan *p, uint32_t d_out)
+{
+    uint32_t c = best_chunk(p->r2.log_n, p->rank, d_out, 2);
+    return c > p->chunk2 ? c : p->chunk2;
+}
+
 void tsafe_sealed_layout2(const tsafe_sealed_plan *p, uint32_t rank,
                           uint32_t d_out, tsafe_sealed_layout *l)
 {
-    tsafe_sealed_layout_make(1u << p->r2.log_n, rank, p->chunk2, d_out, l);
+    tsafe_sealed_layout_make(1u << p->r2.log_n, rank, site_chunk2(p, d_out), d_out, l);
 }
 
 static double b_max(const tsafe_sealed_plan *p)
@@ -123,12 +134,20 @@ static double b_max(const tsafe_sealed_plan *p)
     return (double)tsafe_sealed_qmax(p->b_bits);
 }
 
+/* The largest round-2 noise of any site: sites choose their chunk between
+ * chunk2 and rank (site_chunk2), and for a chunk the noise grows with the
+ * number of chunks, so the plan's rank bounds every smaller one. */
 static double round2_noise(const tsafe_sealed_plan *p)
 {
-    tsafe_sealed_layout l;
-    tsafe_sealed_layout2(p, p->rank, p->d_out_max, &l);
-    /* v-chunks and, when every coordinate is in the band, as many d-chunks */
-    return product_noise(2 * l.n_chunks, l.chunk, l.rows, b_max(p));
+    double worst = 0;
+    for (uint32_t c = p->chunk2; c <= p->rank; c++) {
+        tsafe_sealed_layout l;
+        tsafe_sealed_layout_make(1u << p->r2.log_n, p->rank, c, p->d_out_max, &l);
+        /* v-chunks and, when every coordinate is in the band, as many d-chunks */
+        double b = product_noise(2 * l.n_chunks, l.chunk, l.rows, b_max(p));
+        worst = b > worst ? b : worst;
+    }
+    return worst;
 }
 
 uint32_t tsafe_sealed_flood2(const tsafe_sealed_plan *p)
@@ -372,6 +391,30 @@ tsafe_status tsafe_sealed_plan_sizes(const tsafe_sealed_plan *p, uint32_t rank,
         out->response2 = (size_t)d_out * 4;
     }
     return TSAFE_OK;
+}
+
+size_t tsafe_sealed_part_bytes(const tsafe_sealed_plan *p, uint8_t kind,
+                               uint32_t rank, uint32_t d_out)
+{
+    tsafe_sealed_sizes z;
+    if (kind == TSAFE_MSG_SEALED_QUERY) {
+        rank = p->rank;
+        d_out = p->d_out_max;
+    }
+    if (tsafe_sealed_plan_sizes(p, rank, d_out, &z) != TSAFE_OK)
+        return 0;
+    const size_t fixed = 64; /* header, tag, counts, per-site fields */
+    switch (kind) {
+    case TSAFE_MSG_SEALED_QUERY:
+        return z.query + fixed;
+    case TSAFE_MSG_SEALED_RESPONSE1:
+        return z.response1 + fixed;
+    case TSAFE_MSG_SEALED_SHARE:
+    case TSAFE_MSG_SEALED_SHARE_CT:
+        return z.share + fixed;
+    default:
+        return z.response2 + fixed;
+    }
 }
 
 tsafe_status tsafe_sealed_contexts(const tsafe_sealed_plan *p,

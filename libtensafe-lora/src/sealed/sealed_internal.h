@@ -48,6 +48,12 @@ void tsafe_sealed_layout1(const tsafe_sealed_plan *p, uint32_t rank,
                           tsafe_sealed_layout *l);
 void tsafe_sealed_layout2(const tsafe_sealed_plan *p, uint32_t rank,
                           uint32_t d_out, tsafe_sealed_layout *l);
+/* An upper bound on the bytes of one site's part of a message of this
+ * kind (TSAFE_MSG_SEALED_*; for the query, whose part is shared, rank and
+ * d_out are ignored), header and tag included: writers size their buffer
+ * with it before they write. 0 for shapes the plan does not cover. */
+size_t tsafe_sealed_part_bytes(const tsafe_sealed_plan *p, uint8_t kind,
+                               uint32_t rank, uint32_t d_out);
 /* BLAKE2b-256 of the plan's fields (carried by every hello). */
 void tsafe_sealed_plan_fingerprint(const tsafe_sealed_plan *p, uint8_t out[32]);
 

@@ -129,6 +129,16 @@ fail:
 
 /* At least n buffers of polys x (every limb of b's ring) in *pool
  * (accumulators, or the per-token plaintexts: used once, no operands). */
+/* Upper bound on a message's bytes for these sites (sizes its buffer). */
+static size_t message_bytes(const tsafe_sealed_server *s, const tsafe_sealed_site *const *sites,
+                            size_t n_sites, uint8_t kind)
+{
+    size_t want = 0;
+    for (size_t i = 0; i < n_sites; i++)
+        want += tsafe_sealed_part_bytes(&s->plan, kind, sites[i]->rank, sites[i]->d_out);
+    return want;
+}
+
 static tsafe_status pool_reserve(tsafe_backend *b, tsafe_buffer ***pool, size_t *have,
                                  size_t n, size_t polys)
 {
@@ -519,6 +529,7 @@ tsafe_status tsafe_sealed_server_round1(tsafe_sealed_server *s,
         prod_us += tsafe_lora_now_us() - p0;
     }
     tsafe_wbuf w = {0};
+    tsafe_wbuf_presize(&w, message_bytes(s, sites, n_sites, TSAFE_MSG_SEALED_RESPONSE1));
     tsafe_wbuf_header(&w, TSAFE_MSG_SEALED_RESPONSE1);
     tsafe_sealed_put_tag(&w, &s->tag);
     tsafe_wbuf_u32(&w, (uint32_t)n_sites);
@@ -787,7 +798,9 @@ tsafe_status tsafe_sealed_server_round2(tsafe_sealed_server *s,
     if (ns != n_sites)
         return TSAFE_E_FORMAT;
     tsafe_wbuf w = {0};
-    tsafe_wbuf_header(&w, priv ? TSAFE_MSG_SEALED_RESPONSE2 : TSAFE_MSG_SEALED_DELTA);
+    uint8_t kind = priv ? TSAFE_MSG_SEALED_RESPONSE2 : TSAFE_MSG_SEALED_DELTA;
+    tsafe_wbuf_presize(&w, message_bytes(s, sites, n_sites, kind));
+    tsafe_wbuf_header(&w, kind);
     tsafe_sealed_put_tag(&w, &s->tag);
     tsafe_wbuf_u32(&w, (uint32_t)n_sites);
     st = priv ? round2_private(s, sites, n_sites, &r, &w, &prod_us)
