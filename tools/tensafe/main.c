@@ -1,4 +1,5 @@
 /* tensafe: the TenSafe-HE command-line tool. */
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,6 +60,12 @@ int main(int argc, char **argv)
     /* Per-token LoRA products are small (r x d): OpenBLAS worker threads
      * only add wake-up latency and spin against the HE work. */
     openblas_set_num_threads(1);
+    /* Messages of megabytes are allocated and freed every token. Left to
+     * glibc's adaptive thresholds, some runs hand them back to the kernel
+     * and fault them in again each token: on the 2-core VM 1 700 faults,
+     * +35 ms per demo token (docs/PERFORMANCE.md). Keep them in the heap. */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
     if (argc < 2) {
         usage(stderr);
         return 2;
