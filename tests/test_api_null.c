@@ -3583,7 +3583,7 @@ CHECK_FN(tsafe_sealed_plan_derive)
 {
     (void)f;
     tsafe_sealed_plan p;
-    tsafe_sealed_opts wide = {24, 24, 24, 0};
+    tsafe_sealed_opts wide = {.x_bits = 24, .a_bits = 24, .b_bits = 24};
     IS(TSAFE_E_NULL, tsafe_sealed_plan_derive(TSAFE_SEALED, 64, 4, 64, NULL, NULL));
     IS(TSAFE_E_ARG, tsafe_sealed_plan_derive((tsafe_sealed_mode)7, 64, 4, 64, NULL, &p));
     IS(TSAFE_E_RANGE, tsafe_sealed_plan_derive(TSAFE_SEALED, 0, 4, 64, NULL, &p));

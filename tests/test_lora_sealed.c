@@ -262,6 +262,59 @@ static void sealed_private_mixed_sites(void **state)
     tsafe_sealed_server_free(s);
 }
 
+/* A query read by many sites: the planner takes a shorter x chunk (a longer
+ * query, fewer response blocks per site) and the bytes of a token with that
+ * many sites fall; the option is part of the plan (a server planning for
+ * another count is refused), and a token still decrypts exactly. */
+static void sites_per_query_split(void **state)
+{
+    (void)state;
+    tsafe_sealed_opts one = {.sites_per_query = 1}, many = {.sites_per_query = 16};
+    tsafe_sealed_plan p1, p16;
+    assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED, 2048, 32, 512, &one, &p1), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED, 2048, 32, 512, &many, &p16),
+                     TSAFE_OK);
+    assert_true(p16.chunk1 < p1.chunk1);
+    tsafe_sealed_sizes z1, z16;
+    assert_int_equal(tsafe_sealed_plan_sizes(&p1, 32, 512, &z1), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_plan_sizes(&p16, 32, 512, &z16), TSAFE_OK);
+    size_t b1 = z1.query + 16 * z1.response1, b16 = z16.query + 16 * z16.response1;
+    printf("# 16 sites per query: chunk1 %u -> %u, round-1 bytes %zu -> %zu\n", p1.chunk1,
+           p16.chunk1, b1, b16);
+    assert_true(b16 < b1);
+    assert_int_equal(tsafe_sealed_plan_check(&p16), TSAFE_OK);
+    tsafe_sealed_plan forged = p16;
+    forged.sites_per_query = 1; /* the split of p16 under another count */
+    assert_int_equal(tsafe_sealed_plan_check(&forged), TSAFE_E_PARAMS);
+    tsafe_sealed_opts bad = {.sites_per_query = 5000};
+    assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED, 2048, 32, 512, &bad, &p1),
+                     TSAFE_E_RANGE);
+    /* a token on the 16-site plan */
+    adapter a;
+    adapter_make(&a, 2048, 32, 512);
+    tsafe_sealed_site *site;
+    assert_int_equal(tsafe_sealed_site_create(&p16, a.A, a.B, 32, 512, a.scale, &site), TSAFE_OK);
+    tsafe_sealed_client *c;
+    tsafe_sealed_server *s;
+    open_pair(&p16, &c, &s);
+    float *delta = malloc(512 * sizeof *delta);
+    double *want = malloc(512 * sizeof *want);
+    int64_t u[32], ref[32];
+    reference_delta(&a, want);
+    run_token(c, s, site, &a, delta);
+    assert_int_equal(tsafe_sealed_server_last_u(s, 0, u, 32), TSAFE_OK);
+    reference_u(&p16, &a, ref);
+    for (int i = 0; i < 32; i++)
+        assert_true(u[i] == ref[i]);
+    assert_true(rel_l2(delta, want, 512) <= 1e-3);
+    free(delta);
+    free(want);
+    tsafe_sealed_client_free(c);
+    tsafe_sealed_server_free(s);
+    tsafe_sealed_site_free(site);
+    adapter_free(&a);
+}
+
 /* The exact discrete Gaussian (CKS): empirical pmf against
  * exp(-y^2 / (2 sigma^2)) / Z by chi-square, and mean / variance at a large
  * sigma. */
@@ -540,6 +593,7 @@ int main(void)
         cmocka_unit_test(sealed_exact_shapes),
         cmocka_unit_test(sealed_private_shapes),
         cmocka_unit_test(sealed_private_mixed_sites),
+        cmocka_unit_test(sites_per_query_split),
         cmocka_unit_test(backend_path_sealed),
         cmocka_unit_test(backend_path_sealed_private),
         cmocka_unit_test(discrete_gaussian_matches_pmf),

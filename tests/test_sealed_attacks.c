@@ -652,7 +652,7 @@ static void attack_e_replay_and_reorder_refused(void **state)
 static void key_rotation(void **state)
 {
     (void)state;
-    tsafe_sealed_opts o = {0, 0, 0, 2};
+    tsafe_sealed_opts o = {.rotate_after = 2};
     tsafe_sealed_plan p;
     assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED_PRIVATE, D_IN, RANK, D_OUT, &o, &p),
                      TSAFE_OK);

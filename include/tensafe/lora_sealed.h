@@ -60,6 +60,10 @@ typedef struct tsafe_sealed_opts {
     uint32_t a_bits;       /* default 13 */
     uint32_t b_bits;       /* default 11 (sealed-private) */
     uint32_t rotate_after; /* tokens per secret key; default 4096 */
+    uint32_t sites_per_query; /* sites expected to read one query (1..4096;
+                                 default 1): weights the round-1 split, a
+                                 shared query may be longer when it makes
+                                 every site's response shorter */
 } tsafe_sealed_opts;
 
 /* Everything both sides must agree on, derived from the public shapes and
@@ -81,6 +85,7 @@ typedef struct tsafe_sealed_plan {
                                     site with fewer outputs may take a
                                     longer one (PROTOCOL.md, Layouts) */
     uint32_t rotate_after;       /* tokens per secret key */
+    uint32_t sites_per_query;    /* the option the round-1 split was chosen for */
     double log2_sd1, log2_sd2;   /* flooding: statistical distance per site
                                     response (log2), rounds 1 and 2 */
     double log2_fail;            /* decryption failure probability (log2) */

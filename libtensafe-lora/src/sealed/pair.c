@@ -149,23 +149,29 @@ static tsafe_status session_open(const tsafe_sealed_pair *p, lane *l)
     return st;
 }
 
-/* (Re)open the lane for d_in with a plan that covers rank and d_out. */
+/* (Re)open the lane for d_in with a plan that covers rank and d_out, its
+ * round-1 split chosen for calls of n sites (unless the options say). */
 static tsafe_status lane_open(tsafe_sealed_pair *p, lane *l, uint32_t d_in,
-                              uint32_t rank, uint32_t d_out)
+                              uint32_t rank, uint32_t d_out, size_t n)
 {
     drop_cache_of(p, l);
     lane_close(l);
     lane_free_contexts(l);
     l->d_in = d_in;
-    tsafe_status st = tsafe_sealed_plan_derive(p->mode, d_in, rank, d_out,
-                                               p->have_opts ? &p->opts : NULL, &l->plan);
+    tsafe_sealed_opts o;
+    memset(&o, 0, sizeof o);
+    if (p->have_opts)
+        o = p->opts;
+    if (!o.sites_per_query)
+        o.sites_per_query = (uint32_t)n;
+    tsafe_status st = tsafe_sealed_plan_derive(p->mode, d_in, rank, d_out, &o, &l->plan);
     if (st == TSAFE_OK)
         st = tsafe_sealed_contexts(&l->plan, &l->c1, &l->c2);
     return st == TSAFE_OK ? session_open(p, l) : st;
 }
 
 static tsafe_status lane_for(tsafe_sealed_pair *p, uint32_t d_in, uint32_t rank,
-                             uint32_t d_out, lane **out)
+                             uint32_t d_out, size_t n, lane **out)
 {
     lane *l = NULL;
     for (size_t i = 0; i < p->n_lanes; i++)
@@ -183,7 +189,7 @@ static tsafe_status lane_for(tsafe_sealed_pair *p, uint32_t d_in, uint32_t rank,
     else if (!fits) { /* a plan covering the old shapes and the new ones */
         uint32_t r = l->c1 && l->plan.rank > rank ? l->plan.rank : rank;
         uint32_t d = l->c1 && l->plan.d_out_max > d_out ? l->plan.d_out_max : d_out;
-        st = lane_open(p, l, d_in, r, d);
+        st = lane_open(p, l, d_in, r, d, n);
     }
     if (st != TSAFE_OK)
         return st;
@@ -227,14 +233,16 @@ tsafe_status tsafe_sealed_pair_prepare(tsafe_sealed_pair *p,
     for (size_t i = 0; i < n; i++) {
         TSAFE_REQUIRE(sites[i], TSAFE_E_NULL);
         uint32_t rmax = 0, dmax = 0;
+        size_t same = 0;
         for (size_t j = 0; j < n; j++)
             if (sites[j] && sites[j]->plan.d_in == sites[i]->plan.d_in) {
                 rmax = sites[j]->plan.rank > rmax ? sites[j]->plan.rank : rmax;
                 dmax = sites[j]->d_out > dmax ? sites[j]->d_out : dmax;
+                same++;
             }
         lane *l;
         const tsafe_sealed_site *s;
-        tsafe_status st = lane_for(p, sites[i]->plan.d_in, rmax, dmax, &l);
+        tsafe_status st = lane_for(p, sites[i]->plan.d_in, rmax, dmax, same, &l);
         if (st == TSAFE_OK)
             st = site_for(p, l, sites[i], &s);
         if (st != TSAFE_OK)
@@ -260,7 +268,7 @@ static tsafe_status pair_fn(void *user, const tsafe_lora_site *const *sites,
         dmax = d_outs[i] > dmax ? d_outs[i] : dmax;
     }
     lane *l;
-    tsafe_status st = lane_for(p, sites[0]->plan.d_in, rmax, dmax, &l);
+    tsafe_status st = lane_for(p, sites[0]->plan.d_in, rmax, dmax, n, &l);
     if (st != TSAFE_OK)
         return st;
     const tsafe_sealed_site *ss[MAX_CALL_SITES];

@@ -82,10 +82,11 @@ static double switched_noise(uint32_t log_n, double gap, uint32_t flood, double 
     return ldexp(1.0, (int)flood) / gap + b / gap + rounding;
 }
 
-/* The cheapest split (query + 2 * response bytes, the query being shared)
- * of a product with input len and outs outputs. */
+/* The cheapest split (input bytes + 2 * readers * output bytes: an input
+ * of round 1 is shared by the sites that read it) of a product with input
+ * len and outs outputs. */
 static uint32_t best_chunk(uint32_t log_n, uint32_t len, uint32_t outs,
-                           uint32_t chunks_mult)
+                           uint32_t chunks_mult, uint32_t readers)
 {
     uint32_t n = 1u << log_n, best = 0;
     double best_cost = INFINITY;
@@ -97,7 +98,7 @@ static uint32_t best_chunk(uint32_t log_n, uint32_t len, uint32_t outs,
         tsafe_sealed_layout_make(n, len, chunk, outs, &l);
         double up = (double)chunks_mult * l.n_chunks * ct_bytes(log_n, RESP_BITS, 60);
         double down = (double)l.n_blocks * sealed_bytes(log_n, RESP_BITS, l.rows);
-        double cost = up + 2 * down;
+        double cost = up + 2.0 * readers * down;
         if (cost < best_cost) {
             best_cost = cost;
             best = chunk;
@@ -119,7 +120,7 @@ void tsafe_sealed_layout1(const tsafe_sealed_plan *p, uint32_t rank,
  * shapes; round2_noise bounds every chunk it can return. */
 static uint32_t site_chunk2(const tsafe_sealed_plan *p, uint32_t d_out)
 {
-    uint32_t c = best_chunk(p->r2.log_n, p->rank, d_out, 2);
+    uint32_t c = best_chunk(p->r2.log_n, p->rank, d_out, 2, 1);
     return c > p->chunk2 ? c : p->chunk2;
 }
 
@@ -196,7 +197,8 @@ static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
     if (t_bits < 8)
         t_bits = 8;
     p->r1 = (tsafe_bfv_params){log_n, RESP_BITS, gap, t_bits, 0};
-    p->chunk1 = best_chunk(log_n, d_in, rank, 1);
+    p->sites_per_query = o->sites_per_query;
+    p->chunk1 = best_chunk(log_n, d_in, rank, 1, o->sites_per_query);
     if (!p->chunk1)
         return TSAFE_E_VALUE_RANGE;
     tsafe_sealed_layout l1;
@@ -223,7 +225,7 @@ static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
 
     if (mode == TSAFE_SEALED_PRIVATE) {
         p->r2 = (tsafe_bfv_params){log_n, RESP_BITS, gap, 8, 0};
-        p->chunk2 = best_chunk(log_n, rank, d_out_max, 2);
+        p->chunk2 = best_chunk(log_n, rank, d_out_max, 2, 1);
         if (!p->chunk2)
             return TSAFE_E_VALUE_RANGE;
         double bb = b_max(p), noise2 = round2_noise(p);
@@ -268,6 +270,8 @@ static void fill_defaults(const tsafe_sealed_opts *in, tsafe_sealed_opts *o)
         o->b_bits = 11;
     if (!o->rotate_after)
         o->rotate_after = 4096;
+    if (!o->sites_per_query)
+        o->sites_per_query = 1;
 }
 
 tsafe_status tsafe_sealed_plan_derive(tsafe_sealed_mode mode, uint32_t d_in,
@@ -286,7 +290,8 @@ tsafe_status tsafe_sealed_plan_derive(tsafe_sealed_mode mode, uint32_t d_in,
     tsafe_sealed_opts o;
     fill_defaults(opts, &o);
     if (o.x_bits < 4 || o.x_bits > 20 || o.a_bits < 4 || o.a_bits > 20 ||
-        o.b_bits < 4 || o.b_bits > 20 || o.rotate_after > (1u << 24))
+        o.b_bits < 4 || o.b_bits > 20 || o.rotate_after > (1u << 24) ||
+        o.sites_per_query > 4096)
         return TSAFE_E_RANGE;
     tsafe_status st = TSAFE_E_VALUE_RANGE;
     for (uint32_t log_n = 12; log_n <= 13; log_n++) {
@@ -309,7 +314,8 @@ tsafe_status tsafe_sealed_plan_check(const tsafe_sealed_plan *plan)
     if (plan->r1.flags || plan->r2.flags)
         return TSAFE_E_INSECURE;
     tsafe_sealed_opts o = {plan->x_bits, plan->a_bits,
-                           plan->b_bits ? plan->b_bits : 11, plan->rotate_after};
+                           plan->b_bits ? plan->b_bits : 11, plan->rotate_after,
+                           plan->sites_per_query};
     tsafe_sealed_plan mine;
     tsafe_status st = tsafe_sealed_plan_derive((tsafe_sealed_mode)plan->mode, plan->d_in,
                                                plan->rank, plan->d_out_max, &o, &mine);
@@ -351,7 +357,7 @@ void tsafe_sealed_plan_fingerprint(const tsafe_sealed_plan *p, uint8_t out[32])
     uint32_t f[] = {p->version, p->mode, p->d_in, p->rank, p->d_out_max,
                     p->x_bits, p->a_bits, p->b_bits, p->chunk1, p->rows1,
                     p->n_chunks1, p->flood1, p->trunc_bits, p->chunk2,
-                    p->rotate_after};
+                    p->rotate_after, p->sites_per_query};
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
         put_u32(&h, f[i]);
     put_bfv(&h, &p->r1);
