@@ -927,8 +927,10 @@ static tsafe_status serve_sealed_setup(io_mode mode, const io_modules *m, tsafe_
         if (m->info[i].out_dim > d_out_max)
             d_out_max = (uint32_t)m->info[i].out_dim;
     }
+    /* every module reads the one query of a token (PROTOCOL.md, Plan) */
+    tsafe_sealed_opts o = {.sites_per_query = (uint32_t)m->n};
     tsafe_status st =
-        tsafe_sealed_plan_derive(sealed_mode_of(mode), m->d_in, m->max_rank, d_out_max, NULL, plan);
+        tsafe_sealed_plan_derive(sealed_mode_of(mode), m->d_in, m->max_rank, d_out_max, &o, plan);
     if (st != TSAFE_OK) {
         snprintf(what, cap, "serve: %s plan for d_in %u, rank %u, d_out %u", io_mode_name(mode),
                  m->d_in, m->max_rank, d_out_max);
@@ -1502,11 +1504,13 @@ static int client_hello(client_run *R)
     }
     if (R->co->mode == IO_MODE_PLAIN_ZERO_MOAI)
         return 0;
-    /* the client's own plan, derived from the announced public shapes and
-     * its default widths (never from parameters the server sends) */
+    /* the client's own plan, derived from the announced public shapes, its
+     * default widths and the module count (every module reads the one
+     * query), never from parameters the server sends */
     const hello_info *h = R->h;
+    tsafe_sealed_opts o = {.sites_per_query = (uint32_t)h->n};
     st = tsafe_sealed_plan_derive(sealed_mode_of(R->co->mode), h->d_in, h->rank_max,
-                                  h->d_out_max, NULL, &R->plan);
+                                  h->d_out_max, &o, &R->plan);
     if (st != TSAFE_OK) {
         snprintf(what, sizeof what, "client: no %s plan for the server's shapes (d_in %u, rank "
                                     "%u, d_out %u)",
