@@ -50,7 +50,7 @@ CFLAGS_ALL = $(BASE_CFLAGS) $(SAN_FLAGS) $(CFLAGS)
 LDFLAGS_ALL = $(SAN_FLAGS) $(LDFLAGS)
 
 # Third-party libraries, in link order for each layer.
-CORE_DEPS := -lgmp -lfftw3 -lsodium -lz -lm -lpthread
+CORE_DEPS := -lgmp -lfftw3 -lsodium -lcrypto -lz -lm -lpthread
 LORA_DEPS := -ljansson -llapacke -lopenblas
 MOE_DEPS :=
 

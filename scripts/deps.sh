@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs the Debian packages TenSafe-HE needs when they are missing (as root),
 # otherwise prints the exact apt-get line and fails.
-PKGS="build-essential pkg-config libgmp-dev libfftw3-dev libsodium-dev zlib1g-dev \
+PKGS="build-essential pkg-config libgmp-dev libfftw3-dev libsodium-dev libssl-dev zlib1g-dev \
 libopenblas-dev liblapacke-dev libjansson-dev libcmocka-dev gnuplot-nox"
 missing=""
 for p in $PKGS; do

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "../libtensafe-he-core/src/common/prng.h"
 #include "support/tsafe_test_rng.h"
 
@@ -40,6 +42,35 @@ static void chacha_known_answer(void **state)
     tsafe_prng_bytes(&p, got, sizeof got);
     assert_memory_equal(got, want, sizeof want);
     tsafe_prng_clear(&p);
+}
+
+/* The stream comes from OpenSSL's ChaCha20 when it can, libsodium's
+ * otherwise: both must give libsodium's 64-bit-nonce stream, at any block
+ * counter (the low word wrapping included) and across refills. */
+static void openssl_stream_matches_libsodium(void **state)
+{
+    (void)state;
+    assert_int_equal(tsafe_sodium_ready(), TSAFE_OK);
+    const uint64_t blocks[] = {0, 1, 0xfffffffdull, 0x123456789aull, 0x7fffffffffffff00ull};
+    for (size_t b = 0; b < sizeof blocks / sizeof *blocks; b++) {
+        uint8_t key[32], nonce[8];
+        for (int i = 0; i < 32; i++)
+            key[i] = (uint8_t)tsafe_test_below(256);
+        uint64_t stream = tsafe_test_u64();
+        for (int i = 0; i < 8; i++)
+            nonce[i] = (uint8_t)(stream >> (8 * i));
+        enum { LEN = 3 * 4096 + 100 };
+        static uint8_t got[LEN], want[LEN];
+        tsafe_prng p;
+        tsafe_prng_init(&p, key, stream);
+        p.block = blocks[b];
+        tsafe_prng_bytes(&p, got, 10); /* odd pieces: several refills */
+        tsafe_prng_bytes(&p, got + 10, LEN - 10);
+        memset(want, 0, sizeof want);
+        crypto_stream_chacha20_xor_ic(want, want, LEN, nonce, blocks[b], key);
+        assert_memory_equal(got, want, LEN);
+        tsafe_prng_clear(&p);
+    }
 }
 
 static void seeded(tsafe_prng *p, uint64_t stream)
@@ -184,6 +215,7 @@ int main(void)
     tsafe_test_rng_init("prng");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(chacha_known_answer),
+        cmocka_unit_test(openssl_stream_matches_libsodium),
         cmocka_unit_test(uniform_mod_is_uniform),
         cmocka_unit_test(binomial_matches_pmf),
         cmocka_unit_test(ternary_is_uniform),

@@ -9,7 +9,7 @@
  *   cc -std=c11 -D_GNU_SOURCE -O1 -Iinclude -Itests -o build/gen_corpus \
  *      tests/fuzz/gen_corpus.c build/lib/libtensafe-moe.a \
  *      build/lib/libtensafe-lora.a build/lib/libtensafe-he-core.a \
- *      -ljansson -llapacke -lopenblas -lgmp -lfftw3 -lsodium -lz -lm -lpthread
+ *      -ljansson -llapacke -lopenblas -lgmp -lfftw3 -lsodium -lcrypto -lz -lm -lpthread
  *   ./build/gen_corpus [tests/corpus]
  */
 #include "fuzz/targets.c"
