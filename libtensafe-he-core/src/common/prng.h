@@ -3,8 +3,11 @@
  * Every random value in the core comes from a 32-byte seed: drawn from the
  * OS CSPRNG (libsodium randombytes_buf) in production, or given by a test to
  * reproduce a key or ciphertext bit for bit. The seed is expanded with
- * ChaCha20 (libsodium crypto_stream_chacha20, 64-bit nonce used as a
- * domain/stream label). Sub-seeds for independent purposes are derived with
+ * ChaCha20, the original 64-bit-nonce variant (libsodium's
+ * crypto_stream_chacha20 stream, computed by OpenSSL's EVP ChaCha20 when a
+ * per-thread context can be had; the nonce is a domain/stream label).
+ * Thread-safe: a tsafe_prng is one thread's at a time; the OpenSSL context
+ * is per thread. Sub-seeds for independent purposes are derived with
  * keyed BLAKE2b so that revealing one (e.g. the seed of a ciphertext's `a`)
  * reveals nothing about another (its error). State is wiped on clear. */
 #ifndef TSAFE_PRNG_H
