@@ -210,6 +210,82 @@ static void tight_draws_are_deterministic(void **state)
     tsafe_prng_clear(&b);
 }
 
+/* The tight draws against a reference written from the raw stream (each
+ * candidate the next ceil(bits/8) bytes, masked, kept if below q; each
+ * binomial the next 6 bytes): on an AVX-512 VBMI/VPOPCNTDQ machine this
+ * checks the vector kernels, eight at a time, across refills, for every
+ * byte width, with frequent and rare rejections; elsewhere the scalar loop. */
+static void tight_draws_match_stream_reference(void **state)
+{
+    (void)state;
+    enum { N = 3001 };
+    static uint64_t got[N];
+    static int8_t cb[N];
+    uint8_t seed[32];
+    for (unsigned bits = 1; bits <= 64; bits++) {
+        for (int kind = 0; kind < 2; kind++) {
+            uint64_t top = bits == 64 ? ~0ull : (1ull << bits) - 1;
+            /* kind 0: q near 2^bits (rare rejections); 1: just over half */
+            uint64_t q = kind == 0 ? top - (bits > 8 ? 12345 % (top >> 4) : 0)
+                                   : (bits == 1 ? 1 : (1ull << (bits - 1)) + 1);
+            for (int i = 0; i < 32; i++)
+                seed[i] = (uint8_t)tsafe_test_below(256);
+            tsafe_prng a, r;
+            tsafe_prng_init(&a, seed, bits);
+            tsafe_prng_init(&r, seed, bits);
+            tsafe_prng_uniform_mod_tight(&a, q, got, N);
+            unsigned nb = (bits + 7) / 8;
+            for (size_t i = 0; i < N;) {
+                uint8_t b[8] = {0};
+                tsafe_prng_bytes(&r, b, nb);
+                uint64_t v = 0;
+                for (unsigned k = 0; k < 8; k++)
+                    v |= (uint64_t)b[k] << (8 * k);
+                v &= top;
+                if (v < q) {
+                    if (got[i] != v)
+                        fail_msg("bits %u q %llu: value %zu differs", bits,
+                                 (unsigned long long)q, i);
+                    i++;
+                }
+            }
+            /* both streams stand at the same byte afterwards */
+            uint8_t x[16], y[16];
+            tsafe_prng_bytes(&a, x, sizeof x);
+            tsafe_prng_bytes(&r, y, sizeof y);
+            assert_memory_equal(x, y, sizeof x);
+            tsafe_prng_clear(&a);
+            tsafe_prng_clear(&r);
+        }
+    }
+    for (int i = 0; i < 32; i++)
+        seed[i] = (uint8_t)tsafe_test_below(256);
+    tsafe_prng a, r;
+    tsafe_prng_init(&a, seed, 77);
+    tsafe_prng_init(&r, seed, 77);
+    tsafe_prng_cbd_tight(&a, cb, 5);        /* odd offsets into the buffer */
+    tsafe_prng_cbd_tight(&a, cb + 5, N - 5);
+    for (size_t i = 0; i < N; i++) {
+        uint8_t b[6];
+        tsafe_prng_bytes(&r, b, 6);
+        int lo = 0, hi = 0;
+        for (int k = 0; k < 21; k++) {
+            lo += (b[k / 8] >> (k % 8)) & 1;
+            hi += (b[(k + 21) / 8] >> ((k + 21) % 8)) & 1;
+        }
+        if (cb[i] != lo - hi)
+            fail_msg("binomial %zu: %d, want %d", i, cb[i], lo - hi);
+    }
+    uint8_t x[16], y[16];
+    tsafe_prng_bytes(&a, x, sizeof x);
+    tsafe_prng_bytes(&r, y, sizeof y);
+    assert_memory_equal(x, y, sizeof x);
+    tsafe_prng_clear(&a);
+    tsafe_prng_clear(&r);
+    printf("# tight draws: %s kernels\n",
+           tsafe_cpu_has_avx512_sampling() ? "AVX-512 (VBMI, VPOPCNTDQ)" : "scalar");
+}
+
 int main(void)
 {
     tsafe_test_rng_init("prng");
@@ -220,6 +296,7 @@ int main(void)
         cmocka_unit_test(binomial_matches_pmf),
         cmocka_unit_test(ternary_is_uniform),
         cmocka_unit_test(tight_draws_are_deterministic),
+        cmocka_unit_test(tight_draws_match_stream_reference),
     };
     return cmocka_run_group_tests_name("prng", tests, NULL, NULL);
 }

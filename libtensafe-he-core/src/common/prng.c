@@ -165,7 +165,16 @@ void tsafe_prng_uniform_mod_tight(tsafe_prng *p, uint64_t q, uint64_t *out,
     int bits = 64 - __builtin_clzll(q);
     size_t nb = ((size_t)bits + 7) / 8;
     uint64_t mask = bits == 64 ? ~0ull : ((1ull << bits) - 1);
+    int simd = tsafe_cpu_has_avx512_sampling();
     for (size_t i = 0; i < n;) {
+        if (simd && n - i >= 8 && p->pos + 8 * nb <= sizeof p->buf) {
+            /* eight candidates a step from the buffered stream */
+            size_t used;
+            i += tsafe_uniform_tight_avx512(p->buf + p->pos, sizeof p->buf - p->pos, q,
+                                            (unsigned)nb, out + i, n - i, &used);
+            p->pos += used;
+            continue;
+        }
         uint64_t v;
         if (p->pos + 8 <= sizeof p->buf) { /* an 8-byte load, nb bytes used */
             v = load_le64(p->buf + p->pos);
@@ -221,7 +230,15 @@ void tsafe_prng_cbd(tsafe_prng *p, int8_t *out, size_t n)
 
 void tsafe_prng_cbd_tight(tsafe_prng *p, int8_t *out, size_t n)
 {
+    int simd = tsafe_cpu_has_avx512_sampling();
     for (size_t i = 0; i < n; i++) {
+        if (simd && n - i >= 8 && p->pos + 48 <= sizeof p->buf) {
+            size_t k = tsafe_cbd21_avx512(p->buf + p->pos, sizeof p->buf - p->pos,
+                                          out + i, n - i);
+            p->pos += 6 * k;
+            i += k - 1; /* k >= 8 here; the loop adds the last one */
+            continue;
+        }
         uint64_t v;
         if (p->pos + 8 <= sizeof p->buf) { /* 6 bytes: the 42 bits used */
             v = load_le64(p->buf + p->pos);

@@ -51,6 +51,17 @@ void tsafe_prng_uniform_mod(tsafe_prng *p, uint64_t q, uint64_t *out,
 void tsafe_prng_uniform_mod_tight(tsafe_prng *p, uint64_t q, uint64_t *out,
                                   size_t n);
 void tsafe_prng_cbd_tight(tsafe_prng *p, int8_t *out, size_t n);
+/* The tight samplers' AVX-512 kernels (prng_avx512.c), eight candidates a
+ * step from avail buffered stream bytes at src, stopping while fewer than 8
+ * values remain to draw or fewer than 8 candidates are buffered: uniform
+ * returns the values accepted into out (<= n) and the bytes consumed in
+ * *used; cbd21 returns the samples written (6 bytes each). Call only when
+ * tsafe_cpu_has_avx512_sampling() (ring/cpu.c: AVX-512 F, BW, VL, VBMI,
+ * VPOPCNTDQ and IFMA, off with TSAFE_DISABLE_IFMA=1). */
+int tsafe_cpu_has_avx512_sampling(void);
+size_t tsafe_uniform_tight_avx512(const uint8_t *src, size_t avail, uint64_t q,
+                                  unsigned nb, uint64_t *out, size_t n, size_t *used);
+size_t tsafe_cbd21_avx512(const uint8_t *src, size_t avail, int8_t *out, size_t n);
 /* Uniform ternary {-1, 0, 1} (rejection on bytes >= 243, 5 trits a byte). */
 void tsafe_prng_ternary(tsafe_prng *p, int8_t *out, size_t n);
 /* Centred binomial with k = 21 (sigma = sqrt(10.5) ~ 3.24). */

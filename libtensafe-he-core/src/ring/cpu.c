@@ -2,6 +2,7 @@
  * *_ifma.c files: those are compiled with AVX-512 flags and must only run
  * after this check said yes. */
 #include "ring.h"
+#include "../common/prng.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -38,8 +39,25 @@ static int detect(void)
                         | (1u << 31);  /* AVX512VL */
     return (b & need) == need;
 }
+/* VBMI (byte permutes) and VPOPCNTDQ on top of the IFMA set: the AVX-512
+ * samplers (common/prng_avx512.c). */
+static int detect_sampling(void)
+{
+    unsigned a, b, c, d;
+    if (!detect())
+        return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    const unsigned need = (1u << 1)    /* AVX512_VBMI */
+                        | (1u << 14);  /* AVX512_VPOPCNTDQ */
+    return (c & need) == need;
+}
 #else
 static int detect(void)
+{
+    return 0;
+}
+
+static int detect_sampling(void)
 {
     return 0;
 }
@@ -59,5 +77,17 @@ int tsafe_cpu_has_ifma(void)
     else
         v = detect();
     atomic_store_explicit(&g_has_ifma, v, memory_order_relaxed);
+    return v;
+}
+
+static atomic_int g_has_sampling = -1;
+
+int tsafe_cpu_has_avx512_sampling(void)
+{
+    int v = atomic_load_explicit(&g_has_sampling, memory_order_relaxed);
+    if (v >= 0)
+        return v;
+    v = tsafe_cpu_has_ifma() ? detect_sampling() : 0; /* TSAFE_DISABLE_IFMA too */
+    atomic_store_explicit(&g_has_sampling, v, memory_order_relaxed);
     return v;
 }
