@@ -127,8 +127,6 @@ fail:
     return st;
 }
 
-/* At least n buffers of polys x (every limb of b's ring) in *pool
- * (accumulators, or the per-token plaintexts: used once, no operands). */
 /* Upper bound on a message's bytes for these sites (sizes its buffer). */
 static size_t message_bytes(const tsafe_sealed_server *s, const tsafe_sealed_site *const *sites,
                             size_t n_sites, uint8_t kind)
@@ -139,6 +137,8 @@ static size_t message_bytes(const tsafe_sealed_server *s, const tsafe_sealed_sit
     return want;
 }
 
+/* At least n buffers of polys x (every limb of b's ring) in *pool
+ * (accumulators, or the per-token plaintexts: used once, no operands). */
 static tsafe_status pool_reserve(tsafe_backend *b, tsafe_buffer ***pool, size_t *have,
                                  size_t n, size_t polys)
 {
