@@ -755,11 +755,13 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
             uint32_t reads = tsafe_sealed_block_reads(l, b, NULL);
             for (uint32_t k = 0; k < reads; k++) {
                 const int64_t *row = site->bq + (size_t)(b * l->rows + k) * rank;
-                __int128 acc_c = 0;
+                /* B_q C mod t2: t2 is a power of two below 2^64, so the sum
+                 * wrapping mod 2^64 keeps it (and vectorises, unlike the
+                 * 128-bit sum and division it replaces) */
+                uint64_t acc_c = 0;
                 for (uint32_t q = 0; q < rank; q++)
-                    acc_c += (__int128)row[q] * C[q];
-                __int128 m = acc_c % (__int128)t2;
-                s->mask[k] = (uint64_t)(m < 0 ? m + t2 : m);
+                    acc_c += (uint64_t)row[q] * (uint64_t)C[q];
+                s->mask[k] = acc_c & (t2 - 1);
             }
             if (st == TSAFE_OK)
                 st = s->direct ? seal_block(s, s->c2, s->acc2, s->pk2, s->res2, l, b, flood2, w)
