@@ -398,9 +398,14 @@ static void report(const demo *D, const totals *T, double setup_s)
            D->cfg.name, D->cfg.hidden_size, D->cfg.n_experts, D->cfg.top_k, mode);
     printf("adapter: rank %d PEFT (BF16), q/k/v/o + gate/up/down of all %u experts, loaded "
            "from a temporary PEFT directory\n", RANK, D->cfg.n_experts);
-    printf("params: q/k/v + expert gate/up %s | o_proj %s | expert down %s%s\n", D->h.plan.name,
-           D->o_in.plan.name, D->act.plan.name,
-           D->h.plan.response_level < D->h.plan.level ? " (responses rescaled to 1 limb)" : "");
+    if (D->o.mode <= MODE_SEALED) /* the CKKS plans below are not used */
+        printf("params: BFV plans the client derives per input width (hidden, attention "
+               "output, expert intermediate): tsafe_sealed_plan_derive, default widths\n");
+    else
+        printf("params: q/k/v + expert gate/up %s | o_proj %s | expert down %s%s\n",
+               D->h.plan.name, D->o_in.plan.name, D->act.plan.name,
+               D->h.plan.response_level < D->h.plan.level ? " (responses rescaled to 1 limb)"
+                                                          : "");
     printf("tokens %d: %llu adapter sites evaluated under HE, %u of %u experts' adapters "
            "touched (routed ones only)\n\n", n, (unsigned long long)sites,
            D->experts_with_sites, D->cfg.n_experts);
