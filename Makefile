@@ -211,7 +211,7 @@ bench: deps
 
 demo: deps
 	@$(MAKE) --no-print-directory tool
-	$(TOOL) demo $(DEMO_ARGS)
+	$(TOOL) demo --compare $(DEMO_ARGS)
 
 # Memcheck over a short demo (sealed-private, 2 tokens; about 3 minutes on
 # the 2-core VM): any error or definite/indirect leak fails.

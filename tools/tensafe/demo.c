@@ -43,7 +43,14 @@ typedef struct {
     uint64_t seed;
     const char *backend;                  /* --backend name */
     const tsafe_backend_factory *factory; /* its factory */
+    int compare;                          /* also run local and plain ZeRo-MOAI */
+    int quiet;                            /* no report (a comparison run) */
 } demo_opts;
+
+/* What one run measured, for the comparison line. */
+typedef struct {
+    double he_ms, steady_ms, plain_ms, mb_per_token;
+} demo_result;
 
 /* Deterministic generator for the synthetic adapter and inputs (not secret). */
 static uint64_t mix(uint64_t *s)
@@ -443,6 +450,8 @@ static void remove_dir(const char *dir)
     rmdir(dir);
 }
 
+static int demo_run(const demo_opts *opts, demo_result *r);
+
 int cmd_demo(int argc, char **argv)
 {
     demo D;
@@ -454,6 +463,8 @@ int cmd_demo(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json"))
             D.o.json = 1;
+        else if (!strcmp(argv[i], "--compare"))
+            D.o.compare = 1;
         else if (!strcmp(argv[i], "--local"))
             D.o.mode = MODE_LOCAL;
         else if (!strcmp(argv[i], "--mode") && i + 1 < argc) {
@@ -478,7 +489,7 @@ int cmd_demo(int argc, char **argv)
             D.o.backend = argv[++i];
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: tensafe demo [--tokens N] [--mode MODE] [--params auto|PRESET]\n"
-                   "                    [--seed S] [--backend cpu|cuda] [--json]\n"
+                   "                    [--seed S] [--backend cpu|cuda] [--compare] [--json]\n"
                    "Runs HE-LoRA on q, k, v, o and the routed experts of one\n"
                    "Qwen3.5-35B-A3B-shaped layer and compares with plaintext LoRA.\n"
                    "MODE: sealed-private (default; the client learns only delta, the server\n"
@@ -487,7 +498,9 @@ int cmd_demo(int argc, char **argv)
                    "(the seeds' two-party algorithm: the client reads the adapter).\n"
                    "--params applies to local and plain-zero-moai (CKKS); the sealed\n"
                    "modes derive their own parameters. --backend: where the servers' ring\n"
-                   "work runs (default cpu; cuda needs a CUDA build and a device).\n");
+                   "work runs (default cpu; cuda needs a CUDA build and a device).\n"
+                   "--compare: then run the same tokens in local and plain-zero-moai\n"
+                   "mode and print the ratios (text output only; make demo does this).\n");
             return 0;
         } else
             return tool_usage("demo: unknown option '%s'", argv[i]);
@@ -496,6 +509,52 @@ int cmd_demo(int argc, char **argv)
     tsafe_status bst = io_backend_factory(D.o.backend, &D.o.factory, bwhat, sizeof bwhat);
     if (bst != TSAFE_OK)
         return bst == TSAFE_E_ARG ? tool_usage("demo: %s", bwhat) : tool_fail(bwhat, bst);
+    demo_result main_r;
+    int rc = demo_run(&D.o, &main_r);
+    if (rc != 0 || !D.o.compare || D.o.json)
+        return rc;
+    /* the same tokens through local and plain ZeRo-MOAI, for the ratios */
+    static const int others[2] = {MODE_LOCAL, MODE_PLAIN};
+    demo_result other[2];
+    int ran[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        if (others[k] == D.o.mode)
+            continue;
+        demo_opts o = D.o;
+        o.mode = others[k];
+        o.quiet = 1;
+        if (progress_on())
+            fprintf(stderr, "tensafe demo: the same tokens in %s mode, for the ratios\n",
+                    k_mode_names[o.mode]);
+        if (demo_run(&o, &other[k]) != 0)
+            return 1;
+        ran[k] = 1;
+    }
+    printf("\nthe same tokens in one run on this machine, ms per token (HE: tokens 2-%d; "
+           "plaintext: all):\n", D.o.tokens);
+    printf("  %-16s %8.1f   bytes both ways %.2f MB\n", k_mode_names[D.o.mode],
+           main_r.steady_ms, main_r.mb_per_token);
+    for (int k = 0; k < 2; k++)
+        if (ran[k])
+            printf("  %-16s %8.1f   bytes both ways %.2f MB\n", k_mode_names[others[k]],
+                   other[k].steady_ms, other[k].mb_per_token);
+    printf("  %-16s %8.1f\n", "plaintext", main_r.plain_ms);
+    printf("  %s / plaintext %.1fx", k_mode_names[D.o.mode], main_r.steady_ms / main_r.plain_ms);
+    for (int k = 0; k < 2; k++)
+        if (ran[k])
+            printf(", / %s %.2fx", k_mode_names[others[k]], main_r.steady_ms / other[k].steady_ms);
+    printf("\n");
+    return 0;
+}
+
+/* One demo in mode o->mode: adapter, layer, sites, tokens, report (unless
+ * quiet); r gets the figures. 0 on success. */
+static int demo_run(const demo_opts *opts, demo_result *r)
+{
+    demo D;
+    memset(&D, 0, sizeof D);
+    D.o = *opts;
+    memset(r, 0, sizeof *r);
     double t0 = bench_now_us();
     tsafe_status st;
     char dir[] = "/tmp/tensafe-demo-XXXXXX";
@@ -564,7 +623,17 @@ int cmd_demo(int argc, char **argv)
         goto out;
     }
     /* setup = everything before the first token minus the token loop */
-    report(&D, &T, (t_setup - t0) / 1e6);
+    if (!D.o.quiet)
+        report(&D, &T, (t_setup - t0) / 1e6);
+    {
+        int n = D.o.tokens;
+        tsafe_lora_stats all = D.attn_stats;
+        add_stats(&all, &D.moe_stats.he);
+        r->he_ms = T.he_us / n / 1000.0;
+        r->steady_ms = n > 1 ? (T.he_us - T.first_he_us) / (n - 1) / 1000.0 : r->he_ms;
+        r->plain_ms = T.plain_us / n / 1000.0;
+        r->mb_per_token = (double)(all.bytes_up + all.bytes_down) / 1e6 / n;
+    }
     rc = sqrt(T.err_num / T.err_den) <= (D.o.mode <= MODE_SEALED ? 1e-3 : 1e-5) ? 0 : 1;
 out:
     if (D.expert)
