@@ -127,6 +127,18 @@ static void open_pair(const tsafe_sealed_plan *p, tsafe_sealed_client **c,
     tsafe_lora_bytes_free(hello);
 }
 
+/* Frees what a one-site token test held. */
+static void close_shape(tsafe_sealed_client *c, tsafe_sealed_server *s,
+                        tsafe_sealed_site *site, adapter *a, float *delta, double *want)
+{
+    free(delta);
+    free(want);
+    tsafe_sealed_client_free(c);
+    tsafe_sealed_server_free(s);
+    tsafe_sealed_site_free(site);
+    adapter_free(a);
+}
+
 static void check_shape(tsafe_sealed_mode mode, uint32_t d_in, uint32_t rank, uint32_t d_out)
 {
     tsafe_sealed_plan p;
@@ -162,12 +174,7 @@ static void check_shape(tsafe_sealed_mode mode, uint32_t d_in, uint32_t rank, ui
                err, p.expected_rel_error);
         assert_true(err <= 1e-3);
     }
-    free(delta);
-    free(want);
-    tsafe_sealed_client_free(c);
-    tsafe_sealed_server_free(s);
-    tsafe_sealed_site_free(site);
-    adapter_free(&a);
+    close_shape(c, s, site, &a, delta, want);
 }
 
 static void sealed_exact_shapes(void **state)
@@ -307,12 +314,7 @@ static void sites_per_query_split(void **state)
     for (int i = 0; i < 32; i++)
         assert_true(u[i] == ref[i]);
     assert_true(rel_l2(delta, want, 512) <= 1e-3);
-    free(delta);
-    free(want);
-    tsafe_sealed_client_free(c);
-    tsafe_sealed_server_free(s);
-    tsafe_sealed_site_free(site);
-    adapter_free(&a);
+    close_shape(c, s, site, &a, delta, want);
 }
 
 /* The exact discrete Gaussian (CKS): empirical pmf against

@@ -210,6 +210,18 @@ static void tight_draws_are_deterministic(void **state)
     tsafe_prng_clear(&b);
 }
 
+/* Both streams stand at the same byte: the draws consumed what the
+ * reference did. */
+static void same_position_then_clear(tsafe_prng *a, tsafe_prng *r)
+{
+    uint8_t x[16], y[16];
+    tsafe_prng_bytes(a, x, sizeof x);
+    tsafe_prng_bytes(r, y, sizeof y);
+    assert_memory_equal(x, y, sizeof x);
+    tsafe_prng_clear(a);
+    tsafe_prng_clear(r);
+}
+
 /* The tight draws against a reference written from the raw stream (each
  * candidate the next ceil(bits/8) bytes, masked, kept if below q; each
  * binomial the next 6 bytes): on an AVX-512 VBMI/VPOPCNTDQ machine this
@@ -249,13 +261,7 @@ static void tight_draws_match_stream_reference(void **state)
                     i++;
                 }
             }
-            /* both streams stand at the same byte afterwards */
-            uint8_t x[16], y[16];
-            tsafe_prng_bytes(&a, x, sizeof x);
-            tsafe_prng_bytes(&r, y, sizeof y);
-            assert_memory_equal(x, y, sizeof x);
-            tsafe_prng_clear(&a);
-            tsafe_prng_clear(&r);
+            same_position_then_clear(&a, &r);
         }
     }
     for (int i = 0; i < 32; i++)
@@ -276,12 +282,7 @@ static void tight_draws_match_stream_reference(void **state)
         if (cb[i] != lo - hi)
             fail_msg("binomial %zu: %d, want %d", i, cb[i], lo - hi);
     }
-    uint8_t x[16], y[16];
-    tsafe_prng_bytes(&a, x, sizeof x);
-    tsafe_prng_bytes(&r, y, sizeof y);
-    assert_memory_equal(x, y, sizeof x);
-    tsafe_prng_clear(&a);
-    tsafe_prng_clear(&r);
+    same_position_then_clear(&a, &r);
     printf("# tight draws: %s kernels\n",
            tsafe_cpu_has_avx512_sampling() ? "AVX-512 (VBMI, VPOPCNTDQ)" : "scalar");
 }
