@@ -190,6 +190,23 @@ static void process(tsafe_lora_server *srv, const tsafe_lora_site *const *sites,
                      TSAFE_OK);
 }
 
+/* The request through the direct calls, then through the backend: the two
+ * responses must be byte-identical. Returns the direct response (*len). */
+static uint8_t *direct_then_backend(tsafe_lora_server *srv, const tsafe_lora_site *const *sites,
+                                    size_t n, const uint8_t *req, size_t rl, size_t *len)
+{
+    uint8_t *rd = NULL, *rb = NULL;
+    size_t lb;
+    assert_int_equal(tsafe_lora_server_set_direct(srv, 1), TSAFE_OK);
+    process(srv, sites, n, req, rl, &rd, len);
+    assert_int_equal(tsafe_lora_server_set_direct(srv, 0), TSAFE_OK);
+    process(srv, sites, n, req, rl, &rb, &lb);
+    assert_int_equal(*len, lb);
+    assert_memory_equal(rd, rb, lb);
+    tsafe_lora_bytes_free(rb);
+    return rd;
+}
+
 static size_t total_batches(const tsafe_lora_site *const *sites, size_t n, const tsafe_lora_plan *p)
 {
     size_t t = 0;
@@ -219,15 +236,10 @@ static void test_server_bytes_identical(void **state)
         assert_true(jobs > MAX_SITES); /* some site has several batches */
         for (int token = 0; token < 2; token++) {
             float *x = tsafe_test_rand_floats(pc->d_in, 1.0);
-            uint8_t *req = NULL, *r_direct = NULL, *r_cpu = NULL, *r_count = NULL;
-            size_t rl, ld, lc, ln;
+            uint8_t *req = NULL, *r_direct = NULL, *r_count = NULL;
+            size_t rl, ld, ln;
             assert_int_equal(tsafe_lora_client_encrypt(cl, x, &req, &rl, NULL), TSAFE_OK);
-            assert_int_equal(tsafe_lora_server_set_direct(srv, 1), TSAFE_OK);
-            process(srv, sites, MAX_SITES, req, rl, &r_direct, &ld);
-            assert_int_equal(tsafe_lora_server_set_direct(srv, 0), TSAFE_OK);
-            process(srv, sites, MAX_SITES, req, rl, &r_cpu, &lc);
-            assert_int_equal(ld, lc);
-            assert_memory_equal(r_direct, r_cpu, ld);
+            r_direct = direct_then_backend(srv, sites, MAX_SITES, req, rl, &ld);
 
             /* the same bytes through a counting, host-invisible backend */
             assert_int_equal(tsafe_lora_server_use_backend(srv, &k_counting), TSAFE_OK);
@@ -253,7 +265,6 @@ static void test_server_bytes_identical(void **state)
             /* decoded u matches the direct path too (same bytes, same client) */
             tsafe_lora_bytes_free(req);
             tsafe_lora_bytes_free(r_direct);
-            tsafe_lora_bytes_free(r_cpu);
             tsafe_lora_bytes_free(r_count);
             tsafe_lora_bytes_free(again);
             free(x);
@@ -288,16 +299,8 @@ static void test_server_cache_keyed_by_site_id(void **state)
         float *A, *B;
         tsafe_lora_site *site = make_site(tsafe_lora_server_context(srv), &plan, pc, 0, &A, &B);
         const tsafe_lora_site *sites[1] = {site};
-        uint8_t *rd = NULL, *rb = NULL;
-        size_t ld, lb;
-        assert_int_equal(tsafe_lora_server_set_direct(srv, 1), TSAFE_OK);
-        process(srv, sites, 1, req, rl, &rd, &ld);
-        assert_int_equal(tsafe_lora_server_set_direct(srv, 0), TSAFE_OK);
-        process(srv, sites, 1, req, rl, &rb, &lb);
-        assert_int_equal(ld, lb);
-        assert_memory_equal(rd, rb, ld);
-        tsafe_lora_bytes_free(rd);
-        tsafe_lora_bytes_free(rb);
+        size_t ld;
+        tsafe_lora_bytes_free(direct_then_backend(srv, sites, 1, req, rl, &ld));
         tsafe_lora_site_free(site);
         free(A);
         free(B);
@@ -327,18 +330,11 @@ static void test_server_many_sites(void **state)
         sites[s] = site[s] = make_site(tsafe_lora_server_context(srv), &plan, pc, s % 3, &A[s],
                                        &B[s]);
     float *x = tsafe_test_rand_floats(pc->d_in, 1.0);
-    uint8_t *req = NULL, *rd = NULL, *rb = NULL;
-    size_t rl, ld, lb;
+    uint8_t *req = NULL;
+    size_t rl, ld;
     assert_int_equal(tsafe_lora_client_encrypt(cl, x, &req, &rl, NULL), TSAFE_OK);
-    assert_int_equal(tsafe_lora_server_set_direct(srv, 1), TSAFE_OK);
-    process(srv, sites, N, req, rl, &rd, &ld);
-    assert_int_equal(tsafe_lora_server_set_direct(srv, 0), TSAFE_OK);
-    process(srv, sites, N, req, rl, &rb, &lb);
-    assert_int_equal(ld, lb);
-    assert_memory_equal(rd, rb, ld);
+    tsafe_lora_bytes_free(direct_then_backend(srv, sites, N, req, rl, &ld));
     tsafe_lora_bytes_free(req);
-    tsafe_lora_bytes_free(rd);
-    tsafe_lora_bytes_free(rb);
     for (int s = 0; s < N; s++) {
         tsafe_lora_site_free(site[s]);
         free(A[s]);
