@@ -209,6 +209,18 @@ tsafe_status device_info(int device, tsafe_cuda_bench_result *out)
     return TSAFE_OK;
 }
 
+/* Both benches start alike: a zeroed result, the checked configuration,
+ * libsodium ready (the inputs are drawn from it). */
+tsafe_status bench_start(const tsafe_cuda_bench_config *cfg, tsafe_cuda_bench_config *c,
+                         tsafe_cuda_bench_result *out)
+{
+    memset(out, 0, sizeof(*out));
+    tsafe_status st = bench_config(cfg, c);
+    if (st != TSAFE_OK)
+        return st;
+    return sodium_init() < 0 ? TSAFE_E_CRYPTO : TSAFE_OK;
+}
+
 } // namespace
 
 extern "C" TSAFE_API tsafe_status tsafe_cuda_bench(
@@ -217,13 +229,10 @@ extern "C" TSAFE_API tsafe_status tsafe_cuda_bench(
 {
     if (!ctx || !out)
         return TSAFE_E_NULL;
-    memset(out, 0, sizeof(*out));
     tsafe_cuda_bench_config c;
-    tsafe_status st0 = bench_config(cfg, &c);
+    tsafe_status st0 = bench_start(cfg, &c, out);
     if (st0 != TSAFE_OK)
         return st0;
-    if (sodium_init() < 0)
-        return TSAFE_E_CRYPTO;
 
     tsafe_backend *be = NULL;
     tsafe_status st = tsafe_backend_cuda_create(ctx, device, &be);
@@ -407,13 +416,10 @@ extern "C" TSAFE_API tsafe_status tsafe_cuda_bench_bfv(
 {
     if (!ctx || !out)
         return TSAFE_E_NULL;
-    memset(out, 0, sizeof(*out));
     tsafe_cuda_bench_config c;
-    tsafe_status st = bench_config(cfg, &c);
+    tsafe_status st = bench_start(cfg, &c, out);
     if (st != TSAFE_OK)
         return st;
-    if (sodium_init() < 0)
-        return TSAFE_E_CRYPTO;
     tsafe_backend *be = NULL;
     st = tsafe_backend_cuda_create_bfv(ctx, device, &be);
     if (st != TSAFE_OK)
