@@ -49,7 +49,11 @@ typedef struct {
 
 /* What one run measured, for the comparison line. */
 typedef struct {
-    double he_ms, steady_ms, plain_ms, mb_per_token;
+    double he_ms;        /* mean over all tokens */
+    double first_ms;     /* token 0: it also opens the sessions */
+    double steady_ms;    /* mean over tokens 2..n */
+    double plain_ms;     /* plaintext path, mean */
+    double mb_per_token; /* bytes both ways */
 } demo_result;
 
 /* Deterministic generator for the synthetic adapter and inputs (not secret). */
@@ -366,15 +370,29 @@ static void add_stats(tsafe_lora_stats *a, const tsafe_lora_stats *b)
     a->tokens += b->tokens;
 }
 
-static void report(const demo *D, const totals *T, double setup_s)
+/* The per-token figures of a run (the report and the comparison). */
+static demo_result summarize(const demo *D, const totals *T)
+{
+    int n = D->o.tokens;
+    tsafe_lora_stats all = D->attn_stats;
+    add_stats(&all, &D->moe_stats.he);
+    demo_result r;
+    r.he_ms = T->he_us / n / 1000.0;
+    r.first_ms = T->first_he_us / 1000.0;
+    r.steady_ms = n > 1 ? (T->he_us - T->first_he_us) / (n - 1) / 1000.0 : r.first_ms;
+    r.plain_ms = T->plain_us / n / 1000.0;
+    r.mb_per_token = (double)(all.bytes_up + all.bytes_down) / 1e6 / n;
+    return r;
+}
+
+static void report(const demo *D, const totals *T, const demo_result *R, double setup_s)
 {
     int n = D->o.tokens;
     tsafe_lora_stats all = D->attn_stats;
     add_stats(&all, &D->moe_stats.he);
     double rel = sqrt(T->err_num / T->err_den);
-    double per_token_ms = T->he_us / n / 1000.0, plain_ms = T->plain_us / n / 1000.0;
-    double first_ms = T->first_he_us / 1000.0;
-    double steady_ms = n > 1 ? (T->he_us - T->first_he_us) / (n - 1) / 1000.0 : first_ms;
+    double per_token_ms = R->he_ms, plain_ms = R->plain_ms;
+    double first_ms = R->first_ms, steady_ms = R->steady_ms;
     const char *mode = k_mode_names[D->o.mode];
     double bound = D->o.mode <= MODE_SEALED ? 1e-3 : 1e-5;
     uint64_t sites = 4 * (uint64_t)n + D->moe_stats.expert_runs * 2 + D->moe_stats.engine_calls_act;
@@ -623,17 +641,9 @@ static int demo_run(const demo_opts *opts, demo_result *r)
         goto out;
     }
     /* setup = everything before the first token minus the token loop */
+    *r = summarize(&D, &T);
     if (!D.o.quiet)
-        report(&D, &T, (t_setup - t0) / 1e6);
-    {
-        int n = D.o.tokens;
-        tsafe_lora_stats all = D.attn_stats;
-        add_stats(&all, &D.moe_stats.he);
-        r->he_ms = T.he_us / n / 1000.0;
-        r->steady_ms = n > 1 ? (T.he_us - T.first_he_us) / (n - 1) / 1000.0 : r->he_ms;
-        r->plain_ms = T.plain_us / n / 1000.0;
-        r->mb_per_token = (double)(all.bytes_up + all.bytes_down) / 1e6 / n;
-    }
+        report(&D, &T, r, (t_setup - t0) / 1e6);
     rc = sqrt(T.err_num / T.err_den) <= (D.o.mode <= MODE_SEALED ? 1e-3 : 1e-5) ? 0 : 1;
 out:
     if (D.expert)
