@@ -44,9 +44,7 @@ static int detect(void)
 static int detect_sampling(void)
 {
     unsigned a, b, c, d;
-    if (!detect())
-        return 0;
-    __cpuid_count(7, 0, a, b, c, d);
+    __cpuid_count(7, 0, a, b, c, d); /* leaf 7 exists: detect() said yes */
     const unsigned need = (1u << 1)    /* AVX512_VBMI */
                         | (1u << 14);  /* AVX512_VPOPCNTDQ */
     return (c & need) == need;
@@ -63,31 +61,38 @@ static int detect_sampling(void)
 }
 #endif
 
-/* -1 = not yet known. Racing first calls compute the same answer. */
-static atomic_int g_has_ifma = -1;
-
-int tsafe_cpu_has_ifma(void)
+/* A feature answer computed once: -1 = not yet known. Racing first calls
+ * compute the same answer. */
+static int cached(atomic_int *slot, int (*probe)(void))
 {
-    int v = atomic_load_explicit(&g_has_ifma, memory_order_relaxed);
-    if (v >= 0)
-        return v;
-    const char *env = getenv("TSAFE_DISABLE_IFMA");
-    if (env && strcmp(env, "1") == 0)
-        v = 0;
-    else
-        v = detect();
-    atomic_store_explicit(&g_has_ifma, v, memory_order_relaxed);
+    int v = atomic_load_explicit(slot, memory_order_relaxed);
+    if (v < 0) {
+        v = probe();
+        atomic_store_explicit(slot, v, memory_order_relaxed);
+    }
     return v;
 }
 
-static atomic_int g_has_sampling = -1;
+static int probe_ifma(void)
+{
+    const char *env = getenv("TSAFE_DISABLE_IFMA");
+    return env && strcmp(env, "1") == 0 ? 0 : detect();
+}
+
+/* On top of the IFMA answer, so TSAFE_DISABLE_IFMA turns it off too. */
+static int probe_sampling(void)
+{
+    return tsafe_cpu_has_ifma() ? detect_sampling() : 0;
+}
+
+static atomic_int g_has_ifma = -1, g_has_sampling = -1;
+
+int tsafe_cpu_has_ifma(void)
+{
+    return cached(&g_has_ifma, probe_ifma);
+}
 
 int tsafe_cpu_has_avx512_sampling(void)
 {
-    int v = atomic_load_explicit(&g_has_sampling, memory_order_relaxed);
-    if (v >= 0)
-        return v;
-    v = tsafe_cpu_has_ifma() ? detect_sampling() : 0; /* TSAFE_DISABLE_IFMA too */
-    atomic_store_explicit(&g_has_sampling, v, memory_order_relaxed);
-    return v;
+    return cached(&g_has_sampling, probe_sampling);
 }
