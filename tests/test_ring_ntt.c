@@ -425,6 +425,115 @@ static void test_ifma_matches_scalar(void **state)
     }
 }
 
+/* ------------------------------------------------------- coset reads */
+
+/* Coset reads of the forward NTT of a known polynomial must give back its
+ * coefficients (the reference is the polynomial itself), for the sealed
+ * blocks' shapes (reads o*m + m - 1), sparse subsets of a coset, one
+ * position, and every kind of modulus (IFMA, scalar, 30 to 60 bits). */
+static void check_coset(uint32_t log_n, uint32_t bits, int allow_ifma)
+{
+    const size_t n = (size_t)1 << log_n;
+    uint64_t q = prime_of(log_n, bits);
+    tsafe_ntt_table t[2];
+    assert_int_equal(tsafe_ntt_table_init(&t[0], log_n, q, allow_ifma), TSAFE_OK);
+    assert_int_equal(tsafe_ntt_table_init(&t[1], log_n, prime_of(log_n, 30), allow_ifma),
+                     TSAFE_OK);
+    tsafe_coset_cache *cc = NULL;
+    uint64_t *a = alloc_vec(n), *fa = alloc_vec(n), *scratch = alloc_vec(n);
+    uint32_t pos[TSAFE_COSET_MAX_R];
+    uint64_t out[TSAFE_COSET_MAX_R];
+    for (int trial = 0; trial < 12; trial++) {
+        if (trial % 6 == 0) { /* a cache holds 8 shapes: a fresh one now and then */
+            tsafe_coset_cache_free(cc);
+            assert_int_equal(tsafe_coset_cache_create(t, 2, &cc), TSAFE_OK);
+        }
+        uint32_t limb = (uint32_t)(trial & 1);
+        uint64_t ql = t[limb].mod.q;
+        fill(a, n, ql);
+        memcpy(fa, a, n * sizeof *a);
+        tsafe_ntt_forward(&t[limb], fa);
+        /* m from N/64 up to N (trial 0: the smallest allowed) */
+        uint32_t lr = log_n < 6 ? log_n : 6;
+        uint32_t log_r = trial == 0 ? lr : (uint32_t)(rnd() % (lr + 1));
+        uint32_t m = (uint32_t)(n >> log_r), r = 1u << log_r;
+        uint32_t c = trial % 3 == 0 ? m - 1 : (uint32_t)(rnd() % m);
+        size_t np = 0;
+        for (uint32_t l = 0; l < r; l++) /* trial 0..3: every row of the block */
+            if (trial < 4 || rnd() % 3 == 0)
+                pos[np++] = c + m * l;
+        if (np == 0)
+            pos[np++] = c + m * (uint32_t)(rnd() % r);
+        assert_int_equal(tsafe_coset_read(cc, limb, fa, pos, np, out, scratch), TSAFE_OK);
+        for (size_t k = 0; k < np; k++)
+            assert_int_equal(out[k], a[pos[k]]);
+    }
+    /* positions that are no coset of small R, and positions out of range */
+    if (n >= 256) {
+        pos[0] = 0, pos[1] = 1; /* m = 1: R = N > 64 */
+        assert_int_equal(tsafe_coset_read(cc, 0, fa, pos, 2, out, scratch),
+                         TSAFE_E_UNSUPPORTED);
+    }
+    pos[0] = (uint32_t)n;
+    assert_int_equal(tsafe_coset_read(cc, 0, fa, pos, 1, out, scratch), TSAFE_E_RANGE);
+    assert_int_equal(tsafe_coset_read(cc, 2, fa, pos, 1, out, scratch), TSAFE_E_RANGE);
+    free(a);
+    free(fa);
+    free(scratch);
+    tsafe_coset_cache_free(cc);
+    tsafe_ntt_table_free(&t[0]);
+    tsafe_ntt_table_free(&t[1]);
+}
+
+static void test_coset_reads(void **state)
+{
+    (void)state;
+    const uint32_t bits[] = {30, 49, 60};
+    for (size_t b = 0; b < 3; b++) {
+        check_coset(12, bits[b], 1);
+        check_coset(12, bits[b], 0);
+        check_coset(5, bits[b], 1);
+    }
+    check_coset(15, 49, 1);
+}
+
+/* A full cache (eight shapes) answers TSAFE_E_UNSUPPORTED for a ninth,
+ * and what it holds keeps working. */
+static void test_coset_cache_full(void **state)
+{
+    (void)state;
+    const uint32_t log_n = 10;
+    const size_t n = (size_t)1 << log_n;
+    tsafe_ntt_table t;
+    assert_int_equal(tsafe_ntt_table_init(&t, log_n, prime_of(log_n, 49), 1), TSAFE_OK);
+    tsafe_coset_cache *cc;
+    assert_int_equal(tsafe_coset_cache_create(&t, 1, &cc), TSAFE_OK);
+    uint64_t *a = alloc_vec(n), *fa = alloc_vec(n), *scratch = alloc_vec(n), out[1];
+    fill(a, n, t.mod.q);
+    memcpy(fa, a, n * sizeof *a);
+    tsafe_ntt_forward(&t, fa);
+    for (uint32_t c = 0; c < 9; c++) { /* one position each: m = N, residue c */
+        uint32_t pos = c;
+        tsafe_status st = tsafe_coset_read(cc, 0, fa, &pos, 1, out, scratch);
+        if (c < 8) {
+            assert_int_equal(st, TSAFE_OK);
+            assert_int_equal(out[0], a[c]);
+        } else
+            assert_int_equal(st, TSAFE_E_UNSUPPORTED);
+    }
+    uint32_t pos = 3;
+    assert_int_equal(tsafe_coset_read(cc, 0, fa, &pos, 1, out, scratch), TSAFE_OK);
+    assert_int_equal(out[0], a[3]);
+    tsafe_coset_cache_free(cc);
+    assert_int_equal(tsafe_coset_cache_create(&t, 0, &cc), TSAFE_E_RANGE);
+    assert_null(cc);
+    tsafe_coset_cache_free(NULL);
+    free(a);
+    free(fa);
+    free(scratch);
+    tsafe_ntt_table_free(&t);
+}
+
 int main(void)
 {
     tsafe_test_rng_init("ring_ntt");
@@ -438,6 +547,8 @@ int main(void)
         cmocka_unit_test(test_ntt_table_errors),
         cmocka_unit_test(test_vec_ops),
         cmocka_unit_test(test_ifma_matches_scalar),
+        cmocka_unit_test(test_coset_reads),
+        cmocka_unit_test(test_coset_cache_full),
     };
     return cmocka_run_group_tests_name("ring_ntt", tests, NULL, NULL);
 }

@@ -224,6 +224,36 @@ void tsafe_vec_from_i8(uint64_t *out, const int8_t *e, size_t n, uint64_t q);
 void tsafe_vec_shoup_precompute(uint64_t *wp, const uint64_t *w, size_t n,
                                 uint64_t q);
 
+/* -------------------------------------------------------- coset reads */
+
+/* A few coefficients of an NTT-form polynomial at positions c + m l (m a
+ * power of two, R = N/m <= TSAFE_COSET_MAX_R), for N products plus R per
+ * position instead of a whole inverse NTT (the arithmetic: coset.c). The
+ * positions of a sealed block's reads have that shape. */
+#define TSAFE_COSET_MAX_R 64
+
+/* 1 and (m, c) when pos[0..n_pos) (each < n) share a residue c modulo a
+ * power of two m with n/m <= TSAFE_COSET_MAX_R; else 0. */
+int tsafe_coset_fit(size_t n, const uint32_t *pos, size_t n_pos, uint32_t *m,
+                    uint32_t *c);
+
+/* Tables per (m, c) for the limbs of `ntt` (borrowed: it must outlive the
+ * cache), built on first use and kept (a few shapes). Thread-safe: lookups
+ * and builds hold the cache's mutex; built tables are immutable. */
+typedef struct tsafe_coset_cache tsafe_coset_cache;
+tsafe_status tsafe_coset_cache_create(const tsafe_ntt_table *ntt, uint32_t n_limbs,
+                                      tsafe_coset_cache **out);
+void tsafe_coset_cache_free(tsafe_coset_cache *cc);
+
+/* out[k] = coefficient pos[k] of the polynomial whose limb `limb` in NTT
+ * form is a (values in [0, q)); results in [0, q), equal to the inverse
+ * NTT's. scratch: N words. TSAFE_E_UNSUPPORTED when the positions are no
+ * such coset or the cache is full (callers then take the inverse NTT);
+ * TSAFE_E_RANGE for a position >= N or a limb out of range. */
+tsafe_status tsafe_coset_read(tsafe_coset_cache *cc, uint32_t limb, const uint64_t *a,
+                              const uint32_t *pos, size_t n_pos, uint64_t *out,
+                              uint64_t *scratch);
+
 /* ---------------------------------------------------------- ring view */
 
 /* What a compute backend needs of a context's ring: the degree and the
