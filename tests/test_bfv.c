@@ -248,26 +248,33 @@ static void readers_refuse_bad_bytes(void **state)
 /* A backend that forwards to the CPU backend but hides its host memory, so
  * the staging paths (upload / download / added error polynomial) of the
  * backend functions run too. */
-static struct tsafe_backend_i g_hidden_iface;
+static struct tsafe_backend_i g_hidden_iface[2];
 static void hidden_destroy(tsafe_backend *b) { (void)b; } /* the CPU backend owns the state */
 
-static tsafe_backend *hidden_backend(tsafe_backend *cpu, const tsafe_bfv_context *c)
+/* without_read: no ntt_read either (a backend of API 2's operations: the
+ * sealer takes the inverse NTT of c0 and switches it whole) */
+static tsafe_backend *hidden_backend(tsafe_backend *cpu, const tsafe_bfv_context *c,
+                                     int without_read)
 {
-    g_hidden_iface = *cpu->iface;
-    g_hidden_iface.host_words = NULL;
-    g_hidden_iface.destroy = hidden_destroy;
+    struct tsafe_backend_i *f = &g_hidden_iface[without_read];
+    *f = *cpu->iface;
+    f->host_words = NULL;
+    f->destroy = hidden_destroy;
+    if (without_read)
+        f->ntt_read = NULL;
     tsafe_backend *b = NULL;
-    assert_int_equal(tsafe_backend_init_bfv(&b, TSAFE_BACKEND_API_VERSION, &g_hidden_iface,
-                                            cpu->ctx, c),
+    assert_int_equal(tsafe_backend_init_bfv(&b, TSAFE_BACKEND_API_VERSION, f, cpu->ctx, c),
                      TSAFE_OK);
     return b;
 }
 
 /* The sealed server's ring work on a backend (bfv_backend.h) gives the
  * bytes of the direct functions for the same ciphertexts and seeds: on the
- * CPU backend (host memory, borrowed plaintexts) and on one without host
- * access (copies, uploads, an added error polynomial). */
-static void backend_path_at(const tsafe_bfv_params *params)
+ * CPU backend (host memory, borrowed plaintexts), on one without host
+ * access (copies, uploads, an added error polynomial) and on one without
+ * reads from NTT form. rows: the reads are a block's rows (c0 read from
+ * NTT form by coset sums), else scattered (the backend's inverse NTT). */
+static void backend_path_at(const tsafe_bfv_params *params, int rows)
 {
     fixture f;
     fx_open(&f, params);
@@ -293,8 +300,10 @@ static void backend_path_at(const tsafe_bfv_params *params)
     }
     uint32_t pos[READS];
     uint64_t mask[READS];
+    const size_t nr = rows ? 8 : READS; /* rows: 8 rows of f.n / 8 */
     for (size_t k = 0; k < READS; k++) {
-        pos[k] = (uint32_t)(k * 400 + tsafe_test_below(400));
+        pos[k] = rows ? (uint32_t)((k + 1) * (f.n / 8) - 1)
+                      : (uint32_t)(k * 400 + tsafe_test_below(400));
         mask[k] = tsafe_test_below(f.t);
     }
     uint8_t seed[32];
@@ -308,16 +317,16 @@ static void backend_path_at(const tsafe_bfv_params *params)
     assert_int_equal(tsafe_bfv_sealed_create(f.c, READS, &got), TSAFE_OK);
     for (size_t c = 0; c < CHUNKS; c++)
         assert_int_equal(tsafe_bfv_acc_mul_add(acc, ct[c], pt[c]), TSAFE_OK);
-    assert_int_equal(tsafe_bfv_seal(f.c, acc, f.pk, pos, mask, READS, 70, seed, want), TSAFE_OK);
-    size_t rlen = tsafe_bfv_sealed_bytes(f.c, READS);
+    assert_int_equal(tsafe_bfv_seal(f.c, acc, f.pk, pos, mask, nr, 70, seed, want), TSAFE_OK);
+    size_t rlen = tsafe_bfv_sealed_bytes(f.c, nr);
     uint8_t *wbytes = malloc(rlen), *gbytes = malloc(rlen);
     assert_int_equal(tsafe_bfv_sealed_write(f.c, want, wbytes, rlen), TSAFE_OK);
 
     tsafe_backend *cpu;
     assert_int_equal(tsafe_backend_cpu_create_bfv(f.c, &cpu), TSAFE_OK);
-    tsafe_backend *hidden = hidden_backend(cpu, f.c);
-    tsafe_backend *bes[2] = {cpu, hidden};
-    for (int which = 0; which < 2; which++) {
+    tsafe_backend *hidden = hidden_backend(cpu, f.c, 0), *noread = hidden_backend(cpu, f.c, 1);
+    tsafe_backend *bes[3] = {cpu, hidden, noread};
+    for (int which = 0; which < 3; which++) {
         tsafe_backend *b = bes[which];
         tsafe_buffer *x[CHUNKS], *w[CHUNKS], *accb, *pk;
         for (size_t c = 0; c < CHUNKS; c++) {
@@ -343,7 +352,7 @@ static void backend_path_at(const tsafe_bfv_params *params)
         uint32_t twice[2] = {pos[0], pos[0]};
         assert_int_equal(tsafe_bfv_seal_buffer(sl, accb, pk, twice, mask, 2, 70, seed, got),
                          TSAFE_E_ARG);
-        assert_int_equal(tsafe_bfv_seal_buffer(sl, accb, pk, pos, mask, READS, 70, seed, got),
+        assert_int_equal(tsafe_bfv_seal_buffer(sl, accb, pk, pos, mask, nr, 70, seed, got),
                          TSAFE_OK);
         assert_int_equal(tsafe_bfv_sealed_write(f.c, got, gbytes, rlen), TSAFE_OK);
         assert_memory_equal(wbytes, gbytes, rlen);
@@ -352,20 +361,20 @@ static void backend_path_at(const tsafe_bfv_params *params)
         uint64_t mw[READS], mg[READS];
         assert_int_equal(tsafe_backend_mul_acc(b, &(tsafe_backend_mac){accb, CHUNKS, as, ws, 1}, 1),
                          TSAFE_OK);
-        assert_int_equal(tsafe_bfv_seal_buffer(sl, accb, pk, pos, mask, READS, 20, seed, got),
+        assert_int_equal(tsafe_bfv_seal_buffer(sl, accb, pk, pos, mask, nr, 20, seed, got),
                          TSAFE_OK); /* flood 2^20: decryptable at either gap */
-        assert_int_equal(tsafe_bfv_decrypt_reads(f.c, f.sk, got, pos, READS, mw), TSAFE_OK);
+        assert_int_equal(tsafe_bfv_decrypt_reads(f.c, f.sk, got, pos, nr, mw), TSAFE_OK);
         uint8_t *inline20 = malloc(rlen);
         assert_int_equal(tsafe_bfv_sealed_write(f.c, got, inline20, rlen), TSAFE_OK);
         assert_int_equal(tsafe_bfv_sealer_prepare(sl, pk, 2, NULL), TSAFE_OK);
         assert_int_equal(tsafe_bfv_sealer_ready(sl), 2);
         assert_int_equal(tsafe_backend_mul_acc(b, &(tsafe_backend_mac){accb, CHUNKS, as, ws, 1}, 1),
                          TSAFE_OK);
-        assert_int_equal(tsafe_bfv_seal_buffer(sl, accb, pk, pos, mask, READS, 20, seed, got),
+        assert_int_equal(tsafe_bfv_seal_buffer(sl, accb, pk, pos, mask, nr, 20, seed, got),
                          TSAFE_OK);
         assert_int_equal(tsafe_bfv_sealer_ready(sl), 1);
-        assert_int_equal(tsafe_bfv_decrypt_reads(f.c, f.sk, got, pos, READS, mg), TSAFE_OK);
-        assert_memory_equal(mw, mg, sizeof mw);
+        assert_int_equal(tsafe_bfv_decrypt_reads(f.c, f.sk, got, pos, nr, mg), TSAFE_OK);
+        assert_memory_equal(mw, mg, nr * sizeof *mw);
         assert_int_equal(tsafe_bfv_sealed_write(f.c, got, gbytes, rlen), TSAFE_OK);
         assert_memory_not_equal(inline20, gbytes, rlen);
         free(inline20);
@@ -413,6 +422,7 @@ static void backend_path_at(const tsafe_bfv_params *params)
         }
     }
     tsafe_backend_free(hidden);
+    tsafe_backend_free(noread);
     tsafe_backend_free(cpu);
     for (size_t c = 0; c < CHUNKS; c++) {
         tsafe_bfv_plain_free(pt[c]);
@@ -434,8 +444,10 @@ static void backend_path_is_byte_identical(void **state)
     (void)state;
     /* three limbs (the protocol's: a 60-bit gap as two IFMA primes) and two */
     const tsafe_bfv_params two = {12, 49, 45, 37, 0};
-    backend_path_at(&k_params);
-    backend_path_at(&two);
+    backend_path_at(&k_params, 1);
+    backend_path_at(&k_params, 0);
+    backend_path_at(&two, 1);
+    backend_path_at(&two, 0);
 }
 
 int main(void)

@@ -134,6 +134,18 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_mul_acc(
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_mod_switch(
     tsafe_backend *b, tsafe_buffer *out, const tsafe_buffer *in);
 
+/* Coefficients of polynomial `poly` of an NTT-form buffer at a few
+ * positions, the buffer left as it is: out[i * n_pos + k] = coefficient
+ * pos[k] of limb i, reduced (n_limbs * n_pos words, host memory). What the
+ * inverse NTT would give, for less work when the positions are few (the CPU
+ * backend: positions c + m l with N/m <= 64 cost N products per limb, a
+ * sealed block's read rows have that shape). TSAFE_E_UNSUPPORTED when the
+ * backend has no such operation; TSAFE_E_RANGE for poly or a position out
+ * of range. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_ntt_read(
+    tsafe_backend *b, const tsafe_buffer *buf, size_t poly, const uint32_t *pos,
+    size_t n_pos, uint64_t *out);
+
 /* Optional: wait for queued work (no-op on synchronous backends). */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_synchronize(
     tsafe_backend *b);

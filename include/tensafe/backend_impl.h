@@ -13,8 +13,13 @@
 extern "C" {
 #endif
 
-/* 2: rings (CKKS or BFV), operands, mul_acc, mod_switch, host_words. */
-#define TSAFE_BACKEND_API_VERSION 2
+/* 2: rings (CKKS or BFV), operands, mul_acc, mod_switch, host_words.
+ * 3: ntt_read (optional), and polynomial views: the `mem` of ntt_forward,
+ *    ntt_inverse, elementwise, mod_switch and host_words may point into an
+ *    allocation at a polynomial boundary (the BFV sealer works on c1 of a
+ *    ciphertext buffer alone), so buffer memory must be one flat array of
+ *    words (a host or device address), as both built-in backends have. */
+#define TSAFE_BACKEND_API_VERSION 3
 
 struct tsafe_ring_view; /* internal: degree, primes, NTT tables */
 
@@ -60,6 +65,11 @@ struct tsafe_backend_i {
     tsafe_status (*graph_begin)(tsafe_backend *b);
     tsafe_status (*graph_end)(tsafe_backend *b);
     tsafe_status (*graph_launch)(tsafe_backend *b);
+    /* optional (3): out[i * n_pos + k] = coefficient pos[k] (< N, checked)
+     * of limb i of the NTT-form polynomial at mem (n_limbs limbs), reduced,
+     * leaving mem as it was; NULL = callers take the inverse NTT */
+    tsafe_status (*ntt_read)(tsafe_backend *b, const void *mem, uint32_t n_limbs,
+                             const uint32_t *pos, size_t n_pos, uint64_t *out);
 };
 
 struct tsafe_backend {

@@ -312,6 +312,23 @@ tsafe_status tsafe_backend_mod_switch(tsafe_backend *b, tsafe_buffer *out,
     return b->iface->mod_switch(b, out->mem, in->mem, in->n_polys, in->n_limbs);
 }
 
+tsafe_status tsafe_backend_ntt_read(tsafe_backend *b, const tsafe_buffer *buf, size_t poly,
+                                    const uint32_t *pos, size_t n_pos, uint64_t *out)
+{
+    TSAFE_REQUIRE(b && buf && (pos || n_pos == 0) && (out || n_pos == 0), TSAFE_E_NULL);
+    TSAFE_REQUIRE(buf->backend == b && !buf->operand, TSAFE_E_ARG);
+    TSAFE_REQUIRE(poly < buf->n_polys, TSAFE_E_RANGE);
+    size_t n = b->ring->n;
+    for (size_t k = 0; k < n_pos; k++)
+        TSAFE_REQUIRE(pos[k] < n, TSAFE_E_RANGE);
+    TSAFE_REQUIRE(b->iface->ntt_read, TSAFE_E_UNSUPPORTED);
+    if (n_pos == 0)
+        return TSAFE_OK;
+    /* a polynomial view: buffer memory is a flat array of words (API 3) */
+    const uint64_t *mem = (const uint64_t *)buf->mem + poly * buf->n_limbs * n;
+    return b->iface->ntt_read(b, mem, buf->n_limbs, pos, n_pos, out);
+}
+
 tsafe_status tsafe_backend_synchronize(tsafe_backend *b)
 {
     TSAFE_REQUIRE(b, TSAFE_E_NULL);

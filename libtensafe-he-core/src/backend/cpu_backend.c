@@ -17,8 +17,9 @@
 /* Backend-private state: the rescale's scratch (a backend belongs to one
  * thread at a time, so the scratch needs no lock). */
 typedef struct cpu_state {
-    uint64_t *scratch; /* 2 N: the rescale's scratch */
+    uint64_t *scratch; /* 2 N: the rescale's and ntt_read's scratch */
     uint64_t *resc;    /* max_limbs N: one rescaled polynomial */
+    tsafe_coset_cache *coset; /* ntt_read's tables, made on first use */
 } cpu_state;
 
 static const char *cpu_name(tsafe_backend *b)
@@ -291,6 +292,34 @@ static tsafe_status cpu_mod_switch(tsafe_backend *b, void *out, const void *in,
     return TSAFE_OK;
 }
 
+/* A few coefficients from NTT form: coset reads (ring.h) when the
+ * positions allow, else the inverse NTT of a copy of the limb. */
+static tsafe_status cpu_ntt_read(tsafe_backend *b, const void *mem, uint32_t n_limbs,
+                                 const uint32_t *pos, size_t n_pos, uint64_t *out)
+{
+    const struct tsafe_ring_view *r = b->ring;
+    cpu_state *s = b->ctx;
+    size_t n = r->n;
+    if (!s->coset) {
+        tsafe_status st = tsafe_coset_cache_create(r->ntt, r->n_limbs, &s->coset);
+        if (st != TSAFE_OK)
+            return st;
+    }
+    for (uint32_t i = 0; i < n_limbs; i++) {
+        const uint64_t *x = (const uint64_t *)mem + (size_t)i * n;
+        uint64_t *o = out + (size_t)i * n_pos;
+        tsafe_status st = tsafe_coset_read(s->coset, i, x, pos, n_pos, o, s->scratch);
+        if (st == TSAFE_E_UNSUPPORTED) {
+            memcpy(s->scratch, x, n * sizeof *x);
+            tsafe_ntt_inverse(&r->ntt[i], s->scratch);
+            for (size_t k = 0; k < n_pos; k++)
+                o[k] = s->scratch[pos[k]];
+        } else if (st != TSAFE_OK)
+            return st;
+    }
+    return TSAFE_OK;
+}
+
 static const struct tsafe_backend_i k_cpu_iface = {
     .get_name = cpu_name,
     .destroy = cpu_destroy,
@@ -309,6 +338,7 @@ static const struct tsafe_backend_i k_cpu_iface = {
     .operand_upload = cpu_operand_upload,
     .operand_free = cpu_operand_free,
     .host_words = cpu_host_words,
+    .ntt_read = cpu_ntt_read,
 };
 
 int tsafe_backend_is_core_cpu(const tsafe_backend *b)
@@ -321,6 +351,7 @@ static void cpu_state_free(cpu_state *s)
     if (s) {
         free(s->scratch);
         free(s->resc);
+        tsafe_coset_cache_free(s->coset);
     }
     free(s);
 }

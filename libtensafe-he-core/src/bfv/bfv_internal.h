@@ -33,6 +33,7 @@ struct tsafe_bfv_context {
     double log2_q;
     uint8_t fingerprint[TSAFE_BFV_FINGERPRINT_BYTES];
     struct tsafe_ring_view ring; /* all limbs, for backends */
+    tsafe_coset_cache *coset;    /* q0 only: decryptions' coset reads */
 };
 
 struct tsafe_bfv_secret_key {

@@ -63,6 +63,7 @@ tsafe_status tsafe_bfv_context_create(const tsafe_bfv_params *p,
         c->one_shoup[i] = tsafe_shoup_precompute(1, q[i]);
     }
     c->ring = (struct tsafe_ring_view){c->n, p->log_n, c->L, c->mod, c->ntt};
+    TSAFE_TRY(tsafe_coset_cache_create(c->ntt, 1, &c->coset));
     /* the product of primes just below 2^b_i may still pass the bound by a
      * fraction of a bit: check the real size too */
     if (!(p->flags & TSAFE_BFV_INSECURE_FOR_TESTS) &&
@@ -101,6 +102,7 @@ void tsafe_bfv_context_free(tsafe_bfv_context *c)
     for (uint32_t i = 0; i < TSAFE_BFV_MAX_LIMBS; i++)
         if (c->ntt[i].n)
             tsafe_ntt_table_free(&c->ntt[i]);
+    tsafe_coset_cache_free(c->coset);
     free(c);
 }
 

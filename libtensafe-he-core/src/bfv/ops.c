@@ -289,25 +289,30 @@ static void c1s_direct(const tsafe_bfv_context *c, const tsafe_bfv_secret_key *s
     }
 }
 
-/* The same through the NTT (many reads). */
+/* The same through the NTT (many reads, or reads a coset read can take
+ * from NTT form: a block's rows). */
 static tsafe_status c1s_ntt(const tsafe_bfv_context *c,
                             const tsafe_bfv_secret_key *sk, const uint64_t *c1,
                             const uint32_t *pos, size_t n_reads, uint64_t *out)
 {
     size_t n = c->n;
     uint64_t q = c->mod[0].q;
-    uint64_t *tmp = malloc(n * sizeof *tmp);
+    uint64_t *tmp = malloc(2 * n * sizeof *tmp);
     if (!tmp)
         return TSAFE_E_NOMEM;
     memcpy(tmp, c1, n * sizeof *tmp);
     tsafe_ntt_forward(&c->ntt[0], tmp);
     tsafe_vec_mul_shoup(tmp, tmp, sk->s_ntt, sk->s_shoup, n, q);
-    tsafe_ntt_inverse(&c->ntt[0], tmp);
-    for (size_t k = 0; k < n_reads; k++)
-        out[k] = tmp[pos[k]];
-    sodium_memzero(tmp, n * sizeof *tmp); /* c1*s: key-dependent */
+    tsafe_status st = tsafe_coset_read(c->coset, 0, tmp, pos, n_reads, out, tmp + n);
+    if (st == TSAFE_E_UNSUPPORTED) {
+        tsafe_ntt_inverse(&c->ntt[0], tmp);
+        for (size_t k = 0; k < n_reads; k++)
+            out[k] = tmp[pos[k]];
+        st = TSAFE_OK;
+    }
+    sodium_memzero(tmp, 2 * n * sizeof *tmp); /* c1*s: key-dependent */
     free(tmp);
-    return TSAFE_OK;
+    return st;
 }
 
 static tsafe_status phase(const tsafe_bfv_context *c,
@@ -320,8 +325,12 @@ static tsafe_status phase(const tsafe_bfv_context *c,
     TSAFE_REQUIRE(n_reads == r->n_reads, TSAFE_E_RANGE);
     for (size_t k = 0; k < n_reads; k++)
         TSAFE_REQUIRE(pos[k] < c->n, TSAFE_E_RANGE);
-    /* direct sums cost ~(2/3)N per read; the transform ~3 N log N */
-    if (n_reads * 2 <= 9 * (size_t)c->p.log_n)
+    /* direct sums cost ~(2/3)N per read; the transform ~3 N log N, or
+     * one forward NTT and N products when the reads are a coset (a block's
+     * rows: measured 3x faster than direct sums at 8 reads) */
+    uint32_t cm, cc;
+    int coset = n_reads >= 3 && tsafe_coset_fit(c->n, pos, n_reads, &cm, &cc);
+    if (!coset && n_reads * 2 <= 9 * (size_t)c->p.log_n)
         c1s_direct(c, sk, r->c1, pos, n_reads, v);
     else {
         tsafe_status st = c1s_ntt(c, sk, r->c1, pos, n_reads, v);

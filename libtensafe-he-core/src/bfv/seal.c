@@ -199,6 +199,9 @@ struct tsafe_bfv_sealer {
     tsafe_buffer *e;    /* 2 polys x L limbs: the errors (device backends) */
     tsafe_buffer *sw[TSAFE_BFV_MAX_LIMBS]; /* sw[l]: 2 polys x l limbs, the
                                              switch after dropping down to l */
+    tsafe_buffer *sw1[TSAFE_BFV_MAX_LIMBS]; /* sw1[l]: 1 poly x l limbs, the
+                                              same for c1 alone */
+    uint64_t *rd;       /* L N words: c0 at the reads (tsafe_backend_ntt_read) */
     uint64_t *host;     /* 2 L N words of staging when buffers are not host memory */
     seal_draw d;
     size_t reads_cap;
@@ -226,8 +229,13 @@ void tsafe_bfv_sealer_free(tsafe_bfv_sealer *s)
     free(s->d.add);
     tsafe_buffer_free(s->r);
     tsafe_buffer_free(s->e);
-    for (uint32_t l = 0; l < TSAFE_BFV_MAX_LIMBS; l++)
+    for (uint32_t l = 0; l < TSAFE_BFV_MAX_LIMBS; l++) {
         tsafe_buffer_free(s->sw[l]);
+        tsafe_buffer_free(s->sw1[l]);
+    }
+    if (s->rd)
+        sodium_memzero(s->rd, (size_t)L * n * sizeof *s->rd);
+    free(s->rd);
     tsafe_bfv_sealer_drop(s);
     for (size_t i = 0; i < s->zero_cap; i++)
         tsafe_buffer_free(s->zero[i]);
@@ -261,11 +269,15 @@ tsafe_status tsafe_bfv_sealer_create(const tsafe_bfv_context *c, tsafe_backend *
     uint32_t L = c->L;
     s->d.add = malloc(L * n * sizeof *s->d.add);
     s->host = malloc(2 * (size_t)L * n * sizeof *s->host);
-    TSAFE_CHECK(s->d.r && s->d.e1 && s->d.e0 && s->d.add && s->host, TSAFE_E_NOMEM);
+    s->rd = malloc((size_t)L * n * sizeof *s->rd);
+    TSAFE_CHECK(s->d.r && s->d.e1 && s->d.e0 && s->d.add && s->host && s->rd,
+                TSAFE_E_NOMEM);
     TSAFE_TRY(tsafe_buffer_alloc(b, 1, L, &s->r));
     TSAFE_TRY(tsafe_buffer_alloc(b, 2, L, &s->e));
-    for (uint32_t l = 1; l < L; l++)
+    for (uint32_t l = 1; l < L; l++) {
         TSAFE_TRY(tsafe_buffer_alloc(b, 2, l, &s->sw[l]));
+        TSAFE_TRY(tsafe_buffer_alloc(b, 1, l, &s->sw1[l]));
+    }
     *out = s;
     return TSAFE_OK;
 fail:
@@ -295,6 +307,17 @@ static tsafe_status add_r_pk(tsafe_bfv_sealer *s, tsafe_buffer *acc,
     return tsafe_backend_mul_acc(s->b, &job, 1);
 }
 
+/* Polynomial p of a buffer as a buffer of its own (same memory: backend
+ * memory is a flat array of words, backend_impl.h, API 3). A view lives on
+ * the stack and is never passed to tsafe_buffer_free. */
+static tsafe_buffer poly_view(const tsafe_buffer *buf, size_t p)
+{
+    tsafe_buffer v = *buf;
+    v.mem = (uint64_t *)buf->mem + p * buf->n_limbs * buf->backend->ring->n;
+    v.n_polys = 1;
+    return v;
+}
+
 /* Add host-side errors to acc (coefficient form): in place in host memory,
  * else as a polynomial uploaded and added on the backend. e1 NULL: reads
  * only. */
@@ -319,6 +342,25 @@ static tsafe_status add_host_errors(tsafe_bfv_sealer *s, tsafe_buffer *acc,
     tsafe_status st = tsafe_buffer_upload(s->e, x, 2 * (size_t)L * n);
     return st == TSAFE_OK ? tsafe_backend_elementwise(s->b, TSAFE_OP_ADD, acc, acc, s->e)
                           : st;
+}
+
+/* e1 on c1 alone (c1: a one-polynomial view, coefficient form). */
+static tsafe_status add_c1_error(tsafe_bfv_sealer *s, tsafe_buffer *c1, const int8_t *e1)
+{
+    const tsafe_bfv_context *c = s->ctx;
+    size_t n = c->n;
+    uint32_t L = c->L;
+    uint64_t *x = tsafe_buffer_host_words(c1);
+    if (x) {
+        add_e1(c, x, e1);
+        return TSAFE_OK;
+    }
+    x = s->host;
+    memset(x, 0, (size_t)L * n * sizeof *x);
+    add_e1(c, x, e1);
+    tsafe_buffer e = poly_view(s->e, 0);
+    tsafe_status st = tsafe_buffer_upload(&e, x, (size_t)L * n);
+    return st == TSAFE_OK ? tsafe_backend_elementwise(s->b, TSAFE_OP_ADD, c1, c1, &e) : st;
 }
 
 void tsafe_bfv_sealer_drop(tsafe_bfv_sealer *s)
@@ -419,23 +461,49 @@ tsafe_status tsafe_bfv_seal_buffer(tsafe_bfv_sealer *s, tsafe_buffer *acc,
     int prepared = s->ready > 0 && s->zero_pk == pk;
     if ((st = draw(c, seed, mask, n_reads, flood_bits, !prepared, &s->d)) != TSAFE_OK)
         return st;
+    const int8_t *e1 = s->d.e1;
     if (prepared) {
-        /* + r p (NTT form, prepared), inverse NTT, + e1 (prepared) and the
-         * read errors; each prepared one used once (not wiped: r p + e1
-         * reveals nothing the server's own memory, which holds the adapter,
-         * does not) */
+        /* + r p (NTT form, prepared); e1 prepared beside it. Each prepared
+         * one is used once (not wiped: r p + e1 reveals nothing the
+         * server's own memory, which holds the adapter, does not) */
         tsafe_buffer *z = s->zero[s->head];
-        const int8_t *e1 = s->zero_e1 + s->head * n;
+        e1 = s->zero_e1 + s->head * n;
         s->head++, s->ready--;
         TSAFE_TRY(tsafe_backend_elementwise(s->b, TSAFE_OP_ADD, acc, acc, z));
-        TSAFE_TRY(tsafe_backend_ntt_inverse(s->b, acc));
-        TSAFE_TRY(add_host_errors(s, acc, e1, pos, n_reads));
-    } else {
-        /* + r * (p0, p1) on the backend, then the errors, mask and flood */
+    } else /* + r * (p0, p1) on the backend */
         TSAFE_TRY(add_r_pk(s, acc, pk, 0));
-        TSAFE_TRY(tsafe_backend_ntt_inverse(s->b, acc));
-        TSAFE_TRY(add_host_errors(s, acc, s->d.e1, pos, n_reads));
+    /* c0 is sent only at the reads: read them from NTT form where the
+     * backend can (no inverse NTT of c0), add the errors, masks and floods
+     * and switch each to q0; c1 alone goes through the inverse NTT */
+    st = n_reads ? tsafe_backend_ntt_read(s->b, acc, 0, pos, n_reads, s->rd)
+                 : TSAFE_E_UNSUPPORTED;
+    if (st == TSAFE_OK) {
+        tsafe_buffer c1 = poly_view(acc, 1);
+        TSAFE_TRY(tsafe_backend_ntt_inverse(s->b, &c1));
+        TSAFE_TRY(add_c1_error(s, &c1, e1));
+        const tsafe_buffer *from1 = &c1;
+        for (uint32_t l = L - 1; l >= 1; l--) {
+            TSAFE_TRY(tsafe_backend_mod_switch(s->b, s->sw1[l], from1));
+            from1 = s->sw1[l];
+        }
+        uint64_t x[TSAFE_BFV_MAX_LIMBS];
+        for (size_t k = 0; k < n_reads; k++) {
+            for (uint32_t i = 0; i < L; i++)
+                x[i] = tsafe_add_mod(s->rd[i * n_reads + k], s->d.add[i * n_reads + k],
+                                     c->mod[i].q);
+            r->c0[k] = tsafe_bfv_switch_to_q0(c, x);
+        }
+        TSAFE_TRY(tsafe_buffer_download(s->sw1[1], r->c1, n));
+        r->n_reads = n_reads;
+        st = TSAFE_OK;
+        goto fail; /* done: wipe the draws */
     }
+    if (st != TSAFE_E_UNSUPPORTED)
+        goto fail;
+    /* no reads from NTT form on this backend: both polynomials through the
+     * inverse NTT, then the errors, mask and flood */
+    TSAFE_TRY(tsafe_backend_ntt_inverse(s->b, acc));
+    TSAFE_TRY(add_host_errors(s, acc, e1, pos, n_reads));
     /* Q -> q0, one limb at a time */
     const tsafe_buffer *from = acc;
     for (uint32_t l = L - 1; l >= 1; l--) {
