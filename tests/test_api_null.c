@@ -1043,6 +1043,18 @@ CHECK_FN(tsafe_backend_mod_switch)
     ERR(tsafe_backend_mod_switch(f->be, f->buf1, f->buf1));
 }
 
+CHECK_FN(tsafe_backend_ntt_read)
+{
+    uint32_t pos[2] = {0, (uint32_t)tsafe_backend_n(f->be)}; /* the second: N */
+    uint64_t out[4];
+    ERR(tsafe_backend_ntt_read(NULL, f->buf, 0, pos, 1, out));
+    ERR(tsafe_backend_ntt_read(f->be, NULL, 0, pos, 1, out));
+    ERR(tsafe_backend_ntt_read(f->be, f->buf, 0, NULL, 1, out));
+    ERR(tsafe_backend_ntt_read(f->be, f->buf, 0, pos, 1, NULL));
+    ERR(tsafe_backend_ntt_read(f->be, f->buf, 2, pos, 1, out)); /* poly */
+    ERR(tsafe_backend_ntt_read(f->be, f->buf, 0, pos, 2, out)); /* position N */
+}
+
 static const api_case k_backend[] = {
     ENTRY(tsafe_backend_cpu_create), ENTRY(tsafe_backend_free), ENTRY(tsafe_backend_name),
     ENTRY(tsafe_backend_cpu_create_bfv), ENTRY(tsafe_backend_n), ENTRY(tsafe_backend_max_limbs),
@@ -1053,6 +1065,7 @@ static const api_case k_backend[] = {
     ENTRY(tsafe_buffer_upload), ENTRY(tsafe_buffer_download), ENTRY(tsafe_backend_ntt_forward),
     ENTRY(tsafe_backend_ntt_inverse), ENTRY(tsafe_backend_elementwise),
     ENTRY(tsafe_backend_rescale), ENTRY(tsafe_backend_synchronize),
+    ENTRY(tsafe_backend_ntt_read),
 };
 
 /* ------------------------------------------------------- ckks_buffer.h */

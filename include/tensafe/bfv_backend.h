@@ -74,8 +74,10 @@ TSAFE_API void tsafe_bfv_sealer_drop(tsafe_bfv_sealer *s);
 
 /* tsafe_bfv_seal on the backend: acc (2 x L, NTT form; consumed) plus a
  * fresh encryption of zero under pk (operand 2 x L), the errors, masks and
- * flooding at pos, the switch to q0 (L - 1 tsafe_backend_mod_switch calls); c1 and the
- * read coefficients land in r. The same randomness, drawn in the same
+ * flooding at pos, the switch to q0 (L - 1 tsafe_backend_mod_switch calls);
+ * c1 and the read coefficients land in r. c0 is read at pos from NTT form
+ * (tsafe_backend_ntt_read) where the backend can, so only c1 goes through
+ * the inverse NTT and the switch. The same randomness, drawn in the same
  * order, as tsafe_bfv_seal: equal seeds give equal results -- when no
  * prepared encryption of zero for pk is ready; with one, it is used and the
  * seed draws only the read errors and floods. Arguments as
