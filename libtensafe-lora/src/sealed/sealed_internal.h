@@ -64,7 +64,7 @@ struct tsafe_sealed_site {
     float scale;
     double scale_a;            /* A ~ scale_a * A_q */
     double scale_b;            /* scale * B * scale_a ~ scale_b * B_q */
-    float *bprime;             /* d_out x rank: scale * B * scale_a (sealed) */
+    float *bprime;             /* rank x d_out (B transposed): scale * B * scale_a */
     int64_t *bq;               /* d_out x rank quantized (sealed-private) */
     int64_t *u_bound;          /* per row: X_max * sum_j |A_q,ij| */
     uint32_t trunc_bits;       /* round-2 shift for this site (<= plan's) */

@@ -130,8 +130,11 @@ tsafe_status tsafe_sealed_site_build(const tsafe_sealed_plan *plan,
         }
         s->u_bound[i] = xmax * l1;
     }
-    for (size_t i = 0; i < nb; i++)
-        s->bprime[i] = (float)((double)scale * B[i] * s->scale_a);
+    /* transposed (rank x d_out): round 2 of sealed runs over outputs */
+    for (uint32_t j = 0; j < d_out; j++)
+        for (uint32_t k = 0; k < rank; k++)
+            s->bprime[(size_t)k * d_out + j] =
+                (float)((double)scale * B[(size_t)j * rank + k] * s->scale_a);
     tsafe_sealed_layout1(plan, rank, &s->l1);
     TSAFE_TRY(build_plains(s->ctx1, &s->l1, aq, plan->d_in, &s->p1));
 
@@ -140,8 +143,10 @@ tsafe_status tsafe_sealed_site_build(const tsafe_sealed_plan *plan,
         s->scale_b = bm > 0 ? bm / bmax : 1.0;
         s->bq = malloc(nb * sizeof *s->bq);
         TSAFE_CHECK(s->bq, TSAFE_E_NOMEM);
-        for (size_t i = 0; i < nb; i++)
-            s->bq[i] = (int64_t)lrint(s->bprime[i] / s->scale_b);
+        for (uint32_t j = 0; j < d_out; j++) /* bq: d_out x rank */
+            for (uint32_t k = 0; k < rank; k++)
+                s->bq[(size_t)j * rank + k] =
+                    (int64_t)lrint(s->bprime[(size_t)k * d_out + j] / s->scale_b);
         /* the smallest shift k with |B_q u~| < t2/2 for every input the
          * plan allows (x at its bound), from this adapter's norms: at most
          * the plan's worst-case shift */
