@@ -4,6 +4,15 @@
 
 #include <string.h>
 
+#include "prng.h" /* tsafe_cpu_has_avx512_sampling */
+
+/* widths the AVX-512 group loops take (a lane's value plus its shift within
+ * a byte fits 64 bits; adjacent lanes share at most one byte) */
+static int vector_width(uint32_t bits)
+{
+    return bits >= 8 && bits <= 57 && tsafe_cpu_has_avx512_sampling();
+}
+
 static inline void store_le64(uint8_t *p, uint64_t v)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -40,6 +49,12 @@ static tsafe_status unpack_words(const uint8_t *p, size_t len, uint64_t *v, size
                                  uint32_t bits, uint64_t mask, uint64_t q)
 {
     size_t k = 0;
+    if (vector_width(bits)) {
+        int bad;
+        k = tsafe_unpack_avx512(p, len, v, n, bits, q, &bad);
+        if (bad)
+            return TSAFE_E_FORMAT;
+    }
     for (; k < n; k++) {
         size_t off = k * bits, byte = off >> 3;
         if (byte + 8 > len)
@@ -87,8 +102,9 @@ void tsafe_pack_bits(tsafe_writer *w, const uint64_t *v, size_t n,
     uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
     uint64_t acc = 0;
     uint32_t have = 0; /* bits held in acc, < 64 */
-    size_t o = 0;
-    for (size_t k = 0; k < n; k++) {
+    size_t k = vector_width(bits) ? tsafe_pack_avx512(out, v, n, bits) : 0;
+    size_t o = k / 8 * bits; /* whole groups of 8: byte-aligned */
+    for (; k < n; k++) {
         uint64_t x = v[k] & mask;
         acc |= x << have;
         uint32_t next = have + bits;
