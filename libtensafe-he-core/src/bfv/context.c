@@ -148,11 +148,12 @@ uint64_t tsafe_bfv_scale_up(const tsafe_bfv_context *c, uint32_t i, int64_t m)
 {
     uint64_t am = m < 0 ? (uint64_t)0 - (uint64_t)m : (uint64_t)m;
     const tsafe_modulus *q = &c->mod[i];
-    /* messages and masks are below t < q: no reduction needed then */
-    uint64_t ar = am < q->q ? am : am % q->q;
+    /* |m| < 2^63 and, below, lo < 2^t_bits: both reduce by Barrett (no
+     * division; the 30-bit gap limbs need it for every value above q) */
+    uint64_t ar = am < q->q ? am : tsafe_reduce_128(am, q);
     uint64_t hi = tsafe_mul_mod(c->delta_mod[i], ar, q);
-    tsafe_u128 lo = ((tsafe_u128)c->q_mod_t * am + (c->t >> 1)) >> c->p.t_bits;
-    uint64_t lr = lo < q->q ? (uint64_t)lo : (uint64_t)(lo % q->q);
+    uint64_t lo = (uint64_t)(((tsafe_u128)c->q_mod_t * am + (c->t >> 1)) >> c->p.t_bits);
+    uint64_t lr = lo < q->q ? lo : tsafe_reduce_128(lo, q);
     uint64_t v = tsafe_add_mod(hi, lr, q->q);
     return m < 0 ? tsafe_neg_mod(v, q->q) : v;
 }
