@@ -173,6 +173,36 @@ static void binomial_matches_pmf(void **state)
     check_cbd(0);
 }
 
+static void same_position_then_clear(tsafe_prng *a, tsafe_prng *r);
+
+/* The ternary draw against a reference from the raw stream: each byte
+ * below 243 gives five trits, least significant first; the bytes it used
+ * (the last one whole) are consumed, across refills, for odd lengths. */
+static void ternary_matches_stream_reference(void **state)
+{
+    (void)state;
+    const size_t lens[] = {1, 4, 5, 6, 4096, 9001 + (size_t)tsafe_test_below(64)};
+    for (size_t c = 0; c < sizeof lens / sizeof *lens; c++) {
+        size_t n = lens[c];
+        tsafe_prng p, r;
+        seeded(&p, 20 + (int)c);
+        r = p; /* the same seed and stream */
+        int8_t *got = malloc(n), *want = malloc(n);
+        assert_true(got && want);
+        tsafe_prng_ternary(&p, got, n);
+        for (size_t i = 0; i < n;) {
+            uint8_t b;
+            tsafe_prng_bytes(&r, &b, 1);
+            for (unsigned v = b, t = 0; b < 243 && t < 5 && i < n; t++, v /= 3)
+                want[i++] = (int8_t)((int)(v % 3) - 1);
+        }
+        assert_memory_equal(got, want, n);
+        same_position_then_clear(&p, &r);
+        free(got);
+        free(want);
+    }
+}
+
 static void ternary_is_uniform(void **state)
 {
     (void)state;
@@ -296,6 +326,7 @@ int main(void)
         cmocka_unit_test(uniform_mod_is_uniform),
         cmocka_unit_test(binomial_matches_pmf),
         cmocka_unit_test(ternary_is_uniform),
+        cmocka_unit_test(ternary_matches_stream_reference),
         cmocka_unit_test(tight_draws_are_deterministic),
         cmocka_unit_test(tight_draws_match_stream_reference),
     };

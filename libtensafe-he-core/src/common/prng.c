@@ -193,15 +193,20 @@ void tsafe_prng_uniform_mod_tight(tsafe_prng *p, uint64_t q, uint64_t *out,
 void tsafe_prng_ternary(tsafe_prng *p, int8_t *out, size_t n)
 {
     size_t i = 0;
-    while (i < n) {
-        uint8_t b;
-        tsafe_prng_bytes(p, &b, 1);
-        if (b >= 243)
-            continue;
-        for (int t = 0; t < 5 && i < n; t++) {
-            out[i++] = (int8_t)(b % 3) - 1;
-            b /= 3;
+    while (i < n) { /* straight from the buffer: one byte at a time as before */
+        if (p->pos == sizeof p->buf)
+            refill(p);
+        const uint8_t *b = p->buf + p->pos, *end = p->buf + sizeof p->buf;
+        for (; b < end && i < n; b++) {
+            unsigned v = *b;
+            if (v >= 243)
+                continue;
+            for (int t = 0; t < 5 && i < n; t++) {
+                out[i++] = (int8_t)((int)(v % 3) - 1);
+                v /= 3;
+            }
         }
+        p->pos = (size_t)(b - p->buf);
     }
 }
 
