@@ -475,8 +475,9 @@ tsafe_status tsafe_bfv_seal_buffer(tsafe_bfv_sealer *s, tsafe_buffer *acc,
     /* c0 is sent only at the reads: read them from NTT form where the
      * backend can (no inverse NTT of c0), add the errors, masks and floods
      * and switch each to q0; c1 alone goes through the inverse NTT */
-    st = n_reads ? tsafe_backend_ntt_read(s->b, acc, 0, pos, n_reads, s->rd)
-                 : TSAFE_E_UNSUPPORTED;
+    st = n_reads && n_reads <= TSAFE_COSET_MAX_R /* a few: else the whole c0 */
+             ? tsafe_backend_ntt_read(s->b, acc, 0, pos, n_reads, s->rd)
+             : TSAFE_E_UNSUPPORTED;
     if (st == TSAFE_OK) {
         tsafe_buffer c1 = poly_view(acc, 1);
         TSAFE_TRY(tsafe_backend_ntt_inverse(s->b, &c1));
