@@ -209,9 +209,16 @@ bench: deps
 	@$(MAKE) --no-print-directory tool
 	$(TOOL) bench $(BENCH_ARGS)
 
+# The demo (and hosts) run with glibc's transparent-huge-page heap: each
+# token reads several MB of plaintext operands per site, spread over
+# gigabytes of adapters, and 4 KiB pages made that 107 ms per token against
+# 65 ms on the 2-core VM (docs/PERFORMANCE.md). Ignored by other libcs and
+# by glibc before 2.35; THP in "never" mode makes it a no-op.
+DEMO_ENV ?= GLIBC_TUNABLES=glibc.malloc.hugetlb=1
+
 demo: deps
 	@$(MAKE) --no-print-directory tool
-	$(TOOL) demo --compare $(DEMO_ARGS)
+	$(DEMO_ENV) $(TOOL) demo --compare $(DEMO_ARGS)
 
 # Memcheck over a short demo (sealed-private, 2 tokens; about 3 minutes on
 # the 2-core VM): any error or definite/indirect leak fails.

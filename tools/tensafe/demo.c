@@ -456,6 +456,12 @@ static void report(const demo *D, const totals *T, const demo_result *R, double 
            rel <= bound ? "ok, <=" : "ABOVE", bound);
     printf("setup (adapter generation, PEFT write + load, keys, plaintext encoding): %.1f s\n",
            setup_s);
+    const char *tun = getenv("GLIBC_TUNABLES");
+    int thp = tun && (strstr(tun, "glibc.malloc.hugetlb=1") || strstr(tun, "glibc.malloc.hugetlb=2"));
+    printf("memory: %s\n",
+           thp ? "huge pages for the heap (GLIBC_TUNABLES glibc.malloc.hugetlb)"
+               : "4 KiB pages; GLIBC_TUNABLES=glibc.malloc.hugetlb=1 (as `make demo` sets) "
+                 "backs the sites' operands with huge pages (README, Performance)");
 }
 
 static void remove_dir(const char *dir)
