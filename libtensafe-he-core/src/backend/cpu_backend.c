@@ -12,6 +12,7 @@
 #include "tensafe/backend_impl.h"
 #include "../ckks/ckks_internal.h"
 #include "tsafe_check.h"
+#include "alloc.h"
 #include "backend_internal.h"
 
 /* Backend-private state: the rescale's scratch (a backend belongs to one
@@ -35,7 +36,7 @@ static void cpu_destroy(tsafe_backend *b) { cpu_state_free(b->ctx); }
 static tsafe_status cpu_alloc(tsafe_backend *b, size_t words, void **mem)
 {
     (void)b;
-    *mem = calloc(words, sizeof(uint64_t));
+    *mem = tsafe_calloc_aligned(words, sizeof(uint64_t));
     return *mem ? TSAFE_OK : TSAFE_E_NOMEM;
 }
 
@@ -79,7 +80,7 @@ static tsafe_status cpu_operand_alloc(tsafe_backend *b, size_t words, void **mem
     (void)b;
     TSAFE_REQUIRE(words <= SIZE_MAX / 2 / sizeof(uint64_t), TSAFE_E_SIZE_OVERFLOW);
     cpu_operand *o = calloc(1, sizeof *o);
-    if (!o || !(o->own = calloc(2 * words, sizeof *o->own))) {
+    if (!o || !(o->own = tsafe_calloc_aligned(2 * words, sizeof *o->own))) {
         free(o);
         return TSAFE_E_NOMEM;
     }
@@ -359,8 +360,8 @@ static void cpu_state_free(cpu_state *s)
 static tsafe_status cpu_state_new(size_t n, uint32_t max_limbs, cpu_state **out)
 {
     cpu_state *s = calloc(1, sizeof *s);
-    if (!s || !(s->scratch = calloc(2 * n, sizeof *s->scratch)) ||
-        !(s->resc = calloc((size_t)max_limbs * n, sizeof *s->resc))) {
+    if (!s || !(s->scratch = tsafe_calloc_aligned(2 * n, sizeof *s->scratch)) ||
+        !(s->resc = tsafe_calloc_aligned((size_t)max_limbs * n, sizeof *s->resc))) {
         cpu_state_free(s);
         return TSAFE_E_NOMEM;
     }

@@ -9,6 +9,7 @@
 
 #include "tensafe/bfv.h"
 #include "../ring/ring.h"
+#include "../common/alloc.h"
 
 /* Limbs: q0 (the response modulus, kept by the switch) and one or two gap
  * primes (dropped by it). A gap above 50 bits is split into two primes so
@@ -126,7 +127,7 @@ static inline void tsafe_bfv_encode_limb(const tsafe_bfv_context *c, uint32_t i,
 /* L zeroed limbs of N residues (one polynomial at Q). */
 static inline uint64_t *tsafe_bfv_limbs_alloc(const tsafe_bfv_context *c)
 {
-    return calloc((size_t)c->L * c->n, sizeof(uint64_t));
+    return tsafe_calloc_aligned((size_t)c->L * c->n, sizeof(uint64_t));
 }
 
 /* round(x / (Q / q0)) mod q0 for x given by its L residues (x is

@@ -57,7 +57,7 @@ tsafe_status tsafe_bfv_encrypt(const tsafe_bfv_context *c,
     else if ((st = tsafe_seed_fresh(master)) != TSAFE_OK)
         return st;
     int8_t *e = malloc(c->n);
-    uint64_t *tmp = malloc(c->n * sizeof *tmp);
+    uint64_t *tmp = tsafe_calloc_aligned(c->n, sizeof *tmp);
     TSAFE_CHECK(e && tmp, TSAFE_E_NOMEM);
     ct->valid = 0;
     tsafe_seed_derive(ct->seed, master, "tsafe-bfv-ct-a");
@@ -111,7 +111,7 @@ tsafe_status tsafe_bfv_plain_create(const tsafe_bfv_context *c,
     pt->ctx = c;
     /* one block, values then quotients (tsafe_bfv_plain_operand lends both
      * to the CPU backend without a copy) */
-    pt->p = calloc(2 * (size_t)c->L * c->n, sizeof *pt->p);
+    pt->p = tsafe_calloc_aligned(2 * (size_t)c->L * c->n, sizeof *pt->p);
     if (!pt->p) {
         tsafe_bfv_plain_free(pt);
         return TSAFE_E_NOMEM;
@@ -151,7 +151,7 @@ tsafe_status tsafe_bfv_acc_create(const tsafe_bfv_context *c,
     acc->ctx = c;
     acc->a0 = tsafe_bfv_limbs_alloc(c);
     acc->a1 = tsafe_bfv_limbs_alloc(c);
-    acc->tmp = calloc(c->n, sizeof(uint64_t)); /* the sealing's r, one limb */
+    acc->tmp = tsafe_calloc_aligned(c->n, sizeof(uint64_t)); /* the sealing's r, one limb */
     if (!acc->a0 || !acc->a1 || !acc->tmp) {
         tsafe_bfv_acc_free(acc);
         return TSAFE_E_NOMEM;
@@ -207,7 +207,7 @@ tsafe_status tsafe_bfv_sealed_create(const tsafe_bfv_context *c,
         return TSAFE_E_NOMEM;
     r->ctx = c;
     r->cap = max_reads;
-    r->c1 = calloc(c->n, sizeof *r->c1);
+    r->c1 = tsafe_calloc_aligned(c->n, sizeof *r->c1);
     r->c0 = calloc(max_reads ? max_reads : 1, sizeof *r->c0);
     if (!r->c1 || !r->c0) {
         tsafe_bfv_sealed_free(r);
@@ -297,7 +297,7 @@ static tsafe_status c1s_ntt(const tsafe_bfv_context *c,
 {
     size_t n = c->n;
     uint64_t q = c->mod[0].q;
-    uint64_t *tmp = malloc(2 * n * sizeof *tmp);
+    uint64_t *tmp = tsafe_calloc_aligned(2 * n, sizeof *tmp);
     if (!tmp)
         return TSAFE_E_NOMEM;
     memcpy(tmp, c1, n * sizeof *tmp);

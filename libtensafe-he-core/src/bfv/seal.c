@@ -268,7 +268,7 @@ tsafe_status tsafe_bfv_sealer_create(const tsafe_bfv_context *c, tsafe_backend *
     s->d.e0 = malloc(n);
     uint32_t L = c->L;
     s->d.add = malloc(L * n * sizeof *s->d.add);
-    s->host = malloc(2 * (size_t)L * n * sizeof *s->host);
+    s->host = tsafe_calloc_aligned(2 * (size_t)L * n, sizeof *s->host);
     s->rd = malloc((size_t)L * n * sizeof *s->rd);
     TSAFE_CHECK(s->d.r && s->d.e1 && s->d.e0 && s->d.add && s->host && s->rd,
                 TSAFE_E_NOMEM);

@@ -12,6 +12,7 @@
 #include "tensafe/backend_impl.h" /* exports tsafe_context_psi/log_n */
 #include "ckks_internal.h"
 #include "tsafe_check.h"
+#include "alloc.h"
 #include "../common/prng.h"
 
 static pthread_mutex_t g_fftw_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -23,7 +24,7 @@ uint64_t *tsafe_poly_alloc(const tsafe_context *c, uint32_t limbs)
 {
     if (limbs == 0)
         limbs = 1;
-    return calloc((size_t)limbs * c->n, sizeof(uint64_t));
+    return tsafe_calloc_aligned((size_t)limbs * c->n, sizeof(uint64_t));
 }
 
 void tsafe_poly_free(uint64_t *p, const tsafe_context *c, uint32_t limbs,
