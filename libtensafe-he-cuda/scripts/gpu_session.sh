@@ -4,47 +4,62 @@
 #   sh libtensafe-he-cuda/scripts/gpu_session.sh prepare   # here (no GPU needed)
 #   then, with the device tool (repository root there):
 #     command: sh libtensafe-he-cuda/scripts/gpu_session.sh run [STEPS]
-#     (STEPS: any of conformance memcheck racecheck synccheck bench; default
+#     (STEPS: any of conformance memcheck racecheck synccheck bench tool; default
 #     all -- split them over several calls if one call nears the 10-minute
 #     limit)
 #     carry:   ["build/tests/test_cuda_conformance", "build/gpu-carry"]
 #
 # prepare: builds the conformance test (static TenSafe libraries, sm_80 +
-#   sm_90 + PTX) and copies the shared libraries the device image lacks
-#   (GMP, FFTW3, libsodium, cmocka) into build/gpu-carry/lib.
+#   sm_90 + PTX) and the tool, and packs every shared library they load
+#   except glibc's into build/gpu-carry/lib.tar.xz (the device image is
+#   another distribution and lacks most of them).
 # run: on the device machine: the conformance test (every vtable op, CPU vs
 #   CUDA bit for bit, graph capture + replay), compute-sanitizer memcheck,
-#   racecheck and synccheck, then the full benchmark (TSAFE_CUDA_BENCH=1).
+#   racecheck and synccheck, the full benchmark (TSAFE_CUDA_BENCH=1), then
+#   the tool: `bench cuda`, `bench lora --backend cuda`, a CUDA-backed demo.
 #   Logs go to $OUT (or build/gpu-out); a summary table is printed last.
 set -u
 mode="${1:-}"
 case "$mode" in
 prepare)
     set -e
-    make build/tests/test_cuda_conformance
+    make build/tests/test_cuda_conformance build/bin/tensafe
     rm -rf build/gpu-carry
-    mkdir -p build/gpu-carry/lib
-    for lib in $(ldd build/tests/test_cuda_conformance | awk '/=> \//{print $3}'); do
+    mkdir -p build/gpu-carry/lib build/gpu-carry/bin
+    cp build/bin/tensafe build/gpu-carry/bin/
+    # every shared library but glibc's own: the device image is another
+    # distribution (its glibc is newer, so Debian 12's libraries load there)
+    for lib in $(ldd build/tests/test_cuda_conformance build/bin/tensafe |
+                 awk '/=> \//{print $3}' | sort -u); do
         case "$(basename "$lib")" in
-        libgmp*|libfftw3*|libsodium*|libcmocka*) cp -L "$lib" build/gpu-carry/lib/ ;;
+        libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*) ;;
+        *) cp -L "$lib" build/gpu-carry/lib/ ;;
         esac
     done
-    ls -la build/gpu-carry/lib
+    # OpenBLAS alone is 36 MB: the libraries travel compressed (carry limit)
+    tar -C build/gpu-carry/lib -cJf build/gpu-carry/lib.tar.xz .
+    rm -rf build/gpu-carry/lib
     du -sh build/tests/test_cuda_conformance build/gpu-carry
     ;;
 run)
     out="${OUT:-build/gpu-out}"
     mkdir -p "$out"
-    export LD_LIBRARY_PATH="$PWD/build/gpu-carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    libdir=/tmp/tensafe-gpu-lib
+    mkdir -p "$libdir" && tar -C "$libdir" -xJf build/gpu-carry/lib.tar.xz
+    export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     t=build/tests/test_cuda_conformance
-    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/gpu.txt" 2>&1
+    tsafe_tool=build/gpu-carry/bin/tensafe
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv > "$out/gpu.txt" 2>&1
+    ldd --version 2>&1 | head -1 >> "$out/gpu.txt"
+    # each step has a time limit so that one slow tool cannot eat the lease
+    lim() { s=$1; shift; timeout "$s" "$@"; }
     status() { if [ "$1" -eq 0 ]; then echo ok; else echo "FAILED ($1)"; fi; }
     shift
-    steps="${*:-conformance memcheck racecheck synccheck bench}"
+    steps="${*:-conformance memcheck racecheck synccheck bench tool}"
     want() { case " $steps " in *" $1 "*) return 0;; esac; return 1; }
-    r_conf=0; r_mem=0; r_race=0; r_sync=0; r_bench=0
+    r_conf=0; r_mem=0; r_race=0; r_sync=0; r_bench=0; r_tool=0
     if want conformance; then
-        $t > "$out/conformance.log" 2>&1; r_conf=$?
+        lim 120 $t > "$out/conformance.log" 2>&1; r_conf=$?
         # on a GPU machine nothing may skip
         if grep -q "skipped: no CUDA device" "$out/conformance.log"; then r_conf=98; fi
     fi
@@ -52,23 +67,32 @@ run)
     for tool in memcheck racecheck synccheck; do
         want $tool || continue
         if [ -n "$cs" ]; then
-            $cs --tool $tool --error-exitcode 99 $t > "$out/$tool.log" 2>&1; r=$?
+            TSAFE_CUDA_BENCH_SKIP=1 timeout "${SANITIZER_LIMIT:-150}" $cs --tool $tool --report-api-errors no --error-exitcode 99 $t > "$out/$tool.log" 2>&1; r=$?
         else
             r=127
         fi
         case $tool in memcheck) r_mem=$r;; racecheck) r_race=$r;; synccheck) r_sync=$r;; esac
     done
     if want bench; then
-        TSAFE_CUDA_BENCH=1 $t > "$out/bench.log" 2>&1; r_bench=$?
+        TSAFE_CUDA_BENCH=1 timeout 120 $t > "$out/bench.log" 2>&1; r_bench=$?
+    fi
+    if want tool; then
+        # the tool on the device: its CUDA bench, the per-site LoRA bench
+        # with the servers' ring work on the GPU, and a sealed-private demo
+        { lim 90 $tsafe_tool bench cuda && \
+          OPENBLAS_NUM_THREADS=1 timeout 120 $tsafe_tool bench lora --backend cuda && \
+          lim 120 $tsafe_tool demo --backend cuda --tokens 8; } > "$out/tool.log" 2>&1
+        r_tool=$?
     fi
     echo "== device";       cat "$out/gpu.txt"
     echo "== conformance";  grep -E "SEED|PASSED|FAILED|SKIPPED|differs|error" "$out/conformance.log" 2>/dev/null | head -30
     echo "== sanitizers";   for f in memcheck racecheck synccheck; do
                                 echo "$f: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$f.log" 2>/dev/null | tail -1)"; done
     echo "== bench";        grep -A6 "^bench " "$out/bench.log" 2>/dev/null
+    echo "== tool";         grep -E "cuda|sealed|per token|error|tensafe:" "$out/tool.log" 2>/dev/null | head -40
     echo "steps: $steps"
-    echo "conformance $(status $r_conf); memcheck $(status $r_mem); racecheck $(status $r_race); synccheck $(status $r_sync); bench $(status $r_bench)"
-    [ $r_conf -eq 0 ] && [ $r_mem -eq 0 ] && [ $r_race -eq 0 ] && [ $r_sync -eq 0 ] && [ $r_bench -eq 0 ]
+    echo "conformance $(status $r_conf); memcheck $(status $r_mem); racecheck $(status $r_race); synccheck $(status $r_sync); bench $(status $r_bench); tool $(status $r_tool)"
+    [ $r_conf -eq 0 ] && [ $r_mem -eq 0 ] && [ $r_race -eq 0 ] && [ $r_sync -eq 0 ] && [ $r_bench -eq 0 ] && [ $r_tool -eq 0 ]
     ;;
 *)
     echo "usage: $0 prepare|run" >&2

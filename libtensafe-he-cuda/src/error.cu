@@ -64,13 +64,18 @@ void tsafe_cuda_ignore(cudaError_t e)
 /* Declared in emulate.h (tests only); here beside what it checks. */
 extern "C" int tsafe_cuda_emu_fail_clears_last_error(void)
 {
-    cudaError_t e = cudaSetDevice(-1); /* invalid everywhere */
+    /* A plain invalid-argument failure (not a device error, not sticky):
+     * an invalid copy direction. cudaSetDevice(-1) served before the first
+     * GPU run showed that a device maps it to TSAFE_E_NO_DEVICE, which is
+     * indistinguishable here from "no driver". */
+    uint64_t a = 0, b = 0;
+    cudaError_t e = cudaMemcpy(&a, &b, sizeof a, (cudaMemcpyKind)42);
     /* Without a usable driver every runtime call fails with the
      * initialisation error, which stays the last error whatever is done
      * (cudaGetLastError cannot clear it): nothing to check then. */
     if (e == cudaSuccess || cudaPeekAtLastError() == cudaSuccess ||
         tsafe_cuda_map_error(e) == TSAFE_E_NO_DEVICE)
         return -1;
-    (void)tsafe_cuda_fail(e, "cudaSetDevice(-1) (test)");
+    (void)tsafe_cuda_fail(e, "cudaMemcpy with an invalid direction (test)");
     return cudaPeekAtLastError() == cudaSuccess;
 }

@@ -193,7 +193,7 @@ static int bench_sealed(bench_report *r, const char *group, const char *params,
         double msv = bench_median3(sv), msd = bench_median3(sd);
         snprintf(label, sizeof label, "  %s: server, direct calls", name);
         bench_report_add(r, group, label, params, msd, NULL);
-        snprintf(label, sizeof label, "  %s: server, CPU backend vtable", name);
+        snprintf(label, sizeof label, "  %s: server, backend vtable", name);
         snprintf(note, sizeof note, "vtable/direct: server %.3fx, token %.3fx (%s)", msv / msd,
                  mv / md, tsafe_sealed_server_backend_name(c.server));
         bench_report_add(r, group, label, params, msv, note);
