@@ -101,6 +101,41 @@ static void run_sealed(void *arg)
         tsafe_lora_bytes_free(m[i]);
 }
 
+typedef struct {
+    double token, encrypt, rest, server, offline; /* µs, medians per token */
+} sealed_medians;
+
+/* Two tokens to open the session, then reps tokens, each stage's time
+ * taken per token; -1 when out of memory (a failed token sets c->failed). */
+static int sealed_measure(sealed_case *c, int reps, sealed_medians *out)
+{
+    if (reps < 1)
+        reps = 1;
+    double *v = malloc(5 * (size_t)reps * sizeof *v);
+    if (!v)
+        return -1;
+    for (int i = 0; i < 2; i++)
+        run_sealed(c);
+    for (int i = 0; i < reps; i++) {
+        memset(&c->stats, 0, sizeof c->stats);
+        double t0 = bench_now_us();
+        run_sealed(c);
+        const tsafe_lora_stats *s = &c->stats;
+        v[i] = bench_now_us() - t0;
+        v[reps + i] = s->encrypt_us;
+        v[2 * reps + i] = s->decrypt_us + s->sums_us;
+        v[3 * reps + i] = s->products_us + s->reduce_us + s->bu_us;
+        v[4 * reps + i] = s->offline_us;
+    }
+    out->token = bench_median_of(v, reps);
+    out->encrypt = bench_median_of(v + reps, reps);
+    out->rest = bench_median_of(v + 2 * reps, reps);
+    out->server = bench_median_of(v + 3 * reps, reps);
+    out->offline = bench_median_of(v + 4 * reps, reps);
+    free(v);
+    return 0;
+}
+
 static double bench_median3(const double *v)
 {
     double a = v[0], b = v[1], c = v[2];
@@ -138,32 +173,35 @@ static int bench_sealed(bench_report *r, const char *group, const char *params,
         rc = tool_fail("bench lora: sealed setup", st);
         goto out;
     }
-    double t = bench_median_us(run_sealed, &c, 2, reps);
+    /* medians per token of the whole token and of each party's share (the
+     * two first tokens, which open the session and warm the pools, are not
+     * counted) */
+    sealed_medians m, mz;
+    if (sealed_measure(&c, reps, &m) != 0 || (c.refill = 1, sealed_measure(&c, reps, &mz)) != 0) {
+        rc = tool_fail("bench lora: sealed run", TSAFE_E_NOMEM);
+        goto out;
+    }
+    c.refill = 0;
+    double t = m.token;
     char label[96], note[160];
     snprintf(label, sizeof label, "HE-LoRA %s (bytes)", name);
     snprintf(note, sizeof note, "HE/plain %.1fx, /local %.1fx, /plain-ZeRo-MOAI %.2fx", t / plain,
              t / local, t / two);
     bench_report_add(r, group, label, params, t, note);
-    int n = reps + 2;
-    const tsafe_lora_stats *s = &c.stats;
     snprintf(label, sizeof label, "  %s: client encrypt x (shared)", name);
-    bench_report_add(r, group, label, params, s->encrypt_us / n, NULL);
+    bench_report_add(r, group, label, params, m.encrypt, NULL);
     snprintf(label, sizeof label, "  %s: client rest (decrypt, shares)", name);
-    bench_report_add(r, group, label, params, (s->decrypt_us + s->sums_us) / n, NULL);
+    bench_report_add(r, group, label, params, m.rest, NULL);
     snprintf(label, sizeof label, "  %s: server (both rounds)", name);
-    bench_report_add(r, group, label, params, (s->products_us + s->reduce_us + s->bu_us) / n, NULL);
+    bench_report_add(r, group, label, params, m.server, NULL);
     /* the same loop with the server's offline part after every token
      * (tsafe_sealed_server_refill): its online time and the time it moved
      * out, apart */
-    memset(&c.stats, 0, sizeof c.stats);
-    c.refill = 1;
-    (void)bench_median_us(run_sealed, &c, 2, reps);
-    c.refill = 0;
     snprintf(label, sizeof label, "  %s: server online, zeros prepared", name);
-    bench_report_add(r, group, label, params, (s->products_us + s->reduce_us + s->bu_us) / n,
+    bench_report_add(r, group, label, params, mz.server,
                      "encryptions of zero prepared between tokens");
     snprintf(label, sizeof label, "  %s: server between tokens", name);
-    bench_report_add(r, group, label, params, s->offline_us / n, "tsafe_sealed_server_refill");
+    bench_report_add(r, group, label, params, mz.offline, "tsafe_sealed_server_refill");
     tsafe_sealed_sizes z;
     if (tsafe_sealed_plan_sizes(&plan, rank, dout, &z) == TSAFE_OK) {
         snprintf(label, sizeof label, "  %s: bytes query (shared by sites)", name);
