@@ -397,6 +397,47 @@ static void test_switch_and_mul_add(void **state)
     check_switch(random_prime(60), random_prime(40), 9);
 }
 
+/* tsafe_vec_from_i64_small (IFMA where the prime allows, scalar otherwise)
+ * against GMP's v mod q: values on both sides of zero and up to q - 1 in
+ * magnitude; a value of magnitude >= q anywhere (start, middle, tail) makes
+ * it return -1. */
+static void check_from_i64(uint64_t q, size_t n)
+{
+    int64_t *v = malloc(n * sizeof *v);
+    uint64_t *out = malloc(n * sizeof *out);
+    mpz_t x, m;
+    mpz_inits(x, m, NULL);
+    mpz_set_u64(m, q);
+    for (size_t j = 0; j < n; j++) {
+        uint64_t mag = j % 5 == 0 ? q - 1 : rnd() % (j % 3 ? 2048 : q);
+        v[j] = (rnd() & 1) ? -(int64_t)mag : (int64_t)mag;
+    }
+    assert_int_equal(tsafe_vec_from_i64_small(out, v, n, q), 0);
+    for (size_t j = 0; j < n; j++) {
+        mpz_set_si(x, (long)v[j]);
+        mpz_mod(x, x, m);
+        assert_true(out[j] == mpz_get_u64(x));
+    }
+    size_t at[3] = {0, n / 2, n - 1};
+    for (int i = 0; i < 3; i++) {
+        int64_t keep = v[at[i]];
+        v[at[i]] = (i & 1) ? -(int64_t)q : (int64_t)q;
+        assert_int_equal(tsafe_vec_from_i64_small(out, v, n, q), -1);
+        v[at[i]] = keep;
+    }
+    mpz_clears(x, m, NULL);
+    free(v), free(out);
+}
+
+static void test_from_i64_small(void **state)
+{
+    (void)state;
+    check_from_i64(random_prime(30), 4096);
+    check_from_i64(random_prime(49), 1001);
+    check_from_i64(random_prime(30), 7);
+    check_from_i64(random_prime(60), 513); /* scalar path */
+}
+
 int main(void)
 {
     tsafe_test_rng_init("ring_arith");
@@ -406,6 +447,7 @@ int main(void)
         cmocka_unit_test(test_primes_errors),
         cmocka_unit_test(test_primitive_root),
         cmocka_unit_test(test_switch_and_mul_add),
+        cmocka_unit_test(test_from_i64_small),
     };
     return cmocka_run_group_tests_name("ring_arith", tests, NULL, NULL);
 }

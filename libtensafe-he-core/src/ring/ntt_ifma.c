@@ -341,6 +341,25 @@ void tsafe_ifma_vec_from_i8(uint64_t *out, const int8_t *e, size_t n, uint64_t q
         out[k] = e[k] < 0 ? q - (uint64_t)(-e[k]) : (uint64_t)e[k];
 }
 
+int tsafe_ifma_vec_from_i64_small(uint64_t *out, const int64_t *v, size_t n, uint64_t q)
+{
+    const __m512i vq = _mm512_set1_epi64((long long)q), zero = _mm512_setzero_si512();
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+        __m512i x = _mm512_loadu_si512((const void *)(v + k));
+        if (_mm512_cmpge_epu64_mask(_mm512_abs_epi64(x), vq))
+            return -1;
+        ST(out + k, _mm512_mask_add_epi64(x, _mm512_cmplt_epi64_mask(x, zero), x, vq));
+    }
+    for (; k < n; k++) {
+        uint64_t m = v[k] < 0 ? (uint64_t)0 - (uint64_t)v[k] : (uint64_t)v[k];
+        if (m >= q)
+            return -1;
+        out[k] = v[k] < 0 ? q - m : m;
+    }
+    return 0;
+}
+
 void tsafe_ifma_vec_mul_scalar(uint64_t *out, const uint64_t *a, uint64_t cst,
                                uint64_t cp52, size_t n, uint64_t q)
 {

@@ -219,6 +219,10 @@ void tsafe_vec_mod_switch(uint64_t *out, const uint64_t *xi, const uint64_t *xl,
  * and out = e mod q. AVX-512 where the IFMA kernels run. */
 void tsafe_vec_add_i8(uint64_t *x, const int8_t *e, size_t n, uint64_t q);
 void tsafe_vec_from_i8(uint64_t *out, const int8_t *e, size_t n, uint64_t q);
+/* out = v mod q for 64-bit v with |v| < q (plaintext weights); returns 0,
+ * or -1 as soon as some |v| >= q is met (out is then partly written: the
+ * caller reduces those values another way). */
+int tsafe_vec_from_i64_small(uint64_t *out, const int64_t *v, size_t n, uint64_t q);
 
 /* Shoup quotients for a whole vector. */
 void tsafe_vec_shoup_precompute(uint64_t *wp, const uint64_t *w, size_t n,

@@ -160,6 +160,19 @@ void tsafe_vec_from_i8(uint64_t *out, const int8_t *e, size_t n, uint64_t q)
         out[k] = e[k] < 0 ? q - (uint64_t)(-e[k]) : (uint64_t)e[k];
 }
 
+int tsafe_vec_from_i64_small(uint64_t *out, const int64_t *v, size_t n, uint64_t q)
+{
+    if (ifma_ok(q, n))
+        return tsafe_ifma_vec_from_i64_small(out, v, n, q);
+    for (size_t k = 0; k < n; k++) {
+        uint64_t m = v[k] < 0 ? (uint64_t)0 - (uint64_t)v[k] : (uint64_t)v[k];
+        if (m >= q)
+            return -1;
+        out[k] = v[k] < 0 ? q - m : m;
+    }
+    return 0;
+}
+
 void tsafe_vec_shoup_precompute(uint64_t *wp, const uint64_t *w, size_t n,
                                 uint64_t q)
 {

@@ -768,10 +768,14 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
             any_band |= band[k];
         }
         /* the band's columns of B_q (the rest zero), for the d-chunks */
-        if (any_band)
+        if (any_band) { /* a mask per column: no branch on the random band */
+            int64_t keep[1024];
+            for (uint32_t k = 0; k < rank; k++)
+                keep[k] = band[k] ? -1 : 0;
             for (uint32_t j = 0; j < site->d_out; j++)
                 for (uint32_t k = 0; k < rank; k++)
-                    s->colsel[(size_t)j * rank + k] = band[k] ? site->bq[(size_t)j * rank + k] : 0;
+                    s->colsel[(size_t)j * rank + k] = site->bq[(size_t)j * rank + k] & keep[k];
+        }
         for (uint32_t c = 0; c < l->n_chunks; c++) {
             hit[c] = 0;
             for (uint32_t j = 0; j < l->chunk && c * l->chunk + j < rank; j++)
