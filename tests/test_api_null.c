@@ -4102,6 +4102,17 @@ CHECK_FN(tsafe_sealed_server_refill)
     OK(tsafe_sealed_server_refill(S.sv, NULL)); /* no session yet: nothing to do */
 }
 
+CHECK_FN(tsafe_sealed_server_prepare_round2)
+{
+    sealed_world();
+    const tsafe_sealed_site *sites[1] = {S.site};
+    IS(TSAFE_E_NULL, tsafe_sealed_server_prepare_round2(NULL, sites, 1, NULL));
+    IS(TSAFE_E_NULL, tsafe_sealed_server_prepare_round2(S.sv, NULL, 1, NULL));
+    IS(TSAFE_E_RANGE, tsafe_sealed_server_prepare_round2(S.sv, sites, 0, NULL));
+    /* no session, no round 1 pending */
+    IS(TSAFE_E_STATE, tsafe_sealed_server_prepare_round2(S.sv, sites, 1, NULL));
+}
+
 CHECK_FN(tsafe_sealed_server_set_direct)
 {
     sealed_world();
@@ -4132,7 +4143,7 @@ CHECK_FN(tsafe_sealed_pair_set_direct)
 
 static const api_case k_lora_sealed[] = {
     ENTRY(tsafe_sealed_server_use_backend), ENTRY(tsafe_sealed_server_set_direct),
-    ENTRY(tsafe_sealed_server_refill),
+    ENTRY(tsafe_sealed_server_refill), ENTRY(tsafe_sealed_server_prepare_round2),
     ENTRY(tsafe_sealed_server_backend_name), ENTRY(tsafe_sealed_pair_use_backend),
     ENTRY(tsafe_sealed_pair_set_direct),
     ENTRY(tsafe_sealed_plan_derive), ENTRY(tsafe_sealed_plan_check),

@@ -269,6 +269,126 @@ static void sealed_private_mixed_sites(void **state)
     tsafe_sealed_server_free(s);
 }
 
+/* One sealed-private token of sites ss through client c and server s;
+ * prep: call tsafe_sealed_server_prepare_round2 between the rounds with
+ * the sites prep_ss (NULL: do not). */
+static void token_sites(tsafe_sealed_client *c, tsafe_sealed_server *s,
+                        const tsafe_sealed_site *const *ss, const tsafe_sealed_site *const *prep_ss,
+                        int n, const uint32_t *rank, const uint32_t *d_out, const float *x,
+                        float **delta)
+{
+    uint8_t *q, *r1, *sh, *r2;
+    size_t ql, r1l, shl, r2l;
+    assert_int_equal(tsafe_sealed_client_query(c, x, &q, &ql, NULL), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_server_round1(s, ss, (size_t)n, q, ql, &r1, &r1l, NULL),
+                     TSAFE_OK);
+    if (prep_ss) {
+        tsafe_lora_stats st = {0};
+        assert_int_equal(tsafe_sealed_server_prepare_round2(s, prep_ss, (size_t)n, &st),
+                         TSAFE_OK);
+        assert_true(st.offline_us > 0);
+        /* a second call for the same token does nothing */
+        assert_int_equal(tsafe_sealed_server_prepare_round2(s, prep_ss, (size_t)n, NULL),
+                         TSAFE_OK);
+    }
+    assert_int_equal(tsafe_sealed_client_respond(c, r1, r1l, (size_t)n, rank, d_out, NULL, 1,
+                                                 &sh, &shl, NULL), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_server_round2(s, ss, (size_t)n, sh, shl, &r2, &r2l, NULL),
+                     TSAFE_OK);
+    assert_int_equal(tsafe_sealed_client_finish(c, r2, r2l, (size_t)n, d_out, delta, NULL),
+                     TSAFE_OK);
+    tsafe_lora_bytes_free(q);
+    tsafe_lora_bytes_free(r1);
+    tsafe_lora_bytes_free(sh);
+    tsafe_lora_bytes_free(r2);
+}
+
+/* Round 2 prepared between the rounds (what tensafe serve does while the
+ * client answers) gives the same deltas, bit for bit, as round 2 done in
+ * one go: two servers with the same seed draw the same masks R, so the
+ * clients' shares and the exact u~ agree, and only the sealing randomness
+ * differs. Also with the preparation made for other site objects (round 2
+ * then redoes it), and the preparation's refusals. */
+static void prepared_round2_same_deltas(void **state)
+{
+    (void)state;
+    enum { NS = 2 };
+    const uint32_t d_in = 1536, rank[NS] = {16, 16}, d_out[NS] = {512, 1536};
+    tsafe_sealed_plan p;
+    assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED_PRIVATE, d_in, 16, 1536, NULL, &p),
+                     TSAFE_OK);
+    adapter a[NS];
+    tsafe_sealed_site *site[NS], *twin;
+    float *dA[NS], *dB[NS];
+    double *want[NS];
+    for (int i = 0; i < NS; i++) {
+        adapter_make(&a[i], d_in, rank[i], d_out[i]);
+        assert_int_equal(tsafe_sealed_site_create(&p, a[i].A, a[i].B, rank[i], d_out[i],
+                                                  a[i].scale, &site[i]), TSAFE_OK);
+        dA[i] = malloc(d_out[i] * sizeof *dA[i]);
+        dB[i] = malloc(d_out[i] * sizeof *dB[i]);
+        want[i] = malloc(d_out[i] * sizeof *want[i]);
+    }
+    assert_int_equal(tsafe_sealed_site_create(&p, a[1].A, a[1].B, rank[1], d_out[1],
+                                              a[1].scale, &twin), TSAFE_OK);
+    tsafe_sealed_client *cA, *cB;
+    tsafe_sealed_server *sA, *sB;
+    open_pair(&p, &cA, &sA);
+    open_pair(&p, &cB, &sB);
+    const tsafe_sealed_site *ss[NS] = {site[0], site[1]}, *other[NS] = {site[0], twin};
+    for (int tok = 0; tok < 3; tok++) {
+        /* the same seed for both servers at each token (the preparation
+         * draws its own seeds, which would shift B's stream) */
+        uint8_t seed[32];
+        tsafe_test_seed32(seed);
+        tsafe_sealed_server_debug_seed(sA, seed);
+        tsafe_sealed_server_debug_seed(sB, seed);
+        for (uint32_t j = 0; j < d_in; j++)
+            a[0].x[j] = tsafe_test_uniform_float(-3, 3);
+        memcpy(a[1].x, a[0].x, d_in * sizeof *a[0].x);
+        token_sites(cA, sA, ss, NULL, NS, rank, d_out, a[0].x, dA);
+        /* token 2: prepared for other objects, so round 2 redoes the work */
+        token_sites(cB, sB, ss, tok == 2 ? other : ss, NS, rank, d_out, a[0].x, dB);
+        for (int i = 0; i < NS; i++) {
+            assert_memory_equal(dA[i], dB[i], d_out[i] * sizeof *dA[i]);
+            reference_delta(&a[i], want[i]);
+            double err = rel_l2(dB[i], want[i], d_out[i]);
+            printf("# prepared round 2, token %d site %d: rel L2 %.2e, same bits as unprepared\n",
+                   tok, i, err);
+            assert_true(err <= 1e-3);
+        }
+        /* the offline half between tokens, as tensafe serve does */
+        assert_int_equal(tsafe_sealed_server_refill(sB, NULL), TSAFE_OK);
+    }
+    /* refusals: no round 1 pending; a site of another rank than round 1's */
+    assert_int_equal(tsafe_sealed_server_prepare_round2(sB, ss, NS, NULL), TSAFE_E_STATE);
+    tsafe_sealed_site *narrow;
+    assert_int_equal(tsafe_sealed_site_create(&p, a[0].A, a[0].B, 8, d_out[0], a[0].scale,
+                                              &narrow), TSAFE_OK);
+    uint8_t *q, *r1;
+    size_t ql, r1l;
+    assert_int_equal(tsafe_sealed_client_query(cB, a[0].x, &q, &ql, NULL), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_server_round1(sB, ss, NS, q, ql, &r1, &r1l, NULL), TSAFE_OK);
+    const tsafe_sealed_site *wrong[NS] = {narrow, site[1]};
+    assert_int_equal(tsafe_sealed_server_prepare_round2(sB, wrong, NS, NULL), TSAFE_E_RANGE);
+    assert_int_equal(tsafe_sealed_server_prepare_round2(sB, ss, 1, NULL), TSAFE_E_RANGE);
+    tsafe_lora_bytes_free(q);
+    tsafe_lora_bytes_free(r1);
+    tsafe_sealed_site_free(narrow);
+    tsafe_sealed_site_free(twin);
+    for (int i = 0; i < NS; i++) {
+        tsafe_sealed_site_free(site[i]);
+        adapter_free(&a[i]);
+        free(dA[i]);
+        free(dB[i]);
+        free(want[i]);
+    }
+    tsafe_sealed_client_free(cA);
+    tsafe_sealed_client_free(cB);
+    tsafe_sealed_server_free(sA);
+    tsafe_sealed_server_free(sB);
+}
+
 /* A query read by many sites: the planner takes a shorter x chunk (a longer
  * query, fewer response blocks per site) and the bytes of a token with that
  * many sites fall; the option is part of the plan (a server planning for
@@ -595,6 +715,7 @@ int main(void)
         cmocka_unit_test(sealed_exact_shapes),
         cmocka_unit_test(sealed_private_shapes),
         cmocka_unit_test(sealed_private_mixed_sites),
+        cmocka_unit_test(prepared_round2_same_deltas),
         cmocka_unit_test(sites_per_query_split),
         cmocka_unit_test(backend_path_sealed),
         cmocka_unit_test(backend_path_sealed_private),

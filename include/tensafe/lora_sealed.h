@@ -200,11 +200,29 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_use_backend(
  * next token's rounds do only their online part (tsafe_bfv_sealer_prepare).
  * Optional: without it each sealing makes its own. Time goes to
  * stats->offline_us (stats may be NULL). A no-op before a session, on the
- * direct path, and when enough are ready. Measured on the 2-core CPU
- * machine it does not pay in a tight loop (the next token's caches are
- * cold), so tensafe serve and the in-process pair do not call it. */
+ * direct path, and when enough are ready. For hosts with idle time
+ * between tokens and for device backends: on the 2-core CPU machine it
+ * does not pay in a tight loop (the next token's caches are cold), nor
+ * between the tokens of tensafe serve over 127.0.0.1 (the client's next
+ * query arrives before it is done), so neither the in-process pair nor
+ * tensafe serve calls it. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_refill(
     tsafe_sealed_server *s, tsafe_lora_stats *stats);
+/* sealed-private: the part of round 2 that needs only the server's own
+ * masks, to run between round 1 and round 2 (after response 1 went out,
+ * while the client decrypts and encrypts its shares): for each site the
+ * band test and constants and the per-token band plaintexts (16 encodings
+ * and transforms per site at d = 2048, r = 32: about 0.3 ms, 15 % of the
+ * server's round-2 work). sites: those of round 1, in the same order; round 2 uses what
+ * was prepared only if it gets the same site objects, else it redoes the
+ * work itself (the result is the same either way). Memory: one pooled
+ * polynomial per band plaintext of the token (about 1.5 MB per such site
+ * at N = 4096), kept for later tokens. Time goes to stats->offline_us
+ * (NULL ok). TSAFE_E_STATE unless round 1 is pending; a no-op in sealed
+ * mode, on the direct path, and when already prepared for this token. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_prepare_round2(
+    tsafe_sealed_server *s, const tsafe_sealed_site *const *sites, size_t n_sites,
+    tsafe_lora_stats *stats);
 /* Diagnostics: on = 1 runs the pre-backend direct calls of bfv.h instead
  * (tests compare the bytes of both paths, `tensafe bench lora` their
  * times); 0 returns to the backend (TSAFE_E_STATE if there is none). */

@@ -51,6 +51,16 @@ struct tsafe_sealed_server {
     int seeded;
     uint64_t draws;
     size_t seals1, seals2;                /* of the last token: refill targets */
+
+    /* Round 2 prepared while the client answers round 1
+     * (tsafe_sealed_server_prepare_round2, backend path): per coordinate
+     * the band bit and C (flat like R, and as secret), per site its first
+     * band plaintext in `band`; round 2 uses them only for the same sites. */
+    uint8_t *pband;
+    int64_t *pC;
+    size_t *pfirst;
+    const tsafe_sealed_site **psites;
+    int prepared;
 };
 
 /* ------------------------------------------------------------ backends */
@@ -255,7 +265,13 @@ void tsafe_sealed_server_free(tsafe_sealed_server *s)
     tsafe_bfv_context_free(s->c2);
     if (s->R)
         sodium_memzero(s->R, s->R_cap * sizeof *s->R);
+    if (s->pC)
+        sodium_memzero(s->pC, s->R_cap * sizeof *s->pC);
     free(s->R);
+    free(s->pC);
+    free(s->pband);
+    free(s->pfirst);
+    free(s->psites);
     free(s->last_u);
     free(s->off);
     free(s->pos);
@@ -298,7 +314,9 @@ tsafe_status tsafe_sealed_server_create(const tsafe_sealed_plan *plan,
         TSAFE_TRY(tsafe_bfv_sealed_create(s->c2, n, &s->res2));
         s->coeff = malloc(n * sizeof *s->coeff);
         s->colsel = malloc((size_t)plan->d_out_max * plan->rank * sizeof *s->colsel);
-        TSAFE_CHECK(s->coeff && s->colsel, TSAFE_E_NOMEM);
+        s->pfirst = calloc(TSAFE_MSG_MAX_SITES, sizeof *s->pfirst);
+        s->psites = calloc(TSAFE_MSG_MAX_SITES, sizeof *s->psites);
+        TSAFE_CHECK(s->coeff && s->colsel && s->pfirst && s->psites, TSAFE_E_NOMEM);
     }
     TSAFE_TRY(backend_setup(s)); /* the CPU backend until the host picks one */
     *out = s;
@@ -379,11 +397,18 @@ static tsafe_status reserve_R(tsafe_sealed_server *s, size_t need)
         return TSAFE_OK;
     if (s->R)
         sodium_memzero(s->R, s->R_cap * sizeof *s->R);
+    if (s->pC)
+        sodium_memzero(s->pC, s->R_cap * sizeof *s->pC);
     free(s->R);
+    free(s->pC);
+    free(s->pband);
     free(s->last_u);
     s->R = malloc(need * sizeof *s->R);
     s->last_u = calloc(need, sizeof *s->last_u);
-    s->R_cap = s->R && s->last_u ? need : 0;
+    int priv = s->plan.mode == TSAFE_SEALED_PRIVATE;
+    s->pC = priv ? malloc(need * sizeof *s->pC) : NULL;
+    s->pband = priv ? malloc(need) : NULL;
+    s->R_cap = s->R && s->last_u && (!priv || (s->pC && s->pband)) ? need : 0;
     return s->R_cap ? TSAFE_OK : TSAFE_E_NOMEM;
 }
 
@@ -570,6 +595,7 @@ tsafe_status tsafe_sealed_server_round1(tsafe_sealed_server *s,
         return st;
     }
     s->await_round2 = 1;
+    s->prepared = 0;
     s->n_sites = n_sites;
     s->seals1 = j; /* blocks sealed: what refill prepares for the next token */
     *response = w.buf;
@@ -673,20 +699,84 @@ static tsafe_status round2_sealed(tsafe_sealed_server *s,
     return TSAFE_OK;
 }
 
-/* Round 2's products of one site on the backend: block b is job b, with
- * the fixed B_q operands and, for the chunks holding band rows, this
- * token's band plaintexts (encoded into pooled operands). */
-static tsafe_status round2_products(tsafe_sealed_server *s, const tsafe_sealed_site *site,
-                                    const tsafe_sealed_operands *ops, const uint8_t *hit)
+/* A site's band (coordinates whose wrap the server cannot decide from R
+ * alone) and the constants C of u~ = floor(v/2^k) + band*d + C, from its
+ * masks R; returns whether any coordinate is in the band. */
+static int band_and_c(const tsafe_sealed_plan *p, const tsafe_sealed_site *site,
+                      const uint64_t *R, uint8_t *band, int64_t *C)
+{
+    int64_t t = (int64_t)1 << p->r1.t_bits, half = t / 2;
+    int any = 0;
+    for (uint32_t k = 0; k < site->rank; k++) {
+        int64_t Rk = (int64_t)R[k], U = site->u_bound[k];
+        band[k] = Rk > half - U && Rk <= half + U;
+        int64_t known = !band[k] && Rk > half + U;
+        /* + 1: the two floors lose 1 on average; this centres u~ */
+        C[k] = tsafe_sealed_floor_shift(Rk - half - (known ? t : 0), site->trunc_bits) + 1;
+        any |= band[k];
+    }
+    return any;
+}
+
+/* hit[c]: chunk c of round 2's layout holds a band coordinate. */
+static size_t band_hits(const tsafe_sealed_layout *l, uint32_t rank, const uint8_t *band,
+                        uint8_t *hit)
+{
+    size_t n = 0;
+    for (uint32_t c = 0; c < l->n_chunks; c++) {
+        hit[c] = 0;
+        for (uint32_t j = 0; j < l->chunk && c * l->chunk + j < rank; j++)
+            hit[c] |= band[c * l->chunk + j];
+        n += hit[c];
+    }
+    return n;
+}
+
+/* s->colsel = the band's columns of B_q, the rest zero (a mask per
+ * column: no branch on the random band). */
+static void select_band_columns(tsafe_sealed_server *s, const tsafe_sealed_site *site,
+                                const uint8_t *band)
+{
+    uint32_t rank = site->rank;
+    int64_t keep[1024];
+    for (uint32_t k = 0; k < rank; k++)
+        keep[k] = band[k] ? -1 : 0;
+    for (uint32_t j = 0; j < site->d_out; j++)
+        for (uint32_t k = 0; k < rank; k++)
+            s->colsel[(size_t)j * rank + k] = site->bq[(size_t)j * rank + k] & keep[k];
+}
+
+/* The per-token band plaintexts of a site on the backend: for each block,
+ * each chunk with a band coordinate, in that order, into band[first..]
+ * (the pool holds at least first + n_hit * n_blocks entries). */
+static tsafe_status build_band_plains(tsafe_sealed_server *s, const tsafe_sealed_site *site,
+                                      const uint8_t *band, const uint8_t *hit, size_t first)
 {
     const tsafe_sealed_layout *l = &site->l2;
-    size_t n = tsafe_bfv_context_n(s->c2), nb = l->n_blocks, nc = l->n_chunks;
-    size_t n_hit = 0;
-    for (size_t c = 0; c < nc; c++)
-        n_hit += hit[c];
+    size_t n = tsafe_bfv_context_n(s->c2), used = first;
+    select_band_columns(s, site, band);
+    tsafe_status st = TSAFE_OK;
+    for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++)
+        for (uint32_t c = 0; c < l->n_chunks && st == TSAFE_OK; c++) {
+            if (!hit[c])
+                continue;
+            tsafe_sealed_encode_block(l, s->colsel, site->rank, c, b, s->coeff, n);
+            st = tsafe_bfv_plain_encode_buffer(s->c2, s->coeff, n, s->band[used++]);
+        }
+    return st;
+}
+
+/* Round 2's products of one site on the backend: per block the share
+ * chunks times the fixed B_q blocks, and the wrap chunks with a band
+ * coordinate times their band plaintexts (band[first..], built by
+ * build_band_plains), as one multiply-accumulate call. */
+static tsafe_status round2_products(tsafe_sealed_server *s, const tsafe_sealed_site *site,
+                                    const tsafe_sealed_operands *ops, const uint8_t *hit,
+                                    size_t first)
+{
+    const tsafe_sealed_layout *l = &site->l2;
+    size_t nb = l->n_blocks, nc = l->n_chunks;
     tsafe_status st = pool_reserve(s->be2, &s->accs2, &s->n_accs2, nb, 2);
-    if (st == TSAFE_OK)
-        st = pool_reserve(s->be2, &s->band, &s->n_band, n_hit * nb, 1);
     if (st != TSAFE_OK)
         return st;
     tsafe_backend_mac *job = malloc(nb * sizeof *job);
@@ -696,50 +786,91 @@ static tsafe_status round2_products(tsafe_sealed_server *s, const tsafe_sealed_s
         free(terms);
         return TSAFE_E_NOMEM;
     }
-    size_t used = 0;
-    for (uint32_t b = 0; b < nb && st == TSAFE_OK; b++) {
+    size_t used = first;
+    for (uint32_t b = 0; b < nb; b++) {
         const tsafe_buffer **a = terms + 2 * b * 2 * nc, **w = a + 2 * nc;
         size_t k = 0;
         for (uint32_t c = 0; c < nc; c++, k++) {
             a[k] = s->zb[c];
             w[k] = ops->o2[(size_t)c * nb + b];
         }
-        for (uint32_t c = 0; c < nc && st == TSAFE_OK; c++) {
+        for (uint32_t c = 0; c < nc; c++) {
             if (!hit[c])
                 continue;
-            tsafe_sealed_encode_block(l, s->colsel, site->rank, c, b, s->coeff, n);
-            tsafe_buffer *pd = s->band[used++];
-            st = tsafe_bfv_plain_encode_buffer(s->c2, s->coeff, n, pd);
             a[k] = s->zb[nc + c];
-            w[k++] = pd;
+            w[k++] = s->band[used++];
         }
         job[b] = (tsafe_backend_mac){s->accs2[b], k, a, w, 1};
     }
-    if (st == TSAFE_OK)
-        st = tsafe_backend_mul_acc(s->be2, job, nb);
+    st = tsafe_backend_mul_acc(s->be2, job, nb);
     free(job);
     free(terms);
+    return st;
+}
+
+tsafe_status tsafe_sealed_server_prepare_round2(tsafe_sealed_server *s,
+                                                const tsafe_sealed_site *const *sites,
+                                                size_t n_sites, tsafe_lora_stats *stats)
+{
+    TSAFE_REQUIRE(s, TSAFE_E_NULL);
+    tsafe_status st = check_sites(s, sites, n_sites);
+    if (st != TSAFE_OK)
+        return st;
+    TSAFE_REQUIRE(s->have_session && s->await_round2, TSAFE_E_STATE);
+    TSAFE_REQUIRE(n_sites == s->n_sites, TSAFE_E_RANGE);
+    if (s->plan.mode != TSAFE_SEALED_PRIVATE || s->direct || s->prepared)
+        return TSAFE_OK; /* nothing to prepare, or done */
+    double t0 = tsafe_lora_now_us();
+    for (size_t i = 0; i < n_sites; i++)
+        TSAFE_REQUIRE(sites[i]->rank == s->off[i + 1] - s->off[i], TSAFE_E_RANGE);
+    uint8_t hit[MAX_CHUNKS];
+    size_t total = 0;
+    for (size_t i = 0; i < n_sites; i++) {
+        const tsafe_sealed_site *site = sites[i];
+        size_t o = s->off[i];
+        band_and_c(&s->plan, site, s->R + o, s->pband + o, s->pC + o);
+        s->pfirst[i] = total;
+        total += band_hits(&site->l2, site->rank, s->pband + o, hit) * site->l2.n_blocks;
+    }
+    st = pool_reserve(s->be2, &s->band, &s->n_band, total, 1);
+    for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
+        const tsafe_sealed_site *site = sites[i];
+        const uint8_t *band = s->pband + s->off[i];
+        band_hits(&site->l2, site->rank, band, hit);
+        st = build_band_plains(s, site, band, hit, s->pfirst[i]);
+        s->psites[i] = site;
+    }
+    /* Round 2's encryptions of zero are left to the sealings (or to
+     * tsafe_sealed_server_refill): prepared here they cost twice the band
+     * work, more than the client's answer takes on a fast link (measured
+     * on 127.0.0.1: the share then waits for the server). */
+    s->prepared = st == TSAFE_OK;
+    if (stats)
+        stats->offline_us += tsafe_lora_now_us() - t0;
     return st;
 }
 
 /* sealed-private: Enc(floor(v/2^k)), Enc(d) -> Enc(B_q u~), with
  * u~ = floor(v/2^k) + band * d + C (see docs/THREAT_MODEL.md: the band is
  * where the server cannot tell whether v + R wrapped; there the client's
- * second representative d = -(t/2^k)[v >= t/2] is used). */
+ * second representative d = -(t/2^k)[v >= t/2] is used). The band work
+ * comes from tsafe_sealed_server_prepare_round2 when it ran for these
+ * sites, else it is done here. */
 static tsafe_status round2_private(tsafe_sealed_server *s,
                                    const tsafe_sealed_site *const *sites,
                                    size_t n_sites, tsafe_rbuf *r, tsafe_wbuf *w,
                                    double *prod_us)
 {
     const tsafe_sealed_plan *p = &s->plan;
-    int64_t t = (int64_t)1 << p->r1.t_bits, half = t / 2;
     uint64_t t2 = 1ull << p->r2.t_bits;
     size_t n = tsafe_bfv_context_n(s->c2), ctl = tsafe_bfv_ct_bytes(s->c2);
     uint32_t flood2 = tsafe_sealed_flood2(p);
-    const uint64_t *R = s->R;
+    int prepared = s->prepared && !s->direct;
+    for (size_t i = 0; prepared && i < n_sites; i++)
+        prepared = sites[i] == s->psites[i];
     tsafe_status st = TSAFE_OK;
-    int64_t C[1024];
-    uint8_t band[1024], hit[MAX_CHUNKS];
+    int64_t C_here[1024];
+    uint8_t band_here[1024], hit[MAX_CHUNKS];
     for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
         const tsafe_sealed_site *site = sites[i];
         const tsafe_sealed_layout *l = &site->l2;
@@ -757,39 +888,26 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
             if (st != TSAFE_OK)
                 return st;
         }
-        int any_band = 0;
-        uint32_t ks = site->trunc_bits;
-        for (uint32_t k = 0; k < rank; k++) {
-            int64_t Rk = (int64_t)R[k], U = site->u_bound[k];
-            band[k] = Rk > half - U && Rk <= half + U;
-            int64_t known = !band[k] && Rk > half + U;
-            /* + 1: the two floors lose 1 on average; this centres u~ */
-            C[k] = tsafe_sealed_floor_shift(Rk - half - (known ? t : 0), ks) + 1;
-            any_band |= band[k];
-        }
-        /* the band's columns of B_q (the rest zero), for the d-chunks */
-        if (any_band) { /* a mask per column: no branch on the random band */
-            int64_t keep[1024];
-            for (uint32_t k = 0; k < rank; k++)
-                keep[k] = band[k] ? -1 : 0;
-            for (uint32_t j = 0; j < site->d_out; j++)
-                for (uint32_t k = 0; k < rank; k++)
-                    s->colsel[(size_t)j * rank + k] = site->bq[(size_t)j * rank + k] & keep[k];
-        }
-        for (uint32_t c = 0; c < l->n_chunks; c++) {
-            hit[c] = 0;
-            for (uint32_t j = 0; j < l->chunk && c * l->chunk + j < rank; j++)
-                hit[c] |= band[c * l->chunk + j];
-        }
+        const uint8_t *band = prepared ? s->pband + s->off[i] : band_here;
+        const int64_t *C = prepared ? s->pC + s->off[i] : C_here;
+        int any_band = prepared ? 1 : band_and_c(p, site, s->R + s->off[i], band_here, C_here);
+        size_t n_hit = band_hits(l, rank, band, hit);
         tsafe_wbuf_u32(w, site->d_out);
-        tsafe_wbuf_f64(w, site->scale_b * ldexp(1.0, (int)ks));
+        tsafe_wbuf_f64(w, site->scale_b * ldexp(1.0, (int)site->trunc_bits));
         if (!s->direct) {
             double p0 = tsafe_lora_now_us();
             const tsafe_sealed_operands *ops;
             st = tsafe_sealed_opcache_get(&s->cache, s->be1, s->be2, site, &ops);
+            if (st == TSAFE_OK && !prepared) {
+                st = pool_reserve(s->be2, &s->band, &s->n_band, n_hit * l->n_blocks, 1);
+                if (st == TSAFE_OK)
+                    st = build_band_plains(s, site, band, hit, 0);
+            }
             if (st == TSAFE_OK)
-                st = round2_products(s, site, ops, hit);
+                st = round2_products(s, site, ops, hit, prepared ? s->pfirst[i] : 0);
             *prod_us += tsafe_lora_now_us() - p0;
+        } else if (any_band) {
+            select_band_columns(s, site, band);
         }
         for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++) {
             if (s->direct) {
@@ -825,8 +943,9 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
                                : seal_block_on(s, s->c2, s->sealer2, s->accs2[b], s->pkb2,
                                                s->res2, l, b, flood2, w);
         }
-        R += rank;
     }
+    sodium_memzero(C_here, sizeof C_here);
+    sodium_memzero(band_here, sizeof band_here);
     return st;
 }
 
@@ -844,6 +963,9 @@ tsafe_status tsafe_sealed_server_round2(tsafe_sealed_server *s,
         return st;
     TSAFE_REQUIRE(s->have_session && s->await_round2, TSAFE_E_STATE);
     TSAFE_REQUIRE(n_sites == s->n_sites, TSAFE_E_RANGE);
+    /* the masks of round 1 are laid out by its sites' ranks */
+    for (size_t i = 0; i < n_sites; i++)
+        TSAFE_REQUIRE(sites[i]->rank == s->off[i + 1] - s->off[i], TSAFE_E_RANGE);
     double t0 = tsafe_lora_now_us(), prod_us = 0;
     int priv = s->plan.mode == TSAFE_SEALED_PRIVATE;
     tsafe_rbuf r = {msg, len, 0};
@@ -879,6 +1001,11 @@ tsafe_status tsafe_sealed_server_round2(tsafe_sealed_server *s,
     }
     /* the token is done: its masks go, the next query must be seq + 1 */
     sodium_memzero(s->R, s->R_cap * sizeof *s->R);
+    if (s->pC) {
+        sodium_memzero(s->pC, s->R_cap * sizeof *s->pC);
+        sodium_memzero(s->pband, s->R_cap);
+    }
+    s->prepared = 0;
     s->await_round2 = 0;
     s->tag.seq++;
     *out = w.buf;
