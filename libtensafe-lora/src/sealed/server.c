@@ -701,35 +701,18 @@ static tsafe_status round2_sealed(tsafe_sealed_server *s,
 
 /* A site's band (coordinates whose wrap the server cannot decide from R
  * alone) and the constants C of u~ = floor(v/2^k) + band*d + C, from its
- * masks R; returns whether any coordinate is in the band. */
-static int band_and_c(const tsafe_sealed_plan *p, const tsafe_sealed_site *site,
-                      const uint64_t *R, uint8_t *band, int64_t *C)
+ * masks R. */
+static void band_and_c(const tsafe_sealed_plan *p, const tsafe_sealed_site *site,
+                       const uint64_t *R, uint8_t *band, int64_t *C)
 {
     int64_t t = (int64_t)1 << p->r1.t_bits, half = t / 2;
-    int any = 0;
     for (uint32_t k = 0; k < site->rank; k++) {
         int64_t Rk = (int64_t)R[k], U = site->u_bound[k];
         band[k] = Rk > half - U && Rk <= half + U;
         int64_t known = !band[k] && Rk > half + U;
         /* + 1: the two floors lose 1 on average; this centres u~ */
         C[k] = tsafe_sealed_floor_shift(Rk - half - (known ? t : 0), site->trunc_bits) + 1;
-        any |= band[k];
     }
-    return any;
-}
-
-/* hit[c]: chunk c of round 2's layout holds a band coordinate. */
-static size_t band_hits(const tsafe_sealed_layout *l, uint32_t rank, const uint8_t *band,
-                        uint8_t *hit)
-{
-    size_t n = 0;
-    for (uint32_t c = 0; c < l->n_chunks; c++) {
-        hit[c] = 0;
-        for (uint32_t j = 0; j < l->chunk && c * l->chunk + j < rank; j++)
-            hit[c] |= band[c * l->chunk + j];
-        n += hit[c];
-    }
-    return n;
 }
 
 /* s->colsel = the band's columns of B_q, the rest zero (a mask per
@@ -746,11 +729,14 @@ static void select_band_columns(tsafe_sealed_server *s, const tsafe_sealed_site 
             s->colsel[(size_t)j * rank + k] = site->bq[(size_t)j * rank + k] & keep[k];
 }
 
-/* The per-token band plaintexts of a site on the backend: for each block,
- * each chunk with a band coordinate, in that order, into band[first..]
- * (the pool holds at least first + n_hit * n_blocks entries). */
+/* The per-token band plaintexts of a site on the backend, one per block
+ * and wrap chunk (block-major) into band[first..] (the pool holds at least
+ * first + n_chunks * n_blocks entries). Every chunk gets one, also when
+ * none of its coordinates is in the band (a zero plaintext): the work of
+ * round 2 must not depend on R, or its timing would tell the client which
+ * chunks hold band coordinates, i.e. something of R and so of u. */
 static tsafe_status build_band_plains(tsafe_sealed_server *s, const tsafe_sealed_site *site,
-                                      const uint8_t *band, const uint8_t *hit, size_t first)
+                                      const uint8_t *band, size_t first)
 {
     const tsafe_sealed_layout *l = &site->l2;
     size_t n = tsafe_bfv_context_n(s->c2), used = first;
@@ -758,8 +744,6 @@ static tsafe_status build_band_plains(tsafe_sealed_server *s, const tsafe_sealed
     tsafe_status st = TSAFE_OK;
     for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++)
         for (uint32_t c = 0; c < l->n_chunks && st == TSAFE_OK; c++) {
-            if (!hit[c])
-                continue;
             tsafe_sealed_encode_block(l, s->colsel, site->rank, c, b, s->coeff, n);
             st = tsafe_bfv_plain_encode_buffer(s->c2, s->coeff, n, s->band[used++]);
         }
@@ -767,12 +751,11 @@ static tsafe_status build_band_plains(tsafe_sealed_server *s, const tsafe_sealed
 }
 
 /* Round 2's products of one site on the backend: per block the share
- * chunks times the fixed B_q blocks, and the wrap chunks with a band
- * coordinate times their band plaintexts (band[first..], built by
- * build_band_plains), as one multiply-accumulate call. */
+ * chunks times the fixed B_q blocks and the wrap chunks times their band
+ * plaintexts (band[first..], built by build_band_plains), as one
+ * multiply-accumulate call. */
 static tsafe_status round2_products(tsafe_sealed_server *s, const tsafe_sealed_site *site,
-                                    const tsafe_sealed_operands *ops, const uint8_t *hit,
-                                    size_t first)
+                                    const tsafe_sealed_operands *ops, size_t first)
 {
     const tsafe_sealed_layout *l = &site->l2;
     size_t nb = l->n_blocks, nc = l->n_chunks;
@@ -794,11 +777,9 @@ static tsafe_status round2_products(tsafe_sealed_server *s, const tsafe_sealed_s
             a[k] = s->zb[c];
             w[k] = ops->o2[(size_t)c * nb + b];
         }
-        for (uint32_t c = 0; c < nc; c++) {
-            if (!hit[c])
-                continue;
+        for (uint32_t c = 0; c < nc; c++, k++) {
             a[k] = s->zb[nc + c];
-            w[k++] = s->band[used++];
+            w[k] = s->band[used++];
         }
         job[b] = (tsafe_backend_mac){s->accs2[b], k, a, w, 1};
     }
@@ -823,22 +804,18 @@ tsafe_status tsafe_sealed_server_prepare_round2(tsafe_sealed_server *s,
     double t0 = tsafe_lora_now_us();
     for (size_t i = 0; i < n_sites; i++)
         TSAFE_REQUIRE(sites[i]->rank == s->off[i + 1] - s->off[i], TSAFE_E_RANGE);
-    uint8_t hit[MAX_CHUNKS];
     size_t total = 0;
     for (size_t i = 0; i < n_sites; i++) {
         const tsafe_sealed_site *site = sites[i];
         size_t o = s->off[i];
         band_and_c(&s->plan, site, s->R + o, s->pband + o, s->pC + o);
         s->pfirst[i] = total;
-        total += band_hits(&site->l2, site->rank, s->pband + o, hit) * site->l2.n_blocks;
+        total += (size_t)site->l2.n_chunks * site->l2.n_blocks;
     }
     st = pool_reserve(s->be2, &s->band, &s->n_band, total, 1);
     for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
-        const tsafe_sealed_site *site = sites[i];
-        const uint8_t *band = s->pband + s->off[i];
-        band_hits(&site->l2, site->rank, band, hit);
-        st = build_band_plains(s, site, band, hit, s->pfirst[i]);
-        s->psites[i] = site;
+        st = build_band_plains(s, sites[i], s->pband + s->off[i], s->pfirst[i]);
+        s->psites[i] = sites[i];
     }
     /* Round 2's encryptions of zero are left to the sealings (or to
      * tsafe_sealed_server_refill): prepared here they cost twice the band
@@ -870,7 +847,7 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
         prepared = sites[i] == s->psites[i];
     tsafe_status st = TSAFE_OK;
     int64_t C_here[1024];
-    uint8_t band_here[1024], hit[MAX_CHUNKS];
+    uint8_t band_here[1024];
     for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
         const tsafe_sealed_site *site = sites[i];
         const tsafe_sealed_layout *l = &site->l2;
@@ -890,8 +867,8 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
         }
         const uint8_t *band = prepared ? s->pband + s->off[i] : band_here;
         const int64_t *C = prepared ? s->pC + s->off[i] : C_here;
-        int any_band = prepared ? 1 : band_and_c(p, site, s->R + s->off[i], band_here, C_here);
-        size_t n_hit = band_hits(l, rank, band, hit);
+        if (!prepared)
+            band_and_c(p, site, s->R + s->off[i], band_here, C_here);
         tsafe_wbuf_u32(w, site->d_out);
         tsafe_wbuf_f64(w, site->scale_b * ldexp(1.0, (int)site->trunc_bits));
         if (!s->direct) {
@@ -899,14 +876,15 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
             const tsafe_sealed_operands *ops;
             st = tsafe_sealed_opcache_get(&s->cache, s->be1, s->be2, site, &ops);
             if (st == TSAFE_OK && !prepared) {
-                st = pool_reserve(s->be2, &s->band, &s->n_band, n_hit * l->n_blocks, 1);
+                st = pool_reserve(s->be2, &s->band, &s->n_band,
+                                  (size_t)l->n_chunks * l->n_blocks, 1);
                 if (st == TSAFE_OK)
-                    st = build_band_plains(s, site, band, hit, 0);
+                    st = build_band_plains(s, site, band, 0);
             }
             if (st == TSAFE_OK)
-                st = round2_products(s, site, ops, hit, prepared ? s->pfirst[i] : 0);
+                st = round2_products(s, site, ops, prepared ? s->pfirst[i] : 0);
             *prod_us += tsafe_lora_now_us() - p0;
-        } else if (any_band) {
+        } else {
             select_band_columns(s, site, band);
         }
         for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++) {
@@ -917,9 +895,7 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
                 for (uint32_t c = 0; c < l->n_chunks && st == TSAFE_OK; c++)
                     st = tsafe_bfv_acc_mul_add(acc, s->z[c], site->p2[(size_t)c * l->n_blocks + b]);
                 for (uint32_t c = 0; c < l->n_chunks && st == TSAFE_OK; c++) {
-                    if (!hit[c])
-                        continue;
-                    tsafe_bfv_plain *pd;
+                    tsafe_bfv_plain *pd; /* every chunk, band or not: see build_band_plains */
                     tsafe_sealed_encode_block(l, s->colsel, rank, c, b, s->coeff, n);
                     if ((st = tsafe_bfv_plain_create(s->c2, s->coeff, n, &pd)) == TSAFE_OK)
                         st = tsafe_bfv_acc_mul_add(acc, s->z[l->n_chunks + c], pd);
