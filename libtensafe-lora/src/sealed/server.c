@@ -246,6 +246,18 @@ tsafe_status tsafe_sealed_server_refill(tsafe_sealed_server *s, tsafe_lora_stats
     return st;
 }
 
+/* The pending token's masks and what was derived from them (C and the
+ * band of a prepared round 2) are as secret as R: wiped together. */
+static void wipe_masks(tsafe_sealed_server *s)
+{
+    if (s->R)
+        sodium_memzero(s->R, s->R_cap * sizeof *s->R);
+    if (s->pC)
+        sodium_memzero(s->pC, s->R_cap * sizeof *s->pC);
+    if (s->pband)
+        sodium_memzero(s->pband, s->R_cap);
+}
+
 void tsafe_sealed_server_free(tsafe_sealed_server *s)
 {
     if (!s)
@@ -263,10 +275,7 @@ void tsafe_sealed_server_free(tsafe_sealed_server *s)
     tsafe_bfv_public_key_free(s->pk2);
     tsafe_bfv_context_free(s->c1);
     tsafe_bfv_context_free(s->c2);
-    if (s->R)
-        sodium_memzero(s->R, s->R_cap * sizeof *s->R);
-    if (s->pC)
-        sodium_memzero(s->pC, s->R_cap * sizeof *s->pC);
+    wipe_masks(s);
     free(s->R);
     free(s->pC);
     free(s->pband);
@@ -391,14 +400,26 @@ static tsafe_status check_sites(const tsafe_sealed_server *s,
     return TSAFE_OK;
 }
 
+/* Round 2 and its preparation: the sites of the pending round 1, whose
+ * ranks laid out its masks (s->off). */
+static tsafe_status check_pending(const tsafe_sealed_server *s,
+                                  const tsafe_sealed_site *const *sites, size_t n)
+{
+    tsafe_status st = check_sites(s, sites, n);
+    if (st != TSAFE_OK)
+        return st;
+    TSAFE_REQUIRE(s->have_session && s->await_round2, TSAFE_E_STATE);
+    TSAFE_REQUIRE(n == s->n_sites, TSAFE_E_RANGE);
+    for (size_t i = 0; i < n; i++)
+        TSAFE_REQUIRE(sites[i]->rank == s->off[i + 1] - s->off[i], TSAFE_E_RANGE);
+    return TSAFE_OK;
+}
+
 static tsafe_status reserve_R(tsafe_sealed_server *s, size_t need)
 {
     if (need <= s->R_cap)
         return TSAFE_OK;
-    if (s->R)
-        sodium_memzero(s->R, s->R_cap * sizeof *s->R);
-    if (s->pC)
-        sodium_memzero(s->pC, s->R_cap * sizeof *s->pC);
+    wipe_masks(s);
     free(s->R);
     free(s->pC);
     free(s->pband);
@@ -794,16 +815,12 @@ tsafe_status tsafe_sealed_server_prepare_round2(tsafe_sealed_server *s,
                                                 size_t n_sites, tsafe_lora_stats *stats)
 {
     TSAFE_REQUIRE(s, TSAFE_E_NULL);
-    tsafe_status st = check_sites(s, sites, n_sites);
+    tsafe_status st = check_pending(s, sites, n_sites);
     if (st != TSAFE_OK)
         return st;
-    TSAFE_REQUIRE(s->have_session && s->await_round2, TSAFE_E_STATE);
-    TSAFE_REQUIRE(n_sites == s->n_sites, TSAFE_E_RANGE);
     if (s->plan.mode != TSAFE_SEALED_PRIVATE || s->direct || s->prepared)
         return TSAFE_OK; /* nothing to prepare, or done */
     double t0 = tsafe_lora_now_us();
-    for (size_t i = 0; i < n_sites; i++)
-        TSAFE_REQUIRE(sites[i]->rank == s->off[i + 1] - s->off[i], TSAFE_E_RANGE);
     size_t total = 0;
     for (size_t i = 0; i < n_sites; i++) {
         const tsafe_sealed_site *site = sites[i];
@@ -934,14 +951,9 @@ tsafe_status tsafe_sealed_server_round2(tsafe_sealed_server *s,
     TSAFE_REQUIRE(s && msg && out && out_len, TSAFE_E_NULL);
     *out = NULL;
     *out_len = 0;
-    tsafe_status st = check_sites(s, sites, n_sites);
+    tsafe_status st = check_pending(s, sites, n_sites);
     if (st != TSAFE_OK)
         return st;
-    TSAFE_REQUIRE(s->have_session && s->await_round2, TSAFE_E_STATE);
-    TSAFE_REQUIRE(n_sites == s->n_sites, TSAFE_E_RANGE);
-    /* the masks of round 1 are laid out by its sites' ranks */
-    for (size_t i = 0; i < n_sites; i++)
-        TSAFE_REQUIRE(sites[i]->rank == s->off[i + 1] - s->off[i], TSAFE_E_RANGE);
     double t0 = tsafe_lora_now_us(), prod_us = 0;
     int priv = s->plan.mode == TSAFE_SEALED_PRIVATE;
     tsafe_rbuf r = {msg, len, 0};
@@ -976,11 +988,7 @@ tsafe_status tsafe_sealed_server_round2(tsafe_sealed_server *s,
         return st;
     }
     /* the token is done: its masks go, the next query must be seq + 1 */
-    sodium_memzero(s->R, s->R_cap * sizeof *s->R);
-    if (s->pC) {
-        sodium_memzero(s->pC, s->R_cap * sizeof *s->pC);
-        sodium_memzero(s->pband, s->R_cap);
-    }
+    wipe_masks(s);
     s->prepared = 0;
     s->await_round2 = 0;
     s->tag.seq++;
