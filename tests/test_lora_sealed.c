@@ -139,18 +139,27 @@ static void close_shape(tsafe_sealed_client *c, tsafe_sealed_server *s,
     adapter_free(a);
 }
 
+/* A random adapter of one shape, its site under a plan derived for that
+ * shape, and a client/server pair with an open session. */
+static void one_site(tsafe_sealed_mode mode, uint32_t d_in, uint32_t rank, uint32_t d_out,
+                     tsafe_sealed_plan *p, adapter *a, tsafe_sealed_site **site,
+                     tsafe_sealed_client **c, tsafe_sealed_server **s)
+{
+    assert_int_equal(tsafe_sealed_plan_derive(mode, d_in, rank, d_out, NULL, p), TSAFE_OK);
+    adapter_make(a, d_in, rank, d_out);
+    assert_int_equal(tsafe_sealed_site_create(p, a->A, a->B, rank, d_out, a->scale, site),
+                     TSAFE_OK);
+    open_pair(p, c, s);
+}
+
 static void check_shape(tsafe_sealed_mode mode, uint32_t d_in, uint32_t rank, uint32_t d_out)
 {
     tsafe_sealed_plan p;
-    assert_int_equal(tsafe_sealed_plan_derive(mode, d_in, rank, d_out, NULL, &p), TSAFE_OK);
     adapter a;
-    adapter_make(&a, d_in, rank, d_out);
     tsafe_sealed_site *site;
-    assert_int_equal(tsafe_sealed_site_create(&p, a.A, a.B, rank, d_out, a.scale, &site),
-                     TSAFE_OK);
     tsafe_sealed_client *c;
     tsafe_sealed_server *s;
-    open_pair(&p, &c, &s);
+    one_site(mode, d_in, rank, d_out, &p, &a, &site, &c, &s);
     float *delta = malloc(d_out * sizeof *delta);
     double *want = malloc(d_out * sizeof *want);
     reference_delta(&a, want);
@@ -710,44 +719,27 @@ static void round2_work_independent_of_masks(void **state)
     (void)state;
     const uint32_t d_in = 1536, rank = 8, d_out = 256;
     tsafe_sealed_plan p;
-    assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED_PRIVATE, d_in, rank, d_out, NULL,
-                                              &p), TSAFE_OK);
     adapter a;
-    adapter_make(&a, d_in, rank, d_out);
     tsafe_sealed_site *site;
-    assert_int_equal(tsafe_sealed_site_create(&p, a.A, a.B, rank, d_out, a.scale, &site),
-                     TSAFE_OK);
     tsafe_sealed_client *c;
     tsafe_sealed_server *s;
-    open_pair(&p, &c, &s);
+    one_site(TSAFE_SEALED_PRIVATE, d_in, rank, d_out, &p, &a, &site, &c, &s);
     assert_int_equal(tsafe_sealed_server_use_backend(s, &k_counting), TSAFE_OK);
     const tsafe_sealed_site *ss[1] = {site};
-    tsafe_sealed_layout l;
-    tsafe_sealed_layout2(&p, rank, d_out, &l);
-    /* per block: the share chunks and the wrap chunks; one term per sealing */
-    unsigned long want = (unsigned long)l.n_blocks * (2 * l.n_chunks + 1);
+    tsafe_sealed_layout l1, l2;
+    tsafe_sealed_layout1(&p, rank, &l1);
+    tsafe_sealed_layout2(&p, rank, d_out, &l2);
+    /* per block of round 1: its x chunks; per block of round 2: the share
+     * chunks and the wrap chunks; one term per sealing in both */
+    unsigned long want = (unsigned long)l1.n_blocks * (l1.n_chunks + 1) +
+                         (unsigned long)l2.n_blocks * (2 * l2.n_chunks + 1);
     float *delta = malloc(d_out * sizeof *delta);
     for (int tok = 0; tok < 24; tok++) {
-        uint8_t *q, *r1, *sh, *r2;
-        size_t ql, r1l, shl, r2l;
-        assert_int_equal(tsafe_sealed_client_query(c, a.x, &q, &ql, NULL), TSAFE_OK);
-        assert_int_equal(tsafe_sealed_server_round1(s, ss, 1, q, ql, &r1, &r1l, NULL), TSAFE_OK);
         g_terms = 0;
-        if (tok & 1)
-            assert_int_equal(tsafe_sealed_server_prepare_round2(s, ss, 1, NULL), TSAFE_OK);
-        assert_int_equal(tsafe_sealed_client_respond(c, r1, r1l, 1, &rank, &d_out, NULL, 1,
-                                                     &sh, &shl, NULL), TSAFE_OK);
-        assert_int_equal(tsafe_sealed_server_round2(s, ss, 1, sh, shl, &r2, &r2l, NULL),
-                         TSAFE_OK);
+        token_sites(c, s, ss, (tok & 1) ? ss : NULL, 1, &rank, &d_out, a.x, &delta);
         assert_int_equal(g_terms, want);
-        assert_int_equal(tsafe_sealed_client_finish(c, r2, r2l, 1, &d_out, &delta, NULL),
-                         TSAFE_OK);
-        tsafe_lora_bytes_free(q);
-        tsafe_lora_bytes_free(r1);
-        tsafe_lora_bytes_free(sh);
-        tsafe_lora_bytes_free(r2);
     }
-    printf("# round 2: %lu multiply-accumulate terms in every one of 24 tokens\n", want);
+    printf("# %lu multiply-accumulate terms in every one of 24 tokens\n", want);
     free(delta);
     tsafe_sealed_client_free(c);
     tsafe_sealed_server_free(s);
