@@ -3701,6 +3701,12 @@ CHECK_FN(tsafe_sealed_client_needs_hello)
     assert_int_equal(tsafe_sealed_client_needs_hello(NULL), 0);
 }
 
+CHECK_FN(tsafe_sealed_client_failed)
+{
+    (void)f;
+    assert_int_equal(tsafe_sealed_client_failed(NULL), 0);
+}
+
 CHECK_FN(tsafe_sealed_client_hello)
 {
     (void)f;
@@ -4151,6 +4157,7 @@ static const api_case k_lora_sealed[] = {
     ENTRY(tsafe_sealed_site_free), ENTRY(tsafe_sealed_site_rank), ENTRY(tsafe_sealed_site_d_out),
     ENTRY(tsafe_sealed_client_create), ENTRY(tsafe_sealed_client_free),
     ENTRY(tsafe_sealed_client_hello), ENTRY(tsafe_sealed_client_needs_hello),
+    ENTRY(tsafe_sealed_client_failed),
     ENTRY(tsafe_sealed_client_query), ENTRY(tsafe_sealed_client_respond),
     ENTRY(tsafe_sealed_client_finish), ENTRY(tsafe_sealed_server_create),
     ENTRY(tsafe_sealed_server_free), ENTRY(tsafe_sealed_server_accept),

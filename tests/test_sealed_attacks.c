@@ -102,7 +102,9 @@ static void decrypt_response(world *w, const uint8_t *r, size_t len, uint64_t *v
     const struct tsafe_sealed_client *cv = w->c;
     tsafe_sealed_layout l;
     tsafe_sealed_layout1(&w->plan, RANK, &l);
-    size_t off = 8 + 16 + 4 + 8 + 4 + 4 + 4 + 8 + 4; /* header, tag, n, rank, d_out, scale, k */
+    /* header, tag, n, rank, d_out, then the A scale (sealed) or the shift
+     * k (sealed-private) */
+    size_t off = 8 + 16 + 4 + 8 + 4 + 4 + 4 + (w->plan.mode == TSAFE_SEALED ? 8 : 4);
     tsafe_bfv_sealed *res;
     assert_int_equal(tsafe_bfv_sealed_create(cv->c1, 4096, &res), TSAFE_OK);
     uint32_t pos[4096];
@@ -617,8 +619,12 @@ static void attack_e_replay_and_reorder_refused(void **state)
     uint8_t *ro;
     size_t rol;
     ro = round1(&other, x, &rol);
+    /* the refused response ended the session (issue 19, finding 7): any
+     * further response, this one of another session too, is refused */
+    assert_int_equal(tsafe_sealed_client_failed(w.c), 1);
     assert_int_equal(tsafe_sealed_client_respond(w.c, ro, rol, 1, &k_rank, &k_dout, NULL, 1, &junk,
-                                                 &jl, NULL), TSAFE_E_REPLAY);
+                                                 &jl, NULL), TSAFE_E_STATE);
+
     /* a query of another session is refused by this server */
     assert_int_equal(tsafe_sealed_server_round1(w.s, &ss, 1, q2, q2l, &junk, &jl, NULL), TSAFE_OK);
     tsafe_lora_bytes_free(junk);

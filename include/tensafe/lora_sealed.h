@@ -46,7 +46,7 @@
 extern "C" {
 #endif
 
-#define TSAFE_SEALED_PLAN_VERSION 2u
+#define TSAFE_SEALED_PLAN_VERSION 3u
 #define TSAFE_SEALED_SESSION_BYTES 16
 
 typedef enum tsafe_sealed_mode {
@@ -142,6 +142,8 @@ TSAFE_API void tsafe_sealed_client_free(tsafe_sealed_client *c);
  * again after every key rotation (tsafe_sealed_client_needs_hello). */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_client_hello(
     tsafe_sealed_client *c, uint8_t **msg, size_t *len);
+/* 1 when a token failed: the client refuses everything but free. */
+TSAFE_API int tsafe_sealed_client_failed(const tsafe_sealed_client *c);
 /* 1 when the key was rotated and a new hello must be sent. */
 TSAFE_API int tsafe_sealed_client_needs_hello(const tsafe_sealed_client *c);
 /* Quantize and encrypt x (d_in floats, finite) for the next token. */
@@ -158,7 +160,10 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_client_respond(
     size_t n_sites, const uint32_t *ranks, const uint32_t *d_outs,
     tsafe_dp_session *dp, int allow_no_dp, uint8_t **msg, size_t *out_len,
     tsafe_lora_stats *stats);
-/* Read the server's final message into delta[s] (d_outs[s] floats). */
+/* Read the server's final message into delta[s] (d_outs[s] floats).
+ * Any failure of respond or finish ends the session: every later call
+ * but free returns TSAFE_E_STATE (tsafe_sealed_client_failed says so);
+ * start a new client (new keys, new session id) to go on. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_client_finish(
     tsafe_sealed_client *c, const uint8_t *msg, size_t len, size_t n_sites,
     const uint32_t *d_outs, float *const *delta, tsafe_lora_stats *stats);

@@ -1262,7 +1262,7 @@ int tsafe_fuzz_sealed_hello(const uint8_t *data, size_t size)
     fz_msg r;
     if (tsafe_sealed_server_round1(f->s_hello, f->sites, 1, f->query.b, f->query.n,
                                    &r.b, &r.n, NULL) == TSAFE_OK) {
-        FZ_CHECK(r.n == FZ_SEALED_PREFIX + 20 + f->sizes.response1);
+        FZ_CHECK(r.n == FZ_SEALED_PREFIX + (f->plan.mode == TSAFE_SEALED ? 16u : 12u) + f->sizes.response1);
         tsafe_lora_bytes_free(r.b);
     }
     /* leave the session the input opened (a replay of it would be refused):
@@ -1283,7 +1283,7 @@ int tsafe_fuzz_sealed_query(const uint8_t *data, size_t size)
     if (!f || tsafe_sealed_server_round1(f->s_query, f->sites, 1, data, size, &r.b,
                                          &r.n, NULL) != TSAFE_OK)
         return 0;
-    FZ_CHECK(r.n == FZ_SEALED_PREFIX + 20 + f->sizes.response1);
+    FZ_CHECK(r.n == FZ_SEALED_PREFIX + (f->plan.mode == TSAFE_SEALED ? 16u : 12u) + f->sizes.response1);
     tsafe_lora_bytes_free(r.b);
     /* round 2 of this token is now pending (the same query again would be
      * a replay): back to "session open, token 0 expected" through another
@@ -1303,8 +1303,14 @@ int tsafe_fuzz_sealed_response1(const uint8_t *data, size_t size)
     uint32_t rank = FZ_SEALED_R, d_out = FZ_SEALED_OUT;
     fz_msg sh, q;
     if (tsafe_sealed_client_respond(f->c_r1, data, size, 1, &rank, &d_out, NULL, 1, &sh.b,
-                                    &sh.n, NULL) != TSAFE_OK)
+                                    &sh.n, NULL) != TSAFE_OK) {
+        /* a refused response ends the client's session: a new one */
+        FZ_CHECK(tsafe_sealed_client_failed(f->c_r1));
+        tsafe_sealed_client_free(f->c_r1);
+        f->c_r1 = fz_sealed_client(f);
+        fz_sealed_query(f, f->c_r1);
         return 0;
+    }
     FZ_CHECK(sh.n == FZ_SEALED_PREFIX + (priv ? 8u : 4u) + f->sizes.share);
     tsafe_lora_bytes_free(sh.b);
     /* back to "query sent": a new query for the same token, or a new client */
@@ -1326,8 +1332,10 @@ int tsafe_fuzz_sealed_share(const uint8_t *data, size_t size)
     int priv = f->plan.mode == TSAFE_SEALED_PRIVATE;
     fz_msg r;
     if (tsafe_sealed_server_round2(f->s_share, f->sites, 1, data, size, &r.b, &r.n,
-                                   NULL) != TSAFE_OK)
+                                   NULL) != TSAFE_OK) {
+        fz_sealed_reset_share(f); /* a refused share ends the server's session */
         return 0;
+    }
     FZ_CHECK(r.n == FZ_SEALED_PREFIX + (priv ? 12u : 4u) + f->sizes.response2);
     tsafe_lora_bytes_free(r.b);
     fz_sealed_reset_share(f);
@@ -1341,8 +1349,10 @@ int tsafe_fuzz_sealed_final(const uint8_t *data, size_t size)
         return 0;
     uint32_t d_out = FZ_SEALED_OUT;
     float delta[FZ_SEALED_OUT], *dp = delta;
-    if (tsafe_sealed_client_finish(f->c_final, data, size, 1, &d_out, &dp, NULL) != TSAFE_OK)
+    if (tsafe_sealed_client_finish(f->c_final, data, size, 1, &d_out, &dp, NULL) != TSAFE_OK) {
+        fz_sealed_reset_final(f); /* a refused final message ends the session */
         return 0;
+    }
     /* sealed: finite f32 values times the client's (small) x scale */
     if (f->plan.mode == TSAFE_SEALED)
         for (uint32_t j = 0; j < FZ_SEALED_OUT; j++)

@@ -164,14 +164,20 @@ tsafe_status tsafe_sealed_client_query(tsafe_sealed_client *c, const float *x,
     *len = 0;
     TSAFE_REQUIRE(!c->needs_hello && c->state == IDLE, TSAFE_E_STATE);
     const tsafe_sealed_plan *p = &c->plan;
-    double t0 = tsafe_lora_now_us(), mx = 0;
+    double t0 = tsafe_lora_now_us(), l1 = 0;
     for (uint32_t j = 0; j < p->d_in; j++) {
         TSAFE_REQUIRE(isfinite(x[j]), TSAFE_E_VALUE_RANGE);
-        mx = fmax(mx, fabs((double)x[j]));
+        l1 += fabs((double)x[j]);
     }
-    /* per-token scale: x_q in [-x_max, x_max], the scale stays here */
-    int64_t xmax = tsafe_sealed_qmax(p->x_bits);
-    c->sx = mx > 0 ? mx / (double)xmax : 1.0;
+    TSAFE_REQUIRE(isfinite(l1), TSAFE_E_VALUE_RANGE);
+    /* Per-token scale on the L1 norm: the plan's bound |u_i| <= U holds
+     * for ||x_q||_1 <= X1 = x_max d_in (|A_q| <= a_max), so the budget
+     * goes to the mass of x, not its largest entry: a one-hot or
+     * peaked x keeps all its bits. The d_in / 2 absorbs the roundings.
+     * The scale never leaves the client. */
+    double x1 = (double)tsafe_sealed_qmax(p->x_bits) * p->d_in - (p->d_in + 1) / 2;
+    c->sx = l1 > 0 ? l1 / x1 : 1.0;
+    TSAFE_REQUIRE(c->sx > 0 && isfinite(c->sx), TSAFE_E_VALUE_RANGE);
     for (uint32_t j = 0; j < p->d_in; j++)
         c->xq[j] = (int64_t)lrint(x[j] / c->sx);
     size_t ctl = tsafe_bfv_ct_bytes(c->c1);
@@ -264,7 +270,7 @@ static tsafe_status share_ct(tsafe_sealed_client *c, uint32_t rank, uint32_t d_o
     return st;
 }
 
-tsafe_status tsafe_sealed_client_respond(tsafe_sealed_client *c,
+static tsafe_status respond(tsafe_sealed_client *c,
                                          const uint8_t *response, size_t len,
                                          size_t n_sites, const uint32_t *ranks,
                                          const uint32_t *d_outs,
@@ -294,9 +300,6 @@ tsafe_status tsafe_sealed_client_respond(tsafe_sealed_client *c,
         return TSAFE_E_TRUNCATED;
     if (ns != n_sites)
         return TSAFE_E_FORMAT;
-    double sigma = 0;
-    if (!priv && dp && (st = tsafe_dp_session_charge(dp, &sigma)) != TSAFE_OK)
-        return st;
     tsafe_wbuf w = {0};
     uint8_t kind = priv ? TSAFE_MSG_SEALED_SHARE_CT : TSAFE_MSG_SEALED_SHARE;
     size_t want = 0;
@@ -308,16 +311,19 @@ tsafe_status tsafe_sealed_client_respond(tsafe_sealed_client *c,
     tsafe_wbuf_u32(&w, (uint32_t)n_sites);
     uint64_t t = 1ull << c->plan.r1.t_bits;
     for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
-        uint32_t rank, d_out;
-        double scale_a;
-        uint32_t ks;
+        uint32_t rank, d_out, ks = 0;
+        double scale_a = 1;
         if (!tsafe_rbuf_u32(&r, &rank) || !tsafe_rbuf_u32(&r, &d_out) ||
-            !tsafe_rbuf_f64(&r, &scale_a) || !tsafe_rbuf_u32(&r, &ks)) {
+            (!priv && !tsafe_rbuf_f64(&r, &scale_a)) || (priv && !tsafe_rbuf_u32(&r, &ks))) {
             st = TSAFE_E_TRUNCATED;
             break;
         }
-        if (rank != ranks[i] || d_out != d_outs[i] || !isfinite(scale_a) || scale_a <= 0 ||
-            ks > c->plan.trunc_bits) {
+        /* public fields only, checked before this site is decrypted: a
+         * refusal tells nothing of x; a shift of at least k_min makes every
+         * decrypted value encode in round 2 (no reaction channel) */
+        if (rank != ranks[i] || d_out != d_outs[i] || !(scale_a >= 0x1p-100) ||
+            !(scale_a <= 0x1p100) ||
+            (priv && (ks < tsafe_sealed_k_min(&c->plan) || ks > c->plan.trunc_bits))) {
             st = TSAFE_E_FORMAT;
             break;
         }
@@ -329,8 +335,15 @@ tsafe_status tsafe_sealed_client_respond(tsafe_sealed_client *c,
             st = share_ct(c, rank, d_out, ks, &w);
             continue;
         }
+        /* one DP release per site: sites share x but each reveals its u */
+        double sigma = 0;
+        if (dp && (st = tsafe_dp_session_charge(dp, &sigma)) != TSAFE_OK)
+            break;
         tsafe_wbuf_u32(&w, rank);
-        double sig_int = sigma > 0 ? sigma / (c->sx * scale_a) : 0;
+        /* in integer units of the scales; the server's scale_a is trusted
+         * (sealed mode assumes a semi-honest server, THREAT_MODEL.md), but
+         * clamped so that no field can make the sampler fail or vanish */
+        double sig_int = sigma > 0 ? fmin(fmax(sigma / (c->sx * scale_a), 1.0), 0x1p40) : 0;
         for (uint32_t k = 0; k < rank && st == TSAFE_OK; k++) {
             int64_t noise = 0;
             if (sig_int > 0)
@@ -363,32 +376,38 @@ tsafe_status tsafe_sealed_client_respond(tsafe_sealed_client *c,
     return TSAFE_OK;
 }
 
+/* The output scales a response 2 may carry: outside this range a float
+ * delta could not hold a product (checked before decrypting, on a public
+ * field, so a refusal tells nothing of x). */
 static tsafe_status finish_private(tsafe_sealed_client *c, tsafe_rbuf *r,
                                    uint32_t d_out, float *delta)
 {
     double scale;
     if (!tsafe_rbuf_f64(r, &scale))
         return TSAFE_E_TRUNCATED;
-    if (!isfinite(scale) || scale <= 0)
+    if (!(scale >= 0x1p-300) || !(scale <= 0x1p200))
         return TSAFE_E_FORMAT;
     tsafe_sealed_layout l;
     tsafe_sealed_layout2(&c->plan, c->plan.rank, d_out, &l);
     /* the layout's chunking of the input does not change the reads */
     uint64_t t2 = 1ull << c->plan.r2.t_bits;
-    for (uint32_t b = 0; b < l.n_blocks; b++) {
+    tsafe_status st = TSAFE_OK;
+    for (uint32_t b = 0; b < l.n_blocks && st == TSAFE_OK; b++) {
         uint32_t reads = tsafe_sealed_block_reads(&l, b, c->pos);
-        tsafe_status st = read_block(c->c2, c->sk2, c->res2, r, c->pos, reads, c->m);
-        if (st != TSAFE_OK)
-            return st;
-        for (uint32_t k = 0; k < reads; k++) {
+        st = read_block(c->c2, c->sk2, c->res2, r, c->pos, reads, c->m);
+        for (uint32_t k = 0; k < reads && st == TSAFE_OK; k++) {
             int64_t v = c->m[k] >= t2 / 2 ? (int64_t)c->m[k] - (int64_t)t2 : (int64_t)c->m[k];
-            delta[(size_t)b * l.rows + k] = (float)(c->sx * scale * (double)v);
+            float d = (float)(c->sx * scale * (double)v);
+            /* only a product too large for a float: the true delta itself */
+            if (!isfinite(d))
+                st = TSAFE_E_VALUE_RANGE;
+            delta[(size_t)b * l.rows + k] = d;
         }
     }
-    return TSAFE_OK;
+    return st;
 }
 
-tsafe_status tsafe_sealed_client_finish(tsafe_sealed_client *c, const uint8_t *msg,
+static tsafe_status finish(tsafe_sealed_client *c, const uint8_t *msg,
                                         size_t len, size_t n_sites,
                                         const uint32_t *d_outs, float *const *delta,
                                         tsafe_lora_stats *stats)
@@ -455,4 +474,42 @@ tsafe_status tsafe_sealed_client_finish(tsafe_sealed_client *c, const uint8_t *m
         stats->bytes_down += len;
     }
     return TSAFE_OK;
+}
+
+/* A token that failed after its query went out ends the session: a later
+ * response for it (a host retrying) or for any later token is refused, so
+ * a server gets at most one failure per session to learn from. */
+tsafe_status tsafe_sealed_client_respond(tsafe_sealed_client *c, const uint8_t *response,
+                                         size_t len, size_t n_sites, const uint32_t *ranks,
+                                         const uint32_t *d_outs, tsafe_dp_session *dp,
+                                         int allow_no_dp, uint8_t **msg, size_t *out_len,
+                                         tsafe_lora_stats *stats)
+{
+    TSAFE_REQUIRE(c && response && ranks && d_outs && msg && out_len, TSAFE_E_NULL);
+    *msg = NULL;
+    *out_len = 0;
+    TSAFE_REQUIRE(c->state == QUERIED, TSAFE_E_STATE);
+    tsafe_status st = respond(c, response, len, n_sites, ranks, d_outs, dp, allow_no_dp,
+                              msg, out_len, stats);
+    if (st != TSAFE_OK)
+        c->state = FAILED;
+    return st;
+}
+
+tsafe_status tsafe_sealed_client_finish(tsafe_sealed_client *c, const uint8_t *msg,
+                                        size_t len, size_t n_sites,
+                                        const uint32_t *d_outs, float *const *delta,
+                                        tsafe_lora_stats *stats)
+{
+    TSAFE_REQUIRE(c && msg && d_outs && delta, TSAFE_E_NULL);
+    TSAFE_REQUIRE(c->state == RESPONDED, TSAFE_E_STATE);
+    tsafe_status st = finish(c, msg, len, n_sites, d_outs, delta, stats);
+    if (st != TSAFE_OK)
+        c->state = FAILED;
+    return st;
+}
+
+int tsafe_sealed_client_failed(const tsafe_sealed_client *c)
+{
+    return c ? c->state == FAILED : 0;
 }

@@ -231,13 +231,19 @@ static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
         double bb = b_max(p), noise2 = round2_noise(p);
         uint32_t flood2 = tsafe_sealed_flood2(p);
         double room = q0 / (2 * switched_noise(log_n, q1, flood2, noise2));
-        /* the smallest truncation whose |B_q u~| fits t2 within the room */
+        /* the smallest truncation whose |B_q u~| plus the output noise
+         * (tsafe_sealed_out_noise_bound) fits t2 within the room, and whose
+         * truncated shares floor(v/2^k) < 2^(t1-k) always encode mod t2:
+         * no decrypted value can make the client's round 2 fail */
         for (uint32_t k = 0; k < 60; k++) {
-            double dmax = bb * rank * (ldexp(U, -(int)k) + 2);
+            double dmax = bb * rank * (ldexp(U, -(int)k) + 2 +
+                                       TSAFE_SEALED_OUT_NOISE_TAIL * TSAFE_SEALED_OUT_NOISE_SD);
             uint32_t t2 = ceil_log2(2 * dmax + 1);
             if (t2 < 8)
                 t2 = 8;
-            if (t2 + 8 <= RESP_BITS && ldexp(1.0, (int)t2) < room) {
+            if (k < t_bits && t_bits - k + 1 > t2)
+                t2 = t_bits - k + 1;
+            if (k <= t_bits && t2 + 8 <= RESP_BITS && ldexp(1.0, (int)t2) < room) {
                 p->trunc_bits = k;
                 p->r2.t_bits = t2;
                 break;
@@ -249,9 +255,12 @@ static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
         tsafe_sealed_layout2(p, rank, d_out_max, &l2);
         p->log2_sd2 = log2((double)d_out_max) + log2(noise2) - flood2;
         /* u~ = u / 2^k: typical |u| ~ U / (4 sqrt(d_in)) (random signs) */
-        double eu = ldexp(1.0, (int)p->trunc_bits) / (U / (16 * sqrt((double)d_in))) / sqrt(12.0);
+        double ut = U / (4 * sqrt((double)d_in));
+        double eu = ldexp(1.0, (int)p->trunc_bits) / ut / sqrt(12.0);
         double eb = 4 / sqrt(12.0) / bb;
-        err2 += eu * eu + eb * eb;
+        /* output noise: sd TSAFE_SEALED_OUT_NOISE_SD on u~ */
+        double en = TSAFE_SEALED_OUT_NOISE_SD / ldexp(ut, -(int)p->trunc_bits);
+        err2 += eu * eu + eb * eb + en * en;
     }
     p->expected_rel_error = sqrt(err2);
     return TSAFE_OK;

@@ -71,6 +71,84 @@ static tsafe_status build_plains(const tsafe_bfv_context *ctx,
     return TSAFE_OK;
 }
 
+/* sealed: one A scale per site (the client calibrates its DP noise in
+ * units of s_x * scale_a; a per-row scale would reveal row maxima), and
+ * B' = scale * B * scale_a in floats for round 2 in the clear. */
+static void quantize_sealed(tsafe_sealed_site *s, const float *A, const float *B,
+                            int64_t *aq)
+{
+    const tsafe_sealed_plan *p = &s->plan;
+    size_t na = (size_t)s->rank * p->d_in;
+    double amax = (double)tsafe_sealed_qmax(p->a_bits), am = max_abs(A, na);
+    s->scale_a = am > 0 ? am / amax : 1.0;
+    for (size_t i = 0; i < na; i++)
+        aq[i] = (int64_t)lrint(A[i] / s->scale_a);
+    for (uint32_t j = 0; j < s->d_out; j++) /* transposed: rank x d_out */
+        for (uint32_t k = 0; k < s->rank; k++)
+            s->bprime[(size_t)k * s->d_out + j] =
+                (float)((double)s->scale * B[(size_t)j * s->rank + k] * s->scale_a);
+}
+
+/* sealed-private: each row of A on its own scale (the scales never leave
+ * the server: round 2 folds them into B'), so a row of small weights is
+ * not quantized on the grid of the largest one; B' = scale * B * diag(row
+ * scales) = scale_b B_q with |B_q| <= b_max; the site's shift k is the
+ * smallest at least k_min that keeps every output in t2. The client
+ * learns scale_b 2^k and k (THREAT_MODEL.md). A zero row or a zero B
+ * gives exact zeros. */
+static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const float *B,
+                                     int64_t *aq)
+{
+    const tsafe_sealed_plan *p = &s->plan;
+    uint32_t rank = s->rank, d_out = s->d_out, d_in = p->d_in;
+    double amax = (double)tsafe_sealed_qmax(p->a_bits);
+    double bmax = (double)tsafe_sealed_qmax(p->b_bits);
+    size_t nb = (size_t)d_out * rank;
+    s->row_scale = malloc(rank * sizeof *s->row_scale);
+    s->bq = malloc(nb * sizeof *s->bq);
+    if (!s->row_scale || !s->bq)
+        return TSAFE_E_NOMEM;
+    for (uint32_t i = 0; i < rank; i++) {
+        const float *row = A + (size_t)i * d_in;
+        double m = max_abs(row, d_in), sc = m > 0 ? m / amax : 1.0;
+        s->row_scale[i] = sc;
+        for (uint32_t j = 0; j < d_in; j++)
+            aq[(size_t)i * d_in + j] = (int64_t)lrint(row[j] / sc);
+    }
+    double bm = 0;
+    for (uint32_t j = 0; j < d_out; j++)
+        for (uint32_t k = 0; k < rank; k++) {
+            double v = (double)s->scale * B[(size_t)j * rank + k] * s->row_scale[k];
+            TSAFE_REQUIRE(isfinite(v) && fabs(v) < 0x1p120, TSAFE_E_VALUE_RANGE);
+            s->bprime[(size_t)k * d_out + j] = (float)v;
+            bm = fmax(bm, fabs(v));
+        }
+    /* B' = scale_b B_q on one scale per site, filling b_max */
+    s->scale_b = bm > 0 ? bm / bmax : 1.0;
+    for (uint32_t j = 0; j < d_out; j++)
+        for (uint32_t k = 0; k < rank; k++)
+            s->bq[(size_t)j * rank + k] =
+                (int64_t)lrint((double)s->bprime[(size_t)k * d_out + j] / s->scale_b);
+    /* the smallest shift (at least k_min) with |B_q (u~ + z)| < t2/2 for
+     * every input the plan allows (|u| <= U on every row) and every noise:
+     * at most the plan's worst-case shift */
+    double U = (double)tsafe_sealed_qmax(p->x_bits) * amax * d_in;
+    double t2half = ldexp(1.0, (int)p->r2.t_bits - 1), rows = 0;
+    for (uint32_t j = 0; j < d_out; j++) {
+        double acc = 0;
+        for (uint32_t k = 0; k < rank; k++)
+            acc += fabs((double)s->bq[(size_t)j * rank + k]);
+        rows = fmax(rows, acc);
+    }
+    uint32_t k = tsafe_sealed_k_min(p);
+    while (k < p->trunc_bits &&
+           rows * (ldexp(U, -(int)k) + 2 + TSAFE_SEALED_OUT_NOISE_TAIL * TSAFE_SEALED_OUT_NOISE_SD) >=
+               t2half)
+        k++;
+    s->trunc_bits = k;
+    return TSAFE_OK;
+}
+
 tsafe_status tsafe_sealed_site_create(const tsafe_sealed_plan *plan,
                                       const float *A, const float *B,
                                       uint32_t rank, uint32_t d_out, float scale,
@@ -106,8 +184,7 @@ tsafe_status tsafe_sealed_site_build(const tsafe_sealed_plan *plan,
     s->d_out = d_out;
     s->scale = scale;
     s->bprime = malloc(nb * sizeof *s->bprime);
-    s->u_bound = malloc(rank * sizeof *s->u_bound);
-    TSAFE_CHECK(s->bprime && s->u_bound, TSAFE_E_NOMEM);
+    TSAFE_CHECK(s->bprime, TSAFE_E_NOMEM);
     if (c1) { /* borrowed: the caller built them for this plan */
         s->ctx1 = (tsafe_bfv_context *)c1;
         s->ctx2 = (tsafe_bfv_context *)c2;
@@ -115,55 +192,13 @@ tsafe_status tsafe_sealed_site_build(const tsafe_sealed_plan *plan,
     } else {
         TSAFE_TRY(tsafe_sealed_contexts(plan, &s->ctx1, &s->ctx2));
     }
-
-    /* A ~ scale_a * A_q, one scale per site (the client needs it for DP
-     * calibration in sealed mode; a per-row scale would reveal row maxima) */
-    double amax = (double)tsafe_sealed_qmax(plan->a_bits), am = max_abs(A, na);
-    s->scale_a = am > 0 ? am / amax : 1.0;
-    int64_t xmax = tsafe_sealed_qmax(plan->x_bits);
-    for (uint32_t i = 0; i < rank; i++) {
-        int64_t l1 = 0;
-        for (uint32_t j = 0; j < plan->d_in; j++) {
-            int64_t q = (int64_t)lrint(A[(size_t)i * plan->d_in + j] / s->scale_a);
-            aq[(size_t)i * plan->d_in + j] = q;
-            l1 += q < 0 ? -q : q;
-        }
-        s->u_bound[i] = xmax * l1;
-    }
-    /* transposed (rank x d_out): round 2 of sealed runs over outputs */
-    for (uint32_t j = 0; j < d_out; j++)
-        for (uint32_t k = 0; k < rank; k++)
-            s->bprime[(size_t)k * d_out + j] =
-                (float)((double)scale * B[(size_t)j * rank + k] * s->scale_a);
+    if (plan->mode == TSAFE_SEALED_PRIVATE)
+        TSAFE_TRY(quantize_private(s, A, B, aq));
+    else
+        quantize_sealed(s, A, B, aq);
     tsafe_sealed_layout1(plan, rank, &s->l1);
     TSAFE_TRY(build_plains(s->ctx1, &s->l1, aq, plan->d_in, &s->p1));
-
     if (plan->mode == TSAFE_SEALED_PRIVATE) {
-        double bmax = (double)tsafe_sealed_qmax(plan->b_bits), bm = max_abs(s->bprime, nb);
-        s->scale_b = bm > 0 ? bm / bmax : 1.0;
-        s->bq = malloc(nb * sizeof *s->bq);
-        TSAFE_CHECK(s->bq, TSAFE_E_NOMEM);
-        for (uint32_t j = 0; j < d_out; j++) /* bq: d_out x rank */
-            for (uint32_t k = 0; k < rank; k++)
-                s->bq[(size_t)j * rank + k] =
-                    (int64_t)lrint(s->bprime[(size_t)k * d_out + j] / s->scale_b);
-        /* the smallest shift k with |B_q u~| < t2/2 for every input the
-         * plan allows (x at its bound), from this adapter's norms: at most
-         * the plan's worst-case shift */
-        double t2half = ldexp(1.0, (int)plan->r2.t_bits - 1), worst = 0;
-        for (uint32_t k = 0; k <= plan->trunc_bits; k++) {
-            worst = 0;
-            for (uint32_t j = 0; j < d_out; j++) {
-                double acc = 0;
-                for (uint32_t i = 0; i < rank; i++)
-                    acc += fabs((double)s->bq[(size_t)j * rank + i]) *
-                           (ldexp((double)s->u_bound[i], -(int)k) + 2);
-                worst = fmax(worst, acc);
-            }
-            s->trunc_bits = k;
-            if (worst < t2half)
-                break;
-        }
         tsafe_sealed_layout2(plan, rank, d_out, &s->l2);
         TSAFE_TRY(build_plains(s->ctx2, &s->l2, s->bq, rank, &s->p2));
     }
@@ -187,7 +222,7 @@ void tsafe_sealed_site_free(tsafe_sealed_site *s)
     free_plains(s->p2, (size_t)s->l2.n_chunks * s->l2.n_blocks);
     free(s->bprime);
     free(s->bq);
-    free(s->u_bound);
+    free(s->row_scale);
     if (!s->borrowed_ctx) {
         tsafe_bfv_context_free(s->ctx1);
         tsafe_bfv_context_free(s->ctx2);
