@@ -164,20 +164,16 @@ tsafe_status tsafe_sealed_client_query(tsafe_sealed_client *c, const float *x,
     *len = 0;
     TSAFE_REQUIRE(!c->needs_hello && c->state == IDLE, TSAFE_E_STATE);
     const tsafe_sealed_plan *p = &c->plan;
-    double t0 = tsafe_lora_now_us(), l1 = 0;
+    double t0 = tsafe_lora_now_us(), mx = 0;
     for (uint32_t j = 0; j < p->d_in; j++) {
         TSAFE_REQUIRE(isfinite(x[j]), TSAFE_E_VALUE_RANGE);
-        l1 += fabs((double)x[j]);
+        mx = fmax(mx, fabs((double)x[j]));
     }
-    TSAFE_REQUIRE(isfinite(l1), TSAFE_E_VALUE_RANGE);
-    /* Per-token scale on the L1 norm: the plan's bound |u_i| <= U holds
-     * for ||x_q||_1 <= X1 = x_max d_in (|A_q| <= a_max), so the budget
-     * goes to the mass of x, not its largest entry: a one-hot or
-     * peaked x keeps all its bits. The d_in / 2 absorbs the roundings.
-     * The scale never leaves the client. */
-    double x1 = (double)tsafe_sealed_qmax(p->x_bits) * p->d_in - (p->d_in + 1) / 2;
-    c->sx = l1 > 0 ? l1 / x1 : 1.0;
-    TSAFE_REQUIRE(c->sx > 0 && isfinite(c->sx), TSAFE_E_VALUE_RANGE);
+    /* per-token scale: x_q in [-x_max, x_max], the scale stays here (the
+     * server bounds |u_i| by x_max ||A_q,i||_1; an L1 scale would serve a
+     * one-hot x better but loses bits on dense ones: PERFORMANCE.md) */
+    int64_t xmax = tsafe_sealed_qmax(p->x_bits);
+    c->sx = mx > 0 ? mx / (double)xmax : 1.0;
     for (uint32_t j = 0; j < p->d_in; j++)
         c->xq[j] = (int64_t)lrint(x[j] / c->sx);
     size_t ctl = tsafe_bfv_ct_bytes(c->c1);

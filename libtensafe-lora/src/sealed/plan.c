@@ -231,13 +231,11 @@ static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
         double bb = b_max(p), noise2 = round2_noise(p);
         uint32_t flood2 = tsafe_sealed_flood2(p);
         double room = q0 / (2 * switched_noise(log_n, q1, flood2, noise2));
-        /* the smallest truncation whose |B_q u~| plus the output noise
-         * (tsafe_sealed_out_noise_bound) fits t2 within the room, and whose
+        /* the smallest truncation whose |B_q u~| fits t2 within the room, and whose
          * truncated shares floor(v/2^k) < 2^(t1-k) always encode mod t2:
          * no decrypted value can make the client's round 2 fail */
         for (uint32_t k = 0; k < 60; k++) {
-            double dmax = bb * rank * (ldexp(U, -(int)k) + 2 +
-                                       TSAFE_SEALED_OUT_NOISE_TAIL * TSAFE_SEALED_OUT_NOISE_SD);
+            double dmax = bb * rank * (ldexp(U, -(int)k) + 2);
             uint32_t t2 = ceil_log2(2 * dmax + 1);
             if (t2 < 8)
                 t2 = 8;
@@ -258,9 +256,7 @@ static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
         double ut = U / (4 * sqrt((double)d_in));
         double eu = ldexp(1.0, (int)p->trunc_bits) / ut / sqrt(12.0);
         double eb = 4 / sqrt(12.0) / bb;
-        /* output noise: sd TSAFE_SEALED_OUT_NOISE_SD on u~ */
-        double en = TSAFE_SEALED_OUT_NOISE_SD / ldexp(ut, -(int)p->trunc_bits);
-        err2 += eu * eu + eb * eb + en * en;
+        err2 += eu * eu + eb * eb;
     }
     p->expected_rel_error = sqrt(err2);
     return TSAFE_OK;

@@ -41,25 +41,6 @@ void tsafe_sealed_encode_block(const tsafe_sealed_layout *l, const int64_t *m,
                                uint32_t width, uint32_t c, uint32_t b,
                                int64_t *coeff, size_t n);
 
-/* sealed-private output noise (THREAT_MODEL.md, "Lattice"): round 2 adds
- * round(B_q z) to the outputs, z a fresh Gaussian vector of sd
- * TSAFE_SEALED_OUT_NOISE_SD per coordinate of u~ (clamped at
- * TSAFE_SEALED_OUT_NOISE_TAIL sd), so the client decrypts B_q (u~ + z)
- * rounded: u~ + z is no longer a point of Z^r, and an sd above the
- * smoothing parameter of Z^r (eta_eps(Z^r) = sqrt(ln(2r(1 + 1/eps))/pi)
- * as a Gaussian parameter, below 1.3 as an sd for r <= 1024 and
- * eps = 2^-40) hides which lattice point it came from. Its cost is that of
- * about 5 more truncation roundings. */
-#define TSAFE_SEALED_OUT_NOISE_SD 1.5 /* the bound the plan reserves room for */
-/* The sd used for a site of rank r: eta_eps(Z^r) for eps = 2^-40 as an sd
- * (1.27 at r = 32, 1.34 at r = 1024), never above the plan's bound. */
-static inline double tsafe_sealed_out_noise_sd(uint32_t rank)
-{
-    double s = __builtin_sqrt(__builtin_log(2.0 * rank * (1.0 + 0x1p40)) / 3.14159265358979);
-    return s / __builtin_sqrt(2 * 3.14159265358979);
-}
-#define TSAFE_SEALED_OUT_NOISE_TAIL 10.0
-
 /* The smallest truncation a site may use: floor(v / 2^k) < 2^(t1 - k)
  * must encode mod t2 for every v, so that no decrypted value can make the
  * client's second message fail (a failure would be a bit about x). */
@@ -97,6 +78,7 @@ struct tsafe_sealed_site {
     int64_t *bq;               /* d_out x rank quantized (sealed-private) */
     double scale_b;            /* sealed-private: B' ~ scale_b B_q */
     uint32_t trunc_bits;       /* sealed-private: k of this site, in [k_min, plan's] */
+    int64_t *u_bound;          /* sealed-private, per row: x_max * sum_j |A_q,ij| */
     tsafe_bfv_context *ctx1, *ctx2;
     int borrowed_ctx;          /* contexts belong to the caller (pair lane) */
     tsafe_bfv_plain **p1;      /* n_chunks1 x n_blocks1 */

@@ -105,15 +105,21 @@ static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const
     double bmax = (double)tsafe_sealed_qmax(p->b_bits);
     size_t nb = (size_t)d_out * rank;
     s->row_scale = malloc(rank * sizeof *s->row_scale);
+    s->u_bound = malloc(rank * sizeof *s->u_bound);
     s->bq = malloc(nb * sizeof *s->bq);
-    if (!s->row_scale || !s->bq)
+    if (!s->row_scale || !s->u_bound || !s->bq)
         return TSAFE_E_NOMEM;
     for (uint32_t i = 0; i < rank; i++) {
         const float *row = A + (size_t)i * d_in;
         double m = max_abs(row, d_in), sc = m > 0 ? m / amax : 1.0;
+        int64_t l1 = 0;
         s->row_scale[i] = sc;
-        for (uint32_t j = 0; j < d_in; j++)
-            aq[(size_t)i * d_in + j] = (int64_t)lrint(row[j] / sc);
+        for (uint32_t j = 0; j < d_in; j++) {
+            int64_t q = (int64_t)lrint(row[j] / sc);
+            aq[(size_t)i * d_in + j] = q;
+            l1 += q < 0 ? -q : q;
+        }
+        s->u_bound[i] = tsafe_sealed_qmax(p->x_bits) * l1; /* |u_i| for |x_q| <= x_max */
     }
     double bm = 0;
     for (uint32_t j = 0; j < d_out; j++)
@@ -129,22 +135,23 @@ static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const
         for (uint32_t k = 0; k < rank; k++)
             s->bq[(size_t)j * rank + k] =
                 (int64_t)lrint((double)s->bprime[(size_t)k * d_out + j] / s->scale_b);
-    /* the smallest shift (at least k_min) with |B_q (u~ + z)| < t2/2 for
-     * every input the plan allows (|u| <= U on every row) and every noise:
+    /* the smallest shift (at least k_min) with |B_q u~| < t2/2 for every
+     * input the plan allows (x at its bound), from this adapter's norms:
      * at most the plan's worst-case shift */
-    double U = (double)tsafe_sealed_qmax(p->x_bits) * amax * d_in;
-    double t2half = ldexp(1.0, (int)p->r2.t_bits - 1), rows = 0;
-    for (uint32_t j = 0; j < d_out; j++) {
-        double acc = 0;
-        for (uint32_t k = 0; k < rank; k++)
-            acc += fabs((double)s->bq[(size_t)j * rank + k]);
-        rows = fmax(rows, acc);
-    }
+    double t2half = ldexp(1.0, (int)p->r2.t_bits - 1), worst = 0;
     uint32_t k = tsafe_sealed_k_min(p);
-    while (k < p->trunc_bits &&
-           rows * (ldexp(U, -(int)k) + 2 + TSAFE_SEALED_OUT_NOISE_TAIL * TSAFE_SEALED_OUT_NOISE_SD) >=
-               t2half)
-        k++;
+    for (; k <= p->trunc_bits; k++) {
+        worst = 0;
+        for (uint32_t j = 0; j < d_out; j++) {
+            double acc = 0;
+            for (uint32_t i = 0; i < rank; i++)
+                acc += fabs((double)s->bq[(size_t)j * rank + i]) *
+                       (ldexp((double)s->u_bound[i], -(int)k) + 2);
+            worst = fmax(worst, acc);
+        }
+        if (worst < t2half || k == p->trunc_bits)
+            break;
+    }
     s->trunc_bits = k;
     return TSAFE_OK;
 }
@@ -223,6 +230,7 @@ void tsafe_sealed_site_free(tsafe_sealed_site *s)
     free(s->bprime);
     free(s->bq);
     free(s->row_scale);
+    free(s->u_bound);
     if (!s->borrowed_ctx) {
         tsafe_bfv_context_free(s->ctx1);
         tsafe_bfv_context_free(s->ctx2);
