@@ -10,6 +10,7 @@
 #   make CUDA=auto|0|1   build libtensafe-he-cuda when nvcc is found / never / always
 #   make fuzz FUZZ_SECONDS=N   libFuzzer targets (clang)
 #   make bench-seal SEAL_SRC=DIR   same-run ratios vs Microsoft SEAL built from DIR
+#   make mutants [MUTANTS_FILTER=name]   mutation check (tests/mutants/mutants.txt)
 
 VERSION_H := include/tensafe/version.h
 MAJOR := $(shell sed -n 's/^\#define TSAFE_VERSION_MAJOR \([0-9]*\)/\1/p' $(VERSION_H))
@@ -126,7 +127,7 @@ ifeq ($(WITH_CUDA),1)
 endif
 
 .PHONY: all libs tool tests test demo demo-valgrind bench bench-seal examples install uninstall clean deps \
-        fuzz fuzz-build plots check-tree
+        fuzz fuzz-build plots check-tree mutants
 .DEFAULT_GOAL := all
 
 all: libs tool examples
@@ -283,6 +284,13 @@ fuzz-build: deps
 # One summary line per target; libFuzzer's own output goes to build/fuzz/logs/.
 fuzz: fuzz-build
 	@sh scripts/fuzz-smoke.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_BINS)
+
+# ------------------------------------------------------------ mutants
+# Each mutant of tests/mutants/mutants.txt applied, rebuilt under
+# build/mutants (CUDA=0), its suites run with three seeds, the file
+# restored; non-zero exit when one survives (scripts/mutants.sh).
+mutants: deps
+	@sh scripts/mutants.sh tests/mutants/mutants.txt "$(MUTANTS_FILTER)"
 
 # -------------------------------------------------------------- plots
 plots: deps

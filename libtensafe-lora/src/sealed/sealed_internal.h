@@ -126,6 +126,17 @@ void tsafe_sealed_opcache_clear(tsafe_sealed_opcache *c);
  * returns to the CSPRNG. Never for deployment: masks must be unpredictable. */
 void tsafe_sealed_server_debug_seed(tsafe_sealed_server *s, const uint8_t *seed);
 
+/* Tests only (white-box wipe checks): the server's buffers that hold its
+ * masks or what derives from them, as (name, address, bytes); returns how
+ * many were written to out (at most max). The addresses are borrowed. */
+typedef struct tsafe_sealed_secret {
+    const char *name;
+    const void *p;
+    size_t bytes;
+} tsafe_sealed_secret;
+size_t tsafe_sealed_server_secrets_(const tsafe_sealed_server *s, tsafe_sealed_secret *out,
+                                    size_t max);
+
 /* The protocol's contexts for a plan (round 2 NULL in sealed mode). */
 tsafe_status tsafe_sealed_contexts(const tsafe_sealed_plan *p,
                                    tsafe_bfv_context **c1,

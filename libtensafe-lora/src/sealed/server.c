@@ -256,10 +256,12 @@ static void wipe_masks(tsafe_sealed_server *s)
         sodium_memzero(s->pC, s->R_cap * sizeof *s->pC);
     if (s->pband)
         sodium_memzero(s->pband, s->R_cap);
+    /* the last block's sealing masks (t/2 - R, then B_q C) and the band's
+     * columns of B_q with their encoding: all derived from R */
     size_t n = s->c1 ? tsafe_bfv_context_n(s->c1) : 0;
-    if (s->mask) /* t/2 - R (round 1), B_q C (round 2) */
+    if (s->mask)
         sodium_memzero(s->mask, n * sizeof *s->mask);
-    if (s->colsel) /* the band's columns: R's band bits */
+    if (s->colsel)
         sodium_memzero(s->colsel, (size_t)s->plan.d_out_max * s->plan.rank * sizeof *s->colsel);
     if (s->coeff)
         sodium_memzero(s->coeff, n * sizeof *s->coeff);
@@ -1082,4 +1084,25 @@ tsafe_status tsafe_sealed_get_tag(tsafe_rbuf *r, const tsafe_sealed_tag *want)
         epoch != want->epoch || seq != want->seq)
         return TSAFE_E_REPLAY;
     return TSAFE_OK;
+}
+
+size_t tsafe_sealed_server_secrets_(const tsafe_sealed_server *s, tsafe_sealed_secret *out,
+                                    size_t max)
+{
+    if (!s || !out)
+        return 0;
+    size_t n = tsafe_bfv_context_n(s->c1), k = 0;
+    const tsafe_sealed_secret all[] = {
+        {"R", s->R, s->R_cap * sizeof *s->R},
+        {"pC", s->pC, s->pC ? s->R_cap * sizeof *s->pC : 0},
+        {"pband", s->pband, s->pband ? s->R_cap : 0},
+        {"mask", s->mask, n * sizeof *s->mask},
+        {"colsel", s->colsel,
+         s->colsel ? (size_t)s->plan.d_out_max * s->plan.rank * sizeof *s->colsel : 0},
+        {"coeff", s->coeff, s->coeff ? n * sizeof *s->coeff : 0},
+    };
+    for (size_t i = 0; i < sizeof all / sizeof *all && k < max; i++)
+        if (all[i].p && all[i].bytes)
+            out[k++] = all[i];
+    return k;
 }
