@@ -3,8 +3,10 @@
  * the side that reads it (issue 24). The sweep runs over whatever
  * messages the protocol produces for one token in each mode (hello, query,
  * response 1, share, final message): no offsets of the layout are written
- * here, so it follows the format as it changes. A refusal leaves the
- * receiver where it was: the whole message is then accepted.
+ * here, so it follows the format as it changes. A refused response,
+ * share or final message ends its session (issue 19); the test puts the
+ * receiver back where it was after each cut (white-box for the client,
+ * hello + query again for the server), then the whole message is accepted.
  * Prefixes near the end (where an off-by-one reader would step past the
  * end) are handed over in buffers of exactly their length, so ASan builds
  * also see an over-read. Also: a share value outside [0, t) is refused. */
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../libtensafe-lora/src/sealed/sealed_internal.h"
 
 #include "tensafe/lora_sealed.h"
 #include "support/tsafe_test_rng.h"
@@ -28,6 +31,8 @@ typedef struct {
     tsafe_sealed_client *c;
     tsafe_sealed_server *s;
     tsafe_sealed_site *site;
+    const uint8_t *hello, *query; /* to re-open the server's token */
+    size_t hello_len, query_len;
 } world;
 
 static const uint32_t k_rank = RANK, k_dout = D_OUT;
@@ -51,13 +56,28 @@ static tsafe_status recv_query(world *w, const uint8_t *m, size_t l, uint8_t **o
 static tsafe_status recv_response1(world *w, const uint8_t *m, size_t l, uint8_t **o,
                                    size_t *ol)
 {
-    return tsafe_sealed_client_respond(w->c, m, l, 1, &k_rank, &k_dout, NULL, 1, o, ol, NULL);
+    tsafe_status st =
+        tsafe_sealed_client_respond(w->c, m, l, 1, &k_rank, &k_dout, NULL, 1, o, ol, NULL);
+    if (st != TSAFE_OK)
+        w->c->state = QUERIED; /* undo the session's end: the next cut */
+    return st;
 }
 
 static tsafe_status recv_share(world *w, const uint8_t *m, size_t l, uint8_t **o, size_t *ol)
 {
     const tsafe_sealed_site *ss = w->site;
-    return tsafe_sealed_server_round2(w->s, &ss, 1, m, l, o, ol, NULL);
+    tsafe_status st = tsafe_sealed_server_round2(w->s, &ss, 1, m, l, o, ol, NULL);
+    if (st != TSAFE_OK) { /* the session ended: open it again, round 1 again */
+        uint8_t *r;
+        size_t rl;
+        tsafe_sealed_server_free(w->s);
+        assert_int_equal(tsafe_sealed_server_create(&w->plan, &w->s), TSAFE_OK);
+        assert_int_equal(tsafe_sealed_server_accept(w->s, w->hello, w->hello_len), TSAFE_OK);
+        assert_int_equal(tsafe_sealed_server_round1(w->s, &ss, 1, w->query, w->query_len, &r,
+                                                    &rl, NULL), TSAFE_OK);
+        tsafe_lora_bytes_free(r);
+    }
+    return st;
 }
 
 static tsafe_status recv_final(world *w, const uint8_t *m, size_t l, uint8_t **o, size_t *ol)
@@ -65,7 +85,10 @@ static tsafe_status recv_final(world *w, const uint8_t *m, size_t l, uint8_t **o
     static float d[D_OUT];
     float *dp = d;
     *o = NULL, *ol = 0;
-    return tsafe_sealed_client_finish(w->c, m, l, 1, &k_dout, &dp, NULL);
+    tsafe_status st = tsafe_sealed_client_finish(w->c, m, l, 1, &k_dout, &dp, NULL);
+    if (st != TSAFE_OK)
+        w->c->state = RESPONDED; /* undo the session's end: the next cut */
+    return st;
 }
 
 /* Every prefix of msg refused with TSAFE_E_TRUNCATED, msg plus a byte with
@@ -135,6 +158,7 @@ static void sweep_token(tsafe_sealed_mode mode)
     assert_int_equal(tsafe_sealed_client_hello(w.c, &h, &hl), TSAFE_OK);
     sweep(&w, "hello", recv_hello, h, hl, &none, &nl);
     assert_int_equal(tsafe_sealed_client_query(w.c, x, &q, &ql, NULL), TSAFE_OK);
+    w.hello = h, w.hello_len = hl, w.query = q, w.query_len = ql;
     sweep(&w, "query", recv_query, q, ql, &r1, &r1l);
     sweep(&w, "response 1", recv_response1, r1, r1l, &sh, &shl);
     sweep(&w, mode == TSAFE_SEALED ? "share" : "encrypted share", recv_share, sh, shl, &r2, &r2l);
@@ -185,6 +209,7 @@ static void share_out_of_range(void **state)
     assert_int_equal(tsafe_sealed_client_hello(w.c, &h, &hl), TSAFE_OK);
     assert_int_equal(recv_hello(&w, h, hl, &r2, &r2l), TSAFE_OK);
     assert_int_equal(tsafe_sealed_client_query(w.c, x, &q, &ql, NULL), TSAFE_OK);
+    w.hello = h, w.hello_len = hl, w.query = q, w.query_len = ql;
     assert_int_equal(recv_query(&w, q, ql, &r1, &r1l), TSAFE_OK);
     assert_int_equal(recv_response1(&w, r1, r1l, &sh, &shl), TSAFE_OK);
     uint64_t t = 1ull << w.plan.r1.t_bits;

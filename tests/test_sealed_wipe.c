@@ -102,10 +102,11 @@ static void world_close(world *w)
     tsafe_sealed_site_free(w->site);
 }
 
-/* Tokens through every call, wipes checked after each; the second token
- * first fails its respond (response cut short by one byte: the blocks
- * before the cut were decrypted) and its round 2 (share cut short), then
- * goes through. prepare: the server prepares round 2 between the rounds. */
+/* Tokens through every call, wipes checked after each. Token 1 fails its
+ * respond (response cut short by one byte: the blocks before the cut were
+ * decrypted), token 2 its round 2 (share cut short), token 3 its finish;
+ * a failure ends the session (issue 19), so each of them is followed by
+ * a new session. prepare: the server prepares round 2 between the rounds. */
 static void tokens_leave_nothing(tsafe_sealed_mode mode, int direct, int prepare)
 {
     world w;
@@ -116,7 +117,14 @@ static void tokens_leave_nothing(tsafe_sealed_mode mode, int direct, int prepare
     const uint32_t rank = RANK, d_out = D_OUT;
     static float x[D_IN], d[D_OUT];
     float *dp = d;
-    for (int tok = 0; tok < 2; tok++) {
+    for (int tok = 0; tok < 4; tok++) {
+        if (tok > 1) { /* the previous token ended its session */
+            world_close(&w);
+            world_open(&w, mode);
+            if (direct)
+                assert_int_equal(tsafe_sealed_server_set_direct(w.s, 1), TSAFE_OK);
+            ss = w.site;
+        }
         for (int j = 0; j < D_IN; j++)
             x[j] = tsafe_test_uniform_float(-1, 1);
         uint8_t *q, *r1, *sh, *r2;
@@ -133,22 +141,37 @@ static void tokens_leave_nothing(tsafe_sealed_mode mode, int direct, int prepare
                                                              NULL, 1, &sh, &shl, NULL),
                                  TSAFE_OK);
             client_wiped(w.c, "a refused respond");
+            assert_int_equal(tsafe_sealed_client_failed(w.c), 1);
+            tsafe_lora_bytes_free(q);
+            tsafe_lora_bytes_free(r1);
+            continue;
         }
         assert_int_equal(tsafe_sealed_client_respond(w.c, r1, r1l, 1, &rank, &d_out, NULL, 1, &sh,
                                                      &shl, NULL), TSAFE_OK);
         client_wiped(w.c, "respond");
-        if (tok == 1)
+        if (tok == 2) {
             assert_int_not_equal(tsafe_sealed_server_round2(w.s, &ss, 1, sh, shl - 1, &r2, &r2l,
                                                             NULL),
                                  TSAFE_OK);
+            server_wiped(w.s, "a refused round 2");
+            tsafe_lora_bytes_free(q);
+            tsafe_lora_bytes_free(r1);
+            tsafe_lora_bytes_free(sh);
+            continue;
+        }
         assert_int_equal(tsafe_sealed_server_round2(w.s, &ss, 1, sh, shl, &r2, &r2l, NULL),
                          TSAFE_OK);
         server_wiped(w.s, "round 2");
-        if (tok == 1 && mode == TSAFE_SEALED_PRIVATE) {
+        if (tok == 3 && mode == TSAFE_SEALED_PRIVATE) {
             assert_int_not_equal(tsafe_sealed_client_finish(w.c, r2, r2l - 1, 1, &d_out, &dp,
                                                             NULL),
                                  TSAFE_OK);
             client_wiped(w.c, "a refused finish");
+            tsafe_lora_bytes_free(q);
+            tsafe_lora_bytes_free(r1);
+            tsafe_lora_bytes_free(sh);
+            tsafe_lora_bytes_free(r2);
+            continue;
         }
         assert_int_equal(tsafe_sealed_client_finish(w.c, r2, r2l, 1, &d_out, &dp, NULL),
                          TSAFE_OK);
