@@ -250,7 +250,7 @@ $(BUILD)/examples/%: examples/%.c $(LIBS_A)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LINK_STATIC)
 $(BUILD)/examples/%: examples/%.cpp $(LIBS_A)
 	@mkdir -p $(@D)
-	$(CXX) -std=c++17 $(OPT) -g -Wall -Wextra -Iinclude $(SAN_FLAGS) -o $@ $< $(LINK_STATIC)
+	$(CXX) -std=c++17 $(OPT) -g -Wall -Wextra -Iinclude $(SAN_FLAGS) -o $@ $< $(LINK_STATIC) $(TOOL_LIBS)
 
 # ------------------------------------------------------------ install
 HEADERS := $(wildcard include/tensafe/*.h)
