@@ -79,6 +79,7 @@ MOE_SRC := $(shell find libtensafe-moe/src -name '*.c' 2>/dev/null | sort)
 CUDA_C_SRC := $(shell find libtensafe-he-cuda/src -name '*.c' 2>/dev/null | sort)
 CUDA_CU_SRC := $(shell find libtensafe-he-cuda/src -name '*.cu' 2>/dev/null | sort)
 TOOL_SRC := $(shell find tools/tensafe -name '*.c' 2>/dev/null | sort)
+TOOL_CXX_SRC := $(shell find tools/tensafe -name '*.cpp' 2>/dev/null | sort)
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
@@ -89,7 +90,9 @@ MOE_OBJ := $(call obj,$(MOE_SRC))
 CUDA_OBJ := $(call obj,$(CUDA_C_SRC)) $(patsubst %.cu,$(BUILD)/obj/%.o,$(CUDA_CU_SRC))
 # tool and test objects see TSAFE_WITH_CUDA: keep each setting's objects apart
 TOBJ = $(BUILD)/obj-cuda$(WITH_CUDA)
-TOOL_OBJ = $(patsubst %.c,$(TOBJ)/%.o,$(TOOL_SRC))
+TOOL_OBJ = $(patsubst %.c,$(TOBJ)/%.o,$(TOOL_SRC)) $(patsubst %.cpp,$(TOBJ)/%.o,$(TOOL_CXX_SRC))
+# `tensafe generate` tokenizes with SentencePiece (C++, libsentencepiece-dev)
+TOOL_LIBS := -lsentencepiece -lstdc++
 
 LIBD := $(BUILD)/lib
 # name -> static, shared (real file), soname link, dev link
@@ -151,6 +154,10 @@ $(TOBJ)/tools/%.o: tools/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) $(TEST_CFLAGS) $(INTERNAL_INC) -MMD -MP -c $< -o $@
 
+$(TOBJ)/tools/%.o: tools/%.cpp
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 $(OPT) -g -fPIC -Wall -Wextra -Iinclude $(SAN_FLAGS) -MMD -MP -c $< -o $@
+
 $(TOBJ)/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) $(TEST_CFLAGS) $(INTERNAL_INC) -Itests -MMD -MP -c $< -o $@
@@ -190,7 +197,7 @@ $(BUILD)/pkgconfig/%.pc: pkgconfig/%.pc.in $(VERSION_H)
 tool: $(TOOL)
 $(TOOL): $(TOOL_OBJ) $(LIBS_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS_ALL) -o $@ $(TOOL_OBJ) $(LINK_STATIC)
+	$(CC) $(LDFLAGS_ALL) -o $@ $(TOOL_OBJ) $(LINK_STATIC) $(TOOL_LIBS)
 
 # -------------------------------------------------------------- tests
 tests: $(TESTS)
@@ -244,7 +251,7 @@ $(BUILD)/examples/%: examples/%.c $(LIBS_A)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(LINK_STATIC)
 $(BUILD)/examples/%: examples/%.cpp $(LIBS_A)
 	@mkdir -p $(@D)
-	$(CXX) -std=c++17 $(OPT) -g -Wall -Wextra -Iinclude $(SAN_FLAGS) -o $@ $< $(LINK_STATIC)
+	$(CXX) -std=c++17 $(OPT) -g -Wall -Wextra -Iinclude $(SAN_FLAGS) -o $@ $< $(LINK_STATIC) $(TOOL_LIBS)
 
 # ------------------------------------------------------------ install
 HEADERS := $(wildcard include/tensafe/*.h)

@@ -141,10 +141,11 @@ int cmd_bench(int argc, char **argv)
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: tensafe bench [core|lora|lora-sweep|moe|cuda|all] [--json|--tsv] [--quick]\n"
+            printf("usage: tensafe bench [core|lora|lora-sweep|moe|model|cuda|all] [--json|--tsv] [--quick]\n"
                    "                    [--backend cpu|cuda]\n"
                    "Prints medians (µs) of the core CKKS operations, the per-token\n"
-                   "HE-LoRA delta, the MoE layer and the CUDA backend. --backend: where\n"
+                   "HE-LoRA delta, the MoE layer and the CUDA backend; `model`: every\n"
+                   "HE site of a token of Qwen2.5-1.5B and Qwen3-30B-A3B (sealed modes). --backend: where\n"
                    "the HE-LoRA and MoE servers' ring work runs (default cpu); `bench lora`\n"
                    "also compares the CPU backend with the direct calls in the same run.\n");
             return 0;
@@ -155,7 +156,8 @@ int cmd_bench(int argc, char **argv)
     }
     int all = !strcmp(which, "all");
     if (!all && strcmp(which, "core") && strcmp(which, "lora") &&
-        strcmp(which, "moe") && strcmp(which, "cuda") && strcmp(which, "lora-sweep"))
+        strcmp(which, "moe") && strcmp(which, "cuda") && strcmp(which, "lora-sweep") &&
+        strcmp(which, "model"))
         return tool_usage("bench: unknown group '%s'", which);
     char what[256];
     tsafe_status bst = io_backend_factory(backend, &bench_backend, what, sizeof what);
@@ -170,10 +172,13 @@ int cmd_bench(int argc, char **argv)
         rc = bench_core(r, quick);
     if (!rc && (all || !strcmp(which, "lora")))
         rc = bench_lora(r, quick);
-    if (!rc && !strcmp(which, "lora-sweep"))
+    if (!rc && !strcmp(which, "lora-sweep") &&
+        strcmp(which, "model"))
         rc = bench_lora_sweep(r, quick);
     if (!rc && (all || !strcmp(which, "moe")))
         rc = bench_moe(r, quick);
+    if (!rc && !strcmp(which, "model"))
+        rc = bench_model(r, quick);
     if (!rc && (all || !strcmp(which, "cuda")))
         rc = bench_cuda(r, quick);
     bench_report_finish(r);

@@ -41,5 +41,7 @@ int bench_lora(bench_report *r, int quick);
 int bench_lora_sweep(bench_report *r, int quick);
 int bench_moe(bench_report *r, int quick);
 int bench_cuda(bench_report *r, int quick);
+/* every HE site of a token of whole models (bench_model.c) */
+int bench_model(bench_report *r, int quick);
 
 #endif

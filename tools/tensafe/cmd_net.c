@@ -71,10 +71,12 @@
 
 #include "commands.h"
 #include "io.h"
+#include "net_remote.h"
 
 #define NET_MAX_FRAME ((uint32_t)64 << 20)
 #define NET_HEADER 12
 #define NET_MAX_NAME 1024u
+#define NET_MAX_WIDTHS 8u
 
 enum {
     K_HELLO = 1,
@@ -422,8 +424,45 @@ static tsafe_status hello_encode_sealed(tsafe_sealed_mode mode, const io_modules
     return w->oom ? TSAFE_E_NOMEM : TSAFE_OK;
 }
 
+/* HELLO version 3: sealed modes, modules of several input widths; each
+ * module carries its own d_in. */
+static tsafe_status hello_encode_widths(tsafe_sealed_mode mode, const io_modules *m, wbuf *w)
+{
+    w_u32(w, 3);
+    w_u32(w, (uint32_t)mode);
+    w_u32(w, (uint32_t)m->n);
+    for (size_t i = 0; i < m->n; i++) {
+        w_str(w, m->info[i].name);
+        w_u32(w, (uint32_t)m->info[i].in_dim);
+        w_u32(w, (uint32_t)m->info[i].rank);
+        w_u32(w, (uint32_t)m->info[i].out_dim);
+    }
+    return w->oom ? TSAFE_E_NOMEM : TSAFE_OK;
+}
+
+/* The widths of a module list in order of first appearance (both sides
+ * number them so): width_d_in[w], mod_width[i]. 0 when there are more
+ * than NET_MAX_WIDTHS. */
+static uint32_t widths_of(const uint32_t *d_in, size_t n, uint32_t *width_d_in,
+                          uint32_t *mod_width)
+{
+    uint32_t nw = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t w = 0;
+        while (w < nw && width_d_in[w] != d_in[i])
+            w++;
+        if (w == nw) {
+            if (nw == NET_MAX_WIDTHS)
+                return 0;
+            width_d_in[nw++] = d_in[i];
+        }
+        mod_width[i] = w;
+    }
+    return nw;
+}
+
 typedef struct {
-    uint32_t version;   /* 1 plain-zero-moai, 2 sealed modes */
+    uint32_t version;   /* 1 plain-zero-moai, 2 sealed modes, 3 sealed, several widths */
     tsafe_lora_plan plan; /* version 1 */
     uint32_t mode;      /* version 2: tsafe_sealed_mode */
     uint32_t d_in, rank_max, d_out_max;
@@ -431,6 +470,7 @@ typedef struct {
     char names[IO_MAX_MODULES][NET_MAX_NAME + 1];
     uint32_t rank[IO_MAX_MODULES];
     uint32_t d_out[IO_MAX_MODULES];
+    uint32_t d_in_of[IO_MAX_MODULES]; /* version 3: each module's input width */
     uint32_t total_out;
 } hello_info;
 
@@ -567,6 +607,52 @@ static tsafe_status hello_decode_sealed(const uint8_t *b, size_t len, hello_info
     return modules_decode(&r, h, 65536, what, cap);
 }
 
+/* Parses and validates a version-3 HELLO (sealed modes, modules of
+ * several widths) from an untrusted server. */
+static tsafe_status hello_decode_widths(const uint8_t *b, size_t len, hello_info *h, char *what,
+                                        size_t cap)
+{
+    rbuf r = {b, len, 0, 0};
+    snprintf(what, cap, "server hello is malformed");
+    if (r_u32(&r) != 3)
+        return r.bad ? TSAFE_E_TRUNCATED : TSAFE_E_VERSION;
+    h->version = 3;
+    h->mode = r_u32(&r);
+    uint32_t n = r_u32(&r);
+    if (r.bad)
+        return TSAFE_E_TRUNCATED;
+    if ((h->mode != TSAFE_SEALED && h->mode != TSAFE_SEALED_PRIVATE) || n == 0 ||
+        n > IO_MAX_MODULES) {
+        snprintf(what, cap, "server hello: mode %u or module count %u out of range", h->mode, n);
+        return TSAFE_E_FORMAT;
+    }
+    h->n = n;
+    h->rank_max = h->d_out_max = 0;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!r_str(&r, h->names[i], NET_MAX_NAME))
+            return TSAFE_E_FORMAT;
+        h->d_in_of[i] = r_u32(&r);
+        h->rank[i] = r_u32(&r);
+        h->d_out[i] = r_u32(&r);
+        if (r.bad || h->d_in_of[i] == 0 || h->d_in_of[i] > (1u << 24) || h->rank[i] == 0 ||
+            h->rank[i] > 65536 || h->d_out[i] == 0 || h->d_out[i] > (1u << 24)) {
+            snprintf(what, cap, "server hello: module %u (d_in, rank or d_out out of range)", i);
+            return TSAFE_E_FORMAT;
+        }
+        total += h->d_out[i];
+        h->rank_max = h->rank[i] > h->rank_max ? h->rank[i] : h->rank_max;
+        h->d_out_max = h->d_out[i] > h->d_out_max ? h->d_out[i] : h->d_out_max;
+    }
+    if (r.off != r.len) {
+        snprintf(what, cap, "server hello has %zu trailing bytes", r.len - r.off);
+        return TSAFE_E_FORMAT;
+    }
+    h->total_out = (uint32_t)total;
+    h->d_in = h->d_in_of[0];
+    return TSAFE_OK;
+}
+
 /* The hello of either version; the version is read first so that a client
  * can refuse a mode it did not ask for before parsing the rest. */
 static uint32_t hello_version(const uint8_t *b, size_t len)
@@ -610,7 +696,10 @@ typedef struct {
     io_mode mode;
     tsafe_lora_server *server;     /* plain-zero-moai */
     tsafe_lora_site **sites;
-    tsafe_sealed_plan splan;       /* sealed modes */
+    tsafe_sealed_plan splan[NET_MAX_WIDTHS]; /* sealed modes: one per input width */
+    uint32_t n_widths;
+    uint32_t mod_width[IO_MAX_MODULES];
+    int widths_hello;              /* HELLO v3: SHELLO and QUERY name a width */
     tsafe_sealed_site **ssites;
     const tsafe_backend_factory *backend; /* --backend: where the ring work runs */
     const io_modules *m;
@@ -643,15 +732,15 @@ static tsafe_status expect_frame(conn *c, int want, uint8_t **buf, size_t *len, 
  * answer (RESPONSE1 or FINAL), or report the rejection to the client. The
  * HE work is added to *busy. */
 static tsafe_status sealed_round(serve_state *S, conn *c, tsafe_sealed_server *srv, int round,
+                                 const tsafe_sealed_site *const *sites, size_t n_sites,
                                  const uint8_t *buf, size_t len, uint64_t token, double *busy)
 {
-    const tsafe_sealed_site *const *sites = (const tsafe_sealed_site *const *)S->ssites;
     uint8_t *out = NULL;
     size_t out_len = 0;
     double t1 = now_ms();
     tsafe_status st = round == 1
-        ? tsafe_sealed_server_round1(srv, sites, S->m->n, buf, len, &out, &out_len, &S->stats)
-        : tsafe_sealed_server_round2(srv, sites, S->m->n, buf, len, &out, &out_len, &S->stats);
+        ? tsafe_sealed_server_round1(srv, sites, n_sites, buf, len, &out, &out_len, &S->stats)
+        : tsafe_sealed_server_round2(srv, sites, n_sites, buf, len, &out, &out_len, &S->stats);
     *busy += now_ms() - t1;
     if (st != TSAFE_OK) {
         snprintf(c->what, sizeof c->what, "token %llu: %s rejected", (unsigned long long)token,
@@ -676,21 +765,67 @@ static void ahead_failed(int *warned, unsigned session, const char *what, tsafe_
             session, what, tsafe_strerror(st));
 }
 
+/* HELLO v3 prefixes: SHELLO "u32 width", QUERY "u32 width, u32 n, n x u32
+ * module index" (distinct modules of that width). Fills *w and sel
+ * (every module of width 0 without v3) and *off (the prefix length).
+ * Returns 0, or -1 with a description in c->what. */
+static int query_prefix(const serve_state *S, conn *c, int query, const uint8_t *b, size_t len,
+                        uint32_t *w, const tsafe_sealed_site **sel, size_t *n_sel, size_t *off)
+{
+    *off = 0;
+    if (!S->widths_hello) {
+        *w = 0;
+        for (size_t i = 0; i < S->m->n; i++)
+            sel[i] = S->ssites[i];
+        *n_sel = S->m->n;
+        return 0;
+    }
+    rbuf r = {b, len, 0, 0};
+    *w = r_u32(&r);
+    uint32_t n = query ? r_u32(&r) : 1;
+    if (r.bad || *w >= S->n_widths || n == 0 || n > S->m->n) {
+        snprintf(c->what, sizeof c->what, "%s: width or module count out of range",
+                 query ? "QUERY" : "SHELLO");
+        return -1;
+    }
+    uint8_t seen[IO_MAX_MODULES] = {0};
+    for (uint32_t k = 0; query && k < n; k++) {
+        uint32_t i = r_u32(&r);
+        if (r.bad || i >= S->m->n || S->mod_width[i] != *w || seen[i]) {
+            snprintf(c->what, sizeof c->what,
+                     "QUERY: module %u is not a distinct module of width %u", i, *w);
+            return -1;
+        }
+        seen[i] = 1;
+        sel[k] = S->ssites[i];
+    }
+    *n_sel = query ? n : 0;
+    *off = r.off;
+    return 0;
+}
+
 /* One client connection in a sealed mode: SHELLO first and after each key
  * rotation; per token QUERY -> RESPONSE1, SHARE -> FINAL. A sealed server
- * per connection (its session), the sites shared. Returns 0 on success. */
+ * per connection and width (its session), the sites shared; with HELLO
+ * v3 each QUERY names the width and the modules it is for, and the SHARE
+ * after it is for the same. Returns 0 on success. */
 static int serve_sealed_session(serve_state *S, conn *c, unsigned session)
 {
-    tsafe_status st;
-    tsafe_sealed_server *srv = NULL;
+    tsafe_status st = TSAFE_OK;
+    tsafe_sealed_server *srv[NET_MAX_WIDTHS] = {NULL};
+    const tsafe_sealed_site *sel[IO_MAX_MODULES];
+    size_t n_sel = 0;
+    uint32_t w = 0;
     uint8_t *buf = NULL;
     size_t len = 0;
     int kind = 0;
     uint64_t served = 0;
     double t0 = now_ms(), busy = 0, ahead = 0; /* ahead: HE work done while waiting */
     int warned = 0;
-    if ((st = tsafe_sealed_server_create(&S->splan, &srv)) != TSAFE_OK ||
-        (st = tsafe_sealed_server_use_backend(srv, S->backend)) != TSAFE_OK) {
+    for (uint32_t k = 0; k < S->n_widths && st == TSAFE_OK; k++)
+        if ((st = tsafe_sealed_server_create(&S->splan[k], &srv[k])) == TSAFE_OK)
+            st = tsafe_sealed_server_use_backend(srv[k], S->backend);
+    if (st != TSAFE_OK) {
         snprintf(c->what, sizeof c->what, "sealed server");
         goto fail;
     }
@@ -708,8 +843,21 @@ static int serve_sealed_session(serve_state *S, conn *c, unsigned session)
             snprintf(c->what, sizeof c->what, "client gave up");
             goto fail;
         }
+        if (kind != K_SHELLO && kind != K_QUERY) {
+            snprintf(c->what, sizeof c->what, "expected SHELLO, QUERY or BYE, got %s",
+                     kind_name(kind));
+            st = TSAFE_E_FORMAT;
+            send_error(c, st, c->what);
+            goto fail;
+        }
+        size_t off = 0;
+        if (query_prefix(S, c, kind == K_QUERY, buf, len, &w, sel, &n_sel, &off) != 0) {
+            st = TSAFE_E_FORMAT;
+            send_error(c, st, c->what);
+            goto fail;
+        }
         if (kind == K_SHELLO) {
-            if ((st = tsafe_sealed_server_accept(srv, buf, len)) != TSAFE_OK) {
+            if ((st = tsafe_sealed_server_accept(srv[w], buf + off, len - off)) != TSAFE_OK) {
                 snprintf(c->what, sizeof c->what,
                          "client hello refused (its plan is not this server's %s plan, or "
                          "the message is malformed)",
@@ -719,13 +867,6 @@ static int serve_sealed_session(serve_state *S, conn *c, unsigned session)
             }
             continue;
         }
-        if (kind != K_QUERY) {
-            snprintf(c->what, sizeof c->what, "expected SHELLO, QUERY or BYE, got %s",
-                     kind_name(kind));
-            st = TSAFE_E_FORMAT;
-            send_error(c, st, c->what);
-            goto fail;
-        }
         if (S->requests_left == 0) { /* by design, not a failure of this server */
             send_error(c, TSAFE_E_STATE, "request limit of this server reached");
             printf("session %u: refused token %llu (--requests limit reached)\n", session,
@@ -733,14 +874,14 @@ static int serve_sealed_session(serve_state *S, conn *c, unsigned session)
             fflush(stdout);
             break;
         }
-        if ((st = sealed_round(S, c, srv, 1, buf, len, served + 1, &busy)) != TSAFE_OK)
+        if ((st = sealed_round(S, c, srv[w], 1, sel, n_sel, buf + off, len - off, served + 1,
+                               &busy)) != TSAFE_OK)
             goto fail;
         /* while the client decrypts and encrypts its shares: round 2's
          * band plaintexts (sealed-private; a no-op in sealed) */
         double t1 = now_ms();
         ahead_failed(&warned, session, "preparing round 2",
-                     tsafe_sealed_server_prepare_round2(
-                         srv, (const tsafe_sealed_site *const *)S->ssites, S->m->n, &S->stats));
+                     tsafe_sealed_server_prepare_round2(srv[w], sel, n_sel, &S->stats));
         ahead += now_ms() - t1;
         if ((st = expect_frame(c, K_SHARE, &buf, &len, &kind)) != TSAFE_OK) {
             char why[400]; /* room for the prefix within c->what */
@@ -751,25 +892,29 @@ static int serve_sealed_session(serve_state *S, conn *c, unsigned session)
                 send_error(c, st, c->what);
             goto fail;
         }
-        if ((st = sealed_round(S, c, srv, 2, buf, len, served + 1, &busy)) != TSAFE_OK)
+        if ((st = sealed_round(S, c, srv[w], 2, sel, n_sel, buf, len, served + 1, &busy)) !=
+            TSAFE_OK)
             goto fail;
         served++;
         if (S->requests_left != UINT64_MAX)
             S->requests_left--;
     }
-    printf("session %u (%s): %llu token%s, %.1f KiB in, %.1f KiB out, %.3f ms/token of HE "
+    const char *unit = S->widths_hello ? "query" : "token"; /* v3: a token is many queries */
+    printf("session %u (%s): %llu %s, %.1f KiB in, %.1f KiB out, %.3f ms/%s of HE "
            "work (+%.3f done while waiting for the client), %.1f ms total\n",
-           session, io_mode_name(S->mode), (unsigned long long)served, served == 1 ? "" : "s",
-           (double)c->bytes_in / 1024.0, (double)c->bytes_out / 1024.0,
-           served ? busy / (double)served : 0.0, served ? ahead / (double)served : 0.0,
-           now_ms() - t0);
+           session, io_mode_name(S->mode), (unsigned long long)served,
+           served == 1 ? unit : S->widths_hello ? "queries" : "tokens", (double)c->bytes_in / 1024.0,
+           (double)c->bytes_out / 1024.0, served ? busy / (double)served : 0.0, unit,
+           served ? ahead / (double)served : 0.0, now_ms() - t0);
     fflush(stdout);
     free(buf);
-    tsafe_sealed_server_free(srv);
+    for (uint32_t k = 0; k < NET_MAX_WIDTHS; k++)
+        tsafe_sealed_server_free(srv[k]);
     return 0;
 fail:
     free(buf);
-    tsafe_sealed_server_free(srv);
+    for (uint32_t k = 0; k < NET_MAX_WIDTHS; k++)
+        tsafe_sealed_server_free(srv[k]);
     {
         char what[700];
         snprintf(what, sizeof what, "serve: session %u: %s", session, c->what);
@@ -936,31 +1081,57 @@ static tsafe_sealed_mode sealed_mode_of(io_mode m)
     return m == IO_MODE_SEALED ? TSAFE_SEALED : TSAFE_SEALED_PRIVATE;
 }
 
-/* The sealed plan, derived from the served shapes with the default widths
- * exactly as the client derives it, and one sealed site per module
- * (sites[] holds m->n entries; on failure every site is freed). */
-static tsafe_status serve_sealed_setup(io_mode mode, const io_modules *m, tsafe_sealed_plan *plan,
+/* The sealed plan of width w (modules i with mod_width[i] == w), as both
+ * sides derive it from the public shapes with the default bit widths: the
+ * largest rank and d_out of its modules; HELLO v2: every module reads the
+ * one query of a token (sites_per_query = n, PROTOCOL.md, Plan); v3: a
+ * query carries the few modules that read one x, the default split. */
+static tsafe_status width_plan(tsafe_sealed_mode mode, int v3, uint32_t d_in,
+                               const uint32_t *rank, const uint32_t *d_out,
+                               const uint32_t *mod_width, uint32_t w, size_t n,
+                               tsafe_sealed_plan *plan)
+{
+    uint32_t r = 0, o = 0;
+    for (size_t i = 0; i < n; i++)
+        if (mod_width[i] == w) {
+            r = rank[i] > r ? rank[i] : r;
+            o = d_out[i] > o ? d_out[i] : o;
+        }
+    tsafe_sealed_opts opts = {.sites_per_query = v3 ? 0 : (uint32_t)n};
+    return tsafe_sealed_plan_derive(mode, d_in, r, o, &opts, plan);
+}
+
+/* The sealed plans, one per input width of the served modules, and one
+ * sealed site per module on its width's plan (sites[] holds m->n entries;
+ * on failure every site is freed). */
+static tsafe_status serve_sealed_setup(io_mode mode, const io_modules *m, serve_state *S,
                                        tsafe_sealed_site **sites, char *what, size_t cap)
 {
-    uint32_t d_out_max = 0;
+    uint32_t d_in[IO_MAX_MODULES], rank[IO_MAX_MODULES], d_out[IO_MAX_MODULES];
+    uint32_t width_d_in[NET_MAX_WIDTHS];
     for (size_t i = 0; i < m->n; i++) {
         sites[i] = NULL;
-        if (m->info[i].out_dim > d_out_max)
-            d_out_max = (uint32_t)m->info[i].out_dim;
+        d_in[i] = (uint32_t)m->info[i].in_dim;
+        rank[i] = (uint32_t)m->info[i].rank;
+        d_out[i] = (uint32_t)m->info[i].out_dim;
     }
-    /* every module reads the one query of a token (PROTOCOL.md, Plan) */
-    tsafe_sealed_opts o = {.sites_per_query = (uint32_t)m->n};
-    tsafe_status st =
-        tsafe_sealed_plan_derive(sealed_mode_of(mode), m->d_in, m->max_rank, d_out_max, &o, plan);
-    if (st != TSAFE_OK) {
-        snprintf(what, cap, "serve: %s plan for d_in %u, rank %u, d_out %u", io_mode_name(mode),
-                 m->d_in, m->max_rank, d_out_max);
-        return st;
+    if (!(S->n_widths = widths_of(d_in, m->n, width_d_in, S->mod_width))) {
+        snprintf(what, cap, "serve: the modules take more than %u input widths", NET_MAX_WIDTHS);
+        return TSAFE_E_RANGE;
     }
+    tsafe_status st = TSAFE_OK;
+    for (uint32_t w = 0; w < S->n_widths; w++)
+        if ((st = width_plan(sealed_mode_of(mode), S->widths_hello, width_d_in[w], rank, d_out,
+                             S->mod_width, w, m->n, &S->splan[w])) != TSAFE_OK) {
+            snprintf(what, cap, "serve: %s plan for the modules of d_in %u", io_mode_name(mode),
+                     width_d_in[w]);
+            return st;
+        }
     for (size_t i = 0; i < m->n; i++) {
         const tsafe_lora_module_info *mi = &m->info[i];
-        st = tsafe_sealed_site_create(plan, mi->A, mi->B, (uint32_t)mi->rank,
-                                      (uint32_t)mi->out_dim, (float)mi->scale, &sites[i]);
+        st = tsafe_sealed_site_create(&S->splan[S->mod_width[i]], mi->A, mi->B,
+                                      (uint32_t)mi->rank, (uint32_t)mi->out_dim,
+                                      (float)mi->scale, &sites[i]);
         if (st != TSAFE_OK) {
             snprintf(what, cap, "serve: prepare module '%s' for %s", mi->name,
                      io_mode_name(mode));
@@ -1048,19 +1219,23 @@ int cmd_serve(int argc, char **argv)
     tsafe_lora_plan plan;
     if ((st = io_load_adapter(adapter, key, &ad, what, sizeof what)) != TSAFE_OK ||
         (st = io_require_signed(ad, "serve", allow_unsigned, what, sizeof what)) != TSAFE_OK ||
-        (st = io_resolve_modules(ad, modules, m, what, sizeof what)) != TSAFE_OK) {
+        (st = io_resolve_modules_ex(ad, modules, mode == IO_MODE_PLAIN_ZERO_MOAI, m, what,
+                                    sizeof what)) != TSAFE_OK) {
         tool_fail(what, st);
         goto out;
     }
+    /* HELLO v3 (queries name their width and modules) for a whole model's
+     * modules: several widths, or --module all */
+    S.widths_hello = m->several_widths || !strcmp(modules, "all");
     if (mode != IO_MODE_PLAIN_ZERO_MOAI) {
-        if ((st = serve_sealed_setup(mode, m, &S.splan, ssites, what, sizeof what)) != TSAFE_OK) {
+        if ((st = serve_sealed_setup(mode, m, &S, ssites, what, sizeof what)) != TSAFE_OK) {
             tool_fail(what, st);
             goto out;
         }
         n_ssites = m->n;
         /* refuse a backend the sealed rings cannot use now, not per client */
         tsafe_sealed_server *probe = NULL;
-        if ((st = tsafe_sealed_server_create(&S.splan, &probe)) == TSAFE_OK)
+        if ((st = tsafe_sealed_server_create(&S.splan[0], &probe)) == TSAFE_OK)
             st = tsafe_sealed_server_use_backend(probe, backend);
         tsafe_sealed_server_free(probe);
         if (st != TSAFE_OK) {
@@ -1069,7 +1244,9 @@ int cmd_serve(int argc, char **argv)
             tool_fail(what, st);
             goto out;
         }
-        if ((st = hello_encode_sealed(sealed_mode_of(mode), m, &hw)) != TSAFE_OK) {
+        if ((st = S.widths_hello ? hello_encode_widths(sealed_mode_of(mode), m, &hw)
+                                 : hello_encode_sealed(sealed_mode_of(mode), m, &hw)) !=
+            TSAFE_OK) {
             tool_fail("serve: encode hello", st);
             goto out;
         }
@@ -1118,11 +1295,17 @@ int cmd_serve(int argc, char **argv)
                bound, plan.name, 1u << plan.params.log_n, plan.log2_q, plan.max_log2_q, m->n,
                m->n == 1 ? "" : "s", m->d_in, plan.max_abs_x);
     else
-        printf("listening on 127.0.0.1:%u -- mode %s (N=%u, t=2^%u; x %u, A %u bits; model "
-               "rel error %.1e), %zu module%s, d_in %u\n",
-               bound, mode_name, 1u << S.splan.r1.log_n, S.splan.r1.t_bits, S.splan.x_bits,
-               S.splan.a_bits, S.splan.expected_rel_error, m->n, m->n == 1 ? "" : "s",
-               m->d_in);
+        for (uint32_t w = 0; w < S.n_widths; w++) {
+            const tsafe_sealed_plan *sp = &S.splan[w];
+            size_t nw = 0;
+            for (size_t i = 0; i < m->n; i++)
+                nw += S.mod_width[i] == w;
+            printf("%s127.0.0.1:%u -- mode %s (N=%u, t=2^%u; x %u, A %u bits; model "
+                   "rel error %.1e), %zu module%s, d_in %u\n",
+                   w ? "  and on " : "listening on ", bound, mode_name, 1u << sp->r1.log_n,
+                   sp->r1.t_bits, sp->x_bits, sp->a_bits, sp->expected_rel_error,
+                   nw, nw == 1 ? "" : "s", sp->d_in);
+        }
     io_origin_text(ad, what, sizeof what);
     printf("adapter: %s\nbackend: %s\n", what, backend_name);
     fflush(stdout);
@@ -1477,7 +1660,7 @@ static const char *hello_mode_name(const uint8_t *b, size_t len)
     uint32_t v = hello_version(b, len);
     if (v == 1)
         return "plain-zero-moai";
-    if (v == 2 && len >= 8)
+    if ((v == 2 || v == 3) && len >= 8)
         return io_get_u32le(b + 4) == TSAFE_SEALED           ? "sealed"
                : io_get_u32le(b + 4) == TSAFE_SEALED_PRIVATE ? "sealed-private"
                                                              : NULL;
@@ -1514,6 +1697,12 @@ static int client_hello(client_run *R)
                            : "");
         send_error(&R->c, st, "client refuses the server's mode");
         return tool_fail(what, st);
+    }
+    if (hello_version(R->buf, R->len) == 3) { /* per-query module selection */
+        snprintf(what, sizeof what, "client: the server serves modules of several input widths "
+                                    "(hello version 3): use 'tensafe generate --server'");
+        send_error(&R->c, TSAFE_E_VERSION, "client speaks hello version 2 only");
+        return tool_fail(what, TSAFE_E_VERSION);
     }
     st = R->co->mode == IO_MODE_PLAIN_ZERO_MOAI
              ? hello_decode(R->buf, R->len, R->h, what, sizeof what)
@@ -1748,4 +1937,215 @@ int cmd_client(int argc, char **argv)
         return tool_usage("client: --timeout must be positive");
     signal(SIGPIPE, SIG_IGN);
     return run_client(&co);
+}
+
+/* ------------------------------------------------- net_remote (v3 client) */
+
+struct net_remote {
+    conn c;
+    hello_info *h;
+    io_mode mode;
+    tsafe_dp_session *dp;
+    int no_dp;
+    uint32_t n_widths, width_d_in[NET_MAX_WIDTHS], mod_width[IO_MAX_MODULES];
+    tsafe_sealed_plan plan[NET_MAX_WIDTHS];
+    tsafe_sealed_client *cl[NET_MAX_WIDTHS];
+    uint8_t *buf;
+    size_t len;
+    int kind;
+    wbuf out; /* prefix + library message of the frame being sent */
+};
+
+/* The server's HELLO, version 3 in the mode asked for, and the client's
+ * plans and keys for each width (derived here, never sent by the server). */
+static tsafe_status remote_hello(net_remote *r, char *what, size_t cap)
+{
+    tsafe_status st = recv_frame(&r->c, &r->kind, &r->buf, &r->len);
+    if (st == TSAFE_OK && r->kind == K_ERROR)
+        st = peer_error(&r->c, r->buf, r->len);
+    if (st != TSAFE_OK || r->kind != K_HELLO) {
+        snprintf(what, cap, "server hello: %s",
+                 st != TSAFE_OK ? r->c.what : "expected HELLO");
+        return st != TSAFE_OK ? st : TSAFE_E_FORMAT;
+    }
+    uint32_t v = hello_version(r->buf, r->len);
+    const char *served = hello_mode_name(r->buf, r->len);
+    if (served && strcmp(served, io_mode_name(r->mode))) {
+        snprintf(what, cap, "the server serves --mode %s, this client asked for %s", served,
+                 io_mode_name(r->mode));
+        return TSAFE_E_PARAMS_MISMATCH;
+    }
+    if (v != 3) {
+        snprintf(what, cap, "the server answers one query for all its modules (hello version "
+                            "%u): serve the whole adapter with 'tensafe serve --module all'",
+                 v);
+        return TSAFE_E_VERSION;
+    }
+    if ((st = hello_decode_widths(r->buf, r->len, r->h, what, cap)) != TSAFE_OK)
+        return st;
+    const hello_info *h = r->h;
+    if (!(r->n_widths = widths_of(h->d_in_of, h->n, r->width_d_in, r->mod_width))) {
+        snprintf(what, cap, "server hello: more than %u input widths", NET_MAX_WIDTHS);
+        return TSAFE_E_RANGE;
+    }
+    tsafe_sealed_mode sm = sealed_mode_of(r->mode);
+    for (uint32_t w = 0; w < r->n_widths; w++)
+        if ((st = width_plan(sm, 1, r->width_d_in[w], h->rank, h->d_out, r->mod_width, w, h->n,
+                             &r->plan[w])) != TSAFE_OK ||
+            (st = tsafe_sealed_client_create(&r->plan[w], NULL, &r->cl[w])) != TSAFE_OK) {
+            snprintf(what, cap, "no %s plan for the server's modules of d_in %u",
+                     io_mode_name(r->mode), r->width_d_in[w]);
+            return st;
+        }
+    return TSAFE_OK;
+}
+
+tsafe_status net_remote_open(uint32_t port, double timeout, io_mode mode, tsafe_dp_session *dp,
+                             int no_dp, net_remote **out, char *what, size_t cap)
+{
+    *out = NULL;
+    if (mode != IO_MODE_SEALED && mode != IO_MODE_SEALED_PRIVATE) {
+        snprintf(what, cap, "--server needs --mode sealed or sealed-private");
+        return TSAFE_E_ARG;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    net_remote *r = calloc(1, sizeof *r);
+    if (!r || !(r->h = calloc(1, sizeof *r->h))) {
+        free(r);
+        return TSAFE_E_NOMEM;
+    }
+    r->c.fd = -1;
+    r->mode = mode;
+    r->dp = dp;
+    r->no_dp = no_dp;
+    tsafe_status st = connect_local(port, timeout, &r->c.fd, what, cap);
+    if (st == TSAFE_OK && (st = remote_hello(r, what, cap)) != TSAFE_OK && st != TSAFE_E_IO)
+        send_error(&r->c, st, "client refuses the server's hello");
+    if (st != TSAFE_OK) {
+        net_remote_close(r);
+        return st;
+    }
+    *out = r;
+    return TSAFE_OK;
+}
+
+void net_remote_close(net_remote *r)
+{
+    if (!r)
+        return;
+    if (r->c.fd >= 0) {
+        (void)send_frame(&r->c, K_BYE, NULL, 0);
+        close(r->c.fd);
+    }
+    for (uint32_t w = 0; w < NET_MAX_WIDTHS; w++)
+        tsafe_sealed_client_free(r->cl[w]);
+    free(r->h);
+    free(r->buf);
+    free(r->out.p);
+    free(r);
+}
+
+size_t net_remote_count(const net_remote *r) { return r ? r->h->n : 0; }
+
+const char *net_remote_module(const net_remote *r, size_t i, uint32_t *d_in, uint32_t *rank,
+                              uint32_t *d_out)
+{
+    *d_in = r->h->d_in_of[i];
+    *rank = r->h->rank[i];
+    *d_out = r->h->d_out[i];
+    return r->h->names[i];
+}
+
+/* Sends kind with payload = the prefix already in r->out + msg (freed). */
+static tsafe_status remote_send(net_remote *r, int kind, uint8_t *msg, size_t len)
+{
+    w_bytes(&r->out, msg, len);
+    tsafe_lora_bytes_free(msg);
+    if (r->out.oom)
+        return TSAFE_E_NOMEM;
+    return send_frame(&r->c, kind, r->out.p, r->out.len);
+}
+
+static tsafe_status remote_expect(net_remote *r, int want)
+{
+    free(r->buf);
+    r->buf = NULL;
+    return expect_frame(&r->c, want, &r->buf, &r->len, &r->kind);
+}
+
+/* SHELLO (when the width's client needs one), QUERY, RESPONSE1, SHARE,
+ * FINAL; *step names the step that failed. */
+static tsafe_status remote_exchange(net_remote *r, uint32_t w, const uint32_t *mods, size_t n,
+                                    const float *x, float *const *delta, const char **step)
+{
+    tsafe_sealed_client *cl = r->cl[w];
+    uint32_t ranks[IO_MAX_MODULES], d_outs[IO_MAX_MODULES];
+    for (size_t k = 0; k < n; k++) {
+        ranks[k] = r->h->rank[mods[k]];
+        d_outs[k] = r->h->d_out[mods[k]];
+    }
+    tsafe_lora_stats lib; /* the library's own byte counts: the wire's are counted here */
+    memset(&lib, 0, sizeof lib);
+    uint8_t *msg = NULL;
+    size_t len = 0;
+    tsafe_status st;
+    if (tsafe_sealed_client_needs_hello(cl)) {
+        *step = "hello";
+        r->out.len = 0;
+        w_u32(&r->out, w);
+        if ((st = tsafe_sealed_client_hello(cl, &msg, &len)) != TSAFE_OK ||
+            (st = remote_send(r, K_SHELLO, msg, len)) != TSAFE_OK)
+            return st;
+    }
+    *step = "query";
+    r->out.len = 0;
+    w_u32(&r->out, w);
+    w_u32(&r->out, (uint32_t)n);
+    for (size_t k = 0; k < n; k++)
+        w_u32(&r->out, mods[k]);
+    if ((st = tsafe_sealed_client_query(cl, x, &msg, &len, &lib)) != TSAFE_OK ||
+        (st = remote_send(r, K_QUERY, msg, len)) != TSAFE_OK)
+        return st;
+    *step = "response";
+    r->out.len = 0;
+    if ((st = remote_expect(r, K_RESPONSE1)) != TSAFE_OK ||
+        (st = tsafe_sealed_client_respond(cl, r->buf, r->len, n, ranks, d_outs, r->dp, r->no_dp,
+                                          &msg, &len, &lib)) != TSAFE_OK ||
+        (st = remote_send(r, K_SHARE, msg, len)) != TSAFE_OK)
+        return st;
+    *step = "result";
+    if ((st = remote_expect(r, K_FINAL)) != TSAFE_OK)
+        return st;
+    return tsafe_sealed_client_finish(cl, r->buf, r->len, n, d_outs, delta, &lib);
+}
+
+tsafe_status net_remote_delta(net_remote *r, const uint32_t *mods, size_t n, const float *x,
+                              float *const *delta, tsafe_lora_stats *stats, char *what,
+                              size_t cap)
+{
+    if (!r || !mods || !x || !delta || n == 0 || n > r->h->n)
+        return TSAFE_E_ARG;
+    uint32_t w = mods[0] < r->h->n ? r->mod_width[mods[0]] : 0;
+    for (size_t k = 0; k < n; k++)
+        if (mods[k] >= r->h->n || r->mod_width[mods[k]] != w) {
+            snprintf(what, cap, "modules of one query must share one input width");
+            return TSAFE_E_ARG;
+        }
+    uint64_t up = r->c.bytes_out, down = r->c.bytes_in;
+    const char *step = "";
+    r->c.what[0] = 0;
+    r->kind = 0;
+    tsafe_status st = remote_exchange(r, w, mods, n, x, delta, &step);
+    if (stats) {
+        stats->bytes_up += r->c.bytes_out - up;
+        stats->bytes_down += r->c.bytes_in - down;
+        stats->tokens++;
+    }
+    if (st != TSAFE_OK) {
+        if (st != TSAFE_E_IO && r->kind != K_ERROR)
+            send_error(&r->c, st, "client gave up");
+        snprintf(what, cap, "server 127.0.0.1: %s of modules %s..: %s", step,
+                 r->h->names[mods[0]], r->c.what[0] ? r->c.what : tsafe_strerror(st));
+    }
+    return st;
 }

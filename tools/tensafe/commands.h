@@ -13,6 +13,7 @@ int cmd_client(int argc, char **argv);
 int cmd_adapter(int argc, char **argv);
 int cmd_params(int argc, char **argv);
 int cmd_lora(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
 
 /* One clear error line: "tensafe: <what>: <status name> (<message>)". */
 int tool_fail(const char *what, int status);

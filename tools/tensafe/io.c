@@ -497,16 +497,34 @@ double io_module_max_abs_a(const tsafe_lora_module_info *m)
     return a;
 }
 
-tsafe_status io_resolve_modules(const tsafe_lora_adapter *ad, const char *list, io_modules *m,
-                                char *what, size_t cap)
+/* Module list "all": every module of the adapter, in its order. */
+static tsafe_status all_modules(const tsafe_lora_adapter *ad, io_modules *m, char *what,
+                                size_t cap)
+{
+    size_t n = tsafe_lora_adapter_module_count(ad);
+    if (n == 0 || n > IO_MAX_MODULES) {
+        snprintf(what, cap, "--module all: the adapter has %zu modules (1..%d served)", n,
+                 IO_MAX_MODULES);
+        return TSAFE_E_RANGE;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (tsafe_lora_adapter_module(ad, i, &m->info[i]) != TSAFE_OK) {
+            snprintf(what, cap, "module %zu", i);
+            return TSAFE_E_ADAPTER;
+        }
+    m->n = n;
+    return TSAFE_OK;
+}
+
+static tsafe_status listed_modules(const tsafe_lora_adapter *ad, const char *list, io_modules *m,
+                                   char *what, size_t cap)
 {
     char *store = NULL;
     const char *items[IO_MAX_MODULES];
-    memset(m, 0, sizeof *m);
     size_t n = opts_split(list, &store, items, IO_MAX_MODULES);
     tsafe_status st = TSAFE_OK;
     if (!n) {
-        snprintf(what, cap, "module list '%s' (1..%d comma-separated names)", list,
+        snprintf(what, cap, "module list '%s' (1..%d comma-separated names, or all)", list,
                  IO_MAX_MODULES);
         st = TSAFE_E_ARG;
     }
@@ -518,27 +536,47 @@ tsafe_status io_resolve_modules(const tsafe_lora_adapter *ad, const char *list, 
             snprintf(what, cap, "module '%s'", items[i]);
             break;
         }
-        const tsafe_lora_module_info *mi = &m->info[i];
-        if (i > 0 && mi->in_dim != m->d_in) {
-            snprintf(what, cap, "modules '%s' (in %u) and '%s' (in %zu) take different inputs",
-                     m->info[0].name, m->d_in, mi->name, mi->in_dim);
-            st = TSAFE_E_SHAPE;
-            break;
-        }
-        if (mi->in_dim > (1u << 24) || mi->out_dim > (1u << 24) || mi->rank > 65536) {
-            snprintf(what, cap, "module '%s' is too large for HE-LoRA", mi->name);
-            st = TSAFE_E_RANGE;
-            break;
-        }
-        m->d_in = (uint32_t)mi->in_dim;
-        if (mi->rank > m->max_rank)
-            m->max_rank = (uint32_t)mi->rank;
-        m->total_out += (uint32_t)mi->out_dim;
-        m->max_abs_a = fmax(m->max_abs_a, io_module_max_abs_a(mi));
         m->n = i + 1;
     }
     free(store);
     return st;
+}
+
+tsafe_status io_resolve_modules_ex(const tsafe_lora_adapter *ad, const char *list,
+                                   int one_width, io_modules *m, char *what, size_t cap)
+{
+    memset(m, 0, sizeof *m);
+    tsafe_status st = !strcmp(list, "all") ? all_modules(ad, m, what, cap)
+                                           : listed_modules(ad, list, m, what, cap);
+    for (size_t i = 0; st == TSAFE_OK && i < m->n; i++) {
+        const tsafe_lora_module_info *mi = &m->info[i];
+        if (i > 0 && mi->in_dim != m->d_in) {
+            if (one_width) {
+                snprintf(what, cap,
+                         "modules '%s' (in %u) and '%s' (in %zu) take different inputs",
+                         m->info[0].name, m->d_in, mi->name, mi->in_dim);
+                return TSAFE_E_SHAPE;
+            }
+            m->several_widths = 1;
+        }
+        if (mi->in_dim > (1u << 24) || mi->out_dim > (1u << 24) || mi->rank > 65536) {
+            snprintf(what, cap, "module '%s' is too large for HE-LoRA", mi->name);
+            return TSAFE_E_RANGE;
+        }
+        if (i == 0)
+            m->d_in = (uint32_t)mi->in_dim;
+        if (mi->rank > m->max_rank)
+            m->max_rank = (uint32_t)mi->rank;
+        m->total_out += (uint32_t)mi->out_dim;
+        m->max_abs_a = fmax(m->max_abs_a, io_module_max_abs_a(mi));
+    }
+    return st;
+}
+
+tsafe_status io_resolve_modules(const tsafe_lora_adapter *ad, const char *list, io_modules *m,
+                                char *what, size_t cap)
+{
+    return io_resolve_modules_ex(ad, list, 1, m, what, cap);
 }
 
 tsafe_status io_make_plan(const char *preset, const io_modules *m, double max_abs_x,

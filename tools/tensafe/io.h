@@ -115,13 +115,19 @@ double io_module_max_abs_a(const tsafe_lora_module_info *m);
 typedef struct {
     size_t n;
     tsafe_lora_module_info info[IO_MAX_MODULES]; /* borrowed from the adapter */
-    uint32_t d_in, max_rank, total_out;
+    uint32_t d_in, max_rank, total_out; /* d_in: of the first module */
     double max_abs_a;
+    int several_widths; /* some module's in_dim differs from d_in */
 } io_modules;
 
-/* Resolves a comma-separated module list (io_find_module for each). */
+/* Resolves a comma-separated module list (io_find_module for each), or
+ * "all" (every module of the adapter, in its order). */
 tsafe_status io_resolve_modules(const tsafe_lora_adapter *ad, const char *list, io_modules *m,
                                 char *what, size_t cap);
+/* The same; one_width = 0 accepts modules of several input widths (and
+ * sets several_widths), 1 refuses them (TSAFE_E_SHAPE). */
+tsafe_status io_resolve_modules_ex(const tsafe_lora_adapter *ad, const char *list,
+                                   int one_width, io_modules *m, char *what, size_t cap);
 /* The plan for the modules: preset NULL or "auto" -> the planner with
  * target precision, else the named preset. max_abs_a = the modules' bound. */
 tsafe_status io_make_plan(const char *preset, const io_modules *m, double max_abs_x,

@@ -43,6 +43,7 @@ static const command k_commands[] = {
     {"client", cmd_client, "two-party client over localhost TCP, sealed-private by default (holds x and the keys)"},
     {"adapter", cmd_adapter, "adapter inspect|reduce|pack|verify"},
     {"params", cmd_params, "params plan --dim D --rank R [--max-abs X] [--precision P]"},
+    {"generate", cmd_generate, "generate text with a llama2.c model and a LoRA adapter under HE"},
     {"lora", cmd_lora, "lora apply --adapter DIR|PKG --module NAME --input X.f32 --output D.f32 [--mode M]"},
 };
 
