@@ -138,7 +138,8 @@ static void sweep(world *w, const char *what, receive_fn fn, const uint8_t *msg,
     printf("# %s: %zu bytes, every cut refused as truncated\n", what, len);
 }
 
-static void sweep_token(tsafe_sealed_mode mode)
+/* A random adapter and x, a client and a server (no hello yet). */
+static const float *world_open(world *w, tsafe_sealed_mode mode)
 {
     static float A[RANK * D_IN], B[D_OUT * RANK], x[D_IN];
     for (size_t i = 0; i < RANK * D_IN; i++)
@@ -147,12 +148,25 @@ static void sweep_token(tsafe_sealed_mode mode)
         B[i] = tsafe_test_uniform_float(-1, 1);
     for (size_t i = 0; i < D_IN; i++)
         x[i] = tsafe_test_uniform_float(-1, 1);
-    world w;
-    assert_int_equal(tsafe_sealed_plan_derive(mode, D_IN, RANK, D_OUT, NULL, &w.plan), TSAFE_OK);
-    assert_int_equal(tsafe_sealed_site_create(&w.plan, A, B, RANK, D_OUT, 1.0f, &w.site),
+    assert_int_equal(tsafe_sealed_plan_derive(mode, D_IN, RANK, D_OUT, NULL, &w->plan), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_site_create(&w->plan, A, B, RANK, D_OUT, 1.0f, &w->site),
                      TSAFE_OK);
-    assert_int_equal(tsafe_sealed_client_create(&w.plan, NULL, &w.c), TSAFE_OK);
-    assert_int_equal(tsafe_sealed_server_create(&w.plan, &w.s), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_client_create(&w->plan, NULL, &w->c), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_server_create(&w->plan, &w->s), TSAFE_OK);
+    return x;
+}
+
+static void world_close(world *w)
+{
+    tsafe_sealed_client_free(w->c);
+    tsafe_sealed_server_free(w->s);
+    tsafe_sealed_site_free(w->site);
+}
+
+static void sweep_token(tsafe_sealed_mode mode)
+{
+    world w;
+    const float *x = world_open(&w, mode);
     uint8_t *h, *q, *r1, *sh, *r2, *none;
     size_t hl, ql, r1l, shl, r2l, nl;
     assert_int_equal(tsafe_sealed_client_hello(w.c, &h, &hl), TSAFE_OK);
@@ -168,9 +182,7 @@ static void sweep_token(tsafe_sealed_mode mode)
     tsafe_lora_bytes_free(r1);
     tsafe_lora_bytes_free(sh);
     tsafe_lora_bytes_free(r2);
-    tsafe_sealed_client_free(w.c);
-    tsafe_sealed_server_free(w.s);
-    tsafe_sealed_site_free(w.site);
+    world_close(&w);
 }
 
 static void private_messages(void **state)
@@ -190,20 +202,8 @@ static void sealed_messages(void **state)
 static void share_out_of_range(void **state)
 {
     (void)state;
-    static float A[RANK * D_IN], B[D_OUT * RANK], x[D_IN];
-    for (size_t i = 0; i < RANK * D_IN; i++)
-        A[i] = tsafe_test_uniform_float(-1, 1);
-    for (size_t i = 0; i < D_OUT * RANK; i++)
-        B[i] = tsafe_test_uniform_float(-1, 1);
-    for (size_t i = 0; i < D_IN; i++)
-        x[i] = tsafe_test_uniform_float(-1, 1);
     world w;
-    assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED, D_IN, RANK, D_OUT, NULL, &w.plan),
-                     TSAFE_OK);
-    assert_int_equal(tsafe_sealed_site_create(&w.plan, A, B, RANK, D_OUT, 1.0f, &w.site),
-                     TSAFE_OK);
-    assert_int_equal(tsafe_sealed_client_create(&w.plan, NULL, &w.c), TSAFE_OK);
-    assert_int_equal(tsafe_sealed_server_create(&w.plan, &w.s), TSAFE_OK);
+    const float *x = world_open(&w, TSAFE_SEALED);
     uint8_t *h, *q, *r1, *sh, *r2;
     size_t hl, ql, r1l, shl, r2l;
     assert_int_equal(tsafe_sealed_client_hello(w.c, &h, &hl), TSAFE_OK);
@@ -227,9 +227,7 @@ static void share_out_of_range(void **state)
     tsafe_lora_bytes_free(r1);
     tsafe_lora_bytes_free(sh);
     tsafe_lora_bytes_free(r2);
-    tsafe_sealed_client_free(w.c);
-    tsafe_sealed_server_free(w.s);
-    tsafe_sealed_site_free(w.site);
+    world_close(&w);
 }
 
 int main(void)

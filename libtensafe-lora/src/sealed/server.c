@@ -258,7 +258,7 @@ static void wipe_masks(tsafe_sealed_server *s)
         sodium_memzero(s->pband, s->R_cap);
     /* the last block's sealing masks (t/2 - R, then B_q C) and the band's
      * columns of B_q with their encoding: all derived from R */
-    size_t n = s->c1 ? tsafe_bfv_context_n(s->c1) : 0;
+    size_t n = (size_t)1 << s->plan.r1.log_n; /* not c1's: freed before this at free */
     if (s->mask)
         sodium_memzero(s->mask, n * sizeof *s->mask);
     if (s->colsel)
