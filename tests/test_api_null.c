@@ -213,7 +213,9 @@ static int setup_fixture(void **state)
     (void)shape_b;
     /* package */
     static const char *const targets[1] = {"q_proj"};
-    tsafe_package_manifest m = {"id", "banking", 2, 4.0, targets, 1, 0.5, "me"};
+    tsafe_package_manifest m = {.adapter_id = "id", .domain = "banking", .rank = 2,
+        .alpha = 4.0, .targets = targets, .n_targets = 1,
+        .price_per_1k_tokens = 0.5, .creator = "me"};
     if (tsafe_package_keypair(f->pkg_pk, f->pkg_sk) ||
         tsafe_package_create(&m, f->st_bytes, f->st_len, f->pkg_sk, &f->pkg, &f->pkg_len) ||
         tsafe_package_open(f->pkg, f->pkg_len, f->pkg_pk, &f->package))
@@ -1891,7 +1893,9 @@ CHECK_FN(tsafe_package_keypair)
 CHECK_FN(tsafe_package_create)
 {
     static const char *const targets[2] = {"q_proj", ""};
-    tsafe_package_manifest good = {"id", "d", 2, 4.0, targets, 1, 0.5, "c"}, m;
+    tsafe_package_manifest good = {.adapter_id = "id", .domain = "d", .rank = 2,
+        .alpha = 4.0, .targets = targets, .n_targets = 1,
+        .price_per_1k_tokens = 0.5, .creator = "c"}, m;
     uint8_t *out = NULL, junk_sk[64];
     size_t len = 0;
     memset(junk_sk, 0x42, sizeof junk_sk);

@@ -557,8 +557,29 @@ static void test_peft_variants_sealed(void **state)
         double e = rel_l2(sv, pv, np);
         print_message("PEFT %s: sealed-private vs --plain rel_l2 %.3e\n", variants[k].name, e);
         assert_true(e <= 1e-3);
-        free(pv);
         free(sv);
+        /* issue 23.1: patterns and rsLoRA survive a signed package; the
+         * package's deltas equal the directory's bit for bit */
+        char key[PATH_MAX + 64], pkg[PATH_MAX + 64];
+        snprintf(key, sizeof key, "%s/sign", dir);
+        snprintf(pkg, sizeof pkg, "%s.pkg", dir);
+        r = run("adapter keygen --out %s", key);
+        expect_ok(&r, "adapter keygen");
+        result_free(&r);
+        r = run("adapter pack %s --key %s.key --id %s --out %s", dir, key, variants[k].name, pkg);
+        expect_ok(&r, "adapter pack (PEFT variant)");
+        if (k > 0 && !strstr(r.out, "1 rank /"))
+            fail_msg("adapter pack did not carry the rank pattern: %s", r.out);
+        result_free(&r);
+        r = run("lora apply --adapter %s --trusted-key %s.pub --module q_proj,v_proj --input %s "
+                "--output %s --plain", pkg, key, tmp_path("xv.f32"), tmp_path("pp.f32"));
+        expect_ok(&r, "lora apply --plain (signed PEFT variant)");
+        result_free(&r);
+        float *pp = read_f32(tmp_path("pp.f32"), &ns);
+        assert_int_equal(np, ns);
+        assert_memory_equal(pp, pv, np * sizeof *pp);
+        free(pp);
+        free(pv);
     }
 }
 
