@@ -2566,6 +2566,26 @@ CHECK_FN(tsafe_lora_module_delta_w)
     ERR(tsafe_lora_module_delta_w(&b, out));
 }
 
+CHECK_FN(tsafe_lora_module_apply)
+{
+    tsafe_lora_module_info m;
+    OK(tsafe_lora_adapter_module(f->adapter, 0, &m));
+    float *x = calloc(m.in_dim, sizeof *x), *d = calloc(m.out_dim, sizeof *d);
+    assert_non_null(x);
+    assert_non_null(d);
+    OK(tsafe_lora_module_apply(&m, x, d));
+    ERR(tsafe_lora_module_apply(NULL, x, d));
+    ERR(tsafe_lora_module_apply(&m, NULL, d));
+    ERR(tsafe_lora_module_apply(&m, x, NULL));
+    tsafe_lora_module_info b = m;
+    b.A = NULL;
+    ERR(tsafe_lora_module_apply(&b, x, d));
+    x[0] = NAN;
+    IS(TSAFE_E_VALUE_RANGE, tsafe_lora_module_apply(&m, x, d));
+    free(x);
+    free(d);
+}
+
 static const api_case k_lora_adapter[] = {
     ENTRY(tsafe_lora_adapter_load_peft), ENTRY(tsafe_lora_adapter_load_peft_ex),
     ENTRY(tsafe_lora_adapter_load_peft_memory), ENTRY(tsafe_lora_adapter_load_package),
@@ -2576,7 +2596,7 @@ static const api_case k_lora_adapter[] = {
     ENTRY(tsafe_lora_adapter_target_count),
     ENTRY(tsafe_lora_adapter_target), ENTRY(tsafe_lora_adapter_module_count),
     ENTRY(tsafe_lora_adapter_module), ENTRY(tsafe_lora_adapter_find),
-    ENTRY(tsafe_lora_module_delta_w),
+    ENTRY(tsafe_lora_module_delta_w), ENTRY(tsafe_lora_module_apply),
 };
 
 /* --------------------------------------------------------------- moe.h */

@@ -473,10 +473,11 @@ static void test_adapter_error_detail(void **state)
     snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir);
     assert_int_equal(tsafe_safetensors_writer_write_file(w, path), TSAFE_OK);
     tsafe_safetensors_writer_free(w);
-    const char *cmds[3] = {"adapter inspect %s",
+    const char *cmds[4] = {"adapter inspect %s",
                            "lora apply --adapter %s --module q_proj --input x --output y",
-                           "serve --allow-unsigned --adapter %s --module q_proj --once"};
-    for (int i = 0; i < 3; i++) {
+                           "serve --allow-unsigned --adapter %s --module q_proj --once",
+                           "adapter pack %s --key k --id i --out o"}; /* issue 23.5 */
+    for (int i = 0; i < 4; i++) {
         result r = run(cmds[i], dir);
         expect_error(&r, 1, "tensor 'base_model.model.model.layers.0.self_attn.q_proj.lora_B."
                             "weight' is [8, 3]: expected 4 columns",
@@ -485,6 +486,90 @@ static void test_adapter_error_detail(void **state)
     }
 }
 
+/* A PEFT directory NAME with this config and the "ad" adapter's weights. */
+static const char *peft_with_config(const char *name, const char *cfg)
+{
+    char path[PATH_MAX + 64];
+    static char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", tmp_path(name));
+    mkdir(dir, 0700);
+    snprintf(path, sizeof path, "%s/adapter_config.json", dir);
+    spit(path, cfg, strlen(cfg));
+    size_t n;
+    snprintf(path, sizeof path, "%s/adapter_model.safetensors", tmp_path("ad"));
+    char *st = slurp(path, &n);
+    snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir);
+    spit(path, st, n);
+    free(st);
+    return dir;
+}
+
+/* Issue 23.3 and 23.5: non-finite results are refused with a message that
+ * says so, in every mode and command; a non-LoRA PEFT type says what it
+ * is; the sealed modes never report the CKKS planner's target error. */
+static void test_non_finite_refused(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    char cfg[160];
+    snprintf(cfg, sizeof cfg, "{\"peft_type\":\"LORA\",\"r\":%d,\"lora_alpha\":1e300}", RANK);
+    const char *dir = peft_with_config("alpha300", cfg);
+    const char *cmds[] = {
+        "adapter inspect %s", "adapter pack %s --key %s.key --id a --out %s.pkg",
+        "lora apply --adapter %s --module q_proj --input %s --output %s --plain",
+        "lora apply --adapter %s --module q_proj --input %s --output %s",
+        "lora apply --adapter %s --module q_proj --input %s --output %s --mode sealed",
+        "lora apply --adapter %s --module q_proj --input %s --output %s --mode local",
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        result r = i == 1 ? run(cmds[i], dir, tmp_path("sign"), dir)
+                          : run(cmds[i], dir, tmp_path("x.f32"), tmp_path("o.f32"));
+        expect_error(&r, 1, "scale 2.5e+299 (alpha 1e+300, rank 4) is beyond float32's range",
+                     "TSAFE_E_VALUE_RANGE (value not finite");
+        result_free(&r);
+    }
+    dir = peft_with_config("prefix", "{\"peft_type\":\"PREFIX_TUNING\",\"r\":4,"
+                                     "\"lora_alpha\":8}");
+    result r = run("adapter inspect %s", dir);
+    expect_error(&r, 1, "\"peft_type\": \"PREFIX_TUNING\": not a LoRA adapter", NULL);
+    result_free(&r);
+
+    /* finite weights, finite x, a delta beyond float32: all-ones factors
+     * and x = 3e38 (A x alone is 64 x 3e38) */
+    tsafe_lora_config lc = {RANK, 2.0 * RANK, 0, 0};
+    tsafe_lora_adapter *ad = NULL;
+    static float A[RANK * DIM], B[DIM * RANK], x[DIM];
+    for (int i = 0; i < RANK * DIM; i++)
+        A[i] = B[i] = 1.0f;
+    for (int i = 0; i < DIM; i++)
+        x[i] = 3e38f;
+    assert_int_equal(tsafe_lora_adapter_create(&lc, &ad), TSAFE_OK);
+    assert_int_equal(tsafe_lora_adapter_add_module(ad, "layers.0.self_attn.q_proj", RANK, DIM,
+                                                   DIM, A, B, 2.0 * RANK),
+                     TSAFE_OK);
+    assert_int_equal(tsafe_lora_adapter_save_peft(ad, tmp_path("ones"), TSAFE_DTYPE_F32), TSAFE_OK);
+    tsafe_lora_adapter_free(ad);
+    write_f32(tmp_path("xhuge.f32"), x, DIM);
+    r = run("lora apply --adapter %s --module q_proj --input %s --output %s --plain",
+            tmp_path("ones"), tmp_path("xhuge.f32"), tmp_path("o.f32"));
+    expect_error(&r, 1, "lora apply (plain) on row 0: module 'layers.0.self_attn.q_proj' (scale 2",
+                 "gives a delta that is not finite in float32 (max |x| 3e+38): refused: "
+                 "TSAFE_E_VALUE_RANGE");
+    result_free(&r);
+    static const char *const modes[] = {"sealed-private", "sealed", "local"};
+    for (int i = 0; i < 3; i++) {
+        r = run("lora apply --adapter %s --module q_proj --input %s --output %s --mode %s",
+                tmp_path("ones"), tmp_path("xhuge.f32"), tmp_path("o.f32"), modes[i]);
+        print_message("x = 3e38, --mode %s: %s", modes[i], r.err);
+        assert_int_equal(r.code, 1);
+        if (i < 2)
+            expect_error(&r, 1, "gives a delta that is not finite in float32",
+                         "TSAFE_E_VALUE_RANGE");
+        if (i < 2 && strstr(r.err, "error <="))
+            fail_msg("--mode %s reports the CKKS planner's target: %s", modes[i], r.err);
+        result_free(&r);
+    }
+}
 
 /* Issue 11: PEFT adapters in F32, F16 and BF16, with rank/alpha patterns
  * and rsLoRA, through `lora apply` in the default mode (sealed-private)
@@ -1451,6 +1536,7 @@ int main(void)
         cmocka_unit_test(test_adapter_error_detail),
         cmocka_unit_test(test_bad_vector_size),
         cmocka_unit_test(test_peft_variants_sealed),
+        cmocka_unit_test(test_non_finite_refused),
         cmocka_unit_test(test_params_plan_json),
         cmocka_unit_test(test_adapter_pack_verify_apply),
         cmocka_unit_test(test_adapter_reduce),

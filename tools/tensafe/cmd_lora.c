@@ -118,9 +118,18 @@ static int apply(const apply_opts *a)
     tsafe_lora_plan plan;
     const char *mode = a->plain ? "plain" : io_mode_name(a->mode);
     tsafe_lora_engine eng = {NULL, NULL};
+    int sealed_mode = a->mode == IO_MODE_SEALED || a->mode == IO_MODE_SEALED_PRIVATE;
     if (!a->plain) {
-        if ((st = io_make_plan(a->params, m, bound, a->precision, &plan, what, sizeof what)) !=
-            TSAFE_OK) {
+        /* the sealed modes keep A, B and the scale in CKKS sites, but
+         * their own protocol scales x per token: plan those sites for
+         * |x| <= 1, and say what failed in the sealed mode's terms */
+        if ((st = io_make_plan(a->params, m, sealed_mode ? 1.0 : bound, a->precision, &plan, what,
+                               sizeof what)) != TSAFE_OK) {
+            if (sealed_mode)
+                snprintf(what, sizeof what,
+                         "lora apply (%s): max |A| = %g is too large for the HE sites that "
+                         "hold the adapter (d_in %u, rank %u)",
+                         mode, m->max_abs_a, m->d_in, m->max_rank);
             tool_fail(what, st);
             goto out;
         }
@@ -149,7 +158,7 @@ static int apply(const apply_opts *a)
             goto out;
         }
         n_sites = m->n;
-        if (a->mode == IO_MODE_SEALED || a->mode == IO_MODE_SEALED_PRIVATE) {
+        if (sealed_mode) {
             /* one process plays both parties: DP noise would protect u from
              * ourselves, so sealed runs exact here (allow_no_dp) */
             if ((st = tsafe_sealed_pair_create(a->mode == IO_MODE_SEALED ? TSAFE_SEALED
@@ -177,12 +186,33 @@ static int apply(const apply_opts *a)
             deltas[i] = o;
             o += m->info[i].out_dim;
         }
+        size_t bad = m->n; /* the module whose delta is not finite */
         if (a->plain) {
             for (size_t i = 0; i < m->n && st == TSAFE_OK; i++)
-                st = io_plain_delta(&m->info[i], xr, deltas[i]);
+                if ((st = tsafe_lora_module_apply(&m->info[i], xr, deltas[i])) != TSAFE_OK)
+                    bad = i;
         } else {
             st = eng.fn(eng.user, (const tsafe_lora_site *const *)sites, n_sites, xr, deltas,
                         &stats);
+            for (size_t i = 0; i < m->n && st == TSAFE_OK; i++)
+                for (size_t k = 0; k < m->info[i].out_dim; k++)
+                    if (!isfinite(deltas[i][k])) {
+                        st = TSAFE_E_VALUE_RANGE;
+                        bad = i;
+                        break;
+                    }
+        }
+        if (st == TSAFE_E_VALUE_RANGE) {
+            char who[600] = "a module";
+            if (bad < m->n)
+                snprintf(who, sizeof who, "module '%s' (scale %g, max |A| %g)",
+                         m->info[bad].name, m->info[bad].scale,
+                         io_module_max_abs_a(&m->info[bad]));
+            snprintf(what, sizeof what,
+                     "lora apply (%s) on row %zu: %s gives a delta that is not finite in "
+                     "float32 (max |x| %g): refused", mode, r, who, xmax);
+            tool_fail(what, st);
+            goto out;
         }
         if (st != TSAFE_OK) {
             snprintf(what, sizeof what, "lora apply (%s) on row %zu", mode, r);

@@ -592,29 +592,6 @@ tsafe_status io_make_sites(const tsafe_context *ctx, const tsafe_lora_plan *plan
     return TSAFE_OK;
 }
 
-tsafe_status io_plain_delta(const tsafe_lora_module_info *m, const float *x, float *delta)
-{
-    double *u = malloc((m->rank ? m->rank : 1) * sizeof *u);
-    if (!u)
-        return TSAFE_E_NOMEM;
-    for (size_t r = 0; r < m->rank; r++) {
-        double s = 0;
-        const float *a = m->A + r * m->in_dim;
-        for (size_t j = 0; j < m->in_dim; j++)
-            s += (double)a[j] * x[j];
-        u[r] = s;
-    }
-    for (size_t o = 0; o < m->out_dim; o++) {
-        double s = 0;
-        const float *b = m->B + o * m->rank;
-        for (size_t r = 0; r < m->rank; r++)
-            s += (double)b[r] * u[r];
-        delta[o] = (float)(m->scale * s);
-    }
-    free(u);
-    return TSAFE_OK;
-}
-
 /* -------------------------------------------------------------- modes */
 
 static const char *const k_mode_names[] = {"sealed-private", "sealed", "local",

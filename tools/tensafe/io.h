@@ -131,8 +131,6 @@ tsafe_status io_make_plan(const char *preset, const io_modules *m, double max_ab
 tsafe_status io_make_sites(const tsafe_context *ctx, const tsafe_lora_plan *plan,
                            const io_modules *m, tsafe_lora_site **sites, char *what, size_t cap);
 void io_free_sites(tsafe_lora_site **sites, size_t n);
-/* Plaintext reference in double: delta = scale B (A x), written as float. */
-tsafe_status io_plain_delta(const tsafe_lora_module_info *m, const float *x, float *delta);
 
 /* -------------------------------------------------------------- modes */
 

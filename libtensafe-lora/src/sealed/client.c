@@ -1,6 +1,7 @@
 /* Sealed client: derives/validates the plan, holds the secret keys, never
  * an adapter. Per token: query (encrypt x), respond (decrypt the shares;
  * send them noised, or re-encrypted), finish (read delta). */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -382,7 +383,10 @@ static tsafe_status finish_private(tsafe_sealed_client *c, tsafe_rbuf *r,
             return st;
         for (uint32_t k = 0; k < reads; k++) {
             int64_t v = c->m[k] >= t2 / 2 ? (int64_t)c->m[k] - (int64_t)t2 : (int64_t)c->m[k];
-            delta[(size_t)b * l.rows + k] = (float)(c->sx * scale * (double)v);
+            double d = c->sx * scale * (double)v;
+            if (!(fabs(d) <= FLT_MAX))
+                return TSAFE_E_VALUE_RANGE; /* a delta beyond float32 (huge x) */
+            delta[(size_t)b * l.rows + k] = (float)d;
         }
     }
     return TSAFE_OK;
@@ -431,8 +435,10 @@ tsafe_status tsafe_sealed_client_finish(tsafe_sealed_client *c, const uint8_t *m
             float v;
             if (!tsafe_rbuf_f32(&r, &v))
                 st = TSAFE_E_TRUNCATED;
-            else if (!isfinite(v) || !isfinite((float)(c->sx * v)))
-                st = TSAFE_E_FORMAT; /* also a product that overflows float */
+            else if (!isfinite(v))
+                st = TSAFE_E_FORMAT;
+            else if (!(fabs(c->sx * v) <= FLT_MAX))
+                st = TSAFE_E_VALUE_RANGE; /* a delta beyond float32 (huge x) */
             else
                 delta[i][j] = (float)(c->sx * v);
         }
