@@ -252,6 +252,9 @@ bench-seal:
 
 # ------------------------------------------------------------ examples
 EXAMPLES_C := $(sort $(wildcard examples/*.c))
+ifneq ($(WITH_CUDA),1)
+  EXAMPLES_C := $(filter-out examples/cuda_%.c,$(EXAMPLES_C)) # they link libtensafe-he-cuda
+endif
 EXAMPLES_CXX := $(sort $(wildcard examples/*.cpp))
 EXAMPLE_BINS := $(patsubst examples/%.c,$(BUILD)/examples/%,$(EXAMPLES_C)) \
                 $(patsubst examples/%.cpp,$(BUILD)/examples/%,$(EXAMPLES_CXX))
