@@ -1,5 +1,5 @@
-/* `tensafe adapter inspect | reduce | pack | keygen | verify` (and the
- * hidden `make-random`, a generator of test adapters). */
+/* `tensafe adapter inspect | reduce | pack | keygen | verify | make-random`
+ * (make-random: a generator of test adapters). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +19,10 @@ static const char k_help[] =
     "       tensafe adapter pack DIR --key SK_FILE --id ID --out PKG [--domain D]\n"
     "                            [--price P] [--creator C]\n"
     "       tensafe adapter verify PKG --trusted-key HEX|FILE [--json]\n"
+    "       tensafe adapter make-random --out DIR [--dim D] [--out-dim D2] [--rank R]\n"
+    "                              [--alpha A] [--modules M[,M...]] [--seed S] [--amp-a X]\n"
+    "                              [--rank-pattern M=R,...] [--alpha-pattern M=A,...]\n"
+    "                              [--dtype F32|F16|BF16]\n"
     "\n"
     "inspect  modules, ranks, in/out dimensions, dtypes, alpha and scale of a PEFT\n"
     "         directory or of a signed package (verified with --trusted-key first)\n"
@@ -31,7 +35,25 @@ static const char k_help[] =
     "         manifest r, lora_alpha, use_rslora, rank_pattern and alpha_pattern from\n"
     "         adapter_config.json, targets = module projections; refused unless the\n"
     "         package reloads as the same modules\n"
-    "verify   verify a package against a trusted public key and print its manifest\n";
+    "verify   verify a package against a trusted public key and print its manifest\n"
+    "make-random  a random test adapter (PEFT directory; not secret, --seed reproduces it)\n"
+    "\n"
+    "A package path of '-' reads it from standard input.\n";
+
+static const char k_make_random_help[] =
+    "usage: tensafe adapter make-random --out DIR [--dim D] [--out-dim D2] [--rank R]\n"
+    "                                   [--alpha A] [--modules M[,M...]] [--seed S]\n"
+    "                                   [--amp-a X] [--rank-pattern M=R,...]\n"
+    "                                   [--alpha-pattern M=A,...] [--dtype F32|F16|BF16]\n"
+    "\n"
+    "Writes a PEFT directory (adapter_config.json + adapter_model.safetensors) with\n"
+    "one module per name in --modules (default q_proj,v_proj; a bare projection name\n"
+    "becomes layers.0.self_attn.NAME, or layers.0.mlp.NAME for gate/up/down), A\n"
+    "uniform in [-X, X] (--amp-a, default 0.05) and B in [-0.05, 0.05]: D -> D2\n"
+    "(default 64 -> D), rank R (default 4), alpha A (default 2R). --rank-pattern\n"
+    "and --alpha-pattern give the named modules another rank or alpha, written as\n"
+    "PEFT's rank_pattern / alpha_pattern. --seed S reproduces an adapter (default:\n"
+    "a fresh random seed). Test data, not secret.\n";
 
 /* ------------------------------------------------------------ inspect */
 
@@ -621,7 +643,8 @@ out:
 int cmd_adapter(int argc, char **argv)
 {
     if (argc < 2)
-        return tool_usage("adapter: missing subcommand (inspect, reduce, keygen, pack, verify)");
+        return tool_usage("adapter: missing subcommand (inspect, reduce, keygen, pack, verify, "
+                          "make-random)");
     const char *sub = argv[1];
     if (!strcmp(sub, "--help") || !strcmp(sub, "-h")) {
         fputs(k_help, stdout);
@@ -660,7 +683,8 @@ int cmd_adapter(int argc, char **argv)
         if (!strcmp(sub, subs[i].name))
             si = i;
     if (si < 0)
-        return tool_usage("adapter: unknown subcommand '%s' (inspect, reduce, keygen, pack, verify)",
+        return tool_usage("adapter: unknown subcommand '%s' (inspect, reduce, keygen, pack, verify, "
+                          "make-random)",
                           sub);
     tool_opt allowed[sizeof o / sizeof o[0]];
     size_t na = 0;
@@ -669,7 +693,7 @@ int cmd_adapter(int argc, char **argv)
     size_t npos = 0;
     int rc = opts_parse(cmdname, argc, argv, 2, allowed, na, pos, (size_t)subs[si].npos, &npos);
     if (rc == OPTS_HELP) {
-        fputs(k_help, stdout);
+        fputs(strcmp(sub, "make-random") ? k_help : k_make_random_help, stdout);
         return 0;
     }
     if (rc)

@@ -1,4 +1,4 @@
-/* `tensafe lora apply | compare` (and the hidden `make-input`): run adapter
+/* `tensafe lora apply | compare | make-input`: run adapter
  * modules on raw float32 rows, in plaintext, local HE or in-process
  * two-party HE. */
 #include <math.h>
@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
 #include <sodium.h>
 
 #include "commands.h"
@@ -15,10 +16,11 @@
 static const char k_help[] =
     "usage: tensafe lora apply --adapter DIR|PKG [--trusted-key HEX|FILE] --module NAME[,NAME...]\n"
     "                          --input X.f32 --output D.f32\n"
-    "                          [--mode sealed-private|sealed|local|plain-zero-moai]\n"
-    "                          [--params PRESET|auto] [--max-abs X] [--precision P] [--plain]\n"
-    "                          [--backend cpu|cuda]\n"
-    "       tensafe lora compare D.f32 REF.f32 [--tol T]\n"
+    "                          [--mode sealed-private|sealed|local|plain-zero-moai | --plain]\n"
+    "                          [--params PRESET|auto] [--max-abs X] [--precision P]\n"
+    "                          [--backend cpu|cuda] [--json]\n"
+    "       tensafe lora compare D.f32 REF.f32 [--tol T] [--json]\n"
+    "       tensafe lora make-input --dim D [--rows K] [--max-abs X] --out X.f32\n"
     "\n"
     "apply    reads rows of d_in float32 (little-endian) values and writes, per row, the\n"
     "         LoRA delta s*B*(A x) of each module (concatenated in the order given).\n"
@@ -33,14 +35,21 @@ static const char k_help[] =
     "                            adapter's A (and s*B), the server gets a decryption\n"
     "                            oracle; parity checks only\n"
     "           local            one process holds the CKKS key (protects nothing)\n"
-    "         --plain: the plaintext reference (double precision).\n"
+    "         --plain: the plaintext reference (double precision) instead of a mode.\n"
     "         --backend: where the server side's ring work runs (default cpu; cuda\n"
     "         needs a CUDA build and a device; the results are the same).\n"
     "         --max-abs: bound on |x| the plan allows (default: the input's largest |x|);\n"
     "         --params, --precision: the CKKS plan of local and plain-zero-moai (planner\n"
     "         target error, default 1e-6); the sealed modes derive their own.\n"
+    "         A delta that is not finite in float32 is refused (exit 1).\n"
+    "         --json: the summary as one JSON object.\n"
     "compare  relative L2 error ||D - REF|| / ||REF|| of two float32 files; with --tol,\n"
-    "         exits 1 when it is above T\n";
+    "         exits 1 when it is above T; --json: the result as one JSON object\n"
+    "make-input  K rows of D uniform float32 values in [-X, X] (test inputs, not secret;\n"
+    "         default K 1, X 1)\n"
+    "\n"
+    "'-' as a file is standard input (--input, compare's files) or standard output\n"
+    "(--output, --out: the summary line then goes to standard error).\n";
 
 static double now_ms(void)
 {
@@ -52,7 +61,7 @@ static double now_ms(void)
 typedef struct {
     const char *adapter, *key, *modules, *input, *output, *mode_name, *params;
     double max_abs, precision;
-    int max_abs_seen, plain;
+    int max_abs_seen, plain, json;
     io_mode mode;
     const char *backend_name;             /* --backend */
     const tsafe_backend_factory *backend; /* its factory */
@@ -227,6 +236,25 @@ static int apply(const apply_opts *a)
         tool_fail(what, st);
         goto out;
     }
+    if (a->json) {
+        json_t *names = json_array();
+        for (size_t i = 0; i < m->n; i++)
+            json_array_append_new(names, json_string(m->info[i].name));
+        json_t *j = json_pack("{s:I, s:o, s:i, s:i, s:s, s:s, s:s}", "rows", (json_int_t)rows,
+                              "modules", names, "d_in", (int)m->d_in, "d_out", (int)m->total_out,
+                              "mode", mode, "output", a->output, "plan",
+                              !a->plain && !sealed ? plan.name : "");
+        if (j && !a->plain) {
+            json_object_set_new(j, "ms_per_row", json_real(ms / (double)rows));
+            json_object_set_new(j, "bytes_up_per_row",
+                                json_real((double)stats.bytes_up / (double)rows));
+            json_object_set_new(j, "bytes_down_per_row",
+                                json_real((double)stats.bytes_down / (double)rows));
+        }
+        io_json_emit(j);
+        rc = 0;
+        goto out;
+    }
     printf("lora apply: %zu row%s x %zu module%s (d_in %u -> %u values per row), mode %s", rows,
            rows == 1 ? "" : "s", m->n, m->n == 1 ? "" : "s", m->d_in, m->total_out, mode);
     if (!a->plain && !sealed)
@@ -252,7 +280,7 @@ out:
     return rc;
 }
 
-static int compare(const char *a, const char *b, int tol_seen, double tol)
+static int compare(const char *a, const char *b, int tol_seen, double tol, int json)
 {
     char what[4200];
     float *va = NULL, *vb = NULL;
@@ -282,7 +310,18 @@ static int compare(const char *a, const char *b, int tol_seen, double tol)
         double rel = den > 0 ? sqrt(num / den) : sqrt(num);
         if (!(rel == rel))
             rel = INFINITY;
-        printf("rel_l2 %.3e  max_abs_err %.3e  (%zu values)\n", rel, mx, na);
+        if (json) {
+            json_t *j = json_pack("{s:f, s:f, s:I}", "rel_l2", isfinite(rel) ? rel : -1.0,
+                                  "max_abs_err", isfinite(mx) ? mx : -1.0, "values",
+                                  (json_int_t)na);
+            if (j && tol_seen) {
+                json_object_set_new(j, "tol", json_real(tol));
+                json_object_set_new(j, "pass", json_boolean(rel <= tol));
+            }
+            io_json_emit(j); /* -1: not finite (JSON has no inf) */
+        } else {
+            printf("rel_l2 %.3e  max_abs_err %.3e  (%zu values)\n", rel, mx, na);
+        }
         if (tol_seen && !(rel <= tol)) {
             snprintf(what, sizeof what, "compare: relative L2 error %.3e is above --tol %g", rel,
                      tol);
@@ -320,7 +359,7 @@ static int make_input(const char *out, uint32_t dim, uint32_t rows, double max_a
 int cmd_lora(int argc, char **argv)
 {
     if (argc < 2)
-        return tool_usage("lora: missing subcommand (apply or compare)");
+        return tool_usage("lora: missing subcommand (apply, compare or make-input)");
     const char *sub = argv[1];
     if (!strcmp(sub, "--help") || !strcmp(sub, "-h")) {
         fputs(k_help, stdout);
@@ -347,7 +386,8 @@ int cmd_lora(int argc, char **argv)
                         {"--max-abs", OPT_DOUBLE, &a.max_abs, 0},
                         {"--precision", OPT_DOUBLE, &a.precision, 0},
                         {"--plain", OPT_FLAG, &a.plain, 0},
-                        {"--backend", OPT_STR, &a.backend_name, 0}};
+                        {"--backend", OPT_STR, &a.backend_name, 0},
+                        {"--json", OPT_FLAG, &a.json, 0}};
         rc = opts_parse("lora apply", argc, argv, 2, o, sizeof o / sizeof o[0], NULL, 0, NULL);
         if (rc == OPTS_HELP) {
             fputs(k_help, stdout);
@@ -357,6 +397,11 @@ int cmd_lora(int argc, char **argv)
             return rc;
         if (!a.adapter || !a.modules || !a.input || !a.output)
             return tool_usage("lora apply: --adapter, --module, --input and --output are required");
+        if (a.plain && (o[5].seen || o[6].seen || o[8].seen || o[10].seen))
+            return tool_usage("lora apply: --plain is the plaintext reference, not a mode: it "
+                              "takes no --mode, --params, --precision or --backend");
+        if (a.json && !strcmp(a.output, "-"))
+            return tool_usage("lora apply: --output - and --json both want standard output");
         if (!strcmp(a.mode_name, "two-party"))
             return tool_usage("lora apply: --mode two-party was renamed plain-zero-moai (it lets "
                               "the client read the adapter); the default is sealed-private");
@@ -365,7 +410,7 @@ int cmd_lora(int argc, char **argv)
                               "plain-zero-moai, not '%s'",
                               a.mode_name);
         if ((o[6].seen || o[8].seen) &&
-            (a.mode == IO_MODE_SEALED || a.mode == IO_MODE_SEALED_PRIVATE) && !a.plain)
+            (a.mode == IO_MODE_SEALED || a.mode == IO_MODE_SEALED_PRIVATE))
             return tool_usage("lora apply: --params and --precision set the CKKS plan of --mode "
                               "local and plain-zero-moai; --mode %s derives its own",
                               a.mode_name);
@@ -381,8 +426,9 @@ int cmd_lora(int argc, char **argv)
         return apply(&a);
     }
     if (!strcmp(sub, "compare")) {
-        tool_opt o[] = {{"--tol", OPT_DOUBLE, &tol, 0}};
-        rc = opts_parse("lora compare", argc, argv, 2, o, 1, pos, 2, &npos);
+        int json = 0;
+        tool_opt o[] = {{"--tol", OPT_DOUBLE, &tol, 0}, {"--json", OPT_FLAG, &json, 0}};
+        rc = opts_parse("lora compare", argc, argv, 2, o, 2, pos, 2, &npos);
         if (rc == OPTS_HELP) {
             fputs(k_help, stdout);
             return 0;
@@ -391,7 +437,7 @@ int cmd_lora(int argc, char **argv)
             return rc;
         if (npos != 2)
             return tool_usage("lora compare: needs two float32 files");
-        return compare(pos[0], pos[1], o[0].seen, tol);
+        return compare(pos[0], pos[1], o[0].seen, tol, json);
     }
     if (!strcmp(sub, "make-input")) {
         double max_abs = 1.0;
@@ -402,7 +448,11 @@ int cmd_lora(int argc, char **argv)
                         {"--out", OPT_STR, &out, 0}};
         rc = opts_parse("lora make-input", argc, argv, 2, o, sizeof o / sizeof o[0], NULL, 0, NULL);
         if (rc == OPTS_HELP) {
-            printf("usage: tensafe lora make-input --dim D [--rows K] [--max-abs X] --out X.f32\n");
+            printf("usage: tensafe lora make-input --dim D [--rows K] [--max-abs X] --out X.f32\n"
+                   "\n"
+                   "K rows (default 1) of D float32 values drawn uniformly from [-X, X]\n"
+                   "(default X 1) with libsodium's CSPRNG: test inputs for 'lora apply' and\n"
+                   "'tensafe client', not secret. --out - writes them to standard output.\n");
             return 0;
         }
         if (rc)
@@ -411,5 +461,5 @@ int cmd_lora(int argc, char **argv)
             return tool_usage("lora make-input: needs --dim D >= 1, --rows K >= 1, --out FILE");
         return make_input(out, dim, rows, max_abs);
     }
-    return tool_usage("lora: unknown subcommand '%s' (apply or compare)", sub);
+    return tool_usage("lora: unknown subcommand '%s' (apply, compare or make-input)", sub);
 }

@@ -15,6 +15,18 @@
 
 /* ------------------------------------------------------------- files */
 
+/* "-" as a path: io_read_file reads standard input (once per process),
+ * io_write_file writes to standard output. Standard output then carries
+ * only that data: io_reserve_stdout() (main calls it when an --out/--output
+ * is "-") points stdout at stderr, so the commands' human-readable lines
+ * go there, and keeps the real stdout for the data. 0 on success. */
+int io_reserve_stdout(void);
+int io_stdout_reserved(void);
+/* One JSON object (consumed) and a newline: to the reserved stdout when
+ * there is one, else stdout. */
+struct json_t;
+void io_json_emit(struct json_t *j);
+
 /* Reads a whole file (at most cap bytes) into a malloc'd buffer (one extra
  * NUL byte appended, not counted). TSAFE_E_NOT_FOUND, TSAFE_E_IO,
  * TSAFE_E_RANGE (above cap), TSAFE_E_NOMEM. */
