@@ -158,9 +158,7 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_client_respond(
     size_t n_sites, const uint32_t *ranks, const uint32_t *d_outs,
     tsafe_dp_session *dp, int allow_no_dp, uint8_t **msg, size_t *out_len,
     tsafe_lora_stats *stats);
-/* Read the server's final message into delta[s] (d_outs[s] floats).
- * TSAFE_E_VALUE_RANGE when a delta is beyond float32 (a huge x: it is
- * refused, never returned as inf); TSAFE_E_FORMAT for a malformed one. */
+/* Read the server's final message into delta[s] (d_outs[s] floats). */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_client_finish(
     tsafe_sealed_client *c, const uint8_t *msg, size_t len, size_t n_sites,
     const uint32_t *d_outs, float *const *delta, tsafe_lora_stats *stats);

@@ -383,10 +383,7 @@ static tsafe_status finish_private(tsafe_sealed_client *c, tsafe_rbuf *r,
             return st;
         for (uint32_t k = 0; k < reads; k++) {
             int64_t v = c->m[k] >= t2 / 2 ? (int64_t)c->m[k] - (int64_t)t2 : (int64_t)c->m[k];
-            double d = c->sx * scale * (double)v;
-            if (!(fabs(d) <= FLT_MAX))
-                return TSAFE_E_VALUE_RANGE; /* a delta beyond float32 (huge x) */
-            delta[(size_t)b * l.rows + k] = (float)d;
+            delta[(size_t)b * l.rows + k] = (float)(c->sx * scale * (double)v);
         }
     }
     return TSAFE_OK;
