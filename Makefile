@@ -70,7 +70,16 @@ CUDA_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=s
              -gencode arch=compute_90,code=compute_90
 NVCCFLAGS ?= -O3 -std=c++17 -Xcompiler -fPIC,-fvisibility=hidden -DTSAFE_BUILDING_LIBRARY \
              -Iinclude $(INTERNAL_INC) $(CUDA_ARCH)
-CUDA_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lpthread -lstdc++
+# where libcudart_static.a lives (lib64 is a link to lib in some toolkits);
+# tensafe-he-cuda.pc carries it for `pkg-config --static`
+CUDA_LIBDIR ?= $(CUDA_HOME)/lib64
+CUDA_LIBS := -L$(CUDA_LIBDIR) -lcudart_static -lrt -ldl -lpthread -lstdc++
+
+# nvcc without a driver (a build machine, CI) still builds the library
+# (1-2 minutes on a first build; its tests skip): say so, once per build dir
+ifeq ($(WITH_CUDA),1)
+  CUDA_DRIVER := $(shell ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1' && echo yes)
+endif
 
 # ------------------------------------------------------------- sources
 CORE_SRC := $(shell find libtensafe-he-core/src -name '*.c' | sort)
@@ -164,6 +173,14 @@ $(TOBJ)/tests/%.o: tests/%.c
 
 -include $(shell find $(BUILD)/obj $(TOBJ) -name '*.d' 2>/dev/null)
 
+ifeq ($(WITH_CUDA),1)
+$(CUDA_OBJ): | $(BUILD)/.cuda-note
+endif
+$(BUILD)/.cuda-note:
+	@mkdir -p $(@D)
+	@$(if $(CUDA_DRIVER),:,echo "make: building libtensafe-he-cuda with $(NVCC) although no NVIDIA driver is installed (its tests will skip; 1-2 min on a first build); make CUDA=0 skips it")
+	@touch $@
+
 # ------------------------------------------------------------ archive
 $(tensafe-he-core_A): $(CORE_OBJ)
 $(tensafe-lora_A): $(LORA_OBJ)
@@ -191,7 +208,8 @@ $(eval $(call shared_rule,tensafe-he-cuda,$(CUDA_OBJ),$(tensafe-he-core_SO),-lte
 $(BUILD)/pkgconfig/%.pc: pkgconfig/%.pc.in $(VERSION_H)
 	@mkdir -p $(@D)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
-	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    -e 's|@CUDA_LIBDIR@|$(CUDA_LIBDIR)|g' $< > $@
 
 # --------------------------------------------------------------- tool
 tool: $(TOOL)
@@ -242,6 +260,9 @@ bench-seal:
 
 # ------------------------------------------------------------ examples
 EXAMPLES_C := $(sort $(wildcard examples/*.c))
+ifneq ($(WITH_CUDA),1)
+  EXAMPLES_C := $(filter-out examples/cuda_%.c,$(EXAMPLES_C)) # they link libtensafe-he-cuda
+endif
 EXAMPLES_CXX := $(sort $(wildcard examples/*.cpp))
 EXAMPLE_BINS := $(patsubst examples/%.c,$(BUILD)/examples/%,$(EXAMPLES_C)) \
                 $(patsubst examples/%.cpp,$(BUILD)/examples/%,$(EXAMPLES_CXX))
@@ -266,7 +287,7 @@ install: libs tool
 	for pc in $(notdir $(PCS)); do \
 	  sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
 	      -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
-	      pkgconfig/$$pc.in > $(DESTDIR)$(PKGCONFIGDIR)/$$pc; done
+	      -e 's|@CUDA_LIBDIR@|$(CUDA_LIBDIR)|g' pkgconfig/$$pc.in > $(DESTDIR)$(PKGCONFIGDIR)/$$pc; done
 	install -m 755 $(TOOL) $(DESTDIR)$(BINDIR)/
 
 uninstall:

@@ -1,10 +1,12 @@
 #!/bin/sh
 # Installs the Debian packages TenSafe-HE needs when they are missing (as root),
-# otherwise prints the exact apt-get line and fails.
+# otherwise prints the exact apt-get line and fails. clang (libFuzzer) is for
+# `make fuzz`, valgrind for `make demo-valgrind`.
 PKGS="build-essential pkg-config libgmp-dev libfftw3-dev libsodium-dev libssl-dev zlib1g-dev \
 libopenblas-dev liblapacke-dev libjansson-dev libcmocka-dev gnuplot-nox \
 libsentencepiece-dev"
 missing=""
+PKGS="$PKGS clang valgrind" # make fuzz (libFuzzer), make demo-valgrind
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Two-party smoke test over localhost: a random PEFT adapter signed into a
-# package (serve refuses unsigned adapters), `tensafe serve --once` in the
+# Two-party smoke test over localhost: a random PEFT adapter with rank and
+# alpha patterns signed into a package (serve refuses unsigned adapters), `tensafe serve --once` in the
 # background, `tensafe client` on a few rows, and the deltas compared with
 # `tensafe lora apply --plain` (relative L2 <= 1e-3), in the default mode
 # (sealed-private), then in `--mode sealed --no-dp`. Loopback only; every
@@ -29,12 +29,16 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# v_proj gets rank 4 and alpha 12 through PEFT's rank_pattern / alpha_pattern,
+# which the signed package carries
 "$TENSAFE" adapter make-random --out "$tmp/adapter" --dim "$DIM" --rank 8 \
-    --modules q_proj,v_proj >"$tmp/make.log" 2>&1 || fail "adapter make-random: $(tail -n1 "$tmp/make.log")"
+    --modules q_proj,v_proj --rank-pattern v_proj=4 --alpha-pattern v_proj=12 \
+    >"$tmp/make.log" 2>&1 || fail "adapter make-random: $(tail -n1 "$tmp/make.log")"
 "$TENSAFE" adapter keygen --out "$tmp/sign" >"$tmp/key.log" 2>&1 &&
     "$TENSAFE" adapter pack "$tmp/adapter" --key "$tmp/sign.key" --id smoke \
         --out "$tmp/adapter.pkg" >"$tmp/pack.log" 2>&1 ||
     fail "adapter keygen/pack: $(tail -n1 "$tmp/key.log" "$tmp/pack.log" | tail -n1)"
+grep -q ", 1 rank / 1 alpha patterns," "$tmp/pack.log" || fail "adapter pack: $(cat "$tmp/pack.log")"
 "$TENSAFE" lora make-input --dim "$DIM" --rows "$ROWS" --max-abs 4 --out "$tmp/x.f32" \
     >"$tmp/input.log" 2>&1 || fail "lora make-input: $(tail -n1 "$tmp/input.log")"
 
@@ -86,7 +90,7 @@ run_mode() {
     rel=$(sed -n 's/^rel_l2 \([^ ]*\).*/\1/p' "$tmp/cmp.log")
     timing=$(sed -n 's/^\([0-9]* rows*, [0-9.]* ms\/row, [0-9.]* KiB sent, [0-9.]* KiB received\).*/\1/p' \
         "$tmp/client.log")
-    echo "two-party-smoke: PASS $label ($timing over 127.0.0.1:$port, 2 modules d_in=$DIM rank 8, rel_l2 $rel <= $TOL)"
+    echo "two-party-smoke: PASS $label ($timing over 127.0.0.1:$port, 2 modules d_in=$DIM rank 8 and 4 (patterns), rel_l2 $rel <= $TOL)"
 }
 
 run_mode sealed-private "" ""

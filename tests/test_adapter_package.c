@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,9 @@ static void test_package_roundtrip_and_refusals(void **state)
     assert_int_equal(tsafe_package_keypair(pk, sk), TSAFE_OK);
     assert_int_equal(tsafe_package_keypair(other_pk, other_sk), TSAFE_OK);
     const char *targets[] = {"q_proj"};
-    tsafe_package_manifest m = {"bank-v1", "banking", 8, 16.0, targets, 1, 0.25, "tests"};
+    tsafe_package_manifest m = {.adapter_id = "bank-v1", .domain = "banking", .rank = 8,
+        .alpha = 16.0, .targets = targets, .n_targets = 1,
+        .price_per_1k_tokens = 0.25, .creator = "tests"};
     uint8_t *pkg = NULL;
     size_t pkg_len = 0;
     assert_int_equal(tsafe_package_create(&m, st_bytes, st_len, sk, &pkg, &pkg_len), TSAFE_OK);
@@ -76,6 +79,81 @@ static void test_package_roundtrip_and_refusals(void **state)
     tsafe_safetensors_bytes_free(config);
     tsafe_safetensors_bytes_free(st_bytes);
     tsafe_lora_adapter_free(ad);
+}
+
+/* Issue 23.1: PEFT rank_pattern / alpha_pattern and rsLoRA travel in the
+ * signed manifest; the loaded modules get the rank, alpha and scale PEFT's
+ * rules give (computed here from the rule, not from the loader), and the
+ * manifest's pattern order is PEFT's precedence. */
+static void test_package_with_patterns(void **state)
+{
+    (void)state;
+    enum { D = 48 };
+    static const struct {
+        const char *name;
+        size_t rank;
+        double alpha; /* PEFT's, as the manifest below assigns it */
+    } mods[] = {{"layers.0.self_attn.k_proj", 8, 16.0},
+                {"layers.0.self_attn.q_proj", 8, 5.0},
+                {"layers.0.self_attn.v_proj", 4, 3.0}};
+    tsafe_lora_config cfg = {8, 16.0, 1, 0};
+    tsafe_lora_adapter *ad = NULL;
+    assert_int_equal(tsafe_lora_adapter_create(&cfg, &ad), TSAFE_OK);
+    float A[3][8 * D], B[3][D * 8];
+    for (int k = 0; k < 3; k++) {
+        for (size_t i = 0; i < mods[k].rank * D; i++) {
+            A[k][i] = tsafe_test_uniform_float(-1, 1);
+            B[k][i] = tsafe_test_uniform_float(-1, 1);
+        }
+        assert_int_equal(tsafe_lora_adapter_add_module(ad, mods[k].name, mods[k].rank, D, D, A[k],
+                                                       B[k], mods[k].alpha), TSAFE_OK);
+    }
+    char *config = NULL;
+    uint8_t *st_bytes = NULL, *pkg = NULL, pk[32], sk[64];
+    size_t st_len = 0, pkg_len = 0;
+    assert_int_equal(tsafe_lora_adapter_save_peft_memory(ad, TSAFE_DTYPE_F32, &config, &st_bytes,
+                                                         &st_len), TSAFE_OK);
+    assert_int_equal(tsafe_package_keypair(pk, sk), TSAFE_OK);
+    const char *targets[] = {"k_proj", "q_proj", "v_proj"};
+    /* "self_attn.v_proj" comes first, so it wins over "v_proj" (rank 2) */
+    tsafe_package_pattern rp[2] = {{"self_attn.v_proj", 4}, {"v_proj", 2}};
+    const tsafe_package_pattern ap[2] = {{"v_proj", 3.0}, {"q_proj", 5.0}};
+    tsafe_package_manifest m = {.adapter_id = "pat", .domain = "", .rank = 8, .alpha = 16.0,
+                                .targets = targets, .n_targets = 3, .creator = "",
+                                .rank_pattern = rp, .n_rank_pattern = 2,
+                                .alpha_pattern = ap, .n_alpha_pattern = 2, .use_rslora = 1};
+    assert_int_equal(tsafe_package_create(&m, st_bytes, st_len, sk, &pkg, &pkg_len), TSAFE_OK);
+    tsafe_lora_adapter *loaded = NULL;
+    assert_int_equal(tsafe_lora_adapter_load_package(pkg, pkg_len, pk, NULL, &loaded), TSAFE_OK);
+    assert_int_equal(tsafe_lora_adapter_module_count(loaded), 3);
+    for (size_t k = 0; k < 3; k++) {
+        tsafe_lora_module_info mi;
+        assert_int_equal(tsafe_lora_adapter_module(loaded, k, &mi), TSAFE_OK);
+        assert_string_equal(mi.name, mods[k].name);
+        assert_int_equal(mi.rank, mods[k].rank);
+        assert_true(mi.alpha == mods[k].alpha);
+        assert_true(mi.scale == mods[k].alpha / sqrt((double)mods[k].rank)); /* rsLoRA */
+        assert_memory_equal(mi.A, A[k], mods[k].rank * D * sizeof(float));
+        assert_memory_equal(mi.B, B[k], mods[k].rank * D * sizeof(float));
+    }
+    tsafe_lora_adapter_free(loaded);
+    tsafe_package_bytes_free(pkg);
+
+    /* the other order gives v_proj rank 2, which its factors contradict */
+    rp[0] = (tsafe_package_pattern){"v_proj", 2};
+    rp[1] = (tsafe_package_pattern){"self_attn.v_proj", 4};
+    assert_int_equal(tsafe_package_create(&m, st_bytes, st_len, sk, &pkg, &pkg_len), TSAFE_OK);
+    tsafe_error_info err;
+    tsafe_lora_load_options opt = {TSAFE_LORA_FUSED_IN_OUT, &err};
+    assert_int_equal(tsafe_lora_adapter_load_package(pkg, pkg_len, pk, &opt, &loaded),
+                     TSAFE_E_ADAPTER);
+    assert_null(loaded);
+    assert_non_null(strstr(err.detail, "v_proj"));
+    tsafe_package_bytes_free(pkg);
+    tsafe_safetensors_bytes_free(config);
+    tsafe_safetensors_bytes_free(st_bytes);
+    tsafe_lora_adapter_free(ad);
+    sodium_memzero(sk, sizeof sk);
 }
 
 static int g_destroyed;
@@ -137,7 +215,9 @@ static void test_origin_and_unsigned_policy(void **state)
     assert_int_equal(tsafe_package_keypair(pk, sk), TSAFE_OK);
     assert_int_equal(tsafe_package_keypair(other_pk, other_sk), TSAFE_OK);
     const char *targets[] = {"q_proj"};
-    tsafe_package_manifest m = {"bank-v2", "banking", 4, 8.0, targets, 1, 0.25, "tests"};
+    tsafe_package_manifest m = {.adapter_id = "bank-v2", .domain = "banking", .rank = 4,
+        .alpha = 8.0, .targets = targets, .n_targets = 1,
+        .price_per_1k_tokens = 0.25, .creator = "tests"};
     uint8_t *pkg = NULL;
     size_t pkg_len = 0;
     assert_int_equal(tsafe_package_create(&m, st_bytes, st_len, sk, &pkg, &pkg_len), TSAFE_OK);
@@ -255,6 +335,7 @@ int main(void)
     tsafe_test_rng_init("adapter_package");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_package_roundtrip_and_refusals),
+        cmocka_unit_test(test_package_with_patterns),
         cmocka_unit_test(test_origin_and_unsigned_policy),
     };
     return cmocka_run_group_tests_name("adapter_package", tests, NULL, NULL);

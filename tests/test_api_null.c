@@ -213,7 +213,9 @@ static int setup_fixture(void **state)
     (void)shape_b;
     /* package */
     static const char *const targets[1] = {"q_proj"};
-    tsafe_package_manifest m = {"id", "banking", 2, 4.0, targets, 1, 0.5, "me"};
+    tsafe_package_manifest m = {.adapter_id = "id", .domain = "banking", .rank = 2,
+        .alpha = 4.0, .targets = targets, .n_targets = 1,
+        .price_per_1k_tokens = 0.5, .creator = "me"};
     if (tsafe_package_keypair(f->pkg_pk, f->pkg_sk) ||
         tsafe_package_create(&m, f->st_bytes, f->st_len, f->pkg_sk, &f->pkg, &f->pkg_len) ||
         tsafe_package_open(f->pkg, f->pkg_len, f->pkg_pk, &f->package))
@@ -1891,7 +1893,9 @@ CHECK_FN(tsafe_package_keypair)
 CHECK_FN(tsafe_package_create)
 {
     static const char *const targets[2] = {"q_proj", ""};
-    tsafe_package_manifest good = {"id", "d", 2, 4.0, targets, 1, 0.5, "c"}, m;
+    tsafe_package_manifest good = {.adapter_id = "id", .domain = "d", .rank = 2,
+        .alpha = 4.0, .targets = targets, .n_targets = 1,
+        .price_per_1k_tokens = 0.5, .creator = "c"}, m;
     uint8_t *out = NULL, junk_sk[64];
     size_t len = 0;
     memset(junk_sk, 0x42, sizeof junk_sk);
@@ -2562,6 +2566,26 @@ CHECK_FN(tsafe_lora_module_delta_w)
     ERR(tsafe_lora_module_delta_w(&b, out));
 }
 
+CHECK_FN(tsafe_lora_module_apply)
+{
+    tsafe_lora_module_info m;
+    OK(tsafe_lora_adapter_module(f->adapter, 0, &m));
+    float *x = calloc(m.in_dim, sizeof *x), *d = calloc(m.out_dim, sizeof *d);
+    assert_non_null(x);
+    assert_non_null(d);
+    OK(tsafe_lora_module_apply(&m, x, d));
+    ERR(tsafe_lora_module_apply(NULL, x, d));
+    ERR(tsafe_lora_module_apply(&m, NULL, d));
+    ERR(tsafe_lora_module_apply(&m, x, NULL));
+    tsafe_lora_module_info b = m;
+    b.A = NULL;
+    ERR(tsafe_lora_module_apply(&b, x, d));
+    x[0] = NAN;
+    IS(TSAFE_E_VALUE_RANGE, tsafe_lora_module_apply(&m, x, d));
+    free(x);
+    free(d);
+}
+
 static const api_case k_lora_adapter[] = {
     ENTRY(tsafe_lora_adapter_load_peft), ENTRY(tsafe_lora_adapter_load_peft_ex),
     ENTRY(tsafe_lora_adapter_load_peft_memory), ENTRY(tsafe_lora_adapter_load_package),
@@ -2572,7 +2596,7 @@ static const api_case k_lora_adapter[] = {
     ENTRY(tsafe_lora_adapter_target_count),
     ENTRY(tsafe_lora_adapter_target), ENTRY(tsafe_lora_adapter_module_count),
     ENTRY(tsafe_lora_adapter_module), ENTRY(tsafe_lora_adapter_find),
-    ENTRY(tsafe_lora_module_delta_w),
+    ENTRY(tsafe_lora_module_delta_w), ENTRY(tsafe_lora_module_apply),
 };
 
 /* --------------------------------------------------------------- moe.h */

@@ -159,9 +159,29 @@ static void result_free(result *r)
 
 /* Runs the tool with argv (NULL-terminated, argv[0] ignored) and optional
  * extra environment; kills it after 60 s. */
+static const char *g_stdin; /* a file for the next run's stdin, or NULL */
+
+/* A file of the source tree, which sits next to build/ (or build/san/),
+ * read whole; NULL when not found. */
+static char *slurp_source(const char *rel)
+{
+    const char *ups[] = {"/../..", "/../../..", "/../../../.."};
+    for (int i = 0; i < 3; i++) {
+        char dir[PATH_MAX + 64], path[2 * PATH_MAX];
+        snprintf(dir, sizeof dir, "%s", g_tool);
+        *strrchr(dir, '/') = 0;
+        snprintf(path, sizeof path, "%s%s/%s", dir, ups[i], rel);
+        if (access(path, R_OK) == 0)
+            return slurp(path, NULL);
+    }
+    return NULL;
+}
+
 static result run_argv(char **argv)
 {
     result r = {-1, NULL, NULL};
+    const char *in_p = g_stdin;
+    g_stdin = NULL;
     char out_p[PATH_MAX], err_p[PATH_MAX];
     snprintf(out_p, sizeof out_p, "%s/.stdout", g_tmp);
     snprintf(err_p, sizeof err_p, "%s/.stderr", g_tmp);
@@ -172,6 +192,12 @@ static result run_argv(char **argv)
         int e = open(err_p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         if (o < 0 || e < 0)
             _exit(127);
+        if (in_p) {
+            int i = open(in_p, O_RDONLY);
+            if (i < 0)
+                _exit(127);
+            dup2(i, 0);
+        }
         dup2(o, 1);
         dup2(e, 2);
         argv[0] = g_tool;
@@ -326,15 +352,165 @@ static void test_help(void **state)
                                  "params plan --help",
                                  "lora --help",
                                  "lora apply --help",
-                                 "lora compare --help"};
+                                 "lora compare --help",
+                                 "lora make-input --help",
+                                 "adapter make-random --help",
+                                 "bench --help",
+                                 "demo --help"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         result r = run("%s", cmds[i]);
         if (r.code != 0 || !r.out || strlen(r.out) < 20 || (r.err && r.err[0]))
             fail_msg("tensafe %s: exit %d, stdout %zu bytes, stderr [%s]", cmds[i], r.code,
                      r.out ? strlen(r.out) : 0, r.err ? r.err : "");
         assert_non_null(strstr(r.out, "usage"));
+        /* issue 23.6: the help names the command it is for */
+        char want[128];
+        snprintf(want, sizeof want, "tensafe %.*s", (int)(strstr(cmds[i], "--help") - cmds[i]),
+                 cmds[i]);
+        if (i > 0 && !strstr(r.out, want))
+            fail_msg("tensafe %s does not show '%s': %s", cmds[i], want, r.out);
         result_free(&r);
     }
+    /* the top-level help and README.md list the same bench groups and
+     * adapter / lora subcommands as the subcommands' own help */
+    result top = run("--help"), bench = run("bench --help"), ad = run("adapter --help"),
+           lo = run("lora --help");
+    char *readme = slurp_source("README.md");
+    assert_non_null(readme);
+    /* the groups as `bench --help` lists them, "[core|lora|...]" */
+    char groups[256];
+    const char *g = strstr(bench.out, "tensafe bench [");
+    assert_non_null(g);
+    g += strlen("tensafe bench ");
+    size_t gl = strcspn(g, "]") + 1;
+    assert_true(gl < sizeof groups && g[gl - 1] == ']');
+    snprintf(groups, sizeof groups, "%.*s", (int)gl, g);
+    if (!strstr(top.out, groups) || !strstr(readme, groups))
+        fail_msg("bench groups %s: missing from 'tensafe --help' or README.md", groups);
+    static const char *const adapter_subs[] = {"inspect", "reduce", "keygen", "pack", "verify",
+                                               "make-random"};
+    for (size_t i = 0; i < 6; i++) {
+        char w[64];
+        snprintf(w, sizeof w, "tensafe adapter %s", adapter_subs[i]);
+        assert_non_null(strstr(ad.out, w));
+        assert_non_null(strstr(top.out, adapter_subs[i]));
+        assert_non_null(strstr(readme, adapter_subs[i]));
+    }
+    static const char *const lora_subs[] = {"apply", "compare", "make-input"};
+    for (size_t i = 0; i < 3; i++) {
+        char w[64];
+        snprintf(w, sizeof w, "tensafe lora %s", lora_subs[i]);
+        assert_non_null(strstr(lo.out, w));
+        assert_non_null(strstr(top.out, lora_subs[i]));
+        assert_non_null(strstr(readme, w));
+    }
+    free(readme);
+    result_free(&top);
+    result_free(&bench);
+    result_free(&ad);
+    result_free(&lo);
+}
+
+/* Issue 23.6: a usage error of any subcommand points at that subcommand's
+ * --help (exit 2, one line). */
+static void test_usage_points_at_help(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    static const char *const cmds[] = {
+        "demo", "bench", "keygen", "encrypt", "decrypt", "serve", "client", "adapter inspect",
+        "adapter reduce", "adapter keygen", "adapter pack", "adapter verify",
+        "adapter make-random", "params plan", "lora apply", "lora compare", "lora make-input"};
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        result r = run("%s --bogus", cmds[i]);
+        char want[128];
+        snprintf(want, sizeof want, "(see 'tensafe %s --help')", cmds[i]);
+        expect_error(&r, 2, "unknown option '--bogus'", want);
+        result_free(&r);
+    }
+    result r = run("adapter frob");
+    expect_error(&r, 2, "make-random", "(see 'tensafe adapter --help')");
+    result_free(&r);
+    r = run("lora frob");
+    expect_error(&r, 2, "make-input", "(see 'tensafe lora --help')");
+    result_free(&r);
+    r = run("frob");
+    expect_error(&r, 2, "(see 'tensafe --help')", NULL);
+    result_free(&r);
+    /* --plain is not a mode */
+    r = run("lora apply --adapter %s --module q_proj --input %s --output %s --plain --mode local",
+            tmp_path("ad"), tmp_path("x.f32"), tmp_path("o.f32"));
+    expect_error(&r, 2, "--plain", "(see 'tensafe lora apply --help')");
+    result_free(&r);
+    r = run("lora apply --adapter %s --module q_proj --input %s --output - --json",
+            tmp_path("ad"), tmp_path("x.f32"));
+    expect_error(&r, 2, "both want standard output", NULL);
+    result_free(&r);
+    r = run("client --port 7 --input %s --output - --json", tmp_path("x.f32"));
+    expect_error(&r, 2, "both want standard output", NULL);
+    result_free(&r);
+}
+
+/* Issue 23.6: '-' is stdin / stdout; --json on lora apply and compare (serve
+ * and client: test_serve_client). */
+static void test_stdio_and_json(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    /* make-input to stdout: the data alone there, the summary on stderr */
+    result r = run("lora make-input --dim %d --rows 2 --out -", DIM);
+    expect_ok(&r, "lora make-input --out -");
+    assert_non_null(strstr(r.err, "-> -"));
+    size_t n = 0;
+    free(slurp(tmp_path(".stdout"), &n));
+    assert_int_equal(n, (size_t)2 * DIM * 4);
+    result_free(&r);
+    r = run("lora apply --adapter %s --module q_proj,v_proj --input %s --output %s --plain --json",
+            tmp_path("ad"), tmp_path("x.f32"), tmp_path("pf.f32"));
+    expect_ok(&r, "lora apply --json");
+    json_error_t je;
+    json_t *j = json_loads(r.out, 0, &je);
+    if (!j)
+        fail_msg("lora apply --json: not JSON: %s", r.out);
+    assert_int_equal(json_integer_value(json_object_get(j, "rows")), ROWS);
+    assert_int_equal(json_array_size(json_object_get(j, "modules")), 2);
+    assert_string_equal(json_string_value(json_object_get(j, "mode")), "plain");
+    json_decref(j);
+    result_free(&r);
+    /* stdin to stdout: the same bytes as file to file, the summary on stderr */
+    g_stdin = tmp_path("x.f32");
+    r = run("lora apply --adapter %s --module q_proj,v_proj --input - --output - --plain",
+            tmp_path("ad"));
+    expect_ok(&r, "lora apply --input - --output -");
+    assert_non_null(strstr(r.err, "mode plain -> -"));
+    size_t nf = 0;
+    char *got = slurp(tmp_path(".stdout"), &n), *want = slurp(tmp_path("pf.f32"), &nf);
+    assert_int_equal(n, (size_t)ROWS * 2 * DIM * 4);
+    assert_int_equal(n, nf);
+    assert_memory_equal(got, want, n);
+    free(got);
+    free(want);
+    result_free(&r);
+    /* compare reads '-' too: the stdout copy against the file, bit for bit */
+    g_stdin = tmp_path("pf.f32");
+    r = run("lora compare - %s --tol 0 --json", tmp_path("pf.f32"));
+    expect_ok(&r, "lora compare - --json");
+    j = json_loads(r.out, 0, &je);
+    assert_non_null(j);
+    assert_true(json_real_value(json_object_get(j, "rel_l2")) == 0.0);
+    assert_true(json_is_true(json_object_get(j, "pass")));
+    json_decref(j);
+    result_free(&r);
+    /* a signed package read from stdin */
+    r = run("adapter pack %s --key %s.key --id s --out %s", tmp_path("ad"), tmp_path("sign"),
+            tmp_path("std.pkg"));
+    expect_ok(&r, "adapter pack");
+    result_free(&r);
+    g_stdin = tmp_path("std.pkg");
+    r = run("adapter verify - --trusted-key %s.pub --json", tmp_path("sign"));
+    expect_ok(&r, "adapter verify -");
+    assert_non_null(strstr(r.out, "\"verified\": true"));
+    result_free(&r);
 }
 
 static void test_usage_errors(void **state)
@@ -473,10 +649,11 @@ static void test_adapter_error_detail(void **state)
     snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir);
     assert_int_equal(tsafe_safetensors_writer_write_file(w, path), TSAFE_OK);
     tsafe_safetensors_writer_free(w);
-    const char *cmds[3] = {"adapter inspect %s",
+    const char *cmds[4] = {"adapter inspect %s",
                            "lora apply --adapter %s --module q_proj --input x --output y",
-                           "serve --allow-unsigned --adapter %s --module q_proj --once"};
-    for (int i = 0; i < 3; i++) {
+                           "serve --allow-unsigned --adapter %s --module q_proj --once",
+                           "adapter pack %s --key k --id i --out o"}; /* issue 23.5 */
+    for (int i = 0; i < 4; i++) {
         result r = run(cmds[i], dir);
         expect_error(&r, 1, "tensor 'base_model.model.model.layers.0.self_attn.q_proj.lora_B."
                             "weight' is [8, 3]: expected 4 columns",
@@ -485,6 +662,90 @@ static void test_adapter_error_detail(void **state)
     }
 }
 
+/* A PEFT directory NAME with this config and the "ad" adapter's weights. */
+static const char *peft_with_config(const char *name, const char *cfg)
+{
+    char path[PATH_MAX + 64];
+    static char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", tmp_path(name));
+    mkdir(dir, 0700);
+    snprintf(path, sizeof path, "%s/adapter_config.json", dir);
+    spit(path, cfg, strlen(cfg));
+    size_t n;
+    snprintf(path, sizeof path, "%s/adapter_model.safetensors", tmp_path("ad"));
+    char *st = slurp(path, &n);
+    snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir);
+    spit(path, st, n);
+    free(st);
+    return dir;
+}
+
+/* Issue 23.3 and 23.5: non-finite results are refused with a message that
+ * says so, in every mode and command; a non-LoRA PEFT type says what it
+ * is; the sealed modes never report the CKKS planner's target error. */
+static void test_non_finite_refused(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    char cfg[160];
+    snprintf(cfg, sizeof cfg, "{\"peft_type\":\"LORA\",\"r\":%d,\"lora_alpha\":1e300}", RANK);
+    const char *dir = peft_with_config("alpha300", cfg);
+    const char *cmds[] = {
+        "adapter inspect %s", "adapter pack %s --key %s.key --id a --out %s.pkg",
+        "lora apply --adapter %s --module q_proj --input %s --output %s --plain",
+        "lora apply --adapter %s --module q_proj --input %s --output %s",
+        "lora apply --adapter %s --module q_proj --input %s --output %s --mode sealed",
+        "lora apply --adapter %s --module q_proj --input %s --output %s --mode local",
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        result r = i == 1 ? run(cmds[i], dir, tmp_path("sign"), dir)
+                          : run(cmds[i], dir, tmp_path("x.f32"), tmp_path("o.f32"));
+        expect_error(&r, 1, "scale 2.5e+299 (alpha 1e+300, rank 4) is beyond float32's range",
+                     "TSAFE_E_VALUE_RANGE (value not finite");
+        result_free(&r);
+    }
+    dir = peft_with_config("prefix", "{\"peft_type\":\"PREFIX_TUNING\",\"r\":4,"
+                                     "\"lora_alpha\":8}");
+    result r = run("adapter inspect %s", dir);
+    expect_error(&r, 1, "\"peft_type\": \"PREFIX_TUNING\": not a LoRA adapter", NULL);
+    result_free(&r);
+
+    /* finite weights, finite x, a delta beyond float32: all-ones factors
+     * and x = 3e38 (A x alone is 64 x 3e38) */
+    tsafe_lora_config lc = {RANK, 2.0 * RANK, 0, 0};
+    tsafe_lora_adapter *ad = NULL;
+    static float A[RANK * DIM], B[DIM * RANK], x[DIM];
+    for (int i = 0; i < RANK * DIM; i++)
+        A[i] = B[i] = 1.0f;
+    for (int i = 0; i < DIM; i++)
+        x[i] = 3e38f;
+    assert_int_equal(tsafe_lora_adapter_create(&lc, &ad), TSAFE_OK);
+    assert_int_equal(tsafe_lora_adapter_add_module(ad, "layers.0.self_attn.q_proj", RANK, DIM,
+                                                   DIM, A, B, 2.0 * RANK),
+                     TSAFE_OK);
+    assert_int_equal(tsafe_lora_adapter_save_peft(ad, tmp_path("ones"), TSAFE_DTYPE_F32), TSAFE_OK);
+    tsafe_lora_adapter_free(ad);
+    write_f32(tmp_path("xhuge.f32"), x, DIM);
+    r = run("lora apply --adapter %s --module q_proj --input %s --output %s --plain",
+            tmp_path("ones"), tmp_path("xhuge.f32"), tmp_path("o.f32"));
+    expect_error(&r, 1, "lora apply (plain) on row 0: module 'layers.0.self_attn.q_proj' (scale 2",
+                 "gives a delta that is not finite in float32 (max |x| 3e+38): refused: "
+                 "TSAFE_E_VALUE_RANGE");
+    result_free(&r);
+    static const char *const modes[] = {"sealed-private", "sealed", "local"};
+    for (int i = 0; i < 3; i++) {
+        r = run("lora apply --adapter %s --module q_proj --input %s --output %s --mode %s",
+                tmp_path("ones"), tmp_path("xhuge.f32"), tmp_path("o.f32"), modes[i]);
+        print_message("x = 3e38, --mode %s: %s", modes[i], r.err);
+        assert_int_equal(r.code, 1);
+        if (i < 2)
+            expect_error(&r, 1, "gives a delta that is not finite in float32",
+                         "TSAFE_E_VALUE_RANGE");
+        if (i < 2 && strstr(r.err, "error <="))
+            fail_msg("--mode %s reports the CKKS planner's target: %s", modes[i], r.err);
+        result_free(&r);
+    }
+}
 
 /* Issue 11: PEFT adapters in F32, F16 and BF16, with rank/alpha patterns
  * and rsLoRA, through `lora apply` in the default mode (sealed-private)
@@ -557,8 +818,29 @@ static void test_peft_variants_sealed(void **state)
         double e = rel_l2(sv, pv, np);
         print_message("PEFT %s: sealed-private vs --plain rel_l2 %.3e\n", variants[k].name, e);
         assert_true(e <= 1e-3);
-        free(pv);
         free(sv);
+        /* issue 23.1: patterns and rsLoRA survive a signed package; the
+         * package's deltas equal the directory's bit for bit */
+        char key[PATH_MAX + 64], pkg[PATH_MAX + 64];
+        snprintf(key, sizeof key, "%s/sign", dir);
+        snprintf(pkg, sizeof pkg, "%s.pkg", dir);
+        r = run("adapter keygen --out %s", key);
+        expect_ok(&r, "adapter keygen");
+        result_free(&r);
+        r = run("adapter pack %s --key %s.key --id %s --out %s", dir, key, variants[k].name, pkg);
+        expect_ok(&r, "adapter pack (PEFT variant)");
+        if (k > 0 && !strstr(r.out, "1 rank /"))
+            fail_msg("adapter pack did not carry the rank pattern: %s", r.out);
+        result_free(&r);
+        r = run("lora apply --adapter %s --trusted-key %s.pub --module q_proj,v_proj --input %s "
+                "--output %s --plain", pkg, key, tmp_path("xv.f32"), tmp_path("pp.f32"));
+        expect_ok(&r, "lora apply --plain (signed PEFT variant)");
+        result_free(&r);
+        float *pp = read_f32(tmp_path("pp.f32"), &ns);
+        assert_int_equal(np, ns);
+        assert_memory_equal(pp, pv, np * sizeof *pp);
+        free(pp);
+        free(pv);
     }
 }
 
@@ -974,7 +1256,7 @@ static void test_keys_roundtrip(void **state)
 /* Serves tmp_path("ad") (unsigned, so with --allow-unsigned), or the
  * signed package ad.pkg verified with sign.pub when g_serve_signed, in
  * g_serve_mode (NULL: no --mode, the default). */
-static int g_serve_signed;
+static int g_serve_signed, g_serve_json;
 static const char *g_serve_mode;
 
 static pid_t spawn_serve(const char *port_file, const char *log)
@@ -1013,6 +1295,8 @@ static pid_t spawn_serve(const char *port_file, const char *log)
         argv[n++] = "--once";
         argv[n++] = "--accept-timeout";
         argv[n++] = "30";
+        if (g_serve_json)
+            argv[n++] = "--json";
         if (g_serve_mode) {
             argv[n++] = "--mode";
             argv[n++] = (char *)g_serve_mode;
@@ -1100,6 +1384,42 @@ static void serve_client_mode(const char *serve_mode, const char *client_args, c
     free(port);
 }
 
+/* Issue 23.6: serve --json and client --json (input from stdin): one JSON
+ * summary each on stdout, the progress lines on stderr. */
+static void serve_client_json(void)
+{
+    char pf[PATH_MAX], log[PATH_MAX];
+    snprintf(pf, sizeof pf, "%s", tmp_path("port"));
+    snprintf(log, sizeof log, "%s", tmp_path("serve.log"));
+    g_serve_json = 1;
+    pid_t pid = spawn_serve(pf, log);
+    g_serve_json = 0;
+    char *port = read_port(pf);
+    g_stdin = tmp_path("x.f32");
+    result r = run("client --port %s --input - --output %s --json", port, tmp_path("net.f32"));
+    int sc = wait_exit(pid);
+    if (r.code != 0 || sc != 0)
+        fail_msg("client exit %d [%s], server exit %d [%s]", r.code, r.err, sc, slurp(log, NULL));
+    json_error_t je;
+    json_t *j = json_loads(r.out, 0, &je);
+    if (!j)
+        fail_msg("client --json: stdout is not one JSON object: [%s]", r.out);
+    assert_string_equal(json_string_value(json_object_get(j, "mode")), "sealed-private");
+    assert_int_equal(json_integer_value(json_object_get(j, "rows")), ROWS);
+    assert_int_equal(json_array_size(json_object_get(j, "modules")), 2);
+    assert_true(json_integer_value(json_object_get(j, "bytes_sent")) > 0);
+    json_decref(j);
+    assert_non_null(strstr(r.err, "mode sealed-private "));
+    result_free(&r);
+    char *slog = slurp(log, NULL);
+    assert_non_null(slog);
+    if (!strstr(slog, "{\"mode\":\"sealed-private\",\"port\":") ||
+        !strstr(slog, "\"sessions\":1,\"failed\":0,"))
+        fail_msg("serve --json summary missing: %s", slog);
+    free(slog);
+    free(port);
+}
+
 /* A client that must refuse the server's mode at its hello. */
 static void serve_client_refused(const char *serve_mode, const char *client_args,
                                  const char *needle)
@@ -1133,6 +1453,7 @@ static void test_serve_client(void **state)
     serve_client_mode("sealed-private", "--mode sealed-private", "sealed-private", 1e-3);
     serve_client_mode("sealed", "--mode sealed --no-dp", "sealed", 1e-3);
     serve_client_mode("plain-zero-moai", "--mode plain-zero-moai", "plain-zero-moai", 1e-4);
+    serve_client_json();
     serve_client_refused("plain-zero-moai", "", "serves --mode plain-zero-moai");
     serve_client_refused(NULL, "--mode plain-zero-moai", "serves --mode sealed-private");
     serve_client_refused("sealed", "", "serves --mode sealed,");
@@ -1426,10 +1747,13 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_usage_points_at_help),
+        cmocka_unit_test(test_stdio_and_json),
         cmocka_unit_test(test_missing_files),
         cmocka_unit_test(test_adapter_error_detail),
         cmocka_unit_test(test_bad_vector_size),
         cmocka_unit_test(test_peft_variants_sealed),
+        cmocka_unit_test(test_non_finite_refused),
         cmocka_unit_test(test_params_plan_json),
         cmocka_unit_test(test_adapter_pack_verify_apply),
         cmocka_unit_test(test_adapter_reduce),

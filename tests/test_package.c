@@ -132,6 +132,17 @@ static void test_round_trip_and_layout(void **state)
         size_t n = sizes[si];
         uint8_t *payload = make_payload(n);
         tsafe_package_manifest m = sample_manifest();
+        /* every other size with PEFT patterns, keys out of sorted order:
+         * the order is PEFT's precedence and must survive */
+        static const tsafe_package_pattern rp[2] = {{"z_proj", 4}, {"layers.0.a_proj", 2}},
+                                           ap[1] = {{"z_proj", 0.75}};
+        if (si % 2) {
+            m.rank_pattern = rp;
+            m.n_rank_pattern = 2;
+            m.alpha_pattern = ap;
+            m.n_alpha_pattern = 1;
+            m.use_rslora = 1;
+        }
         uint8_t *pkg = NULL;
         size_t len = 0;
         assert_int_equal(tsafe_package_create(&m, payload, n, sk, &pkg, &len),
@@ -163,6 +174,10 @@ static void test_round_trip_and_layout(void **state)
         hexdigest(payload, n, hex);
         char *mj = strndup((const char *)pkg + 24, mlen);
         assert_non_null(strstr(mj, hex));
+        assert_true((strstr(mj, "\"rank_pattern\":[[\"z_proj\",4],[\"layers.0.a_proj\",2]]") &&
+                     strstr(mj, "\"alpha_pattern\":[[\"z_proj\",0.75]]") &&
+                     strstr(mj, "\"use_rslora\":true")) == (si % 2 == 1));
+        assert_true(!strstr(mj, "pattern") == (si % 2 == 0));
         free(mj);
 
         /* and through the library */
@@ -179,6 +194,17 @@ static void test_round_trip_and_layout(void **state)
         assert_int_equal(g.n_targets, 3);
         for (size_t i = 0; i < 3; i++)
             assert_string_equal(g.targets[i], targets[i]);
+        assert_int_equal(g.n_rank_pattern, m.n_rank_pattern);
+        assert_int_equal(g.n_alpha_pattern, m.n_alpha_pattern);
+        assert_int_equal(g.use_rslora, m.use_rslora);
+        for (size_t i = 0; i < g.n_rank_pattern; i++) {
+            assert_string_equal(g.rank_pattern[i].key, rp[i].key);
+            assert_true(g.rank_pattern[i].value == rp[i].value);
+        }
+        for (size_t i = 0; i < g.n_alpha_pattern; i++) {
+            assert_string_equal(g.alpha_pattern[i].key, ap[i].key);
+            assert_true(g.alpha_pattern[i].value == ap[i].value);
+        }
         const uint8_t *data;
         size_t dlen;
         assert_int_equal(tsafe_package_payload(p, &data, &dlen), TSAFE_OK);
@@ -355,6 +381,25 @@ static void test_signed_but_malformed(void **state)
     tsafe_package_manifest g;
     assert_int_equal(tsafe_package_manifest_get(p, &g), TSAFE_OK);
     assert_true(g.alpha == 16.0 && g.rank == 8);
+    assert_int_equal(g.n_rank_pattern + g.n_alpha_pattern + (size_t)g.use_rslora, 0);
+    tsafe_package_free(p);
+    free(b);
+
+    /* the optional PEFT members, as the documented format writes them */
+    char with_pat[1200];
+    snprintf(with_pat, sizeof with_pat, "%.*s,\"rank_pattern\":[[\"v_proj\",4],[\"layers.1.q_proj\",2]],"
+             "\"alpha_pattern\":[[\"v_proj\",2.5]],\"use_rslora\":true}", (int)ml - 1, good);
+    b = forge(with_pat, comp, clen, strlen(with_pat), clen, 1, 0, 0, sk, &len);
+    assert_int_equal(tsafe_package_open(b, len, pk, &p), TSAFE_OK);
+    assert_int_equal(tsafe_package_manifest_get(p, &g), TSAFE_OK);
+    assert_int_equal(g.n_rank_pattern, 2);
+    assert_string_equal(g.rank_pattern[0].key, "v_proj");
+    assert_true(g.rank_pattern[0].value == 4.0);
+    assert_string_equal(g.rank_pattern[1].key, "layers.1.q_proj");
+    assert_true(g.rank_pattern[1].value == 2.0);
+    assert_int_equal(g.n_alpha_pattern, 1);
+    assert_true(g.alpha_pattern[0].value == 2.5);
+    assert_int_equal(g.use_rslora, 1);
     tsafe_package_free(p);
     free(b);
 
@@ -382,6 +427,18 @@ static void test_signed_but_malformed(void **state)
         {"empty target", "[\"q_proj\"]", "[\"\"]", 0, 0, 0, 0, TSAFE_E_FORMAT},
         {"target not string", "[\"q_proj\"]", "[1]", 0, 0, 0, 0, TSAFE_E_FORMAT},
         {"short hex", "\"payload_blake2b_256\":\"", "\"payload_blake2b_256\":\"0", 0, 0, 0, 0, TSAFE_E_FORMAT},
+        {"rank pattern 0", "\"rank\":8", "\"rank\":8,\"rank_pattern\":[[\"v\",0]]", 0, 0, 0, 0, TSAFE_E_FORMAT},
+        {"rank pattern 2.5", "\"rank\":8", "\"rank\":8,\"rank_pattern\":[[\"v\",2.5]]", 0, 0, 0, 0, TSAFE_E_FORMAT},
+        {"rank pattern 2^24+1", "\"rank\":8", "\"rank\":8,\"rank_pattern\":[[\"v\",16777217]]", 0, 0, 0, 0, TSAFE_E_FORMAT},
+        {"rank pattern object", "\"rank\":8", "\"rank\":8,\"rank_pattern\":{\"v\":4}", 0, 0, 0, 0, TSAFE_E_FORMAT},
+        {"rank pattern empty", "\"rank\":8", "\"rank\":8,\"rank_pattern\":[]", 0, 0, 0, 0, TSAFE_E_FORMAT},
+        {"rank pattern triple", "\"rank\":8", "\"rank\":8,\"rank_pattern\":[[\"v\",4,1]]", 0, 0, 0, 0, TSAFE_E_FORMAT},
+        {"rank pattern empty key", "\"rank\":8", "\"rank\":8,\"rank_pattern\":[[\"\",4]]", 0, 0, 0, 0, TSAFE_E_FORMAT},
+        {"rank pattern twice", "\"rank\":8", "\"rank\":8,\"rank_pattern\":[[\"v\",4],[\"v\",2]]", 0, 0, 0, 0, TSAFE_E_FORMAT},
+        {"alpha pattern negative", "\"rank\":8", "\"rank\":8,\"alpha_pattern\":[[\"v\",-1]]", 0, 0, 0, 0, TSAFE_E_FORMAT},
+        {"alpha pattern string", "\"rank\":8", "\"rank\":8,\"alpha_pattern\":[[\"v\",\"1\"]]", 0, 0, 0, 0, TSAFE_E_FORMAT},
+        {"use_rslora false", "\"rank\":8", "\"rank\":8,\"use_rslora\":false", 0, 0, 0, 0, TSAFE_E_FORMAT},
+        {"use_rslora 1", "\"rank\":8", "\"rank\":8,\"use_rslora\":1", 0, 0, 0, 0, TSAFE_E_FORMAT},
         {"wrong length+1", NULL, NULL, 0, 0, 0, 0, TSAFE_E_FORMAT},
         {"wrong length-1", NULL, NULL, 0, 0, 0, 0, TSAFE_E_FORMAT},
         {"over cap", NULL, NULL, 0, 0, 0, 0, TSAFE_E_RANGE},
@@ -480,6 +537,36 @@ static void test_create_errors(void **state)
     assert_int_equal(tsafe_package_create(&m, buf, 16, sk, &pkg, &len), TSAFE_E_ARG);
     m = sample_manifest();
     m.price_per_1k_tokens = -1.0;
+    assert_int_equal(tsafe_package_create(&m, buf, 16, sk, &pkg, &len), TSAFE_E_ARG);
+    /* patterns: ranks whole in [1, 2^24], alphas finite > 0, keys distinct */
+    static const struct {
+        tsafe_package_pattern p[2];
+        size_t n;
+        int is_rank;
+    } bad[] = {
+        {{{"v_proj", 0}}, 1, 1},           {{{"v_proj", 2.5}}, 1, 1},
+        {{{"v_proj", 16777217.0}}, 1, 1},  {{{"", 4}}, 1, 1},
+        {{{NULL, 4}}, 1, 1},               {{{"v_proj", 4}, {"v_proj", 2}}, 2, 1},
+        {{{"v_proj", -1}}, 1, 0},          {{{"v_proj", 0}}, 1, 0},
+        {{{"v_proj", 1.0 / 0.0}}, 1, 0},   {{{"\xff", 1}}, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        m = sample_manifest();
+        if (bad[i].is_rank) {
+            m.rank_pattern = bad[i].p;
+            m.n_rank_pattern = bad[i].n;
+        } else {
+            m.alpha_pattern = bad[i].p;
+            m.n_alpha_pattern = bad[i].n;
+        }
+        assert_int_equal(tsafe_package_create(&m, buf, 16, sk, &pkg, &len), TSAFE_E_ARG);
+        assert_null(pkg);
+    }
+    m = sample_manifest();
+    m.n_rank_pattern = 1; /* no array */
+    assert_int_equal(tsafe_package_create(&m, buf, 16, sk, &pkg, &len), TSAFE_E_ARG);
+    m = sample_manifest();
+    m.use_rslora = 2;
     assert_int_equal(tsafe_package_create(&m, buf, 16, sk, &pkg, &len), TSAFE_E_ARG);
     m = sample_manifest();
     assert_int_equal(tsafe_package_create(&m, NULL, 16, sk, &pkg, &len), TSAFE_E_NULL);

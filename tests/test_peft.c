@@ -789,7 +789,13 @@ static void test_error_detail(void **state)
     assert_int_equal(load_case_ei(GOOD_CFG, 5, TSAFE_DTYPE_F32, &ei), TSAFE_E_DTYPE);
     assert_has(ei.detail, "q_proj.lora_B.weight': dtype I32, expected F32, F16 or BF16");
     assert_int_equal(load_case_ei(GOOD_CFG, 6, TSAFE_DTYPE_F32, &ei), TSAFE_E_VALUE_RANGE);
-    assert_has(ei.detail, "module 'layers.0.self_attn.q_proj': a non-finite value");
+    assert_has(ei.detail, "module 'layers.0.self_attn.q_proj': lora_B[");
+    assert_has(ei.detail, "] is not finite (nan)");
+    /* issue 23.3: finite values whose delta cannot be finite in float32 */
+    assert_int_equal(load_case_ei("{\"peft_type\":\"LORA\",\"r\":2,\"lora_alpha\":1e300}", 0,
+                                  TSAFE_DTYPE_F32, &ei),
+                     TSAFE_E_VALUE_RANGE);
+    assert_has(ei.detail, "scale 5e+299 (alpha 1e+300, rank 2) is beyond float32's range");
     assert_int_equal(load_case_ei(GOOD_CFG, 7, TSAFE_DTYPE_F32, &ei), TSAFE_E_SHAPE);
     assert_has(ei.detail, "k_proj.lora_A.weight': shape [1, 2, 8], expected 2-D");
     assert_has(ei.detail, "found 3-D");
@@ -871,6 +877,59 @@ static void test_error_detail(void **state)
     assert_string_equal(ei.detail, "0 bytes: shorter than the 8-byte header length");
 }
 
+/* Issue 23.3: modules whose delta cannot be finite are refused when built
+ * (not only when loaded), and the plaintext delta of a row is refused when
+ * it is not finite in float32; otherwise it matches a double loop here. */
+static void test_non_finite_refused(void **state)
+{
+    (void)state;
+    enum { R = 3, IN = 16, OUT = 8 };
+    tsafe_lora_config cfg = {R, 6.0, 0, 0};
+    tsafe_lora_adapter *a = NULL;
+    assert_int_equal(tsafe_lora_adapter_create(&cfg, &a), TSAFE_OK);
+    float A[R * IN], B[OUT * R], x[IN], d[OUT];
+    for (int i = 0; i < R * IN; i++)
+        A[i] = 1e20f;
+    for (int i = 0; i < OUT * R; i++)
+        B[i] = 1e20f; /* finite, but s*B*A is about 2e40 */
+    assert_int_equal(tsafe_lora_adapter_add_module(a, "huge", R, IN, OUT, A, B, 6.0),
+                     TSAFE_E_VALUE_RANGE);
+    for (int i = 0; i < R * IN; i++)
+        A[i] = tsafe_test_uniform_float(-1, 1);
+    for (int i = 0; i < OUT * R; i++)
+        B[i] = tsafe_test_uniform_float(-1, 1);
+    assert_int_equal(tsafe_lora_adapter_add_module(a, "alpha", R, IN, OUT, A, B, 1e300),
+                     TSAFE_E_VALUE_RANGE);
+    A[5] = INFINITY;
+    assert_int_equal(tsafe_lora_adapter_add_module(a, "inf", R, IN, OUT, A, B, 6.0),
+                     TSAFE_E_VALUE_RANGE);
+    A[5] = 0.5f;
+    assert_int_equal(tsafe_lora_adapter_add_module(a, "ok", R, IN, OUT, A, B, 6.0), TSAFE_OK);
+    assert_int_equal(tsafe_lora_adapter_module_count(a), 1);
+    tsafe_lora_module_info mi;
+    assert_int_equal(tsafe_lora_adapter_module(a, 0, &mi), TSAFE_OK);
+    for (int j = 0; j < IN; j++)
+        x[j] = tsafe_test_uniform_float(-4, 4);
+    assert_int_equal(tsafe_lora_module_apply(&mi, x, d), TSAFE_OK);
+    for (int o = 0; o < OUT; o++) {
+        double ref = 0;
+        for (int r = 0; r < R; r++) {
+            double u = 0;
+            for (int j = 0; j < IN; j++)
+                u += (double)A[r * IN + j] * x[j];
+            ref += (double)B[o * R + r] * u;
+        }
+        ref *= 6.0 / R;
+        assert_true(fabs(d[o] - ref) <= 1e-6 * fabs(ref) + 1e-30);
+    }
+    for (int j = 0; j < IN; j++)
+        x[j] = (A[j] > 0 ? 3e38f : -3e38f); /* A x alone is beyond float32 */
+    assert_int_equal(tsafe_lora_module_apply(&mi, x, d), TSAFE_E_VALUE_RANGE);
+    x[0] = NAN;
+    assert_int_equal(tsafe_lora_module_apply(&mi, x, d), TSAFE_E_VALUE_RANGE);
+    tsafe_lora_adapter_free(a);
+}
+
 static void test_directory_cases(void **state)
 {
     (void)state;
@@ -929,6 +988,7 @@ int main(void)
         cmocka_unit_test(test_save_pattern_collision),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_error_detail),
+        cmocka_unit_test(test_non_finite_refused),
         cmocka_unit_test(test_directory_cases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -75,8 +75,9 @@
  * under two spellings, two keys giving the same module, or no module at all
  * (TSAFE_E_ADAPTER); A rows != B columns, not 2-D, or fused rows not a
  * multiple of r (TSAFE_E_SHAPE); a factor whose rank disagrees with the
- * configured rank for its module (TSAFE_E_ADAPTER); non-finite values
- * (TSAFE_E_VALUE_RANGE); dtype other than F32/F16/BF16 (TSAFE_E_DTYPE);
+ * configured rank for its module (TSAFE_E_ADAPTER); non-finite values, or
+ * a scale or delta weight s*B*A beyond float32's range, e.g. lora_alpha
+ * 1e300 (TSAFE_E_VALUE_RANGE, the same in tsafe_lora_adapter_add_module); dtype other than F32/F16/BF16 (TSAFE_E_DTYPE);
  * any safetensors error (see tensafe/safetensors.h).
  *
  * Thread safety: a loaded adapter is immutable and may be shared by any
@@ -286,6 +287,14 @@ tsafe_lora_adapter_find(const tsafe_lora_adapter *adapter, const char *name,
  * double. */
 TSAFE_API TSAFE_NODISCARD tsafe_status
 tsafe_lora_module_delta_w(const tsafe_lora_module_info *m, double *out);
+
+/* The plaintext delta of one row, delta = scale * B (A x) (in_dim floats
+ * in x, out_dim floats out), accumulated in double: the reference the HE
+ * modes are compared with. TSAFE_E_VALUE_RANGE when x holds a non-finite
+ * value or a delta is not finite in float32 (huge x or weights; delta is
+ * then unspecified), TSAFE_E_NULL, TSAFE_E_NOMEM. Reentrant. */
+TSAFE_API TSAFE_NODISCARD tsafe_status
+tsafe_lora_module_apply(const tsafe_lora_module_info *m, const float *x, float *delta);
 
 #ifdef __cplusplus
 }

@@ -3,7 +3,8 @@
  *
  *   header (24 B: magic "TSPKG\0\r\n", version, flags, lengths)
  *   manifest (UTF-8 JSON: adapter id, domain, rank, alpha, targets, price
- *             per 1k tokens, creator, BLAKE2b-256 + length of the payload)
+ *             per 1k tokens, creator, BLAKE2b-256 + length of the payload;
+ *             optional PEFT rank/alpha patterns and use_rslora)
  *   payload  (zlib stream of the adapter's safetensors bytes; opaque here)
  *   digest   (BLAKE2b-256 of every byte before it)
  *   signature (Ed25519 over "TenSafe-HE adapter package v1\0" || digest)
@@ -39,15 +40,29 @@ extern "C" {
 #define TSAFE_PACKAGE_MAX_STRING 4096u                  /* per string field */
 #define TSAFE_PACKAGE_MAX_TARGETS 4096u
 
-/* Manifest fields (plain struct; all strings UTF-8, NUL-terminated, at most
- * TSAFE_PACKAGE_MAX_STRING bytes, no embedded NUL).
+/* One entry of PEFT's rank_pattern or alpha_pattern (plain struct): key
+ * matched against module names by PEFT's rule (tensafe/lora_adapter.h),
+ * value the rank (an integer in [1, 2^24]) or the alpha (finite, > 0). */
+typedef struct tsafe_package_pattern {
+    const char *key;
+    double value;
+} tsafe_package_pattern;
+
+/* Manifest fields (plain struct; zero-initialise it, then fill; all strings
+ * UTF-8, NUL-terminated, at most TSAFE_PACKAGE_MAX_STRING bytes, no
+ * embedded NUL).
  *  adapter_id  required, non-empty.
  *  domain      required (may be "").
- *  rank        >= 1.
- *  alpha       finite, > 0.
+ *  rank        >= 1 (PEFT's "r": the rank of modules no pattern names).
+ *  alpha       finite, > 0 (PEFT's "lora_alpha", same rule).
  *  targets     n_targets (0..TSAFE_PACKAGE_MAX_TARGETS) non-empty strings.
  *  price_per_1k_tokens  finite, >= 0.
  *  creator     required (may be "").
+ *  rank_pattern, alpha_pattern  optional (n 0..TSAFE_PACKAGE_MAX_TARGETS,
+ *              non-empty distinct keys): PEFT's per-module overrides, in
+ *              PEFT's precedence order (an exact key first, then the first
+ *              key in this order that matches).
+ *  use_rslora  0 or 1: scale alpha/sqrt(rank) instead of alpha/rank.
  * In a struct filled by tsafe_package_manifest_get every pointer is borrowed
  * from the package and valid until tsafe_package_free. */
 typedef struct tsafe_package_manifest {
@@ -59,6 +74,11 @@ typedef struct tsafe_package_manifest {
     size_t n_targets;
     double price_per_1k_tokens;
     const char *creator;
+    const tsafe_package_pattern *rank_pattern;
+    size_t n_rank_pattern;
+    const tsafe_package_pattern *alpha_pattern;
+    size_t n_alpha_pattern;
+    int use_rslora;
 } tsafe_package_manifest;
 
 typedef struct tsafe_package tsafe_package;

@@ -36,7 +36,7 @@ typedef enum tsafe_status {
     /* level and scale bookkeeping */
     TSAFE_E_LEVEL = -30,         /* levels differ or none left */
     TSAFE_E_SCALE = -31,         /* scales differ beyond tolerance */
-    TSAFE_E_VALUE_RANGE = -32,   /* value too large for the modulus/scale */
+    TSAFE_E_VALUE_RANGE = -32,   /* not finite, or too large (float32, modulus/scale) */
 
     /* formats of untrusted bytes */
     TSAFE_E_FORMAT = -40,        /* malformed bytes */

@@ -407,6 +407,21 @@ static void gen_package(void)
     if (tsafe_package_create(&m, a->st, a->st_len, f->sk, &b, &n) != TSAFE_OK)
         exit(1);
     PUT(package, "ok-adapter", b, n);
+    {
+        static const tsafe_package_pattern rp[] = {{"v_proj", 2}}, ap[] = {{"q_proj", 3.5}};
+        tsafe_package_manifest mp = m;
+        mp.rank_pattern = rp;
+        mp.n_rank_pattern = 1;
+        mp.alpha_pattern = ap;
+        mp.n_alpha_pattern = 1;
+        mp.use_rslora = 1;
+        uint8_t *bp = NULL;
+        size_t np = 0;
+        if (tsafe_package_create(&mp, a->st, a->st_len, f->sk, &bp, &np) != TSAFE_OK)
+            exit(1);
+        PUT(package, "ok-patterns", bp, np);
+        tsafe_package_bytes_free(bp);
+    }
     PUT(package, "bad-truncated", b, n - 1);
     PUTF(package, "bad-flipped-manifest", b, n, 30, (uint8_t)(b[30] ^ 0x20));
     PUTF(package, "bad-flipped-signature", b, n, n - 1, (uint8_t)(b[n - 1] ^ 1));

@@ -467,6 +467,13 @@ static void fz_pkg_use(const tsafe_package *p)
     FZ_CHECK(m.n_targets == 0 || m.targets != NULL);
     for (size_t i = 0; i < m.n_targets; i++)
         FZ_CHECK(m.targets[i] && m.targets[i][0]);
+    FZ_CHECK(m.use_rslora == 0 || m.use_rslora == 1);
+    for (size_t i = 0; i < m.n_rank_pattern; i++)
+        FZ_CHECK(m.rank_pattern[i].key[0] && m.rank_pattern[i].value >= 1 &&
+                 m.rank_pattern[i].value <= 16777216.0);
+    for (size_t i = 0; i < m.n_alpha_pattern; i++)
+        FZ_CHECK(m.alpha_pattern[i].key[0] && isfinite(m.alpha_pattern[i].value) &&
+                 m.alpha_pattern[i].value > 0);
     const uint8_t *payload = NULL;
     size_t plen = 0;
     FZ_CHECK(tsafe_package_payload(p, &payload, &plen) == TSAFE_OK);

@@ -1,5 +1,5 @@
-/* `tensafe adapter inspect | reduce | pack | keygen | verify` (and the
- * hidden `make-random`, a generator of test adapters). */
+/* `tensafe adapter inspect | reduce | pack | keygen | verify | make-random`
+ * (make-random: a generator of test adapters). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +19,10 @@ static const char k_help[] =
     "       tensafe adapter pack DIR --key SK_FILE --id ID --out PKG [--domain D]\n"
     "                            [--price P] [--creator C]\n"
     "       tensafe adapter verify PKG --trusted-key HEX|FILE [--json]\n"
+    "       tensafe adapter make-random --out DIR [--dim D] [--out-dim D2] [--rank R]\n"
+    "                              [--alpha A] [--modules M[,M...]] [--seed S] [--amp-a X]\n"
+    "                              [--rank-pattern M=R,...] [--alpha-pattern M=A,...]\n"
+    "                              [--dtype F32|F16|BF16]\n"
     "\n"
     "inspect  modules, ranks, in/out dimensions, dtypes, alpha and scale of a PEFT\n"
     "         directory or of a signed package (verified with --trusted-key first)\n"
@@ -28,8 +32,28 @@ static const char k_help[] =
     "keygen   Ed25519 signing key pair: PREFIX.pub (32 bytes, hex) and PREFIX.key\n"
     "         (64 bytes, hex, mode 0600)\n"
     "pack     signed package of a PEFT directory: payload = adapter_model.safetensors,\n"
-    "         manifest rank/alpha from adapter_config.json, targets = module projections\n"
-    "verify   verify a package against a trusted public key and print its manifest\n";
+    "         manifest r, lora_alpha, use_rslora, rank_pattern and alpha_pattern from\n"
+    "         adapter_config.json, targets = module projections; refused unless the\n"
+    "         package reloads as the same modules\n"
+    "verify   verify a package against a trusted public key and print its manifest\n"
+    "make-random  a random test adapter (PEFT directory; not secret, --seed reproduces it)\n"
+    "\n"
+    "A package path of '-' reads it from standard input.\n";
+
+static const char k_make_random_help[] =
+    "usage: tensafe adapter make-random --out DIR [--dim D] [--out-dim D2] [--rank R]\n"
+    "                                   [--alpha A] [--modules M[,M...]] [--seed S]\n"
+    "                                   [--amp-a X] [--rank-pattern M=R,...]\n"
+    "                                   [--alpha-pattern M=A,...] [--dtype F32|F16|BF16]\n"
+    "\n"
+    "Writes a PEFT directory (adapter_config.json + adapter_model.safetensors) with\n"
+    "one module per name in --modules (default q_proj,v_proj; a bare projection name\n"
+    "becomes layers.0.self_attn.NAME, or layers.0.mlp.NAME for gate/up/down), A\n"
+    "uniform in [-X, X] (--amp-a, default 0.05) and B in [-0.05, 0.05]: D -> D2\n"
+    "(default 64 -> D), rank R (default 4), alpha A (default 2R). --rank-pattern\n"
+    "and --alpha-pattern give the named modules another rank or alpha, written as\n"
+    "PEFT's rank_pattern / alpha_pattern. --seed S reproduces an adapter (default:\n"
+    "a fresh random seed). Test data, not secret.\n";
 
 /* ------------------------------------------------------------ inspect */
 
@@ -218,6 +242,62 @@ static int keygen(const char *prefix)
 
 /* --------------------------------------------------------------- pack */
 
+/* PEFT's rank_pattern / alpha_pattern of DIR/adapter_config.json in file
+ * order (the loader already validated them); keys borrowed from *root. */
+static tsafe_status config_patterns(const char *dir, json_t **root, tsafe_package_pattern **pat,
+                                    size_t *n_pat)
+{
+    char path[4096];
+    tsafe_status st = io_join(path, sizeof path, dir, "adapter_config.json");
+    if (st != TSAFE_OK)
+        return st;
+    *root = json_load_file(path, JSON_REJECT_DUPLICATES, NULL);
+    if (!*root)
+        return TSAFE_E_JSON;
+    static const char *const names[2] = {"rank_pattern", "alpha_pattern"};
+    for (int k = 0; k < 2; k++) {
+        json_t *o = json_object_get(*root, names[k]);
+        size_t n = json_is_object(o) ? json_object_size(o) : 0;
+        if (!(pat[k] = calloc(n ? n : 1, sizeof *pat[k])))
+            return TSAFE_E_NOMEM;
+        const char *key;
+        json_t *v;
+        n_pat[k] = 0;
+        if (n)
+            json_object_foreach(o, key, v) {
+                pat[k][n_pat[k]].key = key;
+                pat[k][n_pat[k]++].value = json_number_value(v);
+            }
+    }
+    return TSAFE_OK;
+}
+
+/* Same modules (names, shapes, rank, alpha, scale, factors bit for bit)? */
+static int same_adapter(const tsafe_lora_adapter *a, const tsafe_lora_adapter *b, char *what,
+                        size_t cap)
+{
+    size_t n = tsafe_lora_adapter_module_count(a);
+    if (tsafe_lora_adapter_module_count(b) != n) {
+        snprintf(what, cap, "%zu modules instead of %zu", tsafe_lora_adapter_module_count(b), n);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        tsafe_lora_module_info x, y;
+        if (tsafe_lora_adapter_module(a, i, &x) != TSAFE_OK ||
+            tsafe_lora_adapter_module(b, i, &y) != TSAFE_OK || strcmp(x.name, y.name) ||
+            x.rank != y.rank || x.in_dim != y.in_dim || x.out_dim != y.out_dim ||
+            x.alpha != y.alpha || x.scale != y.scale ||
+            memcmp(x.A, y.A, x.rank * x.in_dim * sizeof *x.A) ||
+            memcmp(x.B, y.B, x.out_dim * x.rank * sizeof *x.B)) {
+            snprintf(what, cap, "module %zu ('%s'): rank %zu / alpha %g / scale %g came back as "
+                     "'%s' rank %zu / alpha %g / scale %g (or other factors)",
+                     i, x.name, x.rank, x.alpha, x.scale, y.name, y.rank, y.alpha, y.scale);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static int pack(const char *dir, const char *key_file, tsafe_package_manifest *m,
                 const char *out)
 {
@@ -226,6 +306,9 @@ static int pack(const char *dir, const char *key_file, tsafe_package_manifest *m
     uint8_t *st_bytes = NULL, *kb = NULL, *pkg = NULL, sk[64];
     size_t st_len = 0, kn = 0, pkg_len = 0;
     const char **targets = NULL;
+    json_t *cfg_json = NULL;
+    tsafe_package_pattern *pat[2] = {NULL, NULL};
+    size_t n_pat[2] = {0, 0};
     int rc = 1;
     tsafe_status st;
     int have_sk = 0;
@@ -233,23 +316,28 @@ static int pack(const char *dir, const char *key_file, tsafe_package_manifest *m
         snprintf(what, sizeof what, "'%s' is not a PEFT directory", dir);
         return tool_fail(what, TSAFE_E_NOT_FOUND);
     }
-    if ((st = tsafe_lora_adapter_load_peft(dir, &ad)) != TSAFE_OK) {
-        snprintf(what, sizeof what, "load PEFT adapter '%s'", dir);
+    if ((st = io_load_adapter(dir, NULL, &ad, what, sizeof what)) != TSAFE_OK)
         return tool_fail(what, st);
-    }
     tsafe_lora_config cfg;
     size_t n = tsafe_lora_adapter_module_count(ad);
     if ((st = tsafe_lora_adapter_config(ad, &cfg)) != TSAFE_OK) {
         tool_fail("adapter config", st);
         goto out;
     }
-    /* the manifest carries one rank and one alpha (no patterns, no rsLoRA):
-     * refuse what a package could not reload as the same adapter */
-    if (cfg.use_rslora) {
-        snprintf(what, sizeof what, "pack '%s': rsLoRA adapters cannot be packaged", dir);
-        tool_fail(what, TSAFE_E_UNSUPPORTED);
+    /* the manifest carries PEFT's r, lora_alpha, use_rslora and patterns as
+     * the config has them: the package reloads as the same adapter
+     * (checked below, before anything is written) */
+    if ((st = config_patterns(dir, &cfg_json, pat, n_pat)) != TSAFE_OK) {
+        snprintf(what, sizeof what, "pack '%s': rank_pattern / alpha_pattern of its "
+                 "adapter_config.json", dir);
+        tool_fail(what, st);
         goto out;
     }
+    m->rank_pattern = pat[0];
+    m->n_rank_pattern = n_pat[0];
+    m->alpha_pattern = pat[1];
+    m->n_alpha_pattern = n_pat[1];
+    m->use_rslora = cfg.use_rslora != 0;
     if (!(targets = calloc(n ? n : 1, sizeof *targets))) {
         tool_fail("pack", TSAFE_E_NOMEM);
         goto out;
@@ -259,14 +347,6 @@ static int pack(const char *dir, const char *key_file, tsafe_package_manifest *m
         tsafe_lora_module_info mi;
         if ((st = tsafe_lora_adapter_module(ad, i, &mi)) != TSAFE_OK) {
             tool_fail("adapter module", st);
-            goto out;
-        }
-        if (mi.rank != cfg.r || mi.alpha != cfg.lora_alpha) {
-            snprintf(what, sizeof what,
-                     "pack '%s': module '%s' has rank %zu / alpha %g but the package manifest "
-                     "holds one rank (%zu) and alpha (%g)",
-                     dir, mi.name, mi.rank, mi.alpha, cfg.r, cfg.lora_alpha);
-            tool_fail(what, TSAFE_E_UNSUPPORTED);
             goto out;
         }
         size_t k = 0;
@@ -299,16 +379,24 @@ static int pack(const char *dir, const char *key_file, tsafe_package_manifest *m
         goto out;
     }
     if ((st = tsafe_package_create(m, st_bytes, st_len, sk, &pkg, &pkg_len)) != TSAFE_OK) {
-        tool_fail("create package", st);
+        snprintf(what, sizeof what, "pack '%s': create package (manifest: id, rank %u, alpha %g, "
+                 "%zu targets, %zu rank / %zu alpha patterns, price %g)", dir, m->rank, m->alpha,
+                 m->n_targets, m->n_rank_pattern, m->n_alpha_pattern, m->price_per_1k_tokens);
+        tool_fail(what, st);
         goto out;
     }
     /* reload through the verified path before writing: the package must
      * give back the same modules */
     tsafe_lora_adapter *back = NULL;
-    if ((st = tsafe_lora_adapter_load_package(pkg, pkg_len, sk + 32, NULL, &back)) != TSAFE_OK ||
-        tsafe_lora_adapter_module_count(back) != n) {
+    tsafe_error_info err = {0};
+    tsafe_lora_load_options lo = {TSAFE_LORA_FUSED_IN_OUT, &err};
+    char diff[1024] = "";
+    if ((st = tsafe_lora_adapter_load_package(pkg, pkg_len, sk + 32, &lo, &back)) != TSAFE_OK ||
+        !same_adapter(ad, back, diff, sizeof diff)) {
         tsafe_lora_adapter_free(back);
-        tool_fail("package does not reload as the same adapter", st ? st : TSAFE_E_ADAPTER);
+        snprintf(what, sizeof what, "pack '%s': the package does not reload as the same adapter: %s",
+                 dir, st ? err.detail : diff);
+        tool_fail(what, st ? st : TSAFE_E_ADAPTER);
         goto out;
     }
     tsafe_lora_adapter_free(back);
@@ -319,8 +407,10 @@ static int pack(const char *dir, const char *key_file, tsafe_package_manifest *m
     }
     char hex[65];
     io_hex_encode(sk + 32, 32, hex);
-    printf("package %s: %zu bytes, %zu modules, rank %u, alpha %g, payload %zu bytes, signed by %s\n",
-           out, pkg_len, n, m->rank, m->alpha, st_len, hex);
+    printf("package %s: %zu bytes, %zu modules, rank %u, alpha %g%s, %zu rank / %zu alpha "
+           "patterns, payload %zu bytes, signed by %s\n",
+           out, pkg_len, n, m->rank, m->alpha, m->use_rslora ? " (rsLoRA)" : "", m->n_rank_pattern,
+           m->n_alpha_pattern, st_len, hex);
     rc = 0;
 out:
     if (have_sk)
@@ -330,6 +420,9 @@ out:
     free(kb);
     free(st_bytes);
     free(targets);
+    free(pat[0]);
+    free(pat[1]);
+    json_decref(cfg_json);
     tsafe_package_bytes_free(pkg);
     tsafe_lora_adapter_free(ad);
     return rc;
@@ -382,6 +475,18 @@ static int verify(const char *path, const char *key, int json)
                               t, "price_per_1k_tokens", m.price_per_1k_tokens, "creator",
                               m.creator, "payload_bytes", (json_int_t)plen, "payload_blake2b",
                               dhex);
+        json_t *rp = json_object(), *ap = json_object();
+        for (size_t i = 0; rp && i < m.n_rank_pattern; i++)
+            json_object_set_new(rp, m.rank_pattern[i].key,
+                                json_integer((json_int_t)m.rank_pattern[i].value));
+        for (size_t i = 0; ap && i < m.n_alpha_pattern; i++)
+            json_object_set_new(ap, m.alpha_pattern[i].key, json_real(m.alpha_pattern[i].value));
+        if (j && (json_object_set_new(j, "rank_pattern", rp) ||
+                  json_object_set_new(j, "alpha_pattern", ap) ||
+                  json_object_set_new(j, "use_rslora", json_boolean(m.use_rslora)))) {
+            json_decref(j);
+            j = NULL;
+        }
         char *s = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
         json_decref(j);
         if (s)
@@ -396,7 +501,20 @@ static int verify(const char *path, const char *key, int json)
         printf("  targets    ");
         for (size_t i = 0; i < m.n_targets; i++)
             printf(" %s", m.targets[i]);
-        printf("\n  price       %g per 1k tokens\n  creator     %s\n", m.price_per_1k_tokens,
+        printf("\n");
+        if (m.use_rslora)
+            printf("  use_rslora  true\n");
+        for (int k = 0; k < 2; k++) {
+            const tsafe_package_pattern *pt = k ? m.alpha_pattern : m.rank_pattern;
+            size_t np = k ? m.n_alpha_pattern : m.n_rank_pattern;
+            if (np)
+                printf("  %s", k ? "alpha_pattern" : "rank_pattern ");
+            for (size_t i = 0; i < np; i++)
+                printf(" %s=%g", pt[i].key, pt[i].value);
+            if (np)
+                printf("\n");
+        }
+        printf("  price       %g per 1k tokens\n  creator     %s\n", m.price_per_1k_tokens,
                m.creator);
         printf("  payload     %zu bytes, BLAKE2b-256 %s\n", plen, dhex);
     }
@@ -420,11 +538,37 @@ static void fill(float *v, size_t n, double amp, uint64_t *s)
         v[i] = (float)(amp * ((double)(mix(s) >> 11) * 0x1p-52 - 1.0));
 }
 
+/* --rank-pattern / --alpha-pattern "NAME=V,...": the value for module item
+ * `item` (its name as given to --modules), else dflt; -1 when malformed. */
+static int pattern_for(const char *list, const char *item, double dflt, double *v)
+{
+    *v = dflt;
+    if (!list)
+        return 0;
+    size_t il = strlen(item);
+    for (const char *p = list; *p;) {
+        const char *eq = strchr(p, '='), *end = strchr(p, ',');
+        if (!end)
+            end = p + strlen(p);
+        if (!eq || eq > end || eq == p)
+            return -1;
+        char *e = NULL;
+        double x = strtod(eq + 1, &e);
+        if (e != end || !isfinite(x) || !(x > 0))
+            return -1;
+        if ((size_t)(eq - p) == il && !strncmp(p, item, il))
+            *v = x;
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
 /* Test adapters: layer-0 attention modules with uniform random A and B
- * (not secret; a fixed --seed reproduces them). */
+ * (not secret; a fixed --seed reproduces them). rank_pat / alpha_pat
+ * give some modules another rank / alpha (written as PEFT patterns). */
 static int make_random(const char *out, uint32_t dim, uint32_t out_dim, uint32_t rank,
                        double alpha, const char *modules, uint64_t seed, double amp_a,
-                       tsafe_dtype dtype)
+                       tsafe_dtype dtype, const char *rank_pat, const char *alpha_pat)
 {
     char *store = NULL, name[256], what[512];
     const char *items[64];
@@ -433,9 +577,21 @@ static int make_random(const char *out, uint32_t dim, uint32_t out_dim, uint32_t
         free(store);
         return tool_usage("adapter make-random: --modules needs 1..64 comma-separated names");
     }
+    uint32_t max_rank = rank;
+    for (size_t i = 0; i < nm; i++) {
+        double r, a;
+        if (pattern_for(rank_pat, items[i], rank, &r) || r != (double)(uint32_t)r || r > 4096 ||
+            pattern_for(alpha_pat, items[i], alpha, &a)) {
+            free(store);
+            return tool_usage("adapter make-random: --rank-pattern / --alpha-pattern take "
+                              "NAME=VALUE,... (ranks whole, 1..4096; alphas positive)");
+        }
+        max_rank = r > max_rank ? (uint32_t)r : max_rank;
+    }
     tsafe_lora_config cfg = {rank, alpha, 0, 0};
     tsafe_lora_adapter *ad = NULL;
-    float *A = malloc((size_t)rank * dim * sizeof *A), *B = malloc((size_t)out_dim * rank * sizeof *B);
+    float *A = malloc((size_t)max_rank * dim * sizeof *A),
+          *B = malloc((size_t)out_dim * max_rank * sizeof *B);
     tsafe_status st = A && B ? tsafe_lora_adapter_create(&cfg, &ad) : TSAFE_E_NOMEM;
     int rc = 1;
     if (st != TSAFE_OK) {
@@ -443,6 +599,10 @@ static int make_random(const char *out, uint32_t dim, uint32_t out_dim, uint32_t
         goto out;
     }
     for (size_t i = 0; i < nm; i++) {
+        double r_i, a_i;
+        (void)pattern_for(rank_pat, items[i], rank, &r_i); /* checked above */
+        (void)pattern_for(alpha_pat, items[i], alpha, &a_i);
+        uint32_t rk = (uint32_t)r_i;
         if (strchr(items[i], '.'))
             snprintf(name, sizeof name, "%s", items[i]);
         else
@@ -452,9 +612,9 @@ static int make_random(const char *out, uint32_t dim, uint32_t out_dim, uint32_t
                          ? "mlp"
                          : "self_attn",
                      items[i]);
-        fill(A, (size_t)rank * dim, amp_a, &seed);
-        fill(B, (size_t)out_dim * rank, 0.05, &seed);
-        if ((st = tsafe_lora_adapter_add_module(ad, name, rank, dim, out_dim, A, B, alpha)) !=
+        fill(A, (size_t)rk * dim, amp_a, &seed);
+        fill(B, (size_t)out_dim * rk, 0.05, &seed);
+        if ((st = tsafe_lora_adapter_add_module(ad, name, rk, dim, out_dim, A, B, a_i)) !=
             TSAFE_OK) {
             snprintf(what, sizeof what, "add module '%s'", name);
             tool_fail(what, st);
@@ -466,8 +626,9 @@ static int make_random(const char *out, uint32_t dim, uint32_t out_dim, uint32_t
         tool_fail(what, st);
         goto out;
     }
-    printf("random adapter written to %s: %zu modules, %u -> %u, rank %u, alpha %g, %s\n", out,
-           nm, dim, out_dim, rank, alpha, tsafe_dtype_name(dtype));
+    printf("random adapter written to %s: %zu modules, %u -> %u, rank %u, alpha %g%s, %s\n", out,
+           nm, dim, out_dim, rank, alpha, rank_pat || alpha_pat ? " (with patterns)" : "",
+           tsafe_dtype_name(dtype));
     rc = 0;
 out:
     free(store);
@@ -482,14 +643,16 @@ out:
 int cmd_adapter(int argc, char **argv)
 {
     if (argc < 2)
-        return tool_usage("adapter: missing subcommand (inspect, reduce, keygen, pack, verify)");
+        return tool_usage("adapter: missing subcommand (inspect, reduce, keygen, pack, verify, "
+                          "make-random)");
     const char *sub = argv[1];
     if (!strcmp(sub, "--help") || !strcmp(sub, "-h")) {
         fputs(k_help, stdout);
         return 0;
     }
     const char *key = NULL, *out = NULL, *dtype_s = "F32", *id = NULL, *domain = "",
-               *creator = "", *modules = "q_proj,v_proj", *pos[1] = {NULL};
+               *creator = "", *modules = "q_proj,v_proj", *pos[1] = {NULL},
+               *rank_pat = NULL, *alpha_pat = NULL;
     int json = 0;
     uint32_t rank = 0, max_rank = 0, dim = 64, out_dim = 0;
     double energy = 0, price = 0, alpha = 0, amp_a = 0.05;
@@ -504,7 +667,9 @@ int cmd_adapter(int argc, char **argv)
                     {"--price", OPT_DOUBLE, &price, 0},  {"--creator", OPT_STR, &creator, 0},
                     {"--dim", OPT_U32, &dim, 0},         {"--out-dim", OPT_U32, &out_dim, 0},
                     {"--modules", OPT_STR, &modules, 0}, {"--alpha", OPT_DOUBLE, &alpha, 0},
-                    {"--seed", OPT_U32, &seed_u, 0},  {"--amp-a", OPT_DOUBLE, &amp_a, 0}};
+                    {"--seed", OPT_U32, &seed_u, 0},  {"--amp-a", OPT_DOUBLE, &amp_a, 0},
+                    {"--rank-pattern", OPT_STR, &rank_pat, 0},
+                    {"--alpha-pattern", OPT_STR, &alpha_pat, 0}};
     /* which options each subcommand accepts (indices into o) */
     static const struct {
         const char *name;
@@ -512,13 +677,14 @@ int cmd_adapter(int argc, char **argv)
         const char *allowed;
     } subs[] = {{"inspect", 1, "01"},         {"reduce", 1, "023456"},
                 {"keygen", 0, "5"},           {"pack", 1, "5789ab"},
-                {"verify", 1, "01"},          {"make-random", 0, "256cdefgh"}};
+                {"verify", 1, "01"},          {"make-random", 0, "256cdefghij"}};
     int si = -1;
     for (int i = 0; i < (int)(sizeof subs / sizeof subs[0]); i++)
         if (!strcmp(sub, subs[i].name))
             si = i;
     if (si < 0)
-        return tool_usage("adapter: unknown subcommand '%s' (inspect, reduce, keygen, pack, verify)",
+        return tool_usage("adapter: unknown subcommand '%s' (inspect, reduce, keygen, pack, verify, "
+                          "make-random)",
                           sub);
     tool_opt allowed[sizeof o / sizeof o[0]];
     size_t na = 0;
@@ -527,7 +693,7 @@ int cmd_adapter(int argc, char **argv)
     size_t npos = 0;
     int rc = opts_parse(cmdname, argc, argv, 2, allowed, na, pos, (size_t)subs[si].npos, &npos);
     if (rc == OPTS_HELP) {
-        fputs(k_help, stdout);
+        fputs(strcmp(sub, "make-random") ? k_help : k_make_random_help, stdout);
         return 0;
     }
     if (rc)
@@ -596,5 +762,6 @@ int cmd_adapter(int argc, char **argv)
         seed = seed_u;
     else
         randombytes_buf(&seed, sizeof seed);
-    return make_random(out, dim, out_dim, rank, alpha, modules, seed, amp_a, dtype);
+    return make_random(out, dim, out_dim, rank, alpha, modules, seed, amp_a, dtype, rank_pat,
+                       alpha_pat);
 }

@@ -1,4 +1,4 @@
-/* `tensafe lora apply | compare` (and the hidden `make-input`): run adapter
+/* `tensafe lora apply | compare | make-input`: run adapter
  * modules on raw float32 rows, in plaintext, local HE or in-process
  * two-party HE. */
 #include <math.h>
@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
 #include <sodium.h>
 
 #include "commands.h"
@@ -15,10 +16,11 @@
 static const char k_help[] =
     "usage: tensafe lora apply --adapter DIR|PKG [--trusted-key HEX|FILE] --module NAME[,NAME...]\n"
     "                          --input X.f32 --output D.f32\n"
-    "                          [--mode sealed-private|sealed|local|plain-zero-moai]\n"
-    "                          [--params PRESET|auto] [--max-abs X] [--precision P] [--plain]\n"
-    "                          [--backend cpu|cuda]\n"
-    "       tensafe lora compare D.f32 REF.f32 [--tol T]\n"
+    "                          [--mode sealed-private|sealed|local|plain-zero-moai | --plain]\n"
+    "                          [--params PRESET|auto] [--max-abs X] [--precision P]\n"
+    "                          [--backend cpu|cuda] [--json]\n"
+    "       tensafe lora compare D.f32 REF.f32 [--tol T] [--json]\n"
+    "       tensafe lora make-input --dim D [--rows K] [--max-abs X] --out X.f32\n"
     "\n"
     "apply    reads rows of d_in float32 (little-endian) values and writes, per row, the\n"
     "         LoRA delta s*B*(A x) of each module (concatenated in the order given).\n"
@@ -33,14 +35,21 @@ static const char k_help[] =
     "                            adapter's A (and s*B), the server gets a decryption\n"
     "                            oracle; parity checks only\n"
     "           local            one process holds the CKKS key (protects nothing)\n"
-    "         --plain: the plaintext reference (double precision).\n"
+    "         --plain: the plaintext reference (double precision) instead of a mode.\n"
     "         --backend: where the server side's ring work runs (default cpu; cuda\n"
     "         needs a CUDA build and a device; the results are the same).\n"
     "         --max-abs: bound on |x| the plan allows (default: the input's largest |x|);\n"
     "         --params, --precision: the CKKS plan of local and plain-zero-moai (planner\n"
     "         target error, default 1e-6); the sealed modes derive their own.\n"
+    "         A delta that is not finite in float32 is refused (exit 1).\n"
+    "         --json: the summary as one JSON object.\n"
     "compare  relative L2 error ||D - REF|| / ||REF|| of two float32 files; with --tol,\n"
-    "         exits 1 when it is above T\n";
+    "         exits 1 when it is above T; --json: the result as one JSON object\n"
+    "make-input  K rows of D uniform float32 values in [-X, X] (test inputs, not secret;\n"
+    "         default K 1, X 1)\n"
+    "\n"
+    "'-' as a file is standard input (--input, compare's files) or standard output\n"
+    "(--output, --out: the summary line then goes to standard error).\n";
 
 static double now_ms(void)
 {
@@ -52,7 +61,7 @@ static double now_ms(void)
 typedef struct {
     const char *adapter, *key, *modules, *input, *output, *mode_name, *params;
     double max_abs, precision;
-    int max_abs_seen, plain;
+    int max_abs_seen, plain, json;
     io_mode mode;
     const char *backend_name;             /* --backend */
     const tsafe_backend_factory *backend; /* its factory */
@@ -118,9 +127,18 @@ static int apply(const apply_opts *a)
     tsafe_lora_plan plan;
     const char *mode = a->plain ? "plain" : io_mode_name(a->mode);
     tsafe_lora_engine eng = {NULL, NULL};
+    int sealed_mode = a->mode == IO_MODE_SEALED || a->mode == IO_MODE_SEALED_PRIVATE;
     if (!a->plain) {
-        if ((st = io_make_plan(a->params, m, bound, a->precision, &plan, what, sizeof what)) !=
-            TSAFE_OK) {
+        /* the sealed modes keep A, B and the scale in CKKS sites, but
+         * their own protocol scales x per token: plan those sites for
+         * |x| <= 1, and say what failed in the sealed mode's terms */
+        if ((st = io_make_plan(a->params, m, sealed_mode ? 1.0 : bound, a->precision, &plan, what,
+                               sizeof what)) != TSAFE_OK) {
+            if (sealed_mode)
+                snprintf(what, sizeof what,
+                         "lora apply (%s): max |A| = %g is too large for the HE sites that "
+                         "hold the adapter (d_in %u, rank %u)",
+                         mode, m->max_abs_a, m->d_in, m->max_rank);
             tool_fail(what, st);
             goto out;
         }
@@ -149,7 +167,7 @@ static int apply(const apply_opts *a)
             goto out;
         }
         n_sites = m->n;
-        if (a->mode == IO_MODE_SEALED || a->mode == IO_MODE_SEALED_PRIVATE) {
+        if (sealed_mode) {
             /* one process plays both parties: DP noise would protect u from
              * ourselves, so sealed runs exact here (allow_no_dp) */
             if ((st = tsafe_sealed_pair_create(a->mode == IO_MODE_SEALED ? TSAFE_SEALED
@@ -177,12 +195,33 @@ static int apply(const apply_opts *a)
             deltas[i] = o;
             o += m->info[i].out_dim;
         }
+        size_t bad = m->n; /* the module whose delta is not finite */
         if (a->plain) {
             for (size_t i = 0; i < m->n && st == TSAFE_OK; i++)
-                st = io_plain_delta(&m->info[i], xr, deltas[i]);
+                if ((st = tsafe_lora_module_apply(&m->info[i], xr, deltas[i])) != TSAFE_OK)
+                    bad = i;
         } else {
             st = eng.fn(eng.user, (const tsafe_lora_site *const *)sites, n_sites, xr, deltas,
                         &stats);
+            for (size_t i = 0; i < m->n && st == TSAFE_OK; i++)
+                for (size_t k = 0; k < m->info[i].out_dim; k++)
+                    if (!isfinite(deltas[i][k])) {
+                        st = TSAFE_E_VALUE_RANGE;
+                        bad = i;
+                        break;
+                    }
+        }
+        if (st == TSAFE_E_VALUE_RANGE) {
+            char who[600] = "a module";
+            if (bad < m->n)
+                snprintf(who, sizeof who, "module '%s' (scale %g, max |A| %g)",
+                         m->info[bad].name, m->info[bad].scale,
+                         io_module_max_abs_a(&m->info[bad]));
+            snprintf(what, sizeof what,
+                     "lora apply (%s) on row %zu: %s gives a delta that is not finite in "
+                     "float32 (max |x| %g): refused", mode, r, who, xmax);
+            tool_fail(what, st);
+            goto out;
         }
         if (st != TSAFE_OK) {
             snprintf(what, sizeof what, "lora apply (%s) on row %zu", mode, r);
@@ -195,6 +234,25 @@ static int apply(const apply_opts *a)
     if ((st = io_write_f32(a->output, out, rows * m->total_out)) != TSAFE_OK) {
         snprintf(what, sizeof what, "write '%s'", a->output);
         tool_fail(what, st);
+        goto out;
+    }
+    if (a->json) {
+        json_t *names = json_array();
+        for (size_t i = 0; i < m->n; i++)
+            json_array_append_new(names, json_string(m->info[i].name));
+        json_t *j = json_pack("{s:I, s:o, s:i, s:i, s:s, s:s, s:s}", "rows", (json_int_t)rows,
+                              "modules", names, "d_in", (int)m->d_in, "d_out", (int)m->total_out,
+                              "mode", mode, "output", a->output, "plan",
+                              !a->plain && !sealed ? plan.name : "");
+        if (j && !a->plain) {
+            json_object_set_new(j, "ms_per_row", json_real(ms / (double)rows));
+            json_object_set_new(j, "bytes_up_per_row",
+                                json_real((double)stats.bytes_up / (double)rows));
+            json_object_set_new(j, "bytes_down_per_row",
+                                json_real((double)stats.bytes_down / (double)rows));
+        }
+        io_json_emit(j);
+        rc = 0;
         goto out;
     }
     printf("lora apply: %zu row%s x %zu module%s (d_in %u -> %u values per row), mode %s", rows,
@@ -222,7 +280,7 @@ out:
     return rc;
 }
 
-static int compare(const char *a, const char *b, int tol_seen, double tol)
+static int compare(const char *a, const char *b, int tol_seen, double tol, int json)
 {
     char what[4200];
     float *va = NULL, *vb = NULL;
@@ -252,7 +310,18 @@ static int compare(const char *a, const char *b, int tol_seen, double tol)
         double rel = den > 0 ? sqrt(num / den) : sqrt(num);
         if (!(rel == rel))
             rel = INFINITY;
-        printf("rel_l2 %.3e  max_abs_err %.3e  (%zu values)\n", rel, mx, na);
+        if (json) {
+            json_t *j = json_pack("{s:f, s:f, s:I}", "rel_l2", isfinite(rel) ? rel : -1.0,
+                                  "max_abs_err", isfinite(mx) ? mx : -1.0, "values",
+                                  (json_int_t)na);
+            if (j && tol_seen) {
+                json_object_set_new(j, "tol", json_real(tol));
+                json_object_set_new(j, "pass", json_boolean(rel <= tol));
+            }
+            io_json_emit(j); /* -1: not finite (JSON has no inf) */
+        } else {
+            printf("rel_l2 %.3e  max_abs_err %.3e  (%zu values)\n", rel, mx, na);
+        }
         if (tol_seen && !(rel <= tol)) {
             snprintf(what, sizeof what, "compare: relative L2 error %.3e is above --tol %g", rel,
                      tol);
@@ -290,7 +359,7 @@ static int make_input(const char *out, uint32_t dim, uint32_t rows, double max_a
 int cmd_lora(int argc, char **argv)
 {
     if (argc < 2)
-        return tool_usage("lora: missing subcommand (apply or compare)");
+        return tool_usage("lora: missing subcommand (apply, compare or make-input)");
     const char *sub = argv[1];
     if (!strcmp(sub, "--help") || !strcmp(sub, "-h")) {
         fputs(k_help, stdout);
@@ -317,7 +386,8 @@ int cmd_lora(int argc, char **argv)
                         {"--max-abs", OPT_DOUBLE, &a.max_abs, 0},
                         {"--precision", OPT_DOUBLE, &a.precision, 0},
                         {"--plain", OPT_FLAG, &a.plain, 0},
-                        {"--backend", OPT_STR, &a.backend_name, 0}};
+                        {"--backend", OPT_STR, &a.backend_name, 0},
+                        {"--json", OPT_FLAG, &a.json, 0}};
         rc = opts_parse("lora apply", argc, argv, 2, o, sizeof o / sizeof o[0], NULL, 0, NULL);
         if (rc == OPTS_HELP) {
             fputs(k_help, stdout);
@@ -327,6 +397,11 @@ int cmd_lora(int argc, char **argv)
             return rc;
         if (!a.adapter || !a.modules || !a.input || !a.output)
             return tool_usage("lora apply: --adapter, --module, --input and --output are required");
+        if (a.plain && (o[5].seen || o[6].seen || o[8].seen || o[10].seen))
+            return tool_usage("lora apply: --plain is the plaintext reference, not a mode: it "
+                              "takes no --mode, --params, --precision or --backend");
+        if (a.json && !strcmp(a.output, "-"))
+            return tool_usage("lora apply: --output - and --json both want standard output");
         if (!strcmp(a.mode_name, "two-party"))
             return tool_usage("lora apply: --mode two-party was renamed plain-zero-moai (it lets "
                               "the client read the adapter); the default is sealed-private");
@@ -335,7 +410,7 @@ int cmd_lora(int argc, char **argv)
                               "plain-zero-moai, not '%s'",
                               a.mode_name);
         if ((o[6].seen || o[8].seen) &&
-            (a.mode == IO_MODE_SEALED || a.mode == IO_MODE_SEALED_PRIVATE) && !a.plain)
+            (a.mode == IO_MODE_SEALED || a.mode == IO_MODE_SEALED_PRIVATE))
             return tool_usage("lora apply: --params and --precision set the CKKS plan of --mode "
                               "local and plain-zero-moai; --mode %s derives its own",
                               a.mode_name);
@@ -351,8 +426,9 @@ int cmd_lora(int argc, char **argv)
         return apply(&a);
     }
     if (!strcmp(sub, "compare")) {
-        tool_opt o[] = {{"--tol", OPT_DOUBLE, &tol, 0}};
-        rc = opts_parse("lora compare", argc, argv, 2, o, 1, pos, 2, &npos);
+        int json = 0;
+        tool_opt o[] = {{"--tol", OPT_DOUBLE, &tol, 0}, {"--json", OPT_FLAG, &json, 0}};
+        rc = opts_parse("lora compare", argc, argv, 2, o, 2, pos, 2, &npos);
         if (rc == OPTS_HELP) {
             fputs(k_help, stdout);
             return 0;
@@ -361,7 +437,7 @@ int cmd_lora(int argc, char **argv)
             return rc;
         if (npos != 2)
             return tool_usage("lora compare: needs two float32 files");
-        return compare(pos[0], pos[1], o[0].seen, tol);
+        return compare(pos[0], pos[1], o[0].seen, tol, json);
     }
     if (!strcmp(sub, "make-input")) {
         double max_abs = 1.0;
@@ -372,7 +448,11 @@ int cmd_lora(int argc, char **argv)
                         {"--out", OPT_STR, &out, 0}};
         rc = opts_parse("lora make-input", argc, argv, 2, o, sizeof o / sizeof o[0], NULL, 0, NULL);
         if (rc == OPTS_HELP) {
-            printf("usage: tensafe lora make-input --dim D [--rows K] [--max-abs X] --out X.f32\n");
+            printf("usage: tensafe lora make-input --dim D [--rows K] [--max-abs X] --out X.f32\n"
+                   "\n"
+                   "K rows (default 1) of D float32 values drawn uniformly from [-X, X]\n"
+                   "(default X 1) with libsodium's CSPRNG: test inputs for 'lora apply' and\n"
+                   "'tensafe client', not secret. --out - writes them to standard output.\n");
             return 0;
         }
         if (rc)
@@ -381,5 +461,5 @@ int cmd_lora(int argc, char **argv)
             return tool_usage("lora make-input: needs --dim D >= 1, --rows K >= 1, --out FILE");
         return make_input(out, dim, rows, max_abs);
     }
-    return tool_usage("lora: unknown subcommand '%s' (apply or compare)", sub);
+    return tool_usage("lora: unknown subcommand '%s' (apply, compare or make-input)", sub);
 }

@@ -67,6 +67,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <jansson.h>
 #include <sodium.h>
 
 #include "commands.h"
@@ -668,6 +669,7 @@ static const char k_serve_help[] =
     "                     [--port P] [--port-file F] [--once | --requests K] [--timeout S]\n"
     "                     [--accept-timeout S] [--allow-unsigned] [--backend cpu|cuda]\n"
     "                     [--preset NAME | --precision P] [--max-abs X]   (plain-zero-moai)\n"
+    "                     [--json]\n"
     "\n"
     "Two-party HE-LoRA server on 127.0.0.1 (never another interface). It holds the\n"
     "adapter and never a secret key; the client holds x and the keys. Modes (the\n"
@@ -679,6 +681,7 @@ static const char k_serve_help[] =
     "                   the adapter's A (and s*B), the server gets a decryption oracle\n"
     "  --port P            TCP port (default 7433; 0 picks a free port)\n"
     "  --port-file F       write the port number to F once listening\n"
+    "  --json              at exit, one JSON summary on stdout (progress: stderr)\n"
     "  --once              serve one client connection, then exit\n"
     "  --requests K        exit after K row requests (tokens) in total\n"
     "  --timeout S         per-socket send/receive timeout (default 30 s)\n"
@@ -1149,7 +1152,7 @@ int cmd_serve(int argc, char **argv)
     const char *mode_name = "sealed-private", *backend_name = "cpu";
     uint32_t port = 7433, requests = 0;
     double precision = 1e-6, max_abs = 8.0, timeout = 30, accept_timeout = 0;
-    int once = 0, allow_unsigned = 0;
+    int once = 0, allow_unsigned = 0, json = 0;
     tool_opt o[] = {{"--adapter", OPT_STR, &adapter, 0},
                     {"--trusted-key", OPT_STR, &key, 0},
                     {"--module", OPT_STR, &modules, 0},
@@ -1164,7 +1167,8 @@ int cmd_serve(int argc, char **argv)
                     {"--accept-timeout", OPT_DOUBLE, &accept_timeout, 0},
                     {"--allow-unsigned", OPT_FLAG, &allow_unsigned, 0},
                     {"--mode", OPT_STR, &mode_name, 0},
-                    {"--backend", OPT_STR, &backend_name, 0}};
+                    {"--backend", OPT_STR, &backend_name, 0},
+                    {"--json", OPT_FLAG, &json, 0}};
     int rc = opts_parse("serve", argc, argv, 1, o, sizeof o / sizeof o[0], NULL, 0, NULL);
     if (rc == OPTS_HELP) {
         fputs(k_serve_help, stdout);
@@ -1174,6 +1178,8 @@ int cmd_serve(int argc, char **argv)
         return rc;
     if (!adapter || !modules)
         return tool_usage("serve: --adapter and --module are required");
+    if (json && io_reserve_stdout() != 0)
+        return tool_fail("serve: standard output for --json", TSAFE_E_IO);
     if (port > 65535)
         return tool_usage("serve: --port must be 0..65535");
     if (once && o[9].seen)
@@ -1354,6 +1360,10 @@ int cmd_serve(int argc, char **argv)
     }
     printf("served %u session%s (%llu HE products), %d failed\n", session,
            session == 1 ? "" : "s", (unsigned long long)S.stats.he_ops, failures);
+    if (json)
+        io_json_emit(json_pack("{s:s, s:i, s:i, s:i, s:I}", "mode", io_mode_name(S.mode), "port",
+                               (int)bound, "sessions", (int)session, "failed", failures,
+                               "he_products", (json_int_t)S.stats.he_ops));
     rc = failures ? 1 : 0;
 out:
     if (lfd >= 0)
@@ -1380,7 +1390,7 @@ static const char k_client_help[] =
     "usage: tensafe client --port P --input X.f32 [--rows K] [--output D.f32]\n"
     "                      [--mode sealed-private|sealed|plain-zero-moai]\n"
     "                      [--dp-eps E --dp-clip C [--dp-delta D] [--dp-budget EPS] | --no-dp]\n"
-    "                      [--timeout S]\n"
+    "                      [--timeout S] [--json]\n"
     "\n"
     "Two-party HE-LoRA client for 'tensafe serve' on 127.0.0.1:P. It makes fresh keys\n"
     "that never leave this process and, for each row of d_in float32 values, receives\n"
@@ -1408,7 +1418,9 @@ static const char k_client_help[] =
     "                 see docs/THREAT_MODEL.md): rows beyond what it allows are refused\n"
     "                 before anything is sent; the spent budget is printed at the end\n"
     "  --no-dp        (sealed) release u to the server without noise\n"
-    "  --timeout S    send/receive timeout (default 30 s)\n";
+    "  --timeout S    send/receive timeout (default 30 s)\n"
+    "  --json         one JSON summary on stdout (other lines: stderr)\n"
+    "'-' for X.f32 / D.f32: standard input / output.\n";
 
 static int connect_local(uint32_t port, double timeout, int *fd_out, char *what, size_t cap)
 {
@@ -1437,7 +1449,7 @@ typedef struct {
     int rows_seen;
     const char *input, *output;
     double dp_eps, dp_clip, dp_delta, dp_budget, timeout;
-    int dp, budget_seen, no_dp;
+    int dp, budget_seen, no_dp, json;
     io_mode mode;
 } client_opts;
 
@@ -1858,6 +1870,17 @@ static int run_client(const client_opts *co)
            R.rows == 1 ? "" : "s", ms / (double)R.rows, (double)R.c.bytes_out / 1024.0,
            (double)R.c.bytes_in / 1024.0, co->output ? ", deltas -> " : "",
            co->output ? co->output : "");
+    if (co->json) {
+        json_t *mods = json_array();
+        for (size_t i = 0; i < h->n; i++)
+            json_array_append_new(mods, json_pack("{s:s, s:i, s:i}", "name", h->names[i], "rank",
+                                                  (int)h->rank[i], "d_out", (int)h->d_out[i]));
+        io_json_emit(json_pack("{s:s, s:i, s:o, s:I, s:f, s:I, s:I, s:s?}", "mode",
+                               io_mode_name(co->mode), "port", (int)co->port, "modules", mods,
+                               "rows", (json_int_t)R.rows, "ms_per_row", ms / (double)R.rows,
+                               "bytes_sent", (json_int_t)R.c.bytes_out, "bytes_received",
+                               (json_int_t)R.c.bytes_in, "output", co->output));
+    }
     rc = 0;
 out:
     if (R.dp) { /* the spent budget, on every exit once a session exists */
@@ -1896,7 +1919,8 @@ int cmd_client(int argc, char **argv)
                     {"--dp-budget", OPT_DOUBLE, &co.dp_budget, 0},
                     {"--timeout", OPT_DOUBLE, &co.timeout, 0},
                     {"--mode", OPT_STR, &mode_name, 0},
-                    {"--no-dp", OPT_FLAG, &co.no_dp, 0}};
+                    {"--no-dp", OPT_FLAG, &co.no_dp, 0},
+                    {"--json", OPT_FLAG, &co.json, 0}};
     int rc = opts_parse("client", argc, argv, 1, o, sizeof o / sizeof o[0], NULL, 0, NULL);
     if (rc == OPTS_HELP) {
         fputs(k_client_help, stdout);
@@ -1908,6 +1932,10 @@ int cmd_client(int argc, char **argv)
         return tool_usage("client: --port and --input are required");
     if (co.port == 0 || co.port > 65535)
         return tool_usage("client: --port must be 1..65535");
+    if (co.json && co.output && !strcmp(co.output, "-"))
+        return tool_usage("client: --output - and --json both want standard output");
+    if (co.json && io_reserve_stdout() != 0)
+        return tool_fail("client: standard output for --json", TSAFE_E_IO);
     if (io_mode_parse(mode_name, &co.mode) || co.mode == IO_MODE_LOCAL)
         return tool_usage("client: --mode must be sealed-private, sealed or plain-zero-moai, "
                           "not '%s'",

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,10 +26,97 @@ static tsafe_status errno_status(int e)
     return e == ENOENT || e == ENOTDIR ? TSAFE_E_NOT_FOUND : TSAFE_E_IO;
 }
 
+/* "-" as an output: the descriptor io_reserve_stdout() kept for data. */
+static int g_data_fd = -1;
+static int g_stdin_read;
+
+int io_reserve_stdout(void)
+{
+    if (g_data_fd >= 0)
+        return 0;
+    fflush(stdout);
+    int fd = dup(STDOUT_FILENO);
+    if (fd < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    g_data_fd = fd;
+    return 0;
+}
+
+int io_stdout_reserved(void)
+{
+    return g_data_fd >= 0;
+}
+
+void io_json_emit(json_t *j)
+{
+    char *s = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
+    json_decref(j);
+    if (!s)
+        return;
+    if (g_data_fd >= 0) {
+        size_t n = strlen(s), done = 0;
+        while (done < n) {
+            ssize_t w = write(g_data_fd, s + done, n - done);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0)
+                break;
+            done += (size_t)w;
+        }
+        (void)!write(g_data_fd, "\n", 1);
+    } else {
+        printf("%s\n", s);
+    }
+    free(s);
+}
+
+/* standard input to EOF, at most cap bytes; once per process */
+static tsafe_status read_stdin(size_t cap, uint8_t **buf, size_t *len)
+{
+    if (g_stdin_read++)
+        return TSAFE_E_ARG; /* two inputs named "-" */
+    size_t n = 0, room = 1 << 16;
+    uint8_t *b = malloc(room + 1);
+    for (;;) {
+        if (!b)
+            return TSAFE_E_NOMEM;
+        ssize_t r = read(STDIN_FILENO, b + n, room - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            free(b);
+            return TSAFE_E_IO;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+        if (n > cap) {
+            free(b);
+            return TSAFE_E_RANGE;
+        }
+        if (n == room) {
+            room *= 2;
+            uint8_t *nb = realloc(b, room + 1);
+            if (!nb)
+                free(b);
+            b = nb;
+        }
+    }
+    b[n] = 0;
+    *buf = b;
+    *len = n;
+    return TSAFE_OK;
+}
+
 tsafe_status io_read_file(const char *path, size_t cap, uint8_t **buf, size_t *len)
 {
     *buf = NULL;
     *len = 0;
+    if (!strcmp(path, "-"))
+        return read_stdin(cap, buf, len);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return errno_status(errno);
@@ -68,14 +156,18 @@ tsafe_status io_read_file(const char *path, size_t cap, uint8_t **buf, size_t *l
 
 tsafe_status io_write_file(const char *path, const void *buf, size_t len, unsigned mode)
 {
-    int private_file = (mode & 077) == 0;
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (private_file ? O_NOFOLLOW : 0),
-                  (mode_t)mode);
+    int private_file = (mode & 077) == 0, to_stdout = !strcmp(path, "-");
+    if (to_stdout && (private_file || io_reserve_stdout() != 0))
+        return TSAFE_E_IO; /* secrets never go to a pipe */
+    int fd = to_stdout ? dup(g_data_fd)
+                       : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+                                        (private_file ? O_NOFOLLOW : 0),
+                              (mode_t)mode);
     if (fd < 0)
         return errno_status(errno);
     /* an existing file keeps its old mode through open: a private file
      * (secret keys) gets its mode before any byte is written */
-    if (private_file && fchmod(fd, (mode_t)mode) != 0) {
+    if (private_file && !to_stdout && fchmod(fd, (mode_t)mode) != 0) {
         close(fd);
         return TSAFE_E_IO;
     }
@@ -427,7 +519,7 @@ tsafe_status io_load_adapter(const char *path, const char *trusted_key,
     memset(&opt, 0, sizeof opt);
     opt.error = &ei;
     tsafe_status st;
-    int d = io_is_dir(path);
+    int d = strcmp(path, "-") ? io_is_dir(path) : 0; /* "-": a package on stdin */
     if (d < 0) {
         snprintf(what, cap, "adapter '%s'", path);
         return TSAFE_E_NOT_FOUND;
@@ -627,29 +719,6 @@ tsafe_status io_make_sites(const tsafe_context *ctx, const tsafe_lora_plan *plan
             return st;
         }
     }
-    return TSAFE_OK;
-}
-
-tsafe_status io_plain_delta(const tsafe_lora_module_info *m, const float *x, float *delta)
-{
-    double *u = malloc((m->rank ? m->rank : 1) * sizeof *u);
-    if (!u)
-        return TSAFE_E_NOMEM;
-    for (size_t r = 0; r < m->rank; r++) {
-        double s = 0;
-        const float *a = m->A + r * m->in_dim;
-        for (size_t j = 0; j < m->in_dim; j++)
-            s += (double)a[j] * x[j];
-        u[r] = s;
-    }
-    for (size_t o = 0; o < m->out_dim; o++) {
-        double s = 0;
-        const float *b = m->B + o * m->rank;
-        for (size_t r = 0; r < m->rank; r++)
-            s += (double)b[r] * u[r];
-        delta[o] = (float)(m->scale * s);
-    }
-    free(u);
     return TSAFE_OK;
 }
 

@@ -15,6 +15,18 @@
 
 /* ------------------------------------------------------------- files */
 
+/* "-" as a path: io_read_file reads standard input (once per process),
+ * io_write_file writes to standard output. Standard output then carries
+ * only that data: io_reserve_stdout() (main calls it when an --out/--output
+ * is "-") points stdout at stderr, so the commands' human-readable lines
+ * go there, and keeps the real stdout for the data. 0 on success. */
+int io_reserve_stdout(void);
+int io_stdout_reserved(void);
+/* One JSON object (consumed) and a newline: to the reserved stdout when
+ * there is one, else stdout. */
+struct json_t;
+void io_json_emit(struct json_t *j);
+
 /* Reads a whole file (at most cap bytes) into a malloc'd buffer (one extra
  * NUL byte appended, not counted). TSAFE_E_NOT_FOUND, TSAFE_E_IO,
  * TSAFE_E_RANGE (above cap), TSAFE_E_NOMEM. */
@@ -137,8 +149,6 @@ tsafe_status io_make_plan(const char *preset, const io_modules *m, double max_ab
 tsafe_status io_make_sites(const tsafe_context *ctx, const tsafe_lora_plan *plan,
                            const io_modules *m, tsafe_lora_site **sites, char *what, size_t cap);
 void io_free_sites(tsafe_lora_site **sites, size_t n);
-/* Plaintext reference in double: delta = scale B (A x), written as float. */
-tsafe_status io_plain_delta(const tsafe_lora_module_info *m, const float *x, float *delta);
 
 /* -------------------------------------------------------------- modes */
 

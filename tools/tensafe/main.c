@@ -8,6 +8,7 @@
 
 #include "tensafe/tensafe.h"
 #include "commands.h"
+#include "io.h"
 
 int tool_fail(const char *what, int status)
 {
@@ -16,14 +17,19 @@ int tool_fail(const char *what, int status)
     return 1;
 }
 
+/* Usage messages start with the command they are about ("lora apply:
+ * ..."): that command's --help is the one to read. */
 int tool_usage(const char *fmt, ...)
 {
+    char msg[1024], cmd[64] = "";
     va_list ap;
     va_start(ap, fmt);
-    fputs("tensafe: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs(" (see 'tensafe --help')\n", stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    size_t n = strcspn(msg, ":");
+    if (msg[n] == ':' && n < sizeof cmd && strspn(msg, "abcdefghijklmnopqrstuvwxyz -") == n)
+        snprintf(cmd, sizeof cmd, "%.*s ", (int)n, msg);
+    fprintf(stderr, "tensafe: %s (see 'tensafe %s--help')\n", msg, cmd);
     return 2;
 }
 
@@ -35,16 +41,16 @@ typedef struct {
 
 static const command k_commands[] = {
     {"demo", cmd_demo, "run the two-party HE-LoRA demo on a Qwen3.5-35B-A3B-shaped layer"},
-    {"bench", cmd_bench, "benchmark tables: bench [core|lora|moe|cuda] [--json]"},
+    {"bench", cmd_bench, "benchmark tables: bench [core|lora|lora-sweep|moe|model|cuda|all] [--json|--tsv]"},
     {"keygen", cmd_keygen, "generate client keys (secret + public) for a parameter set"},
     {"encrypt", cmd_encrypt, "encrypt a float32 vector file (client side)"},
     {"decrypt", cmd_decrypt, "decrypt a ciphertext file (client side)"},
     {"serve", cmd_serve, "two-party server over localhost TCP, sealed-private by default (holds only the adapter)"},
     {"client", cmd_client, "two-party client over localhost TCP, sealed-private by default (holds x and the keys)"},
-    {"adapter", cmd_adapter, "adapter inspect|reduce|pack|verify"},
+    {"adapter", cmd_adapter, "adapter inspect|reduce|keygen|pack|verify|make-random"},
     {"params", cmd_params, "params plan --dim D --rank R [--max-abs X] [--precision P]"},
     {"generate", cmd_generate, "generate text with a llama2.c model and a LoRA adapter under HE"},
-    {"lora", cmd_lora, "lora apply --adapter DIR|PKG --module NAME --input X.f32 --output D.f32 [--mode M]"},
+    {"lora", cmd_lora, "lora apply|compare|make-input: run adapter modules on float32 rows"},
 };
 
 static void usage(FILE *f)
@@ -54,6 +60,22 @@ static void usage(FILE *f)
             tsafe_version_string());
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
         fprintf(f, "  %-8s %s\n", k_commands[i].name, k_commands[i].help);
+    fputs("\nA file argument of '-' is standard input (files read) or standard output\n"
+          "(--out/--output; the command's own lines then go to standard error).\n",
+          f);
+}
+
+/* An --out/--output of "-": stdout carries that data alone, from the start. */
+static int wants_stdout(int argc, char **argv)
+{
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--out=-") || !strcmp(a, "--output=-") ||
+            ((!strcmp(a, "--out") || !strcmp(a, "--output")) && i + 1 < argc &&
+             !strcmp(argv[i + 1], "-")))
+            return 1;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -79,6 +101,8 @@ int main(int argc, char **argv)
         printf("tensafe %s\n", tsafe_version_string());
         return 0;
     }
+    if (wants_stdout(argc, argv) && io_reserve_stdout() != 0)
+        return tool_fail("standard output for '-'", TSAFE_E_IO);
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
         if (!strcmp(argv[1], k_commands[i].name))
             return k_commands[i].fn(argc - 1, argv + 1);

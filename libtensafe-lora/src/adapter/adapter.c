@@ -1,9 +1,11 @@
 /* In-memory LoRA adapter: module table, queries, dW. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "adapter_internal.h"
+#include "detail.h"
 #include "safetensors_internal.h"
 
 static int natural_cmp(const char *a, const char *b)
@@ -73,12 +75,51 @@ double tsafe_lora_scale(const tsafe_lora_adapter *a, double alpha, size_t rank)
                              : alpha / (double)rank;
 }
 
-static int all_finite(const float *v, size_t n)
+/* index of the first non-finite value (n when none); *max = largest |v| */
+static size_t first_non_finite(const float *v, size_t n, double *max)
 {
-    for (size_t i = 0; i < n; i++)
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
         if (!isfinite(v[i]))
-            return 0;
-    return 1;
+            return i;
+        m = fmax(m, fabs((double)v[i]));
+    }
+    *max = m;
+    return n;
+}
+
+tsafe_status tsafe_lora_check_values(const tsafe_lora_adapter *a, const char *name,
+                                     size_t rank, size_t in_dim, size_t out_dim,
+                                     const float *A, const float *B, double alpha,
+                                     tsafe_error_info *err)
+{
+    const tsafe_status E = TSAFE_E_VALUE_RANGE;
+    double ma = 0, mb = 0;
+    size_t i = first_non_finite(A, rank * in_dim, &ma);
+    if (i < rank * in_dim)
+        return tsafe_detail(err, E, "module '%s': lora_A[%zu][%zu] is not finite (%g)", name,
+                            i / in_dim, i % in_dim, (double)A[i]);
+    i = first_non_finite(B, out_dim * rank, &mb);
+    if (i < out_dim * rank)
+        return tsafe_detail(err, E, "module '%s': lora_B[%zu][%zu] is not finite (%g)", name,
+                            i / rank, i % rank, (double)B[i]);
+    if (!isfinite(alpha))
+        return tsafe_detail(err, E, "module '%s': alpha is not finite (%g)", name, alpha);
+    double s = fabs(tsafe_lora_scale(a, alpha, rank));
+    if (!(s <= FLT_MAX))
+        return tsafe_detail(err, E,
+                            "module '%s': scale %g (alpha %g, rank %zu%s) is beyond float32's "
+                            "range (%g): its deltas would not be finite",
+                            name, s, alpha, rank, a->cfg.use_rslora ? ", rsLoRA" : "",
+                            (double)FLT_MAX);
+    double bound = s * mb * ma * (double)rank;
+    if (!(bound <= FLT_MAX))
+        return tsafe_detail(err, E,
+                            "module '%s': scale %g x max|B| %g x max|A| %g x rank %zu = %g is "
+                            "beyond float32's range (%g): the delta weight s*B*A would not be "
+                            "finite",
+                            name, s, mb, ma, rank, bound, (double)FLT_MAX);
+    return TSAFE_OK;
 }
 
 tsafe_status tsafe_lora_adapter_create(const tsafe_lora_config *cfg,
@@ -166,8 +207,10 @@ static tsafe_status make_mod(const tsafe_lora_adapter *a, const char *name,
         return TSAFE_E_ARG;
     if (!tsafe_mul_size(rank, in_dim, &na) || !tsafe_mul_size(rank, out_dim, &nb))
         return TSAFE_E_SIZE_OVERFLOW;
-    if (!isfinite(alpha) || !all_finite(A, na) || !all_finite(B, nb))
-        return TSAFE_E_VALUE_RANGE;
+    (void)nb;
+    tsafe_status st = tsafe_lora_check_values(a, name, rank, in_dim, out_dim, A, B, alpha, NULL);
+    if (st != TSAFE_OK)
+        return st;
     char *nm = strdup(name);
     if (!nm)
         return TSAFE_E_NOMEM;
@@ -385,4 +428,40 @@ tsafe_status tsafe_lora_module_delta_w(const tsafe_lora_module_info *m,
         }
     }
     return TSAFE_OK;
+}
+
+tsafe_status tsafe_lora_module_apply(const tsafe_lora_module_info *m, const float *x,
+                                     float *delta)
+{
+    if (!m || !x || !delta || !m->A || !m->B)
+        return TSAFE_E_NULL;
+    for (size_t j = 0; j < m->in_dim; j++)
+        if (!isfinite(x[j]))
+            return TSAFE_E_VALUE_RANGE;
+    double *u = malloc((m->rank ? m->rank : 1) * sizeof *u);
+    if (!u)
+        return TSAFE_E_NOMEM;
+    for (size_t r = 0; r < m->rank; r++) {
+        double s = 0;
+        const float *a = m->A + r * m->in_dim;
+        for (size_t j = 0; j < m->in_dim; j++)
+            s += (double)a[j] * x[j];
+        u[r] = s;
+    }
+    tsafe_status st = TSAFE_OK;
+    for (size_t o = 0; o < m->out_dim; o++) {
+        double s = 0;
+        const float *b = m->B + o * m->rank;
+        for (size_t r = 0; r < m->rank; r++)
+            s += (double)b[r] * u[r];
+        s *= m->scale;
+        /* the cast of a double beyond FLT_MAX is undefined: check first */
+        if (!(fabs(s) <= FLT_MAX)) {
+            st = TSAFE_E_VALUE_RANGE;
+            s = 0;
+        }
+        delta[o] = (float)s;
+    }
+    free(u);
+    return st;
 }

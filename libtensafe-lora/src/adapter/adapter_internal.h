@@ -52,4 +52,15 @@ tsafe_status tsafe_lora_adapter_finish(tsafe_lora_adapter *a);
 /* Scale for (alpha, rank) under the adapter's use_rslora. */
 double tsafe_lora_scale(const tsafe_lora_adapter *a, double alpha, size_t rank);
 
+/* The values a module may hold (A: rank x in_dim, B: out_dim x rank):
+ * finite factors and alpha, and a scale and delta weight s*B*A that
+ * float32 represents -- |s| <= FLT_MAX and |s| max|B| max|A| rank <=
+ * FLT_MAX, a bound on every |dW_ij| -- since anything else gives inf/NaN
+ * deltas in every mode. TSAFE_E_VALUE_RANGE with the culprit in err (may
+ * be NULL). */
+tsafe_status tsafe_lora_check_values(const tsafe_lora_adapter *a, const char *name,
+                                     size_t rank, size_t in_dim, size_t out_dim,
+                                     const float *A, const float *B, double alpha,
+                                     tsafe_error_info *err);
+
 #endif

@@ -107,7 +107,8 @@ tsafe_status tsafe_peft_config_parse(const char *text, size_t len,
     if (!json_is_string(pt))
         CFG_FAIL(TSAFE_E_FORMAT, "\"peft_type\" is not a string");
     if (strcmp(json_string_value(pt), "LORA") != 0)
-        CFG_FAIL(TSAFE_E_UNSUPPORTED, "\"peft_type\": \"%s\", expected \"LORA\"",
+        CFG_FAIL(TSAFE_E_UNSUPPORTED,
+                 "\"peft_type\": \"%s\": not a LoRA adapter (only \"LORA\" adapters load)",
                  json_string_value(pt));
 
     json_t *r = json_object_get(root, "r");

@@ -157,8 +157,8 @@ static tsafe_status shape_mismatch(const load_ctx *c, const char *a_key,
 static void append_failed(const load_ctx *c, tsafe_status st, const char *module)
 {
     if (st == TSAFE_E_VALUE_RANGE)
-        tsafe_detail(c->err, st, "module '%s': a non-finite value in lora_A, lora_B or alpha",
-                     module);
+        tsafe_detail(c->err, st, "module '%s': a value is not finite, or its delta would not "
+                     "be finite in float32", module);
     else if (st == TSAFE_E_ARG)
         tsafe_detail(c->err, TSAFE_E_ADAPTER, "module '%s': name refused or given twice",
                      module);
@@ -189,6 +189,7 @@ static tsafe_status add_plain(load_ctx *c, const tsafe_peft_key *ka,
         goto fail;
     }
     double alpha = tsafe_peft_alpha_for(c->cfg, ka->peft_name);
+    TSAFE_TRY(tsafe_lora_check_values(c->a, ka->canonical, r, in, out, A, B, alpha, c->err));
     st = tsafe_lora_adapter_append(c->a, ka->canonical, r, in, out, A, B, alpha, ta.dtype);
     if (st != TSAFE_OK) {
         append_failed(c, st, ka->canonical);
@@ -260,6 +261,7 @@ static tsafe_status add_fused(load_ctx *c, const tsafe_peft_key *ka,
             }
         }
         snprintf(name, nl, "%s.%zu.%s", ka->canonical, e, proj);
+        TSAFE_TRY(tsafe_lora_check_values(c->a, name, r, in, out, Ae, Be, alpha, c->err));
         st = tsafe_lora_adapter_append(c->a, name, r, in, out, Ae, Be, alpha, ta.dtype);
         if (st != TSAFE_OK) {
             append_failed(c, st, name);

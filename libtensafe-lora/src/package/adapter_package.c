@@ -14,6 +14,21 @@
 #include "../adapter/detail.h"
 #include "format.h"
 
+/* PEFT's {key: value} object, keys in the manifest's order (jansson keeps
+ * insertion order, and the PEFT loader matches in that order) */
+static json_t *pattern_object(const tsafe_package_pattern *p, size_t n, int is_rank)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; o && i < n; i++) {
+        json_t *v = is_rank ? json_integer((json_int_t)p[i].value) : json_real(p[i].value);
+        if (json_object_set_new(o, p[i].key, v) != 0) {
+            json_decref(o);
+            return NULL;
+        }
+    }
+    return o;
+}
+
 tsafe_status tsafe_lora_adapter_load_package(const uint8_t *bytes, size_t len,
                                              const uint8_t trusted_pk[32],
                                              const tsafe_lora_load_options *opt,
@@ -42,9 +57,12 @@ tsafe_status tsafe_lora_adapter_load_package(const uint8_t *bytes, size_t len,
     targets = json_array();
     for (size_t i = 0; targets && i < m.n_targets; i++)
         json_array_append_new(targets, json_string(m.targets[i]));
-    cfg = json_pack("{s:s, s:i, s:f, s:o}", "peft_type", "LORA", "r", (json_int_t)m.rank,
-                    "lora_alpha", m.alpha, "target_modules", targets);
-    targets = NULL; /* owned by cfg now (or leaked into NULL cfg: freed below) */
+    cfg = json_pack("{s:s, s:i, s:f, s:o, s:b, s:o, s:o}", "peft_type", "LORA", "r",
+                    (json_int_t)m.rank, "lora_alpha", m.alpha, "target_modules", targets,
+                    "use_rslora", m.use_rslora, "rank_pattern",
+                    pattern_object(m.rank_pattern, m.n_rank_pattern, 1), "alpha_pattern",
+                    pattern_object(m.alpha_pattern, m.n_alpha_pattern, 0));
+    targets = NULL; /* owned by cfg now ("o" steals even when json_pack fails) */
     config = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
     if (!config) {
         st = TSAFE_E_NOMEM;

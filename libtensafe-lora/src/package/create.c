@@ -71,7 +71,48 @@ static tsafe_status check_manifest(const tsafe_package_manifest *m)
     for (size_t i = 0; i < m->n_targets; i++)
         if (!valid_string(m->targets[i], 0))
             return TSAFE_E_ARG;
+    if (m->use_rslora != 0 && m->use_rslora != 1)
+        return TSAFE_E_ARG;
+    if (!tsafe_pkg_patterns_valid_(m->rank_pattern, m->n_rank_pattern, 1) ||
+        !tsafe_pkg_patterns_valid_(m->alpha_pattern, m->n_alpha_pattern, 0))
+        return TSAFE_E_ARG;
     return TSAFE_OK;
+}
+
+int tsafe_pkg_pattern_value_ok_(double v, int is_rank)
+{
+    if (is_rank)
+        return v >= 1.0 && v <= PKG_MAX_PATTERN_RANK && v == (double)(uint32_t)v;
+    return isfinite(v) && v > 0.0;
+}
+
+int tsafe_pkg_patterns_valid_(const tsafe_package_pattern *p, size_t n, int is_rank)
+{
+    if (n > TSAFE_PACKAGE_MAX_TARGETS || (n && !p))
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!valid_string(p[i].key, 0) || !tsafe_pkg_pattern_value_ok_(p[i].value, is_rank))
+            return 0;
+        for (size_t j = 0; j < i; j++) /* n <= 4096: quadratic is fine */
+            if (strcmp(p[i].key, p[j].key) == 0)
+                return 0;
+    }
+    return 1;
+}
+
+/* [[key, value], ...] in the caller's order (PEFT's precedence) */
+static json_t *patterns_json(const tsafe_package_pattern *p, size_t n, int is_rank)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++) {
+        json_t *v = is_rank ? json_integer((json_int_t)p[i].value) : json_real(p[i].value);
+        json_t *pair = json_pack("[s,o]", p[i].key, v); /* NULL on bad UTF-8 */
+        if (!pair || json_array_append_new(a, pair) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
 }
 
 /* jansson "set new" that turns a NULL value (bad UTF-8, NaN) into an error */
@@ -106,6 +147,15 @@ static tsafe_status manifest_json(const tsafe_package_manifest *m,
     bad |= set_new(o, "payload_blake2b_256", json_string(hex));
     bad |= set_new(o, "payload_length", json_integer((json_int_t)len));
     bad |= set_new(o, "payload_compression", json_string(PKG_COMPRESSION));
+    /* optional members only when used: packages without them keep the
+     * bytes (and readers) they had */
+    if (m->n_rank_pattern)
+        bad |= set_new(o, "rank_pattern", patterns_json(m->rank_pattern, m->n_rank_pattern, 1));
+    if (m->n_alpha_pattern)
+        bad |= set_new(o, "alpha_pattern",
+                       patterns_json(m->alpha_pattern, m->n_alpha_pattern, 0));
+    if (m->use_rslora)
+        bad |= set_new(o, "use_rslora", json_true());
     TSAFE_CHECK(!bad, TSAFE_E_ARG); /* a string that is not valid UTF-8 */
     char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
     TSAFE_CHECK(s, TSAFE_E_NOMEM);

@@ -69,6 +69,13 @@ static inline uint64_t pkg_get_u64(const uint8_t *p)
     return v;
 }
 
+/* Largest rank a rank_pattern entry may give (PEFT loader's cap). */
+#define PKG_MAX_PATTERN_RANK 16777216.0
+
+/* Pattern checks shared by create and open: 1 when valid. */
+int tsafe_pkg_pattern_value_ok_(double v, int is_rank);
+int tsafe_pkg_patterns_valid_(const tsafe_package_pattern *p, size_t n, int is_rank);
+
 /* Digest of bytes[0..n) (BLAKE2b-256) and the signed message for it. */
 void tsafe_pkg_digest_(const uint8_t *bytes, size_t n, uint8_t out[32]);
 void tsafe_pkg_sig_message_(const uint8_t digest[32],

@@ -22,7 +22,18 @@ struct tsafe_package {
     uint8_t *payload;
     size_t payload_len;
     uint8_t payload_digest[32];
+    /* optional: [0] rank_pattern, [1] alpha_pattern (keys malloc'd) */
+    tsafe_package_pattern *pattern[2];
+    size_t n_pattern[2];
+    int use_rslora;
 };
+
+static void free_patterns(tsafe_package_pattern *p, size_t n)
+{
+    for (size_t i = 0; p && i < n; i++)
+        free((char *)p[i].key);
+    free(p);
+}
 
 void tsafe_package_free(tsafe_package *p)
 {
@@ -37,6 +48,8 @@ void tsafe_package_free(tsafe_package *p)
             free(p->targets[i]);
     free(p->targets);
     free(p->payload);
+    for (int k = 0; k < 2; k++)
+        free_patterns(p->pattern[k], p->n_pattern[k]);
     free(p);
 }
 
@@ -109,8 +122,53 @@ static tsafe_status expect_string(json_t *o, const char *key, const char *want)
 static const char *const known_keys[] = {
     "format", "adapter_id", "domain", "rank", "alpha", "targets",
     "price_per_1k_tokens", "creator", "payload_blake2b_256",
-    "payload_length", "payload_compression",
+    "payload_length", "payload_compression", "rank_pattern", "alpha_pattern",
+    "use_rslora",
 };
+
+/* Optional "rank_pattern" / "alpha_pattern": an array of [key, value]
+ * pairs (an array, not an object, so that PEFT's first-match order
+ * survives sorted-key writers); keys non-empty and distinct, values as
+ * tsafe_package_create requires. */
+static tsafe_status get_patterns(json_t *o, const char *name, int is_rank,
+                                 tsafe_package_pattern **out, size_t *n_out)
+{
+    json_t *a = json_object_get(o, name);
+    if (!a)
+        return TSAFE_OK;
+    if (!json_is_array(a) || json_array_size(a) == 0 ||
+        json_array_size(a) > TSAFE_PACKAGE_MAX_TARGETS)
+        return TSAFE_E_FORMAT;
+    size_t n = json_array_size(a);
+    tsafe_package_pattern *p = calloc(n, sizeof *p);
+    if (!p)
+        return TSAFE_E_NOMEM;
+    tsafe_status st = TSAFE_OK;
+    for (size_t i = 0; i < n; i++) {
+        json_t *pair = json_array_get(a, i), *k = json_array_get(pair, 0),
+               *v = json_array_get(pair, 1);
+        TSAFE_CHECK(json_is_array(pair) && json_array_size(pair) == 2 && json_is_string(k) &&
+                        (is_rank ? json_is_integer(v) : json_is_number(v)),
+                    TSAFE_E_FORMAT);
+        size_t kl = json_string_length(k);
+        TSAFE_CHECK(kl > 0 && kl <= TSAFE_PACKAGE_MAX_STRING &&
+                        !memchr(json_string_value(k), '\0', kl),
+                    TSAFE_E_FORMAT);
+        TSAFE_CHECK(!is_rank || (json_integer_value(v) >= 1 &&
+                                 json_integer_value(v) <= (json_int_t)PKG_MAX_PATTERN_RANK),
+                    TSAFE_E_FORMAT);
+        p[i].value = json_number_value(v);
+        p[i].key = dup_n(json_string_value(k), kl);
+        TSAFE_CHECK(p[i].key, TSAFE_E_NOMEM);
+    }
+    TSAFE_CHECK(tsafe_pkg_patterns_valid_(p, n, is_rank), TSAFE_E_FORMAT);
+    *out = p;
+    *n_out = n;
+    p = NULL;
+fail:
+    free_patterns(p, n);
+    return st;
+}
 
 /* Parses the (already verified) manifest into p; fills the expected payload
  * digest and length. */
@@ -172,6 +230,11 @@ static tsafe_status parse_manifest(tsafe_package *p, const uint8_t *mbytes,
         p->targets[i] = dup_n(json_string_value(s), n);
         TSAFE_CHECK(p->targets[i], TSAFE_E_NOMEM);
     }
+    TSAFE_TRY(get_patterns(o, "rank_pattern", 1, &p->pattern[0], &p->n_pattern[0]));
+    TSAFE_TRY(get_patterns(o, "alpha_pattern", 0, &p->pattern[1], &p->n_pattern[1]));
+    json_t *rs = json_object_get(o, "use_rslora");
+    TSAFE_CHECK(!rs || json_is_true(rs), TSAFE_E_FORMAT); /* written only when true */
+    p->use_rslora = rs != NULL;
 fail:
     free(hex);
     json_decref(o);
@@ -305,6 +368,11 @@ tsafe_status tsafe_package_manifest_get(const tsafe_package *p,
     m->n_targets = p->n_targets;
     m->price_per_1k_tokens = p->price;
     m->creator = p->creator;
+    m->rank_pattern = p->pattern[0];
+    m->n_rank_pattern = p->n_pattern[0];
+    m->alpha_pattern = p->pattern[1];
+    m->n_alpha_pattern = p->n_pattern[1];
+    m->use_rslora = p->use_rslora;
     return TSAFE_OK;
 }
 

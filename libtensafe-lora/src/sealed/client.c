@@ -1,6 +1,7 @@
 /* Sealed client: derives/validates the plan, holds the secret keys, never
  * an adapter. Per token: query (encrypt x), respond (decrypt the shares;
  * send them noised, or re-encrypted), finish (read delta). */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -446,8 +447,10 @@ static tsafe_status finish(tsafe_sealed_client *c, const uint8_t *msg,
             float v;
             if (!tsafe_rbuf_f32(&r, &v))
                 st = TSAFE_E_TRUNCATED;
-            else if (!isfinite(v) || !isfinite((float)(c->sx * v)))
-                st = TSAFE_E_FORMAT; /* also a product that overflows float */
+            else if (!isfinite(v))
+                st = TSAFE_E_FORMAT;
+            else if (!(fabs(c->sx * v) <= FLT_MAX))
+                st = TSAFE_E_VALUE_RANGE; /* a delta beyond float32 (huge x) */
             else
                 delta[i][j] = (float)(c->sx * v);
         }
