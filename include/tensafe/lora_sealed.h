@@ -64,6 +64,13 @@ typedef struct tsafe_sealed_opts {
                                  default 1): weights the round-1 split, a
                                  shared query may be longer when it makes
                                  every site's response shorter */
+    uint32_t semi_honest;  /* 1: the caller accepts that sealed mode (TSAFE_SEALED)
+                              protects only against peers that follow the
+                              protocol (a malicious server gets a decryption
+                              oracle, the client learns s B' from its own
+                              noise: THREAT_MODEL.md). Required to derive a
+                              sealed plan (TSAFE_E_INSECURE without it);
+                              ignored by sealed-private. */
 } tsafe_sealed_opts;
 
 /* Everything both sides must agree on, derived from the public shapes and
@@ -86,6 +93,7 @@ typedef struct tsafe_sealed_plan {
                                     longer one (PROTOCOL.md, Layouts) */
     uint32_t rotate_after;       /* tokens per secret key */
     uint32_t sites_per_query;    /* the option the round-1 split was chosen for */
+    uint32_t semi_honest;        /* sealed: the caller's opt-in (opts) */
     double log2_sd1, log2_sd2;   /* flooding: statistical distance per site
                                     response (log2), rounds 1 and 2 */
     double log2_fail;            /* decryption failure probability (log2) */
@@ -94,7 +102,8 @@ typedef struct tsafe_sealed_plan {
 
 /* Derive the plan for sites with input d_in, ranks <= rank and outputs
  * <= d_out_max. opts may be NULL. TSAFE_E_VALUE_RANGE when no parameter
- * set meets the bounds (widths too large for N = 4096..8192). */
+ * set meets the bounds (widths too large for N = 4096..8192);
+ * TSAFE_E_INSECURE for TSAFE_SEALED without opts->semi_honest. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_plan_derive(
     tsafe_sealed_mode mode, uint32_t d_in, uint32_t rank, uint32_t d_out_max,
     const tsafe_sealed_opts *opts, tsafe_sealed_plan *out);

@@ -186,6 +186,7 @@ static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
     p->a_bits = o->a_bits;
     p->b_bits = mode == TSAFE_SEALED_PRIVATE ? o->b_bits : 0;
     p->rotate_after = o->rotate_after;
+    p->semi_honest = mode == TSAFE_SEALED ? 1 : 0;
     uint32_t max_q = tsafe_params_max_log_q(log_n);
     uint32_t gap = max_q - RESP_BITS > 61 ? 61 : max_q - RESP_BITS;
 
@@ -294,6 +295,10 @@ tsafe_status tsafe_sealed_plan_derive(tsafe_sealed_mode mode, uint32_t d_in,
         return TSAFE_E_RANGE;
     tsafe_sealed_opts o;
     fill_defaults(opts, &o);
+    /* sealed mode releases decryptions: only for callers that accept a
+     * semi-honest threat model (issue 19, THREAT_MODEL.md) */
+    if (mode == TSAFE_SEALED && !o.semi_honest)
+        return TSAFE_E_INSECURE;
     if (o.x_bits < 4 || o.x_bits > 20 || o.a_bits < 4 || o.a_bits > 20 ||
         o.b_bits < 4 || o.b_bits > 20 || o.rotate_after > (1u << 24) ||
         o.sites_per_query > 4096)
@@ -320,7 +325,7 @@ tsafe_status tsafe_sealed_plan_check(const tsafe_sealed_plan *plan)
         return TSAFE_E_INSECURE;
     tsafe_sealed_opts o = {plan->x_bits, plan->a_bits,
                            plan->b_bits ? plan->b_bits : 11, plan->rotate_after,
-                           plan->sites_per_query};
+                           plan->sites_per_query, plan->semi_honest};
     tsafe_sealed_plan mine;
     tsafe_status st = tsafe_sealed_plan_derive((tsafe_sealed_mode)plan->mode, plan->d_in,
                                                plan->rank, plan->d_out_max, &o, &mine);
@@ -362,7 +367,7 @@ void tsafe_sealed_plan_fingerprint(const tsafe_sealed_plan *p, uint8_t out[32])
     uint32_t f[] = {p->version, p->mode, p->d_in, p->rank, p->d_out_max,
                     p->x_bits, p->a_bits, p->b_bits, p->chunk1, p->rows1,
                     p->n_chunks1, p->flood1, p->trunc_bits, p->chunk2,
-                    p->rotate_after, p->sites_per_query};
+                    p->rotate_after, p->sites_per_query, p->semi_honest};
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
         put_u32(&h, f[i]);
     put_bfv(&h, &p->r1);
