@@ -165,16 +165,19 @@ tsafe_status tsafe_sealed_client_query(tsafe_sealed_client *c, const float *x,
     *len = 0;
     TSAFE_REQUIRE(!c->needs_hello && c->state == IDLE, TSAFE_E_STATE);
     const tsafe_sealed_plan *p = &c->plan;
-    double t0 = tsafe_lora_now_us(), mx = 0;
+    double t0 = tsafe_lora_now_us(), l2 = 0;
     for (uint32_t j = 0; j < p->d_in; j++) {
         TSAFE_REQUIRE(isfinite(x[j]), TSAFE_E_VALUE_RANGE);
-        mx = fmax(mx, fabs((double)x[j]));
+        l2 += (double)x[j] * (double)x[j];
     }
-    /* per-token scale: x_q in [-x_max, x_max], the scale stays here (the
-     * server bounds |u_i| by x_max ||A_q,i||_1; an L1 scale would serve a
-     * one-hot x better but loses bits on dense ones: PERFORMANCE.md) */
-    int64_t xmax = tsafe_sealed_qmax(p->x_bits);
-    c->sx = mx > 0 ? mx / (double)xmax : 1.0;
+    TSAFE_REQUIRE(isfinite(l2), TSAFE_E_VALUE_RANGE);
+    /* Per-token scale on the L2 norm: ||x_q||_2 <= X2 (tsafe_sealed_x2; the
+     * sqrt(d_in) / 2 + 1 absorbs the roundings), so the server's bounds
+     * hold for every x, dense or one-hot, and a typical x uses them well.
+     * The scale never leaves the client. */
+    double x2 = tsafe_sealed_x2(p) - sqrt((double)p->d_in) / 2 - 1;
+    c->sx = l2 > 0 ? sqrt(l2) / x2 : 1.0;
+    TSAFE_REQUIRE(c->sx > 0 && isfinite(c->sx), TSAFE_E_VALUE_RANGE);
     for (uint32_t j = 0; j < p->d_in; j++)
         c->xq[j] = (int64_t)lrint(x[j] / c->sx);
     size_t ctl = tsafe_bfv_ct_bytes(c->c1);
@@ -384,6 +387,12 @@ static tsafe_status finish_private(tsafe_sealed_client *c, tsafe_rbuf *r,
         return TSAFE_E_TRUNCATED;
     if (!(scale >= 0x1p-300) || !(scale <= 0x1p200))
         return TSAFE_E_FORMAT;
+    const uint8_t *exps = tsafe_rbuf_take(r, d_out); /* row j on scale 2^-exps[j] */
+    if (!exps)
+        return TSAFE_E_TRUNCATED;
+    for (uint32_t j = 0; j < d_out; j++)
+        if (exps[j] > 63)
+            return TSAFE_E_FORMAT;
     tsafe_sealed_layout l;
     tsafe_sealed_layout2(&c->plan, c->plan.rank, d_out, &l);
     /* the layout's chunking of the input does not change the reads */
@@ -394,11 +403,12 @@ static tsafe_status finish_private(tsafe_sealed_client *c, tsafe_rbuf *r,
         st = read_block(c->c2, c->sk2, c->res2, r, c->pos, reads, c->m);
         for (uint32_t k = 0; k < reads && st == TSAFE_OK; k++) {
             int64_t v = c->m[k] >= t2 / 2 ? (int64_t)c->m[k] - (int64_t)t2 : (int64_t)c->m[k];
-            float d = (float)(c->sx * scale * (double)v);
+            size_t row = (size_t)b * l.rows + k;
+            float d = (float)(c->sx * scale * ldexp((double)v, -(int)exps[row]));
             /* only a product too large for a float: the true delta itself */
             if (!isfinite(d))
                 st = TSAFE_E_VALUE_RANGE;
-            delta[(size_t)b * l.rows + k] = d;
+            delta[row] = d;
         }
     }
     return st;

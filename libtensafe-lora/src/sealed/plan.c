@@ -67,12 +67,15 @@ static uint32_t ceil_log2(double v)
     return v <= 1 ? 0 : (uint32_t)ceil(log2(v));
 }
 
-/* Noise bound per read (see the top of the file). */
+/* Noise bound per read (see the top of the file): p_max bounds every
+ * plaintext entry (the rounding term), p_rms the root mean square of the
+ * entries a read accumulates (the error term: 8 sigma times their L2
+ * norm, at most p_rms sqrt(nnz)). */
 static double product_noise(uint32_t n_chunks, uint32_t chunk, uint32_t rows,
-                            double p_max)
+                            double p_max, double p_rms)
 {
     double nnz = (double)n_chunks * chunk * rows;
-    return n_chunks * (double)chunk * p_max / 2 + 8 * SIGMA_CBD * p_max * sqrt(nnz);
+    return n_chunks * (double)chunk * p_max / 2 + 8 * SIGMA_CBD * p_rms * sqrt(nnz);
 }
 
 /* Noise after the switch by the gap (Q/q0), for a flood of 2^flood bits. */
@@ -145,7 +148,8 @@ static double round2_noise(const tsafe_sealed_plan *p)
         tsafe_sealed_layout l;
         tsafe_sealed_layout_make(1u << p->r2.log_n, p->rank, c, p->d_out_max, &l);
         /* v-chunks and, when every coordinate is in the band, as many d-chunks */
-        double b = product_noise(2 * l.n_chunks, l.chunk, l.rows, b_max(p));
+        double b = product_noise(2 * l.n_chunks, l.chunk, l.rows, b_max(p),
+                                 b_max(p) / TSAFE_SEALED_B_RMS_RATIO);
         worst = b > worst ? b : worst;
     }
     return worst;
@@ -206,7 +210,7 @@ static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
     tsafe_sealed_layout1(p, rank, &l1);
     p->rows1 = l1.rows;
     p->n_chunks1 = l1.n_chunks;
-    double b1 = product_noise(l1.n_chunks, l1.chunk, l1.rows, a_max);
+    double b1 = product_noise(l1.n_chunks, l1.chunk, l1.rows, a_max, a_max);
     p->flood1 = ceil_log2(b1) + 40 + ceil_log2(rank);
     p->log2_sd1 = log2((double)rank) + log2(b1) - p->flood1;
     double q0, q1;
@@ -236,7 +240,10 @@ static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
          * truncated shares floor(v/2^k) < 2^(t1-k) always encode mod t2:
          * no decrypted value can make the client's round 2 fail */
         for (uint32_t k = 0; k < 60; k++) {
-            double dmax = bb * rank * (ldexp(U, -(int)k) + 2);
+            /* per output: ||B_q,j||_2 (||u||_2 / 2^k + 2 sqrt(r) + ||z||_2),
+             * ||B_q,j||_2 <= b_max sqrt(r), ||u||_2 <= U sqrt(r) (site.c) */
+            double dmax = bb * rank * (ldexp(U, -(int)k) + 2 +
+                                       TSAFE_SEALED_OUT_NOISE_TAIL * TSAFE_SEALED_OUT_NOISE_SD);
             uint32_t t2 = ceil_log2(2 * dmax + 1);
             if (t2 < 8)
                 t2 = 8;
@@ -273,7 +280,7 @@ static void fill_defaults(const tsafe_sealed_opts *in, tsafe_sealed_opts *o)
     if (!o->a_bits)
         o->a_bits = 13;
     if (!o->b_bits)
-        o->b_bits = 11;
+        o->b_bits = 13;
     if (!o->rotate_after)
         o->rotate_after = 4096;
     if (!o->sites_per_query)
@@ -324,7 +331,7 @@ tsafe_status tsafe_sealed_plan_check(const tsafe_sealed_plan *plan)
     if (plan->r1.flags || plan->r2.flags)
         return TSAFE_E_INSECURE;
     tsafe_sealed_opts o = {plan->x_bits, plan->a_bits,
-                           plan->b_bits ? plan->b_bits : 11, plan->rotate_after,
+                           plan->b_bits ? plan->b_bits : 13, plan->rotate_after,
                            plan->sites_per_query, plan->semi_honest};
     tsafe_sealed_plan mine;
     tsafe_status st = tsafe_sealed_plan_derive((tsafe_sealed_mode)plan->mode, plan->d_in,
@@ -399,6 +406,7 @@ tsafe_status tsafe_sealed_plan_sizes(const tsafe_sealed_plan *p, uint32_t rank,
         tsafe_sealed_layout2(p, rank, d_out, &l2);
         const tsafe_bfv_params *b2 = &p->r2;
         out->share = 2 * (size_t)l2.n_chunks * ct_bytes(b2->log_n, b2->resp_bits, b2->gap_bits);
+        out->response2 = d_out; /* the rows' exponents */
         for (uint32_t b = 0; b < l2.n_blocks; b++)
             out->response2 += sealed_bytes(b2->log_n, b2->resp_bits,
                                            tsafe_sealed_block_reads(&l2, b, NULL));

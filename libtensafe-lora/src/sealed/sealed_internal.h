@@ -41,6 +41,37 @@ void tsafe_sealed_encode_block(const tsafe_sealed_layout *l, const int64_t *m,
                                uint32_t width, uint32_t c, uint32_t b,
                                int64_t *coeff, size_t n);
 
+/* The L2 bound of the client's quantized x: ||x_q||_2 <= X2 = x_max
+ * sqrt(d_in), so |u_i| <= ||A_q,i||_2 X2 <= a_max x_max d_in = the plan's
+ * U (Cauchy-Schwarz). Both sides compute it with this one expression. */
+static inline double tsafe_sealed_x2(const tsafe_sealed_plan *p)
+{
+    return (double)tsafe_sealed_qmax(p->x_bits) * __builtin_sqrt((double)p->d_in);
+}
+
+/* sealed-private output noise (THREAT_MODEL.md, "Lattice"): round 2 adds
+ * round(B_q z) to the outputs, z a fresh Gaussian vector with one
+ * coordinate per coordinate of u~ (clamped at TSAFE_SEALED_OUT_NOISE_TAIL
+ * sd), so the client decrypts round(B_q (u~ + z)): u~ + z is no longer a
+ * point of Z^r, and an sd of at least the smoothing parameter of Z^r
+ * (eta_eps(Z^r) = sqrt(ln(2r(1 + 1/eps))/pi) as a Gaussian parameter;
+ * tsafe_sealed_out_noise_sd, eps = 2^-40) hides which lattice point it came
+ * from. It costs about as much as five more truncation roundings. The
+ * plan reserves room for an sd up to TSAFE_SEALED_OUT_NOISE_SD. */
+#define TSAFE_SEALED_OUT_NOISE_SD 1.5
+#define TSAFE_SEALED_OUT_NOISE_TAIL 10.0
+static inline double tsafe_sealed_out_noise_sd(uint32_t rank)
+{
+    const double pi = 3.14159265358979323846;
+    return __builtin_sqrt(__builtin_log(2.0 * rank * (1.0 + 0x1p40)) / pi) / __builtin_sqrt(2 * pi);
+}
+
+/* Round 2's noise bound takes the rows of B_q at a root mean square of at
+ * most b_max / TSAFE_SEALED_B_RMS_RATIO (site.c scales B so): trained
+ * weights are near Gaussian (max/rms about 4 over a row), and the two
+ * bits this saves in flooding go to u~'s precision. */
+#define TSAFE_SEALED_B_RMS_RATIO 4.0
+
 /* The smallest truncation a site may use: floor(v / 2^k) < 2^(t1 - k)
  * must encode mod t2 for every v, so that no decrypted value can make the
  * client's second message fail (a failure would be a bit about x). */
@@ -76,9 +107,10 @@ struct tsafe_sealed_site {
                                   (kept by the server: never sent) */
     float *bprime;             /* rank x d_out (B transposed): scale * B * diag(row scales) */
     int64_t *bq;               /* d_out x rank quantized (sealed-private) */
-    double scale_b;            /* sealed-private: B' ~ scale_b B_q */
+    double scale_b;            /* sealed-private: row j of B' ~ scale_b 2^-row_exp[j] B_q,j */
+    uint8_t *row_exp;          /* sealed-private: d_out exponents (<= 63), sent */
     uint32_t trunc_bits;       /* sealed-private: k of this site, in [k_min, plan's] */
-    int64_t *u_bound;          /* sealed-private, per row: x_max * sum_j |A_q,ij| */
+    int64_t *u_bound;          /* sealed-private, per row: ||A_q,i||_2 X2 (>= |u_i|) */
     tsafe_bfv_context *ctx1, *ctx2;
     int borrowed_ctx;          /* contexts belong to the caller (pair lane) */
     tsafe_bfv_plain **p1;      /* n_chunks1 x n_blocks1 */

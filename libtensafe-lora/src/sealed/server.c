@@ -31,6 +31,7 @@ struct tsafe_sealed_server {
     int64_t *last_u;          /* sealed: u + n of the last round 2 (flat) */
     size_t *off;              /* site i's masks start at R + off[i] */
     int64_t *coeff, *colsel;  /* round-2 per-token plaintext scratch */
+    int64_t *noise;           /* round-2 output noise of one site (d_out_max) */
 
     /* The ring work runs on backends (one per round's ring) from the
      * host's factory; `direct` keeps the pre-backend calls for tests and
@@ -230,6 +231,38 @@ static void draw_masks(tsafe_sealed_server *s, uint64_t *R, size_t n)
     randombytes_buf_deterministic(R, n * sizeof *R, k);
 }
 
+/* The output noise of one site (sealed_internal.h): noise[j] =
+ * round(sum_i B_q[j][i] z_i), z_i Gaussian of sd
+ * tsafe_sealed_out_noise_sd(rank) clamped at TSAFE_SEALED_OUT_NOISE_TAIL
+ * sd (Box-Muller on 53-bit uniforms from the CSPRNG, or the test seed).
+ * It smooths the lattice of the outputs and is not a DP mechanism: any sd
+ * at least the smoothing parameter serves, so the sampler's float
+ * rounding does not matter. A zero B gives zero noise (delta = 0). */
+static void draw_out_noise(tsafe_sealed_server *s, const tsafe_sealed_site *site)
+{
+    uint32_t rank = site->rank;
+    uint64_t u[1026];
+    double z[1026];
+    draw_masks(s, u, rank + 1);
+    double sd = tsafe_sealed_out_noise_sd(rank), lim = TSAFE_SEALED_OUT_NOISE_TAIL * sd;
+    for (uint32_t i = 0; i < rank; i += 2) {
+        double a = ((double)(u[i] >> 11) + 1) * 0x1p-53; /* (0, 1] */
+        double b = (double)(u[i + 1] >> 11) * 0x1p-53;
+        double rad = sd * sqrt(-2 * log(a));
+        z[i] = fmin(fmax(rad * cos(2 * M_PI * b), -lim), lim);
+        z[i + 1] = fmin(fmax(rad * sin(2 * M_PI * b), -lim), lim);
+    }
+    for (uint32_t j = 0; j < site->d_out; j++) {
+        const int64_t *row = site->bq + (size_t)j * rank;
+        double acc = 0;
+        for (uint32_t i = 0; i < rank; i++)
+            acc += (double)row[i] * z[i];
+        s->noise[j] = (int64_t)llround(acc);
+    }
+    sodium_memzero(u, sizeof u);
+    sodium_memzero(z, sizeof z);
+}
+
 tsafe_status tsafe_sealed_server_refill(tsafe_sealed_server *s, tsafe_lora_stats *stats)
 {
     TSAFE_REQUIRE(s, TSAFE_E_NULL);
@@ -265,6 +298,8 @@ static void wipe_masks(tsafe_sealed_server *s)
         sodium_memzero(s->colsel, (size_t)s->plan.d_out_max * s->plan.rank * sizeof *s->colsel);
     if (s->coeff)
         sodium_memzero(s->coeff, n * sizeof *s->coeff);
+    if (s->noise)
+        sodium_memzero(s->noise, s->plan.d_out_max * sizeof *s->noise);
 }
 
 void tsafe_sealed_server_free(tsafe_sealed_server *s)
@@ -298,6 +333,7 @@ void tsafe_sealed_server_free(tsafe_sealed_server *s)
     free(s->mask);
     free(s->coeff);
     free(s->colsel);
+    free(s->noise);
     free(s);
 }
 
@@ -334,9 +370,10 @@ tsafe_status tsafe_sealed_server_create(const tsafe_sealed_plan *plan,
         TSAFE_TRY(tsafe_bfv_sealed_create(s->c2, n, &s->res2));
         s->coeff = malloc(n * sizeof *s->coeff);
         s->colsel = malloc((size_t)plan->d_out_max * plan->rank * sizeof *s->colsel);
+        s->noise = malloc((size_t)plan->d_out_max * sizeof *s->noise);
         s->pfirst = calloc(TSAFE_MSG_MAX_SITES, sizeof *s->pfirst);
         s->psites = calloc(TSAFE_MSG_MAX_SITES, sizeof *s->psites);
-        TSAFE_CHECK(s->coeff && s->colsel && s->pfirst && s->psites, TSAFE_E_NOMEM);
+        TSAFE_CHECK(s->coeff && s->colsel && s->noise && s->pfirst && s->psites, TSAFE_E_NOMEM);
     }
     TSAFE_TRY(backend_setup(s)); /* the CPU backend until the host picks one */
     *out = s;
@@ -915,6 +952,8 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
             band_and_c(p, site, s->R + s->off[i], band_here, C_here);
         tsafe_wbuf_u32(w, site->d_out);
         tsafe_wbuf_f64(w, site->scale_b * ldexp(1.0, (int)site->trunc_bits));
+        tsafe_wbuf_bytes(w, site->row_exp, site->d_out);
+        draw_out_noise(s, site);
         if (!s->direct) {
             double p0 = tsafe_lora_now_us();
             const tsafe_sealed_operands *ops;
@@ -948,6 +987,7 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
                 *prod_us += tsafe_lora_now_us() - p0;
             }
             uint32_t reads = tsafe_sealed_block_reads(l, b, NULL);
+            const int64_t *noise = s->noise + (size_t)b * l->rows;
             for (uint32_t k = 0; k < reads; k++) {
                 const int64_t *row = site->bq + (size_t)(b * l->rows + k) * rank;
                 /* B_q C mod t2: t2 is a power of two below 2^64, so the sum
@@ -956,7 +996,7 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
                 uint64_t acc_c = 0;
                 for (uint32_t q = 0; q < rank; q++)
                     acc_c += (uint64_t)row[q] * (uint64_t)C[q];
-                s->mask[k] = acc_c & (t2 - 1);
+                s->mask[k] = (acc_c + (uint64_t)noise[k]) & (t2 - 1);
             }
             if (st == TSAFE_OK)
                 st = s->direct ? seal_block(s, s->c2, s->acc2, s->pk2, s->res2, l, b, flood2, w)

@@ -1,5 +1,6 @@
 /* Sealed sites: an adapter module quantized for a plan, with its
  * coefficient-encoded plaintexts built once (the server's side). */
+#include <lapacke.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 
 #include "sealed_internal.h"
 #include "tsafe_check.h"
+#include "tensafe/lora_svd.h"
 
 static double max_abs(const float *v, size_t n)
 {
@@ -96,6 +98,51 @@ static void quantize_sealed(tsafe_sealed_site *s, const float *A, const float *B
  * smallest at least k_min that keeps every output in t2. The client
  * learns scale_b 2^k and k (THREAT_MODEL.md). A zero row or a zero B
  * gives exact zeros. */
+/* sqrt of the largest eigenvalue of A_q A_q^T (rank x rank, exact in
+ * doubles: integer sums below 2^53), i.e. the operator norm of A_q, with a
+ * margin for the eigensolver's rounding: an upper bound. */
+static tsafe_status op_norm(const int64_t *aq, uint32_t rank, uint32_t d_in, double *out)
+{
+    double *g = calloc((size_t)rank * rank, sizeof *g), *w = malloc(rank * sizeof *w);
+    if (!g || !w) {
+        free(g);
+        free(w);
+        return TSAFE_E_NOMEM;
+    }
+    for (uint32_t a = 0; a < rank; a++)
+        for (uint32_t b = a; b < rank; b++) {
+            double acc = 0;
+            for (uint32_t j = 0; j < d_in; j++)
+                acc += (double)aq[(size_t)a * d_in + j] * (double)aq[(size_t)b * d_in + j];
+            g[(size_t)a * rank + b] = g[(size_t)b * rank + a] = acc;
+        }
+    double trace = 0;
+    for (uint32_t a = 0; a < rank; a++)
+        trace += g[(size_t)a * rank + a];
+    lapack_int info = LAPACKE_dsyev(LAPACK_ROW_MAJOR, 'N', 'U', (lapack_int)rank, g,
+                                    (lapack_int)rank, w);
+    /* the eigenvalues are exact to ~rank * 2^-52 * trace; on a failure the
+     * trace (= ||A_q||_F^2) is itself a bound */
+    double lmax = info == 0 ? w[rank - 1] + 1e-12 * rank * trace + 1 : trace;
+    *out = sqrt(fmin(lmax, trace));
+    free(g);
+    free(w);
+    return TSAFE_OK;
+}
+
+/* sealed-private: each row of A on its own scale (the scales never leave
+ * the server: round 2 folds them into B'), so a row of small weights is
+ * not quantized on the grid of the largest one; B' = scale * B * diag(row
+ * scales) = scale_b B_q with |B_q| <= b_max. The client scales x to
+ * ||x_q||_2 <= X2 (tsafe_sealed_x2), so by Cauchy-Schwarz |u_i| <=
+ * ||A_q,i||_2 X2 (the band's bound) and ||u||_2 <= ||A_q||_op X2, and
+ * every output |B_q,j (u~ + z)| <= ||B_q,j||_2 (||A_q||_op X2 / 2^k + 2
+ * sqrt(r) + ||z||): the site's shift k is the smallest at least k_min
+ * that keeps that below t2/2. These bounds hold for every x; for a
+ * typical x they are sqrt(d_in) and sqrt(r) looser than the values, not
+ * d_in and r as an entrywise bound would be. The client learns scale_b 2^k
+ * and k, functions of the product B A only (the factors are canonical:
+ * canonical_factors). A zero row or a zero B gives exact zeros. */
 static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const float *B,
                                      int64_t *aq)
 {
@@ -103,6 +150,7 @@ static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const
     uint32_t rank = s->rank, d_out = s->d_out, d_in = p->d_in;
     double amax = (double)tsafe_sealed_qmax(p->a_bits);
     double bmax = (double)tsafe_sealed_qmax(p->b_bits);
+    double x2 = tsafe_sealed_x2(p);
     size_t nb = (size_t)d_out * rank;
     s->row_scale = malloc(rank * sizeof *s->row_scale);
     s->u_bound = malloc(rank * sizeof *s->u_bound);
@@ -111,16 +159,19 @@ static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const
         return TSAFE_E_NOMEM;
     for (uint32_t i = 0; i < rank; i++) {
         const float *row = A + (size_t)i * d_in;
-        double m = max_abs(row, d_in), sc = m > 0 ? m / amax : 1.0;
-        int64_t l1 = 0;
+        double m = max_abs(row, d_in), sc = m > 0 ? m / amax : 1.0, l2 = 0;
         s->row_scale[i] = sc;
         for (uint32_t j = 0; j < d_in; j++) {
             int64_t q = (int64_t)lrint(row[j] / sc);
             aq[(size_t)i * d_in + j] = q;
-            l1 += q < 0 ? -q : q;
+            l2 += (double)q * (double)q;
         }
-        s->u_bound[i] = tsafe_sealed_qmax(p->x_bits) * l1; /* |u_i| for |x_q| <= x_max */
+        s->u_bound[i] = (int64_t)ceil(sqrt(l2) * x2 * (1 + 0x1p-40)) + 1;
     }
+    double opn;
+    tsafe_status st = op_norm(aq, rank, d_in, &opn);
+    if (st != TSAFE_OK)
+        return st;
     double bm = 0;
     for (uint32_t j = 0; j < d_out; j++)
         for (uint32_t k = 0; k < rank; k++) {
@@ -129,30 +180,94 @@ static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const
             s->bprime[(size_t)k * d_out + j] = (float)v;
             bm = fmax(bm, fabs(v));
         }
-    /* B' = scale_b B_q on one scale per site, filling b_max */
-    s->scale_b = bm > 0 ? bm / bmax : 1.0;
-    for (uint32_t j = 0; j < d_out; j++)
-        for (uint32_t k = 0; k < rank; k++)
-            s->bq[(size_t)j * rank + k] =
-                (int64_t)lrint((double)s->bprime[(size_t)k * d_out + j] / s->scale_b);
-    /* the smallest shift (at least k_min) with |B_q u~| < t2/2 for every
-     * input the plan allows (x at its bound), from this adapter's norms:
-     * at most the plan's worst-case shift */
-    double t2half = ldexp(1.0, (int)p->r2.t_bits - 1), worst = 0;
-    uint32_t k = tsafe_sealed_k_min(p);
-    for (; k <= p->trunc_bits; k++) {
-        worst = 0;
-        for (uint32_t j = 0; j < d_out; j++) {
-            double acc = 0;
-            for (uint32_t i = 0; i < rank; i++)
-                acc += fabs((double)s->bq[(size_t)j * rank + i]) *
-                       (ldexp((double)s->u_bound[i], -(int)k) + 2);
-            worst = fmax(worst, acc);
-        }
-        if (worst < t2half || k == p->trunc_bits)
-            break;
+    /* |B_q| <= b_max, and every row's rms <= b_max / RMS_RATIO (plan.c's
+     * round-2 noise bound); each output row on its own grid scale_b
+     * 2^-row_exp[j] (a power of two: a row of small weights, or every row
+     * but the one holding an outlier, keeps its bits) */
+    double *need = malloc(d_out * sizeof *need);
+    s->row_exp = malloc(d_out);
+    if (!need || !s->row_exp) {
+        free(need);
+        return TSAFE_E_NOMEM;
     }
+    s->scale_b = 0;
+    for (uint32_t j = 0; j < d_out; j++) {
+        double acc = 0, mx = 0;
+        for (uint32_t k = 0; k < rank; k++) {
+            double v = (double)s->bprime[(size_t)k * d_out + j];
+            acc += v * v;
+            mx = fmax(mx, fabs(v));
+        }
+        need[j] = fmax(mx / bmax, sqrt(acc / rank) * TSAFE_SEALED_B_RMS_RATIO / bmax) *
+                  (1 + 0x1p-20);
+        s->scale_b = fmax(s->scale_b, need[j]);
+    }
+    if (!(s->scale_b > 0))
+        s->scale_b = 1.0;
+    double row2 = 0;
+    for (uint32_t j = 0; j < d_out; j++) {
+        int e = 0;
+        if (need[j] > 0) {
+            frexp(s->scale_b / need[j], &e); /* ratio in [2^(e-1), 2^e) */
+            e = e - 1 < 0 ? 0 : e - 1 > 63 ? 63 : e - 1;
+        }
+        s->row_exp[j] = (uint8_t)e;
+        double grid = ldexp(s->scale_b, -e), acc = 0;
+        for (uint32_t k = 0; k < rank; k++) {
+            int64_t q = (int64_t)lrint((double)s->bprime[(size_t)k * d_out + j] / grid);
+            s->bq[(size_t)j * rank + k] = q;
+            acc += (double)q * (double)q;
+        }
+        row2 = fmax(row2, sqrt(acc));
+    }
+    free(need);
+    double t2half = ldexp(1.0, (int)p->r2.t_bits - 1), sr = sqrt((double)rank);
+    double extra = (2 + TSAFE_SEALED_OUT_NOISE_TAIL * TSAFE_SEALED_OUT_NOISE_SD) * sr;
+    uint32_t k = tsafe_sealed_k_min(p);
+    while (k < p->trunc_bits && row2 * (ldexp(opn * x2, -(int)k) + extra) * (1 + 0x1p-30) >= t2half)
+        k++;
     s->trunc_bits = k;
+    return TSAFE_OK;
+}
+
+/* The adapter's product P = B A in a canonical factorization that depends
+ * on P alone (issue 19: two adapters with the same product must not be
+ * told apart by the client, and the lattice of the outputs must be a
+ * function of P): B_c = Q_B U S^(1/2), A_c = S^(1/2) V^T Q_A^T through
+ * QR + core SVD (tsafe_svd_reduce), each triplet's sign fixed so that the
+ * largest |entry| of its column of B_c is positive. Balanced factors also
+ * quantize better than a lopsided pair. rank > min(d_in, d_out): the extra
+ * components are zero. */
+static tsafe_status canonical_factors(const float *A, const float *B, uint32_t rank,
+                                      uint32_t d_in, uint32_t d_out, float *Ac, float *Bc)
+{
+    memset(Ac, 0, (size_t)rank * d_in * sizeof *Ac);
+    memset(Bc, 0, (size_t)d_out * rank * sizeof *Bc);
+    size_t k = rank;
+    if (k > d_in)
+        k = d_in;
+    if (k > d_out)
+        k = d_out;
+    tsafe_svd_options o = {TSAFE_SVD_FIXED_RANK, k, 1.0, 0};
+    tsafe_svd_result *r = NULL;
+    tsafe_status st = tsafe_svd_reduce(A, B, rank, d_in, d_out, &o, &r);
+    if (st != TSAFE_OK)
+        return st;
+    for (size_t i = 0; i < r->rank; i++) {
+        size_t arg = 0;
+        float big = 0;
+        for (size_t j = 0; j < d_out; j++)
+            if (fabsf(r->B[j * r->rank + i]) > big) {
+                big = fabsf(r->B[j * r->rank + i]);
+                arg = j;
+            }
+        float sg = r->B[arg * r->rank + i] < 0 ? -1.0f : 1.0f;
+        for (size_t j = 0; j < d_out; j++)
+            Bc[j * rank + i] = sg * r->B[j * r->rank + i];
+        for (size_t j = 0; j < d_in; j++)
+            Ac[i * d_in + j] = sg * r->A[i * d_in + j];
+    }
+    tsafe_svd_result_free(r);
     return TSAFE_OK;
 }
 
@@ -183,6 +298,7 @@ tsafe_status tsafe_sealed_site_build(const tsafe_sealed_plan *plan,
     tsafe_status st;
     tsafe_sealed_site *s = calloc(1, sizeof *s);
     int64_t *aq = malloc(na * sizeof *aq);
+    float *Ac = NULL, *Bc = NULL; /* canonical factors: as secret as A, B */
     TSAFE_CHECK(s && aq, TSAFE_E_NOMEM);
     static uint64_t next_id; /* ids start at 1: 0 marks an empty cache entry */
     s->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
@@ -199,10 +315,14 @@ tsafe_status tsafe_sealed_site_build(const tsafe_sealed_plan *plan,
     } else {
         TSAFE_TRY(tsafe_sealed_contexts(plan, &s->ctx1, &s->ctx2));
     }
+    Ac = malloc(na * sizeof *Ac);
+    Bc = malloc(nb * sizeof *Bc);
+    TSAFE_CHECK(Ac && Bc, TSAFE_E_NOMEM);
+    TSAFE_TRY(canonical_factors(A, B, rank, plan->d_in, d_out, Ac, Bc));
     if (plan->mode == TSAFE_SEALED_PRIVATE)
-        TSAFE_TRY(quantize_private(s, A, B, aq));
+        TSAFE_TRY(quantize_private(s, Ac, Bc, aq));
     else
-        quantize_sealed(s, A, B, aq);
+        quantize_sealed(s, Ac, Bc, aq);
     tsafe_sealed_layout1(plan, rank, &s->l1);
     TSAFE_TRY(build_plains(s->ctx1, &s->l1, aq, plan->d_in, &s->p1));
     if (plan->mode == TSAFE_SEALED_PRIVATE) {
@@ -210,13 +330,23 @@ tsafe_status tsafe_sealed_site_build(const tsafe_sealed_plan *plan,
         TSAFE_TRY(build_plains(s->ctx2, &s->l2, s->bq, rank, &s->p2));
     }
     sodium_memzero(aq, na * sizeof *aq);
+    sodium_memzero(Ac, na * sizeof *Ac);
+    sodium_memzero(Bc, nb * sizeof *Bc);
     free(aq);
+    free(Ac);
+    free(Bc);
     *out = s;
     return TSAFE_OK;
 fail:
     if (aq)
         sodium_memzero(aq, na * sizeof *aq);
+    if (Ac)
+        sodium_memzero(Ac, na * sizeof *Ac);
+    if (Bc)
+        sodium_memzero(Bc, nb * sizeof *Bc);
     free(aq);
+    free(Ac);
+    free(Bc);
     tsafe_sealed_site_free(s);
     return st;
 }
@@ -230,6 +360,7 @@ void tsafe_sealed_site_free(tsafe_sealed_site *s)
     free(s->bprime);
     free(s->bq);
     free(s->row_scale);
+    free(s->row_exp);
     free(s->u_bound);
     if (!s->borrowed_ctx) {
         tsafe_bfv_context_free(s->ctx1);
