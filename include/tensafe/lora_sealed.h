@@ -57,7 +57,7 @@ typedef enum tsafe_sealed_mode {
 /* Client options (zero = default). */
 typedef struct tsafe_sealed_opts {
     uint32_t x_bits;       /* default 13 */
-    uint32_t a_bits;       /* default 13 */
+    uint32_t a_bits;       /* default 14 (sealed-private), 13 (sealed) */
     uint32_t b_bits;       /* default 13 (sealed-private) */
     uint32_t rotate_after; /* tokens per secret key; default 4096 */
     uint32_t sites_per_query; /* sites expected to read one query (1..4096;

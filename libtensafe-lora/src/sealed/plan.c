@@ -149,7 +149,7 @@ static double round2_noise(const tsafe_sealed_plan *p)
         tsafe_sealed_layout_make(1u << p->r2.log_n, p->rank, c, p->d_out_max, &l);
         /* v-chunks and, when every coordinate is in the band, as many d-chunks */
         double b = product_noise(2 * l.n_chunks, l.chunk, l.rows, b_max(p),
-                                 b_max(p) / TSAFE_SEALED_B_RMS_RATIO);
+                                 b_max(p) / TSAFE_SEALED_RMS_RATIO);
         worst = b > worst ? b : worst;
     }
     return worst;
@@ -210,7 +210,8 @@ static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
     tsafe_sealed_layout1(p, rank, &l1);
     p->rows1 = l1.rows;
     p->n_chunks1 = l1.n_chunks;
-    double b1 = product_noise(l1.n_chunks, l1.chunk, l1.rows, a_max, a_max);
+    double a_rms = mode == TSAFE_SEALED_PRIVATE ? a_max / TSAFE_SEALED_RMS_RATIO : a_max;
+    double b1 = product_noise(l1.n_chunks, l1.chunk, l1.rows, a_max, a_rms);
     p->flood1 = ceil_log2(b1) + 40 + ceil_log2(rank);
     p->log2_sd1 = log2((double)rank) + log2(b1) - p->flood1;
     double q0, q1;
@@ -270,15 +271,16 @@ static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
     return TSAFE_OK;
 }
 
-static void fill_defaults(const tsafe_sealed_opts *in, tsafe_sealed_opts *o)
+static void fill_defaults(tsafe_sealed_mode mode, const tsafe_sealed_opts *in,
+                          tsafe_sealed_opts *o)
 {
     memset(o, 0, sizeof *o);
     if (in)
         *o = *in;
     if (!o->x_bits)
         o->x_bits = 13;
-    if (!o->a_bits)
-        o->a_bits = 13;
+    if (!o->a_bits) /* sealed-private's A rows hold an rms bound: one bit more */
+        o->a_bits = mode == TSAFE_SEALED_PRIVATE ? 14 : 13;
     if (!o->b_bits)
         o->b_bits = 13;
     if (!o->rotate_after)
@@ -301,7 +303,7 @@ tsafe_status tsafe_sealed_plan_derive(tsafe_sealed_mode mode, uint32_t d_in,
         d_out_max > 65536)
         return TSAFE_E_RANGE;
     tsafe_sealed_opts o;
-    fill_defaults(opts, &o);
+    fill_defaults(mode, opts, &o);
     /* sealed mode releases decryptions: only for callers that accept a
      * semi-honest threat model (issue 19, THREAT_MODEL.md) */
     if (mode == TSAFE_SEALED && !o.semi_honest)
@@ -310,13 +312,21 @@ tsafe_status tsafe_sealed_plan_derive(tsafe_sealed_mode mode, uint32_t d_in,
         o.b_bits < 4 || o.b_bits > 20 || o.rotate_after > (1u << 24) ||
         o.sites_per_query > 4096)
         return TSAFE_E_RANGE;
+    /* the default A width steps down a bit where round 1 has no room for
+     * it (large d_in); the plan records the width it took */
+    int a_default = !opts || !opts->a_bits;
     tsafe_status st = TSAFE_E_VALUE_RANGE;
-    for (uint32_t log_n = 12; log_n <= 13; log_n++) {
-        st = derive_at(mode, log_n, d_in, rank, d_out_max, &o, out);
-        if (st == TSAFE_OK)
-            return TSAFE_OK;
-        if (st != TSAFE_E_VALUE_RANGE)
+    for (;;) {
+        for (uint32_t log_n = 12; log_n <= 13; log_n++) {
+            st = derive_at(mode, log_n, d_in, rank, d_out_max, &o, out);
+            if (st == TSAFE_OK)
+                return TSAFE_OK;
+            if (st != TSAFE_E_VALUE_RANGE)
+                break;
+        }
+        if (st != TSAFE_E_VALUE_RANGE || !a_default || o.a_bits <= 12)
             break;
+        o.a_bits--;
     }
     memset(out, 0, sizeof *out);
     return st;

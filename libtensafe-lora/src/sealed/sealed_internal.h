@@ -66,11 +66,12 @@ static inline double tsafe_sealed_out_noise_sd(uint32_t rank)
     return __builtin_sqrt(__builtin_log(2.0 * rank * (1.0 + 0x1p40)) / pi) / __builtin_sqrt(2 * pi);
 }
 
-/* Round 2's noise bound takes the rows of B_q at a root mean square of at
- * most b_max / TSAFE_SEALED_B_RMS_RATIO (site.c scales B so): trained
- * weights are near Gaussian (max/rms about 4 over a row), and the two
- * bits this saves in flooding go to u~'s precision. */
-#define TSAFE_SEALED_B_RMS_RATIO 4.0
+/* sealed-private's noise bounds take the rows of A_q (round 1) and of B_q
+ * (round 2) at a root mean square of at most a_max (b_max) /
+ * TSAFE_SEALED_RMS_RATIO (site.c scales them so): trained weights are
+ * near Gaussian (max/rms about 4 over a row), and the two bits this saves
+ * in flooding go to a wider A and to u~'s precision. */
+#define TSAFE_SEALED_RMS_RATIO 4.0
 
 /* The smallest truncation a site may use: floor(v / 2^k) < 2^(t1 - k)
  * must encode mod t2 for every v, so that no decrypted value can make the

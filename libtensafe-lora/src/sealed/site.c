@@ -159,7 +159,13 @@ static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const
         return TSAFE_E_NOMEM;
     for (uint32_t i = 0; i < rank; i++) {
         const float *row = A + (size_t)i * d_in;
-        double m = max_abs(row, d_in), sc = m > 0 ? m / amax : 1.0, l2 = 0;
+        double ss = 0;
+        for (uint32_t j = 0; j < d_in; j++)
+            ss += (double)row[j] * row[j];
+        /* |A_q| <= a_max and the row's rms <= a_max / RMS_RATIO (plan.c) */
+        double m = fmax(max_abs(row, d_in), sqrt(ss / d_in) * TSAFE_SEALED_RMS_RATIO) *
+                   (1 + 0x1p-20);
+        double sc = m > 0 ? m / amax : 1.0, l2 = 0;
         s->row_scale[i] = sc;
         for (uint32_t j = 0; j < d_in; j++) {
             int64_t q = (int64_t)lrint(row[j] / sc);
@@ -198,7 +204,7 @@ static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const
             acc += v * v;
             mx = fmax(mx, fabs(v));
         }
-        need[j] = fmax(mx / bmax, sqrt(acc / rank) * TSAFE_SEALED_B_RMS_RATIO / bmax) *
+        need[j] = fmax(mx / bmax, sqrt(acc / rank) * TSAFE_SEALED_RMS_RATIO / bmax) *
                   (1 + 0x1p-20);
         s->scale_b = fmax(s->scale_b, need[j]);
     }
