@@ -798,7 +798,7 @@ static void test_non_finite_refused(void **state)
                  "gives a delta that is not finite in float32 (max |x| 3e+38): refused: "
                  "TSAFE_E_VALUE_RANGE");
     result_free(&r);
-    static const char *const modes[] = {"sealed-private", "sealed", "local"};
+    static const char *const modes[] = {"sealed-private", "sealed --semi-honest", "local"};
     for (int i = 0; i < 3; i++) {
         r = run("lora apply --adapter %s --module q_proj --input %s --output %s --mode %s",
                 tmp_path("ones"), tmp_path("xhuge.f32"), tmp_path("o.f32"), modes[i]);
