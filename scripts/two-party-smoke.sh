@@ -94,4 +94,6 @@ run_mode() {
 }
 
 run_mode sealed-private "" ""
-run_mode sealed "--mode sealed" "--mode sealed --no-dp"
+# sealed protects only against peers that follow the protocol: both sides
+# opt in (docs/THREAT_MODEL.md)
+run_mode sealed "--mode sealed --semi-honest" "--mode sealed --semi-honest --no-dp"

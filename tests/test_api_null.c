@@ -3620,8 +3620,10 @@ CHECK_FN(tsafe_sealed_plan_derive)
 {
     (void)f;
     tsafe_sealed_plan p;
-    tsafe_sealed_opts wide = {.x_bits = 24, .a_bits = 24, .b_bits = 24};
+    tsafe_sealed_opts wide = {.x_bits = 24, .a_bits = 24, .b_bits = 24, .semi_honest = 1};
     IS(TSAFE_E_NULL, tsafe_sealed_plan_derive(TSAFE_SEALED, 64, 4, 64, NULL, NULL));
+    /* sealed mode without the caller's semi-honest opt-in */
+    IS(TSAFE_E_INSECURE, tsafe_sealed_plan_derive(TSAFE_SEALED, 64, 4, 64, NULL, &p));
     IS(TSAFE_E_ARG, tsafe_sealed_plan_derive((tsafe_sealed_mode)7, 64, 4, 64, NULL, &p));
     IS(TSAFE_E_RANGE, tsafe_sealed_plan_derive(TSAFE_SEALED, 0, 4, 64, NULL, &p));
     IS(TSAFE_E_RANGE, tsafe_sealed_plan_derive(TSAFE_SEALED, 64, 0, 64, NULL, &p));

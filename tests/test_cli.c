@@ -555,10 +555,11 @@ static void test_usage_errors(void **state)
     expect_error(&r, 2, "--port", NULL);
     result_free(&r);
     /* sealed releases u: only with DP noise or an explicit --no-dp */
-    r = run("client --port 7 --input %s --mode sealed", tmp_path("x.f32"));
+    r = run("client --port 7 --input %s --mode sealed --semi-honest", tmp_path("x.f32"));
     expect_error(&r, 2, "--dp-eps", "--no-dp");
     result_free(&r);
-    r = run("client --port 7 --input %s --mode sealed --no-dp --dp-eps 1 --dp-clip 1",
+    r = run("client --port 7 --input %s --mode sealed --semi-honest --no-dp --dp-eps 1 "
+            "--dp-clip 1",
             tmp_path("x.f32"));
     expect_error(&r, 2, "not both", NULL);
     result_free(&r);
@@ -583,6 +584,70 @@ static void test_usage_errors(void **state)
     r = run("keygen --out %s", tmp_path("k0"));
     expect_error(&r, 2, "--params", NULL);
     result_free(&r);
+}
+
+/* Issue 19: sealed mode sends decryptions back in the clear (a malicious
+ * server gets a decryption oracle, the client reads s B'), so every command
+ * that runs it refuses --mode sealed without --semi-honest (exit 2, one line
+ * naming the threat model and sealed-private), refuses --semi-honest with
+ * another mode, and runs it with the flag. */
+static void test_sealed_needs_semi_honest(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    char ad[PATH_MAX], x[PATH_MAX], o[PATH_MAX]; /* tmp_path's buffers rotate */
+    snprintf(ad, sizeof ad, "%s", tmp_path("ad"));
+    snprintf(x, sizeof x, "%s", tmp_path("x.f32"));
+    snprintf(o, sizeof o, "%s", tmp_path("semi.f32"));
+    char cmds[5][3 * PATH_MAX + 160];
+    snprintf(cmds[0], sizeof cmds[0],
+             "lora apply --adapter %s --module q_proj --input %s --output %s --mode sealed", ad, x,
+             o);
+    snprintf(cmds[1], sizeof cmds[1],
+             "serve --adapter %s --allow-unsigned --module q_proj --mode sealed --once", ad);
+    snprintf(cmds[2], sizeof cmds[2], "client --port 7 --input %s --mode sealed --no-dp", x);
+    snprintf(cmds[3], sizeof cmds[3],
+             "generate --model m.bin --tokenizer t.model --adapter %s --mode sealed --no-dp", ad);
+    snprintf(cmds[4], sizeof cmds[4], "demo --mode sealed --tokens 1");
+    for (size_t i = 0; i < 5; i++) {
+        result r = run("%s", cmds[i]);
+        print_message("tensafe %s: %s", cmds[i], r.err ? r.err : "(none)\n");
+        expect_error(&r, 2, "sealed mode protects only against peers that follow the protocol",
+                     "add --semi-honest to use it, or use sealed-private");
+        assert_non_null(strstr(r.err, "docs/THREAT_MODEL.md"));
+        result_free(&r);
+    }
+    result r = run("lora apply --adapter %s --module q_proj --input %s --output %s --semi-honest",
+                   ad, x, o);
+    expect_error(&r, 2, "--semi-honest is for --mode sealed", NULL);
+    result_free(&r);
+    r = run("client --port 7 --input %s --mode plain-zero-moai --semi-honest", x);
+    expect_error(&r, 2, "--semi-honest is for --mode sealed", NULL);
+    result_free(&r);
+    /* with the opt-in it runs, and matches the plaintext reference */
+    r = run("lora apply --adapter %s --module q_proj --input %s --output %s --mode sealed "
+            "--semi-honest",
+            ad, x, o);
+    expect_ok(&r, "lora apply --mode sealed --semi-honest");
+    assert_non_null(strstr(r.out, "mode sealed,"));
+    result_free(&r);
+    char ref[PATH_MAX];
+    snprintf(ref, sizeof ref, "%s", tmp_path("semi-ref.f32"));
+    r = run("lora apply --adapter %s --module q_proj --input %s --output %s --plain", ad, x, ref);
+    expect_ok(&r, "lora apply --plain");
+    result_free(&r);
+    r = run("lora compare %s %s --tol 1e-3", o, ref);
+    expect_ok(&r, "lora compare sealed vs --plain");
+    result_free(&r);
+    /* every command that offers sealed mode says what it needs */
+    static const char *const helps[] = {"serve", "client", "lora apply", "generate", "demo"};
+    for (size_t i = 0; i < sizeof helps / sizeof *helps; i++) {
+        r = run("%s --help", helps[i]);
+        expect_ok(&r, helps[i]);
+        if (!strstr(r.out, "--semi-honest"))
+            fail_msg("tensafe %s --help does not name --semi-honest: %s", helps[i], r.out);
+        result_free(&r);
+    }
 }
 
 static void test_missing_files(void **state)
@@ -694,7 +759,8 @@ static void test_non_finite_refused(void **state)
         "adapter inspect %s", "adapter pack %s --key %s.key --id a --out %s.pkg",
         "lora apply --adapter %s --module q_proj --input %s --output %s --plain",
         "lora apply --adapter %s --module q_proj --input %s --output %s",
-        "lora apply --adapter %s --module q_proj --input %s --output %s --mode sealed",
+        "lora apply --adapter %s --module q_proj --input %s --output %s --mode sealed "
+        "--semi-honest",
         "lora apply --adapter %s --module q_proj --input %s --output %s --mode local",
     };
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
@@ -732,7 +798,7 @@ static void test_non_finite_refused(void **state)
                  "gives a delta that is not finite in float32 (max |x| 3e+38): refused: "
                  "TSAFE_E_VALUE_RANGE");
     result_free(&r);
-    static const char *const modes[] = {"sealed-private", "sealed", "local"};
+    static const char *const modes[] = {"sealed-private", "sealed --semi-honest", "local"};
     for (int i = 0; i < 3; i++) {
         r = run("lora apply --adapter %s --module q_proj --input %s --output %s --mode %s",
                 tmp_path("ones"), tmp_path("xhuge.f32"), tmp_path("o.f32"), modes[i]);
@@ -1082,7 +1148,7 @@ static void test_adapter_pack_verify_apply(void **state)
         double tol;
     } modes[] = {{"--mode local", "local", 1e-4},
                  {"--mode plain-zero-moai", "plain-zero-moai", 1e-4},
-                 {"--mode sealed", "sealed", 1e-3},
+                 {"--mode sealed --semi-honest", "sealed", 1e-3},
                  {"--mode sealed-private", "sealed-private", 1e-3},
                  {"", "sealed-private", 1e-3}};
     for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++) {
@@ -1300,6 +1366,8 @@ static pid_t spawn_serve(const char *port_file, const char *log)
         if (g_serve_mode) {
             argv[n++] = "--mode";
             argv[n++] = (char *)g_serve_mode;
+            if (!strcmp(g_serve_mode, "sealed"))
+                argv[n++] = "--semi-honest";
             if (!strcmp(g_serve_mode, "plain-zero-moai")) {
                 argv[n++] = "--max-abs";
                 argv[n++] = "4";
@@ -1451,13 +1519,13 @@ static void test_serve_client(void **state)
      * when both ask for them */
     serve_client_mode(NULL, "", "sealed-private", 1e-3);
     serve_client_mode("sealed-private", "--mode sealed-private", "sealed-private", 1e-3);
-    serve_client_mode("sealed", "--mode sealed --no-dp", "sealed", 1e-3);
+    serve_client_mode("sealed", "--mode sealed --semi-honest --no-dp", "sealed", 1e-3);
     serve_client_mode("plain-zero-moai", "--mode plain-zero-moai", "plain-zero-moai", 1e-4);
     serve_client_json();
     serve_client_refused("plain-zero-moai", "", "serves --mode plain-zero-moai");
     serve_client_refused(NULL, "--mode plain-zero-moai", "serves --mode sealed-private");
     serve_client_refused("sealed", "", "serves --mode sealed,");
-    serve_client_refused(NULL, "--mode sealed --no-dp", "asked for sealed");
+    serve_client_refused(NULL, "--mode sealed --semi-honest --no-dp", "asked for sealed");
 
     /* errors: input rows that do not match d_in, a server that is gone */
     pid_t pid = spawn_serve(pf, log);
@@ -1492,8 +1560,9 @@ static void test_serve_client(void **state)
     pid = spawn_serve(pf, log);
     g_serve_signed = 0;
     port = read_port(pf);
-    r = run("client --port %s --input %s --output %s --mode sealed --dp-eps 1 --dp-clip 1", port,
-            tmp_path("x.f32"), tmp_path("dp.f32"));
+    r = run("client --port %s --input %s --output %s --mode sealed --semi-honest --dp-eps 1 "
+            "--dp-clip 1",
+            port, tmp_path("x.f32"), tmp_path("dp.f32"));
     expect_ok(&r, "client --mode sealed --dp-eps");
     assert_non_null(strstr(r.out, "eps spent"));
     assert_non_null(strstr(r.out, " of 8 (delta 1e-05)")); /* the default session budget */
@@ -1514,7 +1583,7 @@ static void test_serve_client(void **state)
     g_serve_mode = "sealed";
     pid = spawn_serve(pf, log);
     port = read_port(pf);
-    r = run("client --port %s --input %s --mode sealed --dp-eps 8 --dp-clip 1", port,
+    r = run("client --port %s --input %s --mode sealed --semi-honest --dp-eps 8 --dp-clip 1", port,
             tmp_path("x.f32"));
     expect_error(&r, 1, "3 rows need 3 DP releases, the session budget eps 8 (delta 1e-05, "
                         "the default) allows 1",
@@ -1747,6 +1816,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_sealed_needs_semi_honest),
         cmocka_unit_test(test_usage_points_at_help),
         cmocka_unit_test(test_stdio_and_json),
         cmocka_unit_test(test_missing_files),

@@ -136,7 +136,8 @@ static pid_t spawn_serve(const char *mode, unsigned *port)
         close(fd);
         execl(g_tool, g_tool, "serve", "--adapter", MODEL_DIR "/lora-max", "--allow-unsigned",
               "--module", "all", "--mode", mode, "--port", "0", "--port-file", pf, "--once",
-              "--accept-timeout", "60", (char *)NULL);
+              "--accept-timeout", "60",
+              !strcmp(mode, "sealed") ? "--semi-honest" : (char *)NULL, (char *)NULL);
         _exit(127);
     }
     for (int i = 0; i < 300; i++) { /* up to 30 s */
@@ -272,7 +273,7 @@ static void test_sealed(void **state)
 {
     (void)state;
     SKIP_UNLESS_READY();
-    char *a[] = {"--mode", "sealed", "--no-dp", "--adapter", k_adapter, NULL};
+    char *a[] = {"--mode", "sealed", "--semi-honest", "--no-dp", "--adapter", k_adapter, NULL};
     in_process(a);
 }
 
@@ -294,7 +295,11 @@ static void over_localhost(const char *mode, int no_dp)
             fail_msg("tensafe serve --mode %s did not start", mode);
         char server[32];
         snprintf(server, sizeof server, "127.0.0.1:%u", port);
-        char *a[] = {"--mode", (char *)mode, "--server", server, no_dp ? "--no-dp" : NULL, NULL};
+        char *a[] = {"--mode", (char *)mode, "--server", server, NULL, NULL, NULL};
+        if (!strcmp(mode, "sealed")) /* its opt-in */
+            a[4] = "--semi-honest";
+        if (no_dp)
+            a[a[4] ? 5 : 4] = "--no-dp";
         check_run(names[k], k ? "Once upon a time" : NULL, a, "Max");
         int status = 0;
         waitpid(pid, &status, 0);

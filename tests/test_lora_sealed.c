@@ -161,7 +161,8 @@ static void one_site(tsafe_sealed_mode mode, uint32_t d_in, uint32_t rank, uint3
                      tsafe_sealed_plan *p, adapter *a, tsafe_sealed_site **site,
                      tsafe_sealed_client **c, tsafe_sealed_server **s)
 {
-    assert_int_equal(tsafe_sealed_plan_derive(mode, d_in, rank, d_out, NULL, p), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_plan_derive(mode, d_in, rank, d_out, &(tsafe_sealed_opts){.semi_honest = 1}, p),
+                     TSAFE_OK);
     adapter_make(a, d_in, rank, d_out);
     assert_int_equal(tsafe_sealed_site_create(p, a->A, a->B, rank, d_out, a->scale, site),
                      TSAFE_OK);
@@ -421,7 +422,8 @@ static void prepared_round2_same_deltas(void **state)
 static void sites_per_query_split(void **state)
 {
     (void)state;
-    tsafe_sealed_opts one = {.sites_per_query = 1}, many = {.sites_per_query = 16};
+    tsafe_sealed_opts one = {.sites_per_query = 1, .semi_honest = 1},
+                      many = {.sites_per_query = 16, .semi_honest = 1};
     tsafe_sealed_plan p1, p16;
     assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED, 2048, 32, 512, &one, &p1), TSAFE_OK);
     assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED, 2048, 32, 512, &many, &p16),
@@ -438,7 +440,7 @@ static void sites_per_query_split(void **state)
     tsafe_sealed_plan forged = p16;
     forged.sites_per_query = 1; /* the split of p16 under another count */
     assert_int_equal(tsafe_sealed_plan_check(&forged), TSAFE_E_PARAMS);
-    tsafe_sealed_opts bad = {.sites_per_query = 5000};
+    tsafe_sealed_opts bad = {.sites_per_query = 5000, .semi_honest = 1};
     assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED, 2048, 32, 512, &bad, &p1),
                      TSAFE_E_RANGE);
     /* a token on the 16-site plan */
@@ -513,7 +515,8 @@ static void sealed_dp_noise_and_budget(void **state)
 {
     (void)state;
     tsafe_sealed_plan p;
-    assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED, 512, 16, 128, NULL, &p), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED, 512, 16, 128, &(tsafe_sealed_opts){.semi_honest = 1}, &p),
+                     TSAFE_OK);
     adapter a;
     adapter_make(&a, 512, 16, 128);
     tsafe_sealed_site *site;
@@ -633,7 +636,7 @@ static void backend_path_byte_identical(tsafe_sealed_mode mode)
 {
     const uint32_t d_in = 1536, ranks[2] = {16, 8}, d_outs[2] = {1024, 256};
     tsafe_sealed_plan p;
-    assert_int_equal(tsafe_sealed_plan_derive(mode, d_in, 16, 1024, NULL, &p), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_plan_derive(mode, d_in, 16, 1024, &(tsafe_sealed_opts){.semi_honest = 1}, &p), TSAFE_OK);
     adapter a[2];
     tsafe_sealed_site *site[2];
     for (int i = 0; i < 2; i++) {
@@ -770,6 +773,50 @@ static void backend_path_sealed_private(void **state)
     backend_path_byte_identical(TSAFE_SEALED_PRIVATE);
 }
 
+/* Issue 19: sealed mode sends decryptions back in the clear (a malicious
+ * server gets a decryption oracle, the client reads s B' from its own
+ * noise), so its plan is derived only for a caller that opts in to a
+ * semi-honest threat model, and a client refuses a sealed plan whose opt-in
+ * was cleared. Sealed-private needs no opt-in and its plan does not depend
+ * on it. */
+static void sealed_needs_semi_honest(void **state)
+{
+    (void)state;
+    tsafe_sealed_plan p, forged;
+    tsafe_sealed_opts none = {0}, semi = {.semi_honest = 1};
+    assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED, 512, 16, 128, NULL, &p),
+                     TSAFE_E_INSECURE);
+    assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED, 512, 16, 128, &none, &p),
+                     TSAFE_E_INSECURE);
+    assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED, 512, 16, 128, &semi, &p), TSAFE_OK);
+    assert_int_equal(p.mode, TSAFE_SEALED);
+    assert_int_equal(p.semi_honest, 1);
+    assert_int_equal(tsafe_sealed_plan_check(&p), TSAFE_OK);
+    forged = p;
+    forged.semi_honest = 0;
+    tsafe_status st = tsafe_sealed_plan_check(&forged);
+    assert_true(st == TSAFE_E_PARAMS || st == TSAFE_E_INSECURE);
+    tsafe_sealed_client *c = NULL;
+    st = tsafe_sealed_client_create(&forged, NULL, &c);
+    assert_true(st == TSAFE_E_PARAMS || st == TSAFE_E_INSECURE);
+    assert_null(c);
+    /* the honest plan still makes a client */
+    assert_int_equal(tsafe_sealed_client_create(&p, NULL, &c), TSAFE_OK);
+    tsafe_sealed_client_free(c);
+    /* sealed-private: the same plan with or without the flag */
+    tsafe_sealed_plan q0, q1;
+    assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED_PRIVATE, 512, 16, 128, NULL, &q0),
+                     TSAFE_OK);
+    assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED_PRIVATE, 512, 16, 128, &semi, &q1),
+                     TSAFE_OK);
+    assert_int_equal(q0.semi_honest, q1.semi_honest);
+    assert_int_equal(q0.chunk1, q1.chunk1);
+    assert_int_equal(q0.chunk2, q1.chunk2);
+    assert_int_equal(q0.flood1, q1.flood1);
+    assert_int_equal(tsafe_sealed_plan_check(&q0), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_plan_check(&q1), TSAFE_OK);
+}
+
 int main(void)
 {
     tsafe_test_rng_init("lora_sealed");
@@ -784,6 +831,7 @@ int main(void)
         cmocka_unit_test(round2_work_independent_of_masks),
         cmocka_unit_test(discrete_gaussian_matches_pmf),
         cmocka_unit_test(sealed_dp_noise_and_budget),
+        cmocka_unit_test(sealed_needs_semi_honest),
     };
     return cmocka_run_group_tests_name("lora_sealed", tests, NULL, NULL);
 }

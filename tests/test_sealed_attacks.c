@@ -46,7 +46,9 @@ static void random_adapter(float *A, float *B)
 
 static void world_open(world *w, tsafe_sealed_mode mode)
 {
-    assert_int_equal(tsafe_sealed_plan_derive(mode, D_IN, RANK, D_OUT, NULL, &w->plan), TSAFE_OK);
+    /* the opt-in sealed mode needs (sealed-private ignores it) */
+    const tsafe_sealed_opts o = {.semi_honest = 1};
+    assert_int_equal(tsafe_sealed_plan_derive(mode, D_IN, RANK, D_OUT, &o, &w->plan), TSAFE_OK);
     random_adapter(w->A, w->B);
     assert_int_equal(tsafe_sealed_site_create(&w->plan, w->A, w->B, RANK, D_OUT, 1.0f, &w->site),
                      TSAFE_OK);

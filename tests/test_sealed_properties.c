@@ -281,7 +281,7 @@ static void plan_flood_covers_noise(void **state)
         for (int mode = TSAFE_SEALED; mode <= TSAFE_SEALED_PRIVATE; mode++) {
             tsafe_sealed_plan p;
             assert_int_equal(tsafe_sealed_plan_derive((tsafe_sealed_mode)mode, shapes[i][0],
-                                                      shapes[i][1], shapes[i][2], NULL, &p),
+                                                      shapes[i][1], shapes[i][2], &(tsafe_sealed_opts){.semi_honest = 1}, &p),
                              TSAFE_OK);
             double a_max = exp2(p.a_bits - 1) - 1;
             uint32_t rows = (1u << p.r1.log_n) / p.chunk1;
@@ -483,7 +483,7 @@ static void shares_uncorrelated_with_A(void **state)
     (void)state;
     enum { D_IN = 64, RANK = 16, D_OUT = 16, TOKENS = 64 };
     world w;
-    world_open(&w, TSAFE_SEALED, D_IN, RANK, D_OUT, NULL, NULL);
+    world_open(&w, TSAFE_SEALED, D_IN, RANK, D_OUT, &(tsafe_sealed_opts){.semi_honest = 1}, NULL);
     world_site(&w, 1.0f);
     world_hello(&w);
     uint64_t t = 1ull << w.plan.r1.t_bits;
@@ -559,7 +559,7 @@ static void chosen_shares_reveal_no_column(void **state)
     (void)state;
     enum { D_IN = 64, RANK = 8, D_OUT = 64, TOKENS = 64 };
     world w;
-    world_open(&w, TSAFE_SEALED, D_IN, RANK, D_OUT, NULL, NULL);
+    world_open(&w, TSAFE_SEALED, D_IN, RANK, D_OUT, &(tsafe_sealed_opts){.semi_honest = 1}, NULL);
     world_site(&w, 1.0f);
     world_hello(&w);
     double *y = malloc(TOKENS * RANK * sizeof *y), *e3 = malloc(TOKENS * RANK * sizeof *e3);
@@ -688,7 +688,7 @@ static void dp_sigma_pinned(void **state)
 
     enum { D_IN = 64, RANK = 32, D_OUT = 16, TOKENS = 64 };
     world w;
-    world_open(&w, TSAFE_SEALED, D_IN, RANK, D_OUT, NULL, NULL);
+    world_open(&w, TSAFE_SEALED, D_IN, RANK, D_OUT, &(tsafe_sealed_opts){.semi_honest = 1}, NULL);
     world_site(&w, 1.0f);
     world_hello(&w);
     double s2 = 0;

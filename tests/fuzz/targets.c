@@ -1185,7 +1185,8 @@ static fz_sealed_fixture *fz_sealed(int priv)
     uint8_t other[32];
     fz_fill32(f->seed, priv ? 0x92 : 0x91); /* the session id is the seed's start */
     fz_fill32(other, 0x93);
-    FZ_CHECK(tsafe_sealed_plan_derive(mode, FZ_SEALED_D, FZ_SEALED_R, FZ_SEALED_OUT, NULL,
+    const tsafe_sealed_opts opts = {.semi_honest = 1}; /* sealed's opt-in; private ignores it */
+    FZ_CHECK(tsafe_sealed_plan_derive(mode, FZ_SEALED_D, FZ_SEALED_R, FZ_SEALED_OUT, &opts,
                                       &f->plan) == TSAFE_OK);
     FZ_CHECK(tsafe_sealed_plan_sizes(&f->plan, FZ_SEALED_R, FZ_SEALED_OUT, &f->sizes) ==
              TSAFE_OK);

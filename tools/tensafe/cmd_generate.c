@@ -23,7 +23,8 @@
 
 static const char k_generate_help[] =
     "usage: tensafe generate --model FILE --tokenizer FILE [--adapter DIR|PKG [--trusted-key K]]\n"
-    "                        [--mode local|sealed|sealed-private | --plain] [--no-dp]\n"
+    "                        [--mode local|sealed|sealed-private | --plain]\n"
+    "                        [--no-dp --semi-honest]\n"
     "                        [--server [127.0.0.1:]PORT] [--prompt TEXT] [--tokens N]\n"
     "                        [--temperature T] [--max-abs X] [--json]\n"
     "\n"
@@ -37,7 +38,8 @@ static const char k_generate_help[] =
     "  --mode sealed-private (default with an adapter)  the sealed two-party protocol,\n"
     "                    client and server in this process exchanging the real bytes\n"
     "  --mode sealed     the same, one round cheaper: needs --no-dp here (the server\n"
-    "                    learns u = A x of every site)\n"
+    "                    learns u = A x of every site) and --semi-honest (it protects\n"
+    "                    only against peers that follow the protocol: THREAT_MODEL.md)\n"
     "  --server PORT     the adapter stays with `tensafe serve --module all` on\n"
     "                    127.0.0.1:PORT (sealed or sealed-private); no --adapter here\n"
     "  --prompt TEXT     text after BOS (default: none, BOS only)\n"
@@ -202,7 +204,9 @@ static tsafe_status open_in_process(gen_lora *g, const char *adapter, const char
     if (g->kind != GEN_SEALED)
         return TSAFE_OK;
     tsafe_sealed_mode sm = g->mode == IO_MODE_SEALED ? TSAFE_SEALED : TSAFE_SEALED_PRIVATE;
-    if ((st = tsafe_sealed_pair_create(sm, NULL, NULL, no_dp, &g->pair)) != TSAFE_OK ||
+    /* check_opts let sealed through only with --semi-honest */
+    tsafe_sealed_opts so = {.semi_honest = sm == TSAFE_SEALED};
+    if ((st = tsafe_sealed_pair_create(sm, &so, NULL, no_dp, &g->pair)) != TSAFE_OK ||
         (st = tsafe_sealed_pair_prepare(g->pair, (const tsafe_lora_site *const *)g->sites,
                                         g->n_sites)) != TSAFE_OK)
         snprintf(g->what, sizeof g->what, "sealed sessions for the adapter's sites");
@@ -305,6 +309,7 @@ typedef struct {
     uint32_t tokens;
     double temperature, max_abs;
     int plain, json, no_dp;
+    int semi_honest; /* --semi-honest: the opt-in sealed mode needs */
 } gen_opts;
 
 /* argmax with ties to the lowest id, or a sample of softmax(logits / T). */
@@ -490,6 +495,13 @@ static int check_opts(gen_opts *o, tool_opt *t, gen_lora *g, uint32_t *port)
     } else {
         g->kind = o->plain ? GEN_PLAIN : g->mode == IO_MODE_LOCAL ? GEN_LOCAL : GEN_SEALED;
     }
+    int rc = io_mode_consent("generate",
+                             g->kind == GEN_SEALED || g->kind == GEN_REMOTE
+                                 ? g->mode
+                                 : IO_MODE_SEALED_PRIVATE,
+                             o->semi_honest);
+    if (rc)
+        return rc;
     if ((g->kind == GEN_SEALED || g->kind == GEN_REMOTE) && g->mode == IO_MODE_SEALED &&
         !o->no_dp)
         return tool_usage("generate: --mode sealed releases u = A x of every site to the "
@@ -570,7 +582,8 @@ int cmd_generate(int argc, char **argv)
                     {"--server", OPT_STR, &o.server, 0},
                     {"--json", OPT_FLAG, &o.json, 0},
                     {"--no-dp", OPT_FLAG, &o.no_dp, 0},
-                    {"--max-abs", OPT_DOUBLE, &o.max_abs, 0}};
+                    {"--max-abs", OPT_DOUBLE, &o.max_abs, 0},
+                    {"--semi-honest", OPT_FLAG, &o.semi_honest, 0}};
     int rc = opts_parse("generate", argc, argv, 1, t, sizeof t / sizeof t[0], NULL, 0, NULL);
     if (rc == OPTS_HELP) {
         fputs(k_generate_help, stdout);

@@ -16,7 +16,8 @@
 static const char k_help[] =
     "usage: tensafe lora apply --adapter DIR|PKG [--trusted-key HEX|FILE] --module NAME[,NAME...]\n"
     "                          --input X.f32 --output D.f32\n"
-    "                          [--mode sealed-private|sealed|local|plain-zero-moai | --plain]\n"
+    "                          [--mode sealed-private|sealed --semi-honest|local|\n"
+    "                           plain-zero-moai | --plain]\n"
     "                          [--params PRESET|auto] [--max-abs X] [--precision P]\n"
     "                          [--backend cpu|cuda] [--json]\n"
     "       tensafe lora compare D.f32 REF.f32 [--tol T] [--json]\n"
@@ -30,7 +31,8 @@ static const char k_help[] =
     "                            only delta (two exact BFV rounds)\n"
     "           sealed           one round; the server learns u = A x (over a network\n"
     "                            'tensafe client' adds DP noise; here, in one process,\n"
-    "                            none is added)\n"
+    "                            none is added); it protects only against peers\n"
+    "                            that follow the protocol: needs --semi-honest\n"
     "           plain-zero-moai  the seeds' CKKS protocol: the client can read the\n"
     "                            adapter's A (and s*B), the server gets a decryption\n"
     "                            oracle; parity checks only\n"
@@ -62,6 +64,7 @@ typedef struct {
     const char *adapter, *key, *modules, *input, *output, *mode_name, *params;
     double max_abs, precision;
     int max_abs_seen, plain, json;
+    int semi_honest; /* --semi-honest: the opt-in sealed mode needs */
     io_mode mode;
     const char *backend_name;             /* --backend */
     const tsafe_backend_factory *backend; /* its factory */
@@ -170,9 +173,10 @@ static int apply(const apply_opts *a)
         if (sealed_mode) {
             /* one process plays both parties: DP noise would protect u from
              * ourselves, so sealed runs exact here (allow_no_dp) */
+            tsafe_sealed_opts so = {.semi_honest = a->semi_honest}; /* --semi-honest */
             if ((st = tsafe_sealed_pair_create(a->mode == IO_MODE_SEALED ? TSAFE_SEALED
                                                                          : TSAFE_SEALED_PRIVATE,
-                                               NULL, NULL, 1, &sealed)) != TSAFE_OK ||
+                                               &so, NULL, 1, &sealed)) != TSAFE_OK ||
                 (st = tsafe_sealed_pair_use_backend(sealed, a->backend)) != TSAFE_OK ||
                 (st = tsafe_sealed_pair_prepare(sealed, (const tsafe_lora_site *const *)sites,
                                                 n_sites)) != TSAFE_OK) {
@@ -387,7 +391,8 @@ int cmd_lora(int argc, char **argv)
                         {"--precision", OPT_DOUBLE, &a.precision, 0},
                         {"--plain", OPT_FLAG, &a.plain, 0},
                         {"--backend", OPT_STR, &a.backend_name, 0},
-                        {"--json", OPT_FLAG, &a.json, 0}};
+                        {"--json", OPT_FLAG, &a.json, 0},
+                        {"--semi-honest", OPT_FLAG, &a.semi_honest, 0}};
         rc = opts_parse("lora apply", argc, argv, 2, o, sizeof o / sizeof o[0], NULL, 0, NULL);
         if (rc == OPTS_HELP) {
             fputs(k_help, stdout);
@@ -409,6 +414,8 @@ int cmd_lora(int argc, char **argv)
             return tool_usage("lora apply: --mode must be sealed-private, sealed, local or "
                               "plain-zero-moai, not '%s'",
                               a.mode_name);
+        if ((rc = io_mode_consent("lora apply", a.mode, a.semi_honest)) != 0)
+            return rc;
         if ((o[6].seen || o[8].seen) &&
             (a.mode == IO_MODE_SEALED || a.mode == IO_MODE_SEALED_PRIVATE))
             return tool_usage("lora apply: --params and --precision set the CKKS plan of --mode "

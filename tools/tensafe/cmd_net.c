@@ -665,7 +665,7 @@ static uint32_t hello_version(const uint8_t *b, size_t len)
 
 static const char k_serve_help[] =
     "usage: tensafe serve --adapter DIR|PKG [--trusted-key HEX|FILE] --module NAME[,NAME...]\n"
-    "                     [--mode sealed-private|sealed|plain-zero-moai]\n"
+    "                     [--mode sealed-private|sealed --semi-honest|plain-zero-moai]\n"
     "                     [--port P] [--port-file F] [--once | --requests K] [--timeout S]\n"
     "                     [--accept-timeout S] [--allow-unsigned] [--backend cpu|cuda]\n"
     "                     [--preset NAME | --precision P] [--max-abs X]   (plain-zero-moai)\n"
@@ -676,11 +676,15 @@ static const char k_serve_help[] =
     "client must ask for the same one):\n"
     "  sealed-private (default)  the server learns nothing about x; the client learns\n"
     "                   only delta = s*B*A*x (two exact BFV rounds per token)\n"
-    "  sealed           one round: the server learns u = A x plus the client's DP noise\n"
+    "  sealed           one round: the server learns u = A x plus the client's DP noise;\n"
+    "                   safe only between peers that follow the protocol (a deviating\n"
+    "                   client can read the adapter): needs --semi-honest\n"
     "  plain-zero-moai  the seeds' CKKS protocol, for parity only: the client can read\n"
     "                   the adapter's A (and s*B), the server gets a decryption oracle\n"
     "  --port P            TCP port (default 7433; 0 picks a free port)\n"
     "  --port-file F       write the port number to F once listening\n"
+    "  --semi-honest       required with --mode sealed: accept that it protects only\n"
+    "                      against peers that follow the protocol (docs/THREAT_MODEL.md)\n"
     "  --json              at exit, one JSON summary on stdout (progress: stderr)\n"
     "  --once              serve one client connection, then exit\n"
     "  --requests K        exit after K row requests (tokens) in total\n"
@@ -1100,7 +1104,8 @@ static tsafe_status width_plan(tsafe_sealed_mode mode, int v3, uint32_t d_in,
             r = rank[i] > r ? rank[i] : r;
             o = d_out[i] > o ? d_out[i] : o;
         }
-    tsafe_sealed_opts opts = {.sites_per_query = v3 ? 0 : (uint32_t)n};
+    tsafe_sealed_opts opts = {.sites_per_query = v3 ? 0 : (uint32_t)n,
+                              .semi_honest = mode == TSAFE_SEALED}; /* --semi-honest */
     return tsafe_sealed_plan_derive(mode, d_in, r, o, &opts, plan);
 }
 
@@ -1152,7 +1157,7 @@ int cmd_serve(int argc, char **argv)
     const char *mode_name = "sealed-private", *backend_name = "cpu";
     uint32_t port = 7433, requests = 0;
     double precision = 1e-6, max_abs = 8.0, timeout = 30, accept_timeout = 0;
-    int once = 0, allow_unsigned = 0, json = 0;
+    int once = 0, allow_unsigned = 0, json = 0, semi_honest = 0;
     tool_opt o[] = {{"--adapter", OPT_STR, &adapter, 0},
                     {"--trusted-key", OPT_STR, &key, 0},
                     {"--module", OPT_STR, &modules, 0},
@@ -1168,7 +1173,8 @@ int cmd_serve(int argc, char **argv)
                     {"--allow-unsigned", OPT_FLAG, &allow_unsigned, 0},
                     {"--mode", OPT_STR, &mode_name, 0},
                     {"--backend", OPT_STR, &backend_name, 0},
-                    {"--json", OPT_FLAG, &json, 0}};
+                    {"--json", OPT_FLAG, &json, 0},
+                    {"--semi-honest", OPT_FLAG, &semi_honest, 0}};
     int rc = opts_parse("serve", argc, argv, 1, o, sizeof o / sizeof o[0], NULL, 0, NULL);
     if (rc == OPTS_HELP) {
         fputs(k_serve_help, stdout);
@@ -1195,6 +1201,8 @@ int cmd_serve(int argc, char **argv)
         return tool_usage("serve: --mode must be sealed-private, sealed or plain-zero-moai, not "
                           "'%s'",
                           mode_name);
+    if ((rc = io_mode_consent("serve", mode, semi_honest)) != 0)
+        return rc;
     if (mode != IO_MODE_PLAIN_ZERO_MOAI && (o[5].seen || o[6].seen || o[7].seen))
         return tool_usage("serve: --preset, --precision and --max-abs set the CKKS plan of "
                           "--mode plain-zero-moai; --mode %s derives its plan from the shapes",
@@ -1388,7 +1396,7 @@ out:
 
 static const char k_client_help[] =
     "usage: tensafe client --port P --input X.f32 [--rows K] [--output D.f32]\n"
-    "                      [--mode sealed-private|sealed|plain-zero-moai]\n"
+    "                      [--mode sealed-private|sealed --semi-honest|plain-zero-moai]\n"
     "                      [--dp-eps E --dp-clip C [--dp-delta D] [--dp-budget EPS] | --no-dp]\n"
     "                      [--timeout S] [--json]\n"
     "\n"
@@ -1401,7 +1409,8 @@ static const char k_client_help[] =
     "                   learns only delta. Two exact BFV rounds per row.\n"
     "  sealed           one round cheaper: the server learns u = A x plus discrete-\n"
     "                   Gaussian DP noise; needs --dp-eps and --dp-clip, or --no-dp\n"
-    "                   to release u exactly\n"
+    "                   to release u exactly, and --semi-honest: a deviating server\n"
+    "                   gets a decryption oracle on this client's key\n"
     "  plain-zero-moai  the seeds' CKKS protocol, for parity only: this client can read\n"
     "                   the adapter's A, and the released u' gives the server a\n"
     "                   decryption oracle (DP optional)\n"
@@ -1418,6 +1427,8 @@ static const char k_client_help[] =
     "                 see docs/THREAT_MODEL.md): rows beyond what it allows are refused\n"
     "                 before anything is sent; the spent budget is printed at the end\n"
     "  --no-dp        (sealed) release u to the server without noise\n"
+    "  --semi-honest  required with --mode sealed: accept that it protects only against\n"
+    "                 a server that follows the protocol (docs/THREAT_MODEL.md)\n"
     "  --timeout S    send/receive timeout (default 30 s)\n"
     "  --json         one JSON summary on stdout (other lines: stderr)\n"
     "'-' for X.f32 / D.f32: standard input / output.\n";
@@ -1730,7 +1741,8 @@ static int client_hello(client_run *R)
      * default widths and the module count (every module reads the one
      * query), never from parameters the server sends */
     const hello_info *h = R->h;
-    tsafe_sealed_opts o = {.sites_per_query = (uint32_t)h->n};
+    tsafe_sealed_opts o = {.sites_per_query = (uint32_t)h->n,
+                           .semi_honest = R->co->mode == IO_MODE_SEALED}; /* --semi-honest */
     st = tsafe_sealed_plan_derive(sealed_mode_of(R->co->mode), h->d_in, h->rank_max,
                                   h->d_out_max, &o, &R->plan);
     if (st != TSAFE_OK) {
@@ -1909,6 +1921,7 @@ int cmd_client(int argc, char **argv)
     co.dp_delta = 1e-5;
     co.timeout = 30;
     const char *mode_name = "sealed-private";
+    int semi_honest = 0;
     tool_opt o[] = {{"--port", OPT_U32, &co.port, 0},
                     {"--input", OPT_STR, &co.input, 0},
                     {"--rows", OPT_U32, &co.rows, 0},
@@ -1920,7 +1933,8 @@ int cmd_client(int argc, char **argv)
                     {"--timeout", OPT_DOUBLE, &co.timeout, 0},
                     {"--mode", OPT_STR, &mode_name, 0},
                     {"--no-dp", OPT_FLAG, &co.no_dp, 0},
-                    {"--json", OPT_FLAG, &co.json, 0}};
+                    {"--json", OPT_FLAG, &co.json, 0},
+                    {"--semi-honest", OPT_FLAG, &semi_honest, 0}};
     int rc = opts_parse("client", argc, argv, 1, o, sizeof o / sizeof o[0], NULL, 0, NULL);
     if (rc == OPTS_HELP) {
         fputs(k_client_help, stdout);
@@ -1940,6 +1954,8 @@ int cmd_client(int argc, char **argv)
         return tool_usage("client: --mode must be sealed-private, sealed or plain-zero-moai, "
                           "not '%s'",
                           mode_name);
+    if ((rc = io_mode_consent("client", co.mode, semi_honest)) != 0)
+        return rc;
     if (o[4].seen != o[5].seen)
         return tool_usage("client: --dp-eps and --dp-clip go together");
     if ((o[6].seen || o[7].seen) && !o[4].seen)

@@ -45,6 +45,7 @@ typedef struct {
     const tsafe_backend_factory *factory; /* its factory */
     int compare;                          /* also run local and plain ZeRo-MOAI */
     int quiet;                            /* no report (a comparison run) */
+    int semi_honest;                      /* --semi-honest: sealed mode's opt-in */
 } demo_opts;
 
 /* What one run measured, for the comparison line. */
@@ -164,12 +165,14 @@ static tsafe_status party_open(party *p, int mode, const tsafe_backend_factory *
 {
     tsafe_status st;
     if (mode == MODE_SEALED || mode == MODE_SEALED_PRIVATE) {
+        /* cmd_demo let sealed through only with --semi-honest */
+        tsafe_sealed_opts so = {.semi_honest = mode == MODE_SEALED};
         /* the demo checks exactness: sealed runs without DP noise here
          * (tensafe client adds it by default) */
         if ((st = tsafe_lora_server_create(&p->plan, &p->pair.server)) != TSAFE_OK ||
             (st = tsafe_sealed_pair_create(mode == MODE_SEALED ? TSAFE_SEALED
                                                                : TSAFE_SEALED_PRIVATE,
-                                           NULL, NULL, 1, &p->sealed)) != TSAFE_OK ||
+                                           &so, NULL, 1, &p->sealed)) != TSAFE_OK ||
             (st = tsafe_sealed_pair_use_backend(p->sealed, f)) != TSAFE_OK)
             return st;
         p->engine = tsafe_lora_engine_sealed(p->sealed);
@@ -489,6 +492,8 @@ int cmd_demo(int argc, char **argv)
             D.o.json = 1;
         else if (!strcmp(argv[i], "--compare"))
             D.o.compare = 1;
+        else if (!strcmp(argv[i], "--semi-honest"))
+            D.o.semi_honest = 1;
         else if (!strcmp(argv[i], "--local"))
             D.o.mode = MODE_LOCAL;
         else if (!strcmp(argv[i], "--mode") && i + 1 < argc) {
@@ -512,12 +517,15 @@ int cmd_demo(int argc, char **argv)
         else if (!strcmp(argv[i], "--backend") && i + 1 < argc)
             D.o.backend = argv[++i];
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: tensafe demo [--tokens N] [--mode MODE] [--params auto|PRESET]\n"
-                   "                    [--seed S] [--backend cpu|cuda] [--compare] [--json]\n"
+            printf("usage: tensafe demo [--tokens N] [--mode MODE [--semi-honest]]\n"
+                   "                    [--params auto|PRESET] [--seed S] [--backend cpu|cuda]\n"
+                   "                    [--compare] [--json]\n"
                    "Runs HE-LoRA on q, k, v, o and the routed experts of one\n"
                    "Qwen3.5-35B-A3B-shaped layer and compares with plaintext LoRA.\n"
                    "MODE: sealed-private (default; the client learns only delta, the server\n"
-                   "nothing), sealed (the server learns u; run here without DP noise),\n"
+                   "nothing), sealed (the server learns u; run here without DP noise;\n"
+                   "it protects only against peers that follow the protocol, so it needs\n"
+                   "--semi-honest: docs/THREAT_MODEL.md),\n"
                    "local (one process holds the key: protects nothing), plain-zero-moai\n"
                    "(the seeds' two-party algorithm: the client reads the adapter).\n"
                    "--params applies to local and plain-zero-moai (CKKS); the sealed\n"
@@ -529,6 +537,11 @@ int cmd_demo(int argc, char **argv)
         } else
             return tool_usage("demo: unknown option '%s'", argv[i]);
     }
+    int crc = io_mode_consent("demo",
+                              D.o.mode == MODE_SEALED ? IO_MODE_SEALED : IO_MODE_SEALED_PRIVATE,
+                              D.o.semi_honest);
+    if (crc)
+        return crc;
     char bwhat[256];
     tsafe_status bst = io_backend_factory(D.o.backend, &D.o.factory, bwhat, sizeof bwhat);
     if (bst != TSAFE_OK)

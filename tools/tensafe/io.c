@@ -742,6 +742,18 @@ const char *io_mode_name(io_mode m)
     return (unsigned)m < 4 ? k_mode_names[m] : "unknown";
 }
 
+int io_mode_consent(const char *cmd, io_mode mode, int semi_honest)
+{
+    if (mode == IO_MODE_SEALED && !semi_honest)
+        return tool_usage("%s: sealed mode protects only against peers that follow the "
+                          "protocol (docs/THREAT_MODEL.md); add --semi-honest to use it, or "
+                          "use sealed-private",
+                          cmd);
+    if (mode != IO_MODE_SEALED && semi_honest)
+        return tool_usage("%s: --semi-honest is for --mode sealed", cmd);
+    return 0;
+}
+
 /* ----------------------------------------------------------- printing */
 
 static uint32_t bit_length(uint64_t v)

@@ -164,6 +164,12 @@ typedef enum {
 /* 0 and *out on a known name, -1 otherwise. */
 int io_mode_parse(const char *name, io_mode *out);
 const char *io_mode_name(io_mode m);
+/* Sealed mode sends decryptions back in the clear: it protects only against
+ * peers that follow the protocol, so the user must opt in (--semi-honest).
+ * 0 when mode is not sealed or semi_honest is set; otherwise prints the
+ * usage line for cmd ("serve", "lora apply", ...) and returns 2. Also 2 for
+ * --semi-honest with another mode (it would change nothing). */
+int io_mode_consent(const char *cmd, io_mode mode, int semi_honest);
 
 /* ------------------------------------------------------------ backends */
 
