@@ -50,15 +50,16 @@ static void adapter_free(adapter *a)
     free(a->x);
 }
 
-/* The fixed-point rules of docs/PROTOCOL.md, written out again: x on
- * the scale max|x| / x_max; A on one scale per site (sealed) or per row
- * (sealed-private). */
+/* The fixed-point rules of docs/PROTOCOL.md for sealed mode, written out
+ * again: x on the scale ||x||_2 / (x_max sqrt(d_in) - sqrt(d_in)/2 - 1),
+ * A on one scale per site. */
 static double reference_sx(const tsafe_sealed_plan *p, const adapter *a)
 {
-    double mx = 0;
+    double l2 = 0;
     for (uint32_t j = 0; j < a->d_in; j++)
-        mx = fmax(mx, fabs((double)a->x[j]));
-    return mx / (double)((1 << (p->x_bits - 1)) - 1);
+        l2 += (double)a->x[j] * a->x[j];
+    double x2 = (double)((1 << (p->x_bits - 1)) - 1) * sqrt((double)a->d_in);
+    return sqrt(l2) / (x2 - sqrt((double)a->d_in) / 2 - 1);
 }
 
 static double reference_sa(const tsafe_sealed_plan *p, const adapter *a, int row)

@@ -286,8 +286,11 @@ static void plan_flood_covers_noise(void **state)
             double a_max = exp2(p.a_bits - 1) - 1;
             uint32_t rows = (1u << p.r1.log_n) / p.chunk1;
             double nnz = (double)p.n_chunks1 * p.chunk1 * rows;
+            /* sealed-private holds A's rows to rms <= a_max / 4 (site.c),
+             * and its error term is 8 sigma times their L2 norm */
+            double a_rms = mode == TSAFE_SEALED_PRIVATE ? a_max / 4 : a_max;
             double b1 = p.n_chunks1 * (double)p.chunk1 * a_max / 2 +
-                        8 * sqrt(21.0 / 2) * a_max * sqrt(nnz);
+                        8 * sqrt(21.0 / 2) * a_rms * sqrt(nnz);
             uint32_t reads = p.rank < rows ? p.rank : rows;
             double sd = log2((double)reads * b1) - p.flood1;
             assert_true(sd <= -40);

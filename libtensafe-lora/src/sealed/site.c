@@ -324,11 +324,14 @@ tsafe_status tsafe_sealed_site_build(const tsafe_sealed_plan *plan,
     Ac = malloc(na * sizeof *Ac);
     Bc = malloc(nb * sizeof *Bc);
     TSAFE_CHECK(Ac && Bc, TSAFE_E_NOMEM);
-    TSAFE_TRY(canonical_factors(A, B, rank, plan->d_in, d_out, Ac, Bc));
-    if (plan->mode == TSAFE_SEALED_PRIVATE)
+    /* sealed mode (semi-honest peers only) keeps the adapter's own factors:
+     * its client learns s B' anyway (THREAT_MODEL.md) */
+    if (plan->mode == TSAFE_SEALED_PRIVATE) {
+        TSAFE_TRY(canonical_factors(A, B, rank, plan->d_in, d_out, Ac, Bc));
         TSAFE_TRY(quantize_private(s, Ac, Bc, aq));
-    else
-        quantize_sealed(s, Ac, Bc, aq);
+    } else {
+        quantize_sealed(s, A, B, aq);
+    }
     tsafe_sealed_layout1(plan, rank, &s->l1);
     TSAFE_TRY(build_plains(s->ctx1, &s->l1, aq, plan->d_in, &s->p1));
     if (plan->mode == TSAFE_SEALED_PRIVATE) {
