@@ -2,7 +2,7 @@
 # Installs the Debian packages TenSafe-HE needs when they are missing (as root),
 # otherwise prints the exact apt-get line and fails.
 PKGS="build-essential pkg-config libgmp-dev libfftw3-dev libsodium-dev libssl-dev zlib1g-dev \
-libopenblas-dev liblapacke-dev libjansson-dev libcmocka-dev gnuplot-nox"
+libopenblas-dev liblapacke-dev libjansson-dev libcmocka-dev gnuplot-nox libfplll-dev libmpfr-dev"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
