@@ -29,9 +29,11 @@
  * field) no longer exists reports "no such field" and counts as failed.
  *
  * Sizes (environment, defaults for CI):
- *  TSAFE_ADV_F1_TOKENS  honest tokens for the lattice attack (default 400;
+ *  TSAFE_ADV_F1_TOKENS  honest tokens for the lattice attack (default 2000;
  *                       the acceptance run is 10000)
- *  TSAFE_ADV_F1_TRIALS  same-product distinguisher trials (default 1000) */
+ *  TSAFE_ADV_F1_TRIALS  same-product distinguisher trials (default 1000)
+ *  TSAFE_ADV_F1_SIM_NOISE  (timing only) noise added to the outputs
+ *  TSAFE_ADV_F11_D_IN, _RANK, _D_OUT  F11's shape (1024, 8, 1024) */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -433,8 +435,13 @@ static tsafe_status token_finish(world *w, size_t n, float **delta, token *t)
     return t->st_finish;
 }
 
-/* A whole honest token on site i alone; delta: d_out floats. */
-static tsafe_status token_run(world *w, size_t i, const float *x, float *delta, token *t)
+static int decrypt_r2(const world *w, const token *t, int64_t *y, double *scale);
+
+/* A whole honest token on site i alone; delta: d_out floats. y (NULL ok):
+ * response 2 decrypted by the client's key before finish (which may
+ * rotate the key), scale: its scale field (NAN when none). */
+static tsafe_status token_run_y(world *w, size_t i, const float *x, float *delta, token *t,
+                                int64_t *y, double *scale)
 {
     const tsafe_sealed_site *ss = w->site[i];
     token_round1(w, x, &ss, 1, t);
@@ -442,7 +449,14 @@ static tsafe_status token_run(world *w, size_t i, const float *x, float *delta, 
     if (st != TSAFE_OK)
         return st;
     token_round2(w, &ss, 1, t);
+    if (y)
+        assert_int_equal(decrypt_r2(w, t, y, scale), 0);
     return token_finish(w, 1, &delta, t);
+}
+
+static tsafe_status token_run(world *w, size_t i, const float *x, float *delta, token *t)
+{
+    return token_run_y(w, i, x, delta, t, NULL, NULL);
 }
 
 /* ============================================================ decryption */
@@ -593,6 +607,7 @@ static size_t columns_found(const lattice *L, const int64_t *bq, uint32_t rank, 
 /* ===================================================================== F1 */
 
 enum { F1_D_IN = 128, F1_RANK = 8, F1_D_OUT = 64 };
+static double lattice_distance(const int64_t *bq, uint32_t r, uint32_t d, const int64_t *y);
 
 static void rand_x(float *x, uint32_t n)
 {
@@ -614,12 +629,18 @@ static size_t attack_lattice(long tokens, size_t *from_float, long *tokens_to_al
     size_t found = 0, ffound = 0;
     *tokens_to_all = -1;
     int have_float = 1;
+    /* TSAFE_ADV_F1_SIM_NOISE=b adds uniform noise in [-b, b] to the outputs
+     * before LLL: to time the attack on outputs that are not lattice
+     * points (as after a fix) on today's code */
+    long sim_noise = env_long("TSAFE_ADV_F1_SIM_NOISE", 0), off_lattice = 0;
     for (long tok = 0; tok < tokens; tok++) {
         rand_x(x, F1_D_IN);
         token t;
-        assert_int_equal(token_run(&w, 0, x, delta, &t), TSAFE_OK);
         double scale;
-        assert_int_equal(decrypt_r2(&w, &t, y, &scale), 0);
+        assert_int_equal(token_run_y(&w, 0, x, delta, &t, y, &scale), TSAFE_OK);
+        for (uint32_t j = 0; sim_noise && j < F1_D_OUT; j++) /* timing runs only */
+            y[j] += (int64_t)tsafe_test_below(2 * (uint64_t)sim_noise + 1) - sim_noise;
+        off_lattice += lattice_distance(site->bq, F1_RANK, F1_D_OUT, y) > 0.5; /* diagnostic */
         lat_add(&Li, y);
         /* the float delta the API returns, over the client's own x scale
          * and the response's scale field */
@@ -644,9 +665,10 @@ static size_t attack_lattice(long tokens, size_t *from_float, long *tokens_to_al
     size_t par;
     found = columns_found(&Li, site->bq, F1_RANK, F1_D_OUT, &par);
     printf("# F1 lattice: %ld tokens, rank of the outputs' lattice %zu%s, columns of B_q "
-           "recovered %zu/%d (parallel %zu), from the float delta %s%zu/%d; all after %ld tokens\n",
+           "recovered %zu/%d (parallel %zu), from the float delta %s%zu/%d; all after %ld tokens; "
+           "outputs off the B_q lattice: %ld\n",
            tokens, Li.m, Li.failed ? " (LLL failed once)" : "", found, F1_RANK, par, have_float ? "" : "(no scale field) ", ffound,
-           F1_RANK, *tokens_to_all);
+           F1_RANK, *tokens_to_all, off_lattice);
     *from_float = ffound;
     lat_free(&Li);
     lat_free(&Lf);
@@ -657,7 +679,7 @@ static size_t attack_lattice(long tokens, size_t *from_float, long *tokens_to_al
 static void f1_lattice_recovers_no_column(void **state)
 {
     (void)state;
-    long tokens = env_long("TSAFE_ADV_F1_TOKENS", 400), all;
+    long tokens = env_long("TSAFE_ADV_F1_TOKENS", 2000), all;
     double t0 = now_s();
     size_t ff, found = attack_lattice(tokens, &ff, &all);
     printf("# F1 lattice: %.1f s\n", now_s() - t0);
@@ -765,7 +787,8 @@ static int same_print(const field_print *a, const field_print *b)
 }
 
 /* The same-product distinguisher: success rate over `trials` tokens. */
-static double attack_same_product(long trials, long *by_fields, long *by_lattice)
+static double attack_same_product(long trials, long *by_fields, long *by_lattice,
+                                  long *lattice_right)
 {
     world w;
     world_open(&w, TSAFE_SEALED_PRIVATE, F1_D_IN, F1_RANK, F1_D_OUT, 2, 1);
@@ -820,16 +843,18 @@ static double attack_same_product(long trials, long *by_fields, long *by_lattice
     }
     const int64_t *bq[2] = {w.site[0]->bq, w.site[1]->bq};
     long right = 0;
-    *by_fields = *by_lattice = 0;
+    *by_fields = *by_lattice = *lattice_right = 0;
     for (long k = 0; k < trials; k++) {
         int secret = (int)tsafe_test_below(2), guess;
         rand_x(x, F1_D_IN);
         token t;
-        assert_int_equal(token_run(&w, (size_t)secret, x, delta, &t), TSAFE_OK);
+        assert_int_equal(token_run_y(&w, (size_t)secret, x, delta, &t, y, NULL), TSAFE_OK);
         token_fields(&w, &t, &cur);
-        assert_int_equal(decrypt_r2(&w, &t, y, NULL), 0);
         int f0 = same_print(&cur, &fp[0]), f1 = same_print(&cur, &fp[1]);
         double d0 = lattice_distance(bq[0], R, F1_D_OUT, y), d1 = lattice_distance(bq[1], R, F1_D_OUT, y);
+        /* the lattice alone (what is left once no field differs) */
+        int lguess = d0 < 0.5 * d1 ? 0 : d1 < 0.5 * d0 ? 1 : (int)tsafe_test_below(2);
+        *lattice_right += lguess == secret;
         if (f0 != f1) {
             guess = f1;
             (*by_fields)++;
@@ -851,12 +876,15 @@ static double attack_same_product(long trials, long *by_fields, long *by_lattice
 static void f1_same_product_indistinguishable(void **state)
 {
     (void)state;
-    long trials = env_long("TSAFE_ADV_F1_TRIALS", 1000), bf, bl;
+    long trials = env_long("TSAFE_ADV_F1_TRIALS", 1000), bf, bl, lr;
     double t0 = now_s();
-    double acc = attack_same_product(trials, &bf, &bl);
+    double acc = attack_same_product(trials, &bf, &bl, &lr);
+    double lacc = (double)lr / (double)trials;
     printf("# F1 same product: %.1f%% right over %ld trials (decided by fields %ld, by lattice "
-           "membership %ld), %.1f s\n", 100 * acc, trials, bf, bl, now_s() - t0);
+           "membership %ld; the lattice test alone %.1f%%), %.1f s\n", 100 * acc, trials, bf, bl,
+           100 * lacc, now_s() - t0);
     assert_true(acc <= 0.55);
+    assert_true(lacc <= 0.55);
 }
 
 /* ===================================================================== F2 */
@@ -890,8 +918,7 @@ static size_t attack_share_offsets(int *applicable)
     rand_x(x, DI);
     int64_t y0[DO], y1[DO];
     token t;
-    assert_int_equal(token_run(&w, 0, x, delta, &t), TSAFE_OK);
-    assert_int_equal(decrypt_r2(&w, &t, y0, NULL), 0);
+    assert_int_equal(token_run_y(&w, 0, x, delta, &t, y0, NULL), TSAFE_OK);
     token_free(&t);
     int64_t D = 1;
     while (D < 4 * (int64_t)R * tsafe_sealed_qmax(w.plan.b_bits))
@@ -921,8 +948,9 @@ static size_t attack_share_offsets(int *applicable)
         tsafe_status st = tsafe_sealed_server_round2(w.s, &ss, 1, t.sh, t.shl, &t.r2, &t.r2l, NULL);
         if (st == TSAFE_OK) {
             float *dp = delta;
+            int rc = decrypt_r2(&w, &t, y1, NULL); /* before finish: it may re-key */
             (void)token_finish(&w, 1, &dp, &t);
-            if (decrypt_r2(&w, &t, y1, NULL) == 0) {
+            if (rc == 0) {
                 int ok = 1;
                 for (uint32_t j = 0; j < DO; j++) {
                     int64_t col = llround((double)(y1[j] - y0[j]) / (double)D);
@@ -1087,6 +1115,12 @@ static double attack_decryption_oracle(double scale_mult, long *tokens, double *
                                        double *prior, long *budget, long *rotate, size_t *n_key)
 {
     enum { DI = 128, R = 8, DO = 64, SITES = 32 };
+    tsafe_sealed_plan p;
+    *tokens = *budget = *rotate = 0;
+    *correct = *prior = 0;
+    *n_key = 0;
+    if (tsafe_sealed_plan_derive(TSAFE_SEALED, DI, R, DO, NULL, &p) != TSAFE_OK)
+        return -1; /* the mode was retired */
     world w;
     world_open(&w, TSAFE_SEALED, DI, R, DO, SITES, 0);
     dp_open(&w, 8.0);
@@ -1226,6 +1260,10 @@ static void f4_no_decryption_oracle(void **state)
     double correct, prior;
     size_t n;
     double per = attack_decryption_oracle(1.0, &tokens, &correct, &prior, &budget, &rotate, &n);
+    if (per < 0) {
+        printf("# F4: sealed mode refused (retired): no oracle\n");
+        return;
+    }
     printf("# F4 decryption oracle (DP on, honest scale): %.0f key coefficients right per token "
            "(%.1f%% of those read right, blind guess %.1f%%); %ld tokens run, key of %zu "
            "coefficients needs %.0f tokens; DP budget %ld tokens, rotation after %ld; %.1f s\n",
