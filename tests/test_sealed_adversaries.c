@@ -1203,8 +1203,8 @@ static double attack_decryption_oracle(double scale_mult, long *tokens, double *
                 for (uint32_t k = 0; k < reads; k++) {
                     int64_t val = centred(get_u64(tk.sh + sh.s[s].obj_off[b * l.rows + k]), t);
                     int64_t sv = llround((double)val / (double)Mv);
-                    uint32_t p = pos[k], idx = (p + N - j) % N;
-                    if (p < j)
+                    uint32_t pk = pos[k], idx = (pk + N - j) % N;
+                    if (pk < j)
                         sv = -sv; /* X^N = -1 */
                     if (!known[idx]) {
                         known[idx] = 1;
