@@ -331,6 +331,19 @@ static void world_hello(world *w)
     tsafe_lora_bytes_free(h);
 }
 
+/* A fresh client (and server, when the world has one) in the same plan:
+ * for a token that a refusal left half done. */
+static void world_restart(world *w)
+{
+    tsafe_sealed_client_free(w->c);
+    assert_int_equal(tsafe_sealed_client_create(&w->plan, NULL, &w->c), TSAFE_OK);
+    if (w->s) {
+        tsafe_sealed_server_free(w->s);
+        assert_int_equal(tsafe_sealed_server_create(&w->plan, &w->s), TSAFE_OK);
+    }
+    world_hello(w);
+}
+
 static void world_open(world *w, tsafe_sealed_mode mode, uint32_t d_in, uint32_t rank,
                        uint32_t d_out, size_t n_sites, int with_server)
 {
@@ -960,12 +973,7 @@ static size_t attack_share_offsets(int *applicable)
             }
         } else {
             printf("# F2: the server refused the offset share (%s)\n", tsafe_status_name(st));
-            /* the server refused: a fresh client for the next try */
-            tsafe_sealed_client_free(w.c);
-            assert_int_equal(tsafe_sealed_client_create(&w.plan, NULL, &w.c), TSAFE_OK);
-            tsafe_sealed_server_free(w.s);
-            assert_int_equal(tsafe_sealed_server_create(&w.plan, &w.s), TSAFE_OK);
-            world_hello(&w);
+            world_restart(&w); /* the server refused: start over */
         }
         token_free(&t);
     }
@@ -1301,12 +1309,7 @@ static double noise_sd(world *w, double mult, int tokens, int *refused)
         if (token_respond(w, 1, &t) != TSAFE_OK) {
             (*refused)++;
             token_free(&t);
-            /* a fresh client: the refused token may leave it mid-token */
-            tsafe_sealed_client_free(w->c);
-            assert_int_equal(tsafe_sealed_client_create(&w->plan, NULL, &w->c), TSAFE_OK);
-            tsafe_sealed_server_free(w->s);
-            assert_int_equal(tsafe_sealed_server_create(&w->plan, &w->s), TSAFE_OK);
-            world_hello(w);
+            world_restart(w); /* the refused token may leave it mid-token */
             continue;
         }
         int64_t nz[64];
@@ -1484,10 +1487,7 @@ static double attack_reaction(int trials, int *shift_used, int *second_accepted)
         free(t.r1);
         t.r1 = NULL;
         token_free(&t);
-        /* the token is abandoned either way: a fresh client */
-        tsafe_sealed_client_free(w.c);
-        assert_int_equal(tsafe_sealed_client_create(&w.plan, NULL, &w.c), TSAFE_OK);
-        world_hello(&w);
+        world_restart(&w); /* the token is abandoned either way */
     }
     world_close(&w);
     printf("# F6 reaction (shift %d): aborts %d/%d when u_0 >= 0, %d/%d when u_0 < 0\n", ks,
@@ -1600,13 +1600,8 @@ static tsafe_status sparse_case(world *w, const float *A, const float *B, double
     *zero_ref = st == TSAFE_OK && den == 0;
     *err = den > 0 ? sqrt(num / den) : mx;
     token_free(&t);
-    if (st != TSAFE_OK) { /* the client may be mid-token: start over */
-        tsafe_sealed_client_free(w->c);
-        assert_int_equal(tsafe_sealed_client_create(&w->plan, NULL, &w->c), TSAFE_OK);
-        tsafe_sealed_server_free(w->s);
-        assert_int_equal(tsafe_sealed_server_create(&w->plan, &w->s), TSAFE_OK);
-        world_hello(w);
-    }
+    if (st != TSAFE_OK) /* the client may be mid-token: start over */
+        world_restart(w);
     free(x);
     free(d);
     return st;
