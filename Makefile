@@ -221,7 +221,15 @@ $(TOOL): $(TOOL_OBJ) $(LIBS_A)
 tests: $(TESTS)
 $(BUILD)/tests/%: $(TOBJ)/tests/%.o $(TEST_SUPPORT_OBJ) $(LIBS_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS_ALL) -o $@ $< $(TEST_SUPPORT_OBJ) $(LINK_STATIC) -lcmocka
+	$(CC) $(LDFLAGS_ALL) -o $@ $< $(TEST_SUPPORT_OBJ) $(LINK_STATIC) $(TEST_EXTRA) -lcmocka
+
+# test_sealed_adversaries runs its lattice attacks through fplll's C++ LLL
+ADV_LLL_OBJ = $(TOBJ)/tests/adversaries/lll_fplll.o
+$(ADV_LLL_OBJ): tests/adversaries/lll_fplll.cpp tests/adversaries/lll_fplll.h
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 $(OPT) -g $(SAN_FLAGS) -Itests -c $< -o $@
+$(BUILD)/tests/test_sealed_adversaries: $(ADV_LLL_OBJ)
+$(BUILD)/tests/test_sealed_adversaries: TEST_EXTRA = $(ADV_LLL_OBJ) -lfplll -lmpfr -lgmp -lstdc++
 
 # Runs every suite even when one fails, then reports; TESTS_FILTER=name
 # runs only suites whose name contains it.

@@ -4,7 +4,7 @@
 # `make fuzz`, valgrind for `make demo-valgrind`.
 PKGS="build-essential pkg-config libgmp-dev libfftw3-dev libsodium-dev libssl-dev zlib1g-dev \
 libopenblas-dev liblapacke-dev libjansson-dev libcmocka-dev gnuplot-nox \
-libsentencepiece-dev"
+libsentencepiece-dev libfplll-dev libmpfr-dev"
 missing=""
 PKGS="$PKGS clang valgrind" # make fuzz (libFuzzer), make demo-valgrind
 for p in $PKGS; do
