@@ -47,6 +47,9 @@ tsafe_status tsafe_sealed_pair_create(tsafe_sealed_mode mode,
     *out = NULL;
     TSAFE_REQUIRE(mode == TSAFE_SEALED || mode == TSAFE_SEALED_PRIVATE, TSAFE_E_ARG);
     TSAFE_REQUIRE(mode == TSAFE_SEALED_PRIVATE || dp || allow_no_dp, TSAFE_E_ARG);
+    /* sealed mode: the caller's semi-honest opt-in, refused here rather
+     * than at the first token (tsafe_sealed_plan_derive) */
+    TSAFE_REQUIRE(mode == TSAFE_SEALED_PRIVATE || (opts && opts->semi_honest), TSAFE_E_INSECURE);
     tsafe_sealed_pair *p = calloc(1, sizeof *p);
     if (!p)
         return TSAFE_E_NOMEM;
