@@ -1439,18 +1439,16 @@ static uint8_t *malicious_round1(world *w, const uint8_t *q, size_t ql, const ui
     return out;
 }
 
-/* u = A_q x_q of site 0 (row k), from the plain values and the published
- * fixed point (PROTOCOL.md). */
+/* The sign of u = A x of site 0 (row k): -1, 0 or 1. */
 static int64_t plain_u(const world *w, const float *x, uint32_t row)
 {
-    double mx = 0;
+    /* sealed-private (plan 3) quantizes a canonical factorization on
+     * scales it never sends, so the bit the attacker targets is taken as
+     * the sign of (A x)_row in doubles: the same sign for a generic x */
+    double u = 0;
     for (uint32_t j = 0; j < w->d_in; j++)
-        mx = fmax(mx, fabs((double)x[j]));
-    double sx = mx / (double)tsafe_sealed_qmax(w->plan.x_bits), sa = w->site[0]->scale_a;
-    int64_t u = 0;
-    for (uint32_t j = 0; j < w->d_in; j++)
-        u += (int64_t)lrint(x[j] / sx) * (int64_t)lrint(w->A[0][(size_t)row * w->d_in + j] / sa);
-    return u;
+        u += (double)x[j] * (double)w->A[0][(size_t)row * w->d_in + j];
+    return u > 0 ? 1 : u < 0 ? -1 : 0;
 }
 
 /* The reaction attack: |P(abort | u_0 >= 0) - P(abort | u_0 < 0)|. */
