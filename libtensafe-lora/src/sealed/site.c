@@ -91,13 +91,6 @@ static void quantize_sealed(tsafe_sealed_site *s, const float *A, const float *B
                 (float)((double)s->scale * B[(size_t)j * s->rank + k] * s->scale_a);
 }
 
-/* sealed-private: each row of A on its own scale (the scales never leave
- * the server: round 2 folds them into B'), so a row of small weights is
- * not quantized on the grid of the largest one; B' = scale * B * diag(row
- * scales) = scale_b B_q with |B_q| <= b_max; the site's shift k is the
- * smallest at least k_min that keeps every output in t2. The client
- * learns scale_b 2^k and k (THREAT_MODEL.md). A zero row or a zero B
- * gives exact zeros. */
 /* sqrt of the largest eigenvalue of A_q A_q^T (rank x rank, exact in
  * doubles: integer sums below 2^53), i.e. the operator norm of A_q, with a
  * margin for the eigensolver's rounding: an upper bound. */
