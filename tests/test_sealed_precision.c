@@ -76,6 +76,28 @@ static void fill_x(float *x, uint32_t d, inputs k)
     }
 }
 
+/* White box: the site stays within the bounds the plan's noise, flooding
+ * and t were sized for (plan.c): every row of B_q at rms <= b_max / 4
+ * (entries may pass b_max), every |u_i| bound ||A_q,i||_2 X2 within the
+ * plan's U = x_max a_max d_in / 4 (rows of A_q at rms <= a_max / 4), and
+ * the site's shift within the plan's. */
+static void check_site_bounds(const tsafe_sealed_plan *p, const tsafe_sealed_site *s)
+{
+    double bmax = (double)tsafe_sealed_qmax(p->b_bits), amax = (double)tsafe_sealed_qmax(p->a_bits);
+    double U = (double)tsafe_sealed_qmax(p->x_bits) * amax * p->d_in / 4, worst_b = 0, worst_u = 0;
+    for (uint32_t j = 0; j < s->d_out; j++) {
+        double ss = 0;
+        for (uint32_t k = 0; k < s->rank; k++) {
+            int64_t q = s->bq[(size_t)j * s->rank + k];
+            ss += (double)q * (double)q;
+        }
+        worst_b = fmax(worst_b, sqrt(ss / s->rank) / (bmax / 4));
+    }
+    for (uint32_t i = 0; i < s->rank; i++)
+        worst_u = fmax(worst_u, (double)s->u_bound[i] / (U + 2));
+    assert_true(worst_b <= 1 && worst_u <= 1 && s->trunc_bits <= p->trunc_bits);
+}
+
 /* ||s B A||_F in doubles. */
 static double frobenius(const float *A, const float *B, uint32_t rank, uint32_t d_in,
                         uint32_t d_out, float scale)
@@ -116,6 +138,7 @@ static double run(uint32_t d_in, uint32_t rank, uint32_t d_out, weights wa, weig
                      TSAFE_OK);
     tsafe_sealed_site *site;
     assert_int_equal(tsafe_sealed_site_create(&p, A, B, rank, d_out, scale, &site), TSAFE_OK);
+    check_site_bounds(&p, site);
     tsafe_sealed_client *c;
     tsafe_sealed_server *s;
     uint8_t *m[4];

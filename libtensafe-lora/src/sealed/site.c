@@ -143,7 +143,8 @@ static tsafe_status op_norm(const int64_t *aq, uint32_t rank, uint32_t d_in, dou
  * relative error on heavy-tailed adapters, 2-4e-4 now). */
 static double row_scale_for(double rms, double qmax)
 {
-    return rms > 0 ? rms / (qmax / TSAFE_SEALED_RMS_RATIO - 0.5) : 0;
+    /* 1 + 2^-20: the float rounding of rms and of the division */
+    return rms > 0 ? rms * (1 + 0x1p-20) / (qmax / TSAFE_SEALED_RMS_RATIO - 0.5) : 0;
 }
 
 /* sealed-private: each row of A on its own scale (the scales never leave
@@ -253,6 +254,10 @@ static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const
     uint32_t k = tsafe_sealed_k_min(p);
     while (k < p->trunc_bits && row2 * (ldexp(opn * x2, -(int)k) + extra) * (1 + 0x1p-30) >= t2half)
         k++;
+    /* the plan's k covers every site within its bounds (plan.c); a site
+     * that would not fit is refused rather than left to wrap */
+    if (row2 * (ldexp(opn * x2, -(int)k) + extra) * (1 + 0x1p-30) >= t2half)
+        return TSAFE_E_VALUE_RANGE;
     s->trunc_bits = k;
     return TSAFE_OK;
 }
