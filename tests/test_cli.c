@@ -910,6 +910,210 @@ static void test_peft_variants_sealed(void **state)
     }
 }
 
+/* --x-bits / --a-bits / --b-bits (issue 19): passed into the sealed plan
+ * (the summary and --json name the widths taken), refused with a usage
+ * error outside 4..20 bits or where they mean nothing, and a width with no
+ * room in the ring is a clear failure (exit 1). */
+static void test_sealed_widths(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    char ad[PATH_MAX], x[PATH_MAX], o[PATH_MAX], ref[PATH_MAX];
+    snprintf(ad, sizeof ad, "%s", tmp_path("ad"));
+    snprintf(x, sizeof x, "%s", tmp_path("x.f32"));
+    snprintf(o, sizeof o, "%s", tmp_path("widths.f32"));
+    snprintf(ref, sizeof ref, "%s", tmp_path("widths-ref.f32"));
+    result r = run("lora apply --adapter %s --module q_proj --input %s --output %s --plain", ad,
+                   x, ref);
+    expect_ok(&r, "lora apply --plain");
+    result_free(&r);
+    r = run("lora apply --adapter %s --module q_proj --input %s --output %s --x-bits 14 "
+            "--a-bits 15 --b-bits 13",
+            ad, x, o);
+    expect_ok(&r, "lora apply --x-bits 14 --a-bits 15 --b-bits 13");
+    if (!strstr(r.out, "mode sealed-private, widths x 14 a 15 b 13 bits"))
+        fail_msg("the summary does not name the widths given: %s", r.out);
+    result_free(&r);
+    size_t np, ns;
+    float *pv = read_f32(ref, &np), *sv = read_f32(o, &ns);
+    assert_int_equal(np, ns);
+    double e = rel_l2(sv, pv, np);
+    print_message("--x-bits 14 --a-bits 15 --b-bits 13: rel_l2 %.3e\n", e);
+    assert_true(e <= 1e-3);
+    free(pv);
+    free(sv);
+    /* defaults: the plan's own choice, named in --json */
+    r = run("lora apply --adapter %s --module q_proj --input %s --output %s --json", ad, x, o);
+    expect_ok(&r, "lora apply --json");
+    json_error_t je;
+    json_t *j = json_loads(r.out, 0, &je);
+    assert_non_null(j);
+    json_int_t xb = json_integer_value(json_object_get(j, "x_bits"));
+    json_int_t ab = json_integer_value(json_object_get(j, "a_bits"));
+    json_int_t bb = json_integer_value(json_object_get(j, "b_bits"));
+    print_message("default widths at d_in %d, rank %d: x %lld a %lld b %lld\n", DIM, RANK,
+                  (long long)xb, (long long)ab, (long long)bb);
+    assert_int_equal(xb, 13);
+    assert_true(ab >= 12 && ab <= 16 && bb >= 12 && bb <= 15);
+    json_decref(j);
+    result_free(&r);
+    r = run("lora apply --adapter %s --module q_proj --input %s --output %s --mode sealed "
+            "--semi-honest --a-bits 12 --json",
+            ad, x, o);
+    expect_ok(&r, "lora apply --mode sealed --a-bits 12");
+    j = json_loads(r.out, 0, &je);
+    assert_non_null(j);
+    assert_int_equal(json_integer_value(json_object_get(j, "a_bits")), 12);
+    assert_null(json_object_get(j, "b_bits"));
+    json_decref(j);
+    result_free(&r);
+    /* usage errors (exit 2), one line each */
+    static const struct {
+        const char *args, *needle1, *needle2;
+    } bad[] = {
+        {"--x-bits 3", "--x-bits must be 4..20 bits, not 3", NULL},
+        {"--a-bits 21", "--a-bits must be 4..20 bits, not 21", NULL},
+        {"--b-bits 0", "--b-bits must be 4..20 bits, not 0", NULL},
+        {"--b-bits x", "--b-bits", NULL},
+        {"--plain --a-bits 12", "--plain is the plaintext reference", "--x/a/b-bits"},
+        {"--mode local --x-bits 12", "--x-bits sets a width of the sealed modes", "not of local"},
+        {"--mode plain-zero-moai --a-bits 12", "--a-bits sets a width of the sealed modes",
+         "plain-zero-moai"},
+        {"--mode sealed --semi-honest --b-bits 12", "--b-bits is for sealed-private", NULL},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        r = run("lora apply --adapter %s --module q_proj --input %s --output %s %s", ad, x, o,
+                bad[i].args);
+        print_message("lora apply %s: %s", bad[i].args, r.err ? r.err : "(none)\n");
+        expect_error(&r, 2, bad[i].needle1, bad[i].needle2);
+        result_free(&r);
+    }
+    /* valid but too wide for the ring: the derivation says so (exit 1) */
+    r = run("lora apply --adapter %s --module q_proj --input %s --output %s --a-bits 20 "
+            "--x-bits 20",
+            ad, x, o);
+    print_message("--a-bits 20 --x-bits 20: %s", r.err ? r.err : "(none)\n");
+    expect_error(&r, 1, "no sealed-private plan for d_in 64", "narrower --x/a/b-bits");
+    result_free(&r);
+    /* generate: in-process sealed modes only */
+    static const struct {
+        const char *args, *needle1, *needle2;
+    } gen[] = {
+        {"--server 7 --x-bits 12", "in-process sealed mode", "default widths"},
+        {"--a-bits 12", "in-process sealed mode", "no sealed plan"},
+        {"--adapter AD --mode local --b-bits 12", "in-process sealed mode", "no sealed plan"},
+        {"--adapter AD --plain --b-bits 12", "in-process sealed mode", "no sealed plan"},
+        {"--adapter AD --x-bits 25", "--x-bits must be 4..20 bits, not 25", NULL},
+        {"--adapter AD --mode sealed --semi-honest --no-dp --b-bits 12",
+         "--b-bits is for sealed-private", NULL},
+    };
+    for (size_t i = 0; i < sizeof gen / sizeof *gen; i++) {
+        char args[PATH_MAX + 128];
+        const char *at = strstr(gen[i].args, "AD");
+        if (at)
+            snprintf(args, sizeof args, "%.*s%s%s", (int)(at - gen[i].args), gen[i].args, ad,
+                     at + 2);
+        else
+            snprintf(args, sizeof args, "%s", gen[i].args);
+        r = run("generate --model m.bin --tokenizer t.model %s", args);
+        print_message("generate %s: %s", gen[i].args, r.err ? r.err : "(none)\n");
+        expect_error(&r, 2, gen[i].needle1, gen[i].needle2);
+        result_free(&r);
+    }
+    static const char *const helps[] = {"lora apply", "generate"};
+    for (size_t i = 0; i < 2; i++) {
+        r = run("%s --help", helps[i]);
+        expect_ok(&r, helps[i]);
+        if (!strstr(r.out, "--x-bits") || !strstr(r.out, "--a-bits") || !strstr(r.out, "--b-bits"))
+            fail_msg("tensafe %s --help does not name the width options: %s", helps[i], r.out);
+        result_free(&r);
+    }
+}
+
+/* make-random --dist (issue 19): each draw at the rms of its uniform one,
+ * reproducible from --seed; heavy = Student t3 plus one planted outlier of
+ * +-50 times the t's scale per matrix (amp / 3 for A); and sealed-private
+ * meets 1e-3 on every distribution. */
+static void test_make_random_dists(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    static const char *const dists[] = {"uniform", "gaussian", "heavy"};
+    const double amp = 0.05;
+    for (size_t d = 0; d < 3; d++) {
+        char dir[PATH_MAX], dir2[PATH_MAX], name[64];
+        snprintf(name, sizeof name, "dist-%s", dists[d]);
+        snprintf(dir, sizeof dir, "%s", tmp_path(name));
+        snprintf(name, sizeof name, "dist-%s-again", dists[d]);
+        snprintf(dir2, sizeof dir2, "%s", tmp_path(name));
+        unsigned seed = (unsigned)(rnd64() & 0xffffff);
+        result r = run("adapter make-random --out %s --dim 256 --rank 8 --modules q_proj "
+                       "--dist %s --seed %u",
+                       dir, dists[d], seed);
+        expect_ok(&r, "adapter make-random --dist");
+        result_free(&r);
+        r = run("adapter make-random --out %s --dim 256 --rank 8 --modules q_proj --dist %s "
+                "--seed %u",
+                dir2, dists[d], seed);
+        expect_ok(&r, "adapter make-random --dist (same seed)");
+        result_free(&r);
+        tsafe_lora_adapter *a1 = NULL, *a2 = NULL;
+        assert_int_equal(tsafe_lora_adapter_load_peft(dir, &a1), TSAFE_OK);
+        assert_int_equal(tsafe_lora_adapter_load_peft(dir2, &a2), TSAFE_OK);
+        tsafe_lora_module_info m1, m2;
+        assert_int_equal(tsafe_lora_adapter_module(a1, 0, &m1), TSAFE_OK);
+        assert_int_equal(tsafe_lora_adapter_module(a2, 0, &m2), TSAFE_OK);
+        size_t n = m1.rank * m1.in_dim;
+        assert_memory_equal(m1.A, m2.A, n * sizeof *m1.A); /* --seed reproduces it */
+        double mx = 0, ss = 0;
+        size_t above = 0;
+        for (size_t i = 0; i < n; i++) {
+            double v = fabs((double)m1.A[i]);
+            mx = fmax(mx, v);
+            ss += v * v;
+            above += v > amp;
+        }
+        double rms = sqrt(ss / n);
+        print_message("make-random --dist %s: A rms %.4f (uniform's %.4f), max %.4f, %zu of %zu "
+                      "above %.2f\n",
+                      dists[d], rms, amp / sqrt(3.0), mx, above, n, amp);
+        if (d == 0)
+            assert_true(mx <= amp && above == 0);
+        if (d == 1) /* normal at sd amp/sqrt 3: 8.3 % above amp, none near 8 sd */
+            assert_true(above > 0 && mx < 8 * amp / sqrt(3.0) &&
+                        fabs(rms / (amp / sqrt(3.0)) - 1) < 0.2);
+        if (d == 2) /* the planted outlier, at least */
+            assert_true(mx >= 50 * amp / 3 * (1 - 1e-6));
+        tsafe_lora_adapter_free(a1);
+        tsafe_lora_adapter_free(a2);
+        /* sealed-private against the plaintext reference */
+        float xs[ROWS * 256];
+        for (int i = 0; i < ROWS * 256; i++)
+            xs[i] = (float)(3.0 * rnd_unit());
+        write_f32(tmp_path("xd.f32"), xs, ROWS * 256);
+        r = run("lora apply --adapter %s --module q_proj --input %s --output %s --plain", dir,
+                tmp_path("xd.f32"), tmp_path("pd.f32"));
+        expect_ok(&r, "lora apply --plain (dist)");
+        result_free(&r);
+        r = run("lora apply --adapter %s --module q_proj --input %s --output %s", dir,
+                tmp_path("xd.f32"), tmp_path("sd.f32"));
+        expect_ok(&r, "lora apply (dist)");
+        result_free(&r);
+        size_t np, ns;
+        float *pv = read_f32(tmp_path("pd.f32"), &np), *sv = read_f32(tmp_path("sd.f32"), &ns);
+        assert_int_equal(np, ns);
+        double e = rel_l2(sv, pv, np);
+        print_message("make-random --dist %s: sealed-private vs --plain rel_l2 %.3e\n",
+                      dists[d], e);
+        assert_true(e <= 1e-3);
+        free(pv);
+        free(sv);
+    }
+    result r = run("adapter make-random --out %s --dist cauchy", tmp_path("dist-bad"));
+    expect_error(&r, 2, "--dist must be uniform, gaussian or heavy, not 'cauchy'", NULL);
+    result_free(&r);
+}
+
 static void test_bad_vector_size(void **state)
 {
     (void)state;
@@ -1823,6 +2027,8 @@ int main(void)
         cmocka_unit_test(test_adapter_error_detail),
         cmocka_unit_test(test_bad_vector_size),
         cmocka_unit_test(test_peft_variants_sealed),
+        cmocka_unit_test(test_sealed_widths),
+        cmocka_unit_test(test_make_random_dists),
         cmocka_unit_test(test_non_finite_refused),
         cmocka_unit_test(test_params_plan_json),
         cmocka_unit_test(test_adapter_pack_verify_apply),

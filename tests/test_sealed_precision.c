@@ -1,7 +1,9 @@
 /* sealed-private on adapters as they come (issue 19, finding 12): every
  * class of weights and inputs a new user meets gives delta within 1e-3
- * relative L2 of a double-precision s B A x, at the default widths; a
- * zero B (how PEFT initialises every adapter) or a zero A gives delta = 0
+ * relative L2 of a double-precision s B A x, at the default widths (for
+ * an x the adapter reads less than half as much as a typical one, 1e-3
+ * times that shortfall: the grids follow x's norm, PROTOCOL.md); a zero
+ * B (how PEFT initialises every adapter) or a zero A gives delta = 0
  * exactly. The reference is a plain double loop. Weights and inputs are
  * drawn fresh per run (the seed is printed). */
 #include <stdarg.h>
@@ -74,10 +76,55 @@ static void fill_x(float *x, uint32_t d, inputs k)
     }
 }
 
+/* White box: the site stays within the bounds the plan's noise, flooding
+ * and t were sized for (plan.c): every row of B_q at rms <= b_max / 4
+ * (entries may pass b_max), every |u_i| bound ||A_q,i||_2 X2 within the
+ * plan's U = x_max a_max d_in / 4 (rows of A_q at rms <= a_max / 4), and
+ * the site's shift within the plan's. */
+static void check_site_bounds(const tsafe_sealed_plan *p, const tsafe_sealed_site *s)
+{
+    double bmax = (double)tsafe_sealed_qmax(p->b_bits), amax = (double)tsafe_sealed_qmax(p->a_bits);
+    double U = (double)tsafe_sealed_qmax(p->x_bits) * amax * p->d_in / 4, worst_b = 0, worst_u = 0;
+    for (uint32_t j = 0; j < s->d_out; j++) {
+        double ss = 0;
+        for (uint32_t k = 0; k < s->rank; k++) {
+            int64_t q = s->bq[(size_t)j * s->rank + k];
+            ss += (double)q * (double)q;
+        }
+        worst_b = fmax(worst_b, sqrt(ss / s->rank) / (bmax / 4));
+    }
+    for (uint32_t i = 0; i < s->rank; i++)
+        worst_u = fmax(worst_u, (double)s->u_bound[i] / (U + 2));
+    assert_true(worst_b <= 1 && worst_u <= 1 && s->trunc_bits <= p->trunc_bits);
+}
+
+/* ||s B A||_F in doubles. */
+static double frobenius(const float *A, const float *B, uint32_t rank, uint32_t d_in,
+                        uint32_t d_out, float scale)
+{
+    double *row = malloc(d_in * sizeof *row), acc = 0;
+    assert_non_null(row);
+    for (uint32_t o = 0; o < d_out; o++) {
+        memset(row, 0, d_in * sizeof *row);
+        for (uint32_t i = 0; i < rank; i++)
+            for (uint32_t j = 0; j < d_in; j++)
+                row[j] += (double)B[(size_t)o * rank + i] * A[(size_t)i * d_in + j];
+        for (uint32_t j = 0; j < d_in; j++)
+            acc += row[j] * row[j];
+    }
+    free(row);
+    return fabs((double)scale) * sqrt(acc);
+}
+
 /* One site through two tokens; returns the larger relative L2 error, or
- * -1 when the reference is exactly zero and so was every delta. */
+ * -1 when the reference is exactly zero and so was every delta. *excess:
+ * the largest error beyond the token's bound, 1e-3, or where x is nearly
+ * orthogonal to the adapter (||P x|| below half of ||P||_F rms(x), P = s B
+ * A: one entry of A and a small x_j, a rank-4 adapter and an unlucky x)
+ * 1e-3 times half the typical ||P x|| over the token's: every grid of the
+ * protocol is set by x's norm (PROTOCOL.md, "Precision"). */
 static double run(uint32_t d_in, uint32_t rank, uint32_t d_out, weights wa, weights wb,
-                  inputs xi, float scale)
+                  inputs xi, float scale, double *excess)
 {
     float *A = malloc((size_t)rank * d_in * sizeof *A);
     float *B = malloc((size_t)d_out * rank * sizeof *B);
@@ -91,6 +138,7 @@ static double run(uint32_t d_in, uint32_t rank, uint32_t d_out, weights wa, weig
                      TSAFE_OK);
     tsafe_sealed_site *site;
     assert_int_equal(tsafe_sealed_site_create(&p, A, B, rank, d_out, scale, &site), TSAFE_OK);
+    check_site_bounds(&p, site);
     tsafe_sealed_client *c;
     tsafe_sealed_server *s;
     uint8_t *m[4];
@@ -101,7 +149,8 @@ static double run(uint32_t d_in, uint32_t rank, uint32_t d_out, weights wa, weig
     assert_int_equal(tsafe_sealed_server_accept(s, m[0], l[0]), TSAFE_OK);
     tsafe_lora_bytes_free(m[0]);
     const tsafe_sealed_site *ss = site;
-    double worst = -1;
+    double p_fro = frobenius(A, B, rank, d_in, d_out, scale), worst = -1;
+    *excess = -INFINITY;
     for (int tok = 0; tok < 2; tok++) {
         fill_x(x, d_in, xi);
         assert_int_equal(tsafe_sealed_client_query(c, x, &m[0], &l[0], NULL), TSAFE_OK);
@@ -133,7 +182,14 @@ static double run(uint32_t d_in, uint32_t rank, uint32_t d_out, weights wa, weig
             assert_true(num == 0); /* zero in, exactly zero out */
             continue;
         }
-        worst = fmax(worst, sqrt(num / den));
+        double e = sqrt(num / den), x2 = 0;
+        for (uint32_t j = 0; j < d_in; j++)
+            x2 += (double)x[j] * x[j];
+        double ratio = sqrt(den) / (p_fro * sqrt(x2 / d_in)), bound = 1e-3 * fmax(1, 0.5 / ratio);
+        if (ratio < 0.5 || wa == ONE_ENTRY)
+            printf("#   ||P x|| / (||P||_F rms(x)) %.3f: rel L2 %.2e, bound %.2e\n", ratio, e, bound);
+        worst = fmax(worst, e);
+        *excess = fmax(*excess, e - bound);
     }
     tsafe_sealed_client_free(c);
     tsafe_sealed_server_free(s);
@@ -153,18 +209,18 @@ static const char *xname[] = {"uniform x", "gaussian x", "one-hot x", "peaked x"
 static void check(uint32_t d_in, uint32_t rank, uint32_t d_out, weights wa, weights wb,
                   inputs xi, float scale, const char *what)
 {
-    double e = run(d_in, rank, d_out, wa, wb, xi, scale);
+    double excess;
+    double e = run(d_in, rank, d_out, wa, wb, xi, scale, &excess);
     printf("# %-28s A %-13s B %-13s %-10s d_in %4u r %2u d_out %4u: %s %.2e\n", what,
            wname[wa], wname[wb], xname[xi], d_in, rank, d_out, e < 0 ? "delta = 0 exactly," : "rel L2",
            e < 0 ? 0.0 : e);
-    /* A heavy-tailed A (t3 and a 50x outlier): a canonical row dominated
-     * by one entry quantizes the rest coarsely, an error of about
-     * 0.29 sqrt(d_in) / a_max of u (measured 0.76-4.0e-3 over runs; issue
-     * 19 keeps <= 1e-3 open for that class: split such rows) */
-    /* One entry of A: delta hangs on one x_j, quantized on x's L2 grid
-     * (error 0.29 / (x_max |x_j| / rms x) of it: above 1e-3 when x_j is
-     * well below the rms; 1.1e-3 measured). */
-    assert_true(e <= (wa == HEAVY ? 6e-3 : wa == ONE_ENTRY ? 5e-3 : 1e-3));
+    /* Every class, heavy tails and a single entry included, within the
+     * issue's 1e-3 for an x that the adapter reads at least half as much
+     * as a typical one (run): sealed-private bounds rows by their rms
+     * only (site.c, row_scale_for), so an outlier no longer coarsens the
+     * grid of its row (before: 0.76-4.0e-3 for a heavy-tailed A, 1.7e-3
+     * for one entry). */
+    assert_true(excess <= 0);
 }
 
 static void weight_classes(void **state)

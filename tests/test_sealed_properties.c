@@ -287,7 +287,10 @@ static void plan_flood_covers_noise(void **state)
             uint32_t rows = (1u << p.r1.log_n) / p.chunk1;
             double nnz = (double)p.n_chunks1 * p.chunk1 * rows;
             /* sealed-private holds A's rows to rms <= a_max / 4 (site.c),
-             * and its error term is 8 sigma times their L2 norm */
+             * and its error term is 8 sigma times their L2 norm; the
+             * rounding term, half a row's L1 norm <= sqrt(n) L2 <= n a_max
+             * / 4, stays within n a_max / 2 although entries may pass
+             * a_max */
             double a_rms = mode == TSAFE_SEALED_PRIVATE ? a_max / 4 : a_max;
             double b1 = p.n_chunks1 * (double)p.chunk1 * a_max / 2 +
                         8 * sqrt(21.0 / 2) * a_rms * sqrt(nnz);

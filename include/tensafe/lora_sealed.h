@@ -46,7 +46,7 @@
 extern "C" {
 #endif
 
-#define TSAFE_SEALED_PLAN_VERSION 3u
+#define TSAFE_SEALED_PLAN_VERSION 4u
 #define TSAFE_SEALED_SESSION_BYTES 16
 
 typedef enum tsafe_sealed_mode {
@@ -54,11 +54,19 @@ typedef enum tsafe_sealed_mode {
     TSAFE_SEALED_PRIVATE = 2  /* two HE rounds; the server learns nothing */
 } tsafe_sealed_mode;
 
+/* The widths (bits) a plan accepts for x, A and B: others are refused
+ * with TSAFE_E_RANGE. Whether a width fits the ring at given shapes is
+ * the derivation's answer (TSAFE_E_VALUE_RANGE when none does). */
+#define TSAFE_SEALED_WIDTH_MIN 4u
+#define TSAFE_SEALED_WIDTH_MAX 20u
+
 /* Client options (zero = default). */
 typedef struct tsafe_sealed_opts {
     uint32_t x_bits;       /* default 13 */
-    uint32_t a_bits;       /* default 14 (sealed-private), 13 (sealed) */
-    uint32_t b_bits;       /* default 13 (sealed-private) */
+    uint32_t a_bits;       /* default 14 (sealed-private; 13 or 12 where
+                              round 1 has no room), 13 (sealed) */
+    uint32_t b_bits;       /* sealed-private; default: 12..15, the width
+                              whose plan models the smallest error */
     uint32_t rotate_after; /* tokens per secret key; default 4096 */
     uint32_t sites_per_query; /* sites expected to read one query (1..4096;
                                  default 1): weights the round-1 split, a

@@ -22,7 +22,7 @@ static const char k_help[] =
     "       tensafe adapter make-random --out DIR [--dim D] [--out-dim D2] [--rank R]\n"
     "                              [--alpha A] [--modules M[,M...]] [--seed S] [--amp-a X]\n"
     "                              [--rank-pattern M=R,...] [--alpha-pattern M=A,...]\n"
-    "                              [--dtype F32|F16|BF16]\n"
+    "                              [--dtype F32|F16|BF16] [--dist uniform|gaussian|heavy]\n"
     "\n"
     "inspect  modules, ranks, in/out dimensions, dtypes, alpha and scale of a PEFT\n"
     "         directory or of a signed package (verified with --trusted-key first)\n"
@@ -45,6 +45,7 @@ static const char k_make_random_help[] =
     "                                   [--alpha A] [--modules M[,M...]] [--seed S]\n"
     "                                   [--amp-a X] [--rank-pattern M=R,...]\n"
     "                                   [--alpha-pattern M=A,...] [--dtype F32|F16|BF16]\n"
+    "                                   [--dist uniform|gaussian|heavy]\n"
     "\n"
     "Writes a PEFT directory (adapter_config.json + adapter_model.safetensors) with\n"
     "one module per name in --modules (default q_proj,v_proj; a bare projection name\n"
@@ -53,7 +54,15 @@ static const char k_make_random_help[] =
     "(default 64 -> D), rank R (default 4), alpha A (default 2R). --rank-pattern\n"
     "and --alpha-pattern give the named modules another rank or alpha, written as\n"
     "PEFT's rank_pattern / alpha_pattern. --seed S reproduces an adapter (default:\n"
-    "a fresh random seed). Test data, not secret.\n";
+    "a fresh random seed). Test data, not secret.\n"
+    "--dist: how A and B are drawn, each at the root mean square of its uniform\n"
+    "draw (X / sqrt 3, 0.05 / sqrt 3):\n"
+    "  uniform   (default) as above\n"
+    "  gaussian  normal, mean 0\n"
+    "  heavy     Student t with 3 degrees of freedom (heavy tails: a few entries\n"
+    "            many times the rest), and in each matrix one planted outlier of\n"
+    "            50 times the t's scale, random sign and place (as trained\n"
+    "            adapters with outlier weights; the sealed modes' hard case)\n";
 
 /* ------------------------------------------------------------ inspect */
 
@@ -532,10 +541,44 @@ static uint64_t mix(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static void fill(float *v, size_t n, double amp, uint64_t *s)
+typedef enum { DIST_UNIFORM, DIST_GAUSSIAN, DIST_HEAVY } dist_kind;
+
+/* Uniform in [-1, 1). */
+static double unit(uint64_t *s)
 {
-    for (size_t i = 0; i < n; i++)
-        v[i] = (float)(amp * ((double)(mix(s) >> 11) * 0x1p-52 - 1.0));
+    return (double)(mix(s) >> 11) * 0x1p-52 - 1.0;
+}
+
+/* Standard normal (Box-Muller; the first uniform in (0, 1]). */
+static double normal(uint64_t *s)
+{
+    double a = ((double)(mix(s) >> 11) + 1) * 0x1p-53, b = (double)(mix(s) >> 11) * 0x1p-53;
+    return sqrt(-2 * log(a)) * cos(2 * M_PI * b);
+}
+
+/* n values at root mean square amp / sqrt(3) (that of uniform [-amp, amp]):
+ * uniform, normal, or Student t3 (normal / sqrt(chi2_3 / 3), rms sqrt 3:
+ * scale amp / 3) with one entry set to +-50 times that scale. */
+static void fill(float *v, size_t n, double amp, dist_kind d, uint64_t *s)
+{
+    for (size_t i = 0; i < n; i++) {
+        double x = unit(s) * amp;
+        if (d == DIST_GAUSSIAN) {
+            x = normal(s) * amp / sqrt(3.0);
+        } else if (d == DIST_HEAVY) {
+            double g = normal(s), c = 0;
+            for (int k = 0; k < 3; k++) {
+                double h = normal(s);
+                c += h * h;
+            }
+            x = g / sqrt(c / 3) * amp / 3;
+        }
+        v[i] = (float)x;
+    }
+    if (d == DIST_HEAVY && n) {
+        size_t at = (size_t)(mix(s) % n);
+        v[at] = (float)((mix(s) & 1 ? 50 : -50) * amp / 3);
+    }
 }
 
 /* --rank-pattern / --alpha-pattern "NAME=V,...": the value for module item
@@ -563,12 +606,13 @@ static int pattern_for(const char *list, const char *item, double dflt, double *
     return 0;
 }
 
-/* Test adapters: layer-0 attention modules with uniform random A and B
- * (not secret; a fixed --seed reproduces them). rank_pat / alpha_pat
+/* Test adapters: layer-0 attention modules with random A and B drawn from
+ * dist (not secret; a fixed --seed reproduces them). rank_pat / alpha_pat
  * give some modules another rank / alpha (written as PEFT patterns). */
 static int make_random(const char *out, uint32_t dim, uint32_t out_dim, uint32_t rank,
                        double alpha, const char *modules, uint64_t seed, double amp_a,
-                       tsafe_dtype dtype, const char *rank_pat, const char *alpha_pat)
+                       tsafe_dtype dtype, const char *rank_pat, const char *alpha_pat,
+                       dist_kind dist)
 {
     char *store = NULL, name[256], what[512];
     const char *items[64];
@@ -612,8 +656,8 @@ static int make_random(const char *out, uint32_t dim, uint32_t out_dim, uint32_t
                          ? "mlp"
                          : "self_attn",
                      items[i]);
-        fill(A, (size_t)rk * dim, amp_a, &seed);
-        fill(B, (size_t)out_dim * rk, 0.05, &seed);
+        fill(A, (size_t)rk * dim, amp_a, dist, &seed);
+        fill(B, (size_t)out_dim * rk, 0.05, dist, &seed);
         if ((st = tsafe_lora_adapter_add_module(ad, name, rk, dim, out_dim, A, B, a_i)) !=
             TSAFE_OK) {
             snprintf(what, sizeof what, "add module '%s'", name);
@@ -626,9 +670,10 @@ static int make_random(const char *out, uint32_t dim, uint32_t out_dim, uint32_t
         tool_fail(what, st);
         goto out;
     }
-    printf("random adapter written to %s: %zu modules, %u -> %u, rank %u, alpha %g%s, %s\n", out,
-           nm, dim, out_dim, rank, alpha, rank_pat || alpha_pat ? " (with patterns)" : "",
-           tsafe_dtype_name(dtype));
+    static const char *dist_names[] = {"uniform", "gaussian", "heavy-tailed + outlier"};
+    printf("random adapter written to %s: %zu modules, %u -> %u, rank %u, alpha %g%s, %s, %s\n",
+           out, nm, dim, out_dim, rank, alpha, rank_pat || alpha_pat ? " (with patterns)" : "",
+           tsafe_dtype_name(dtype), dist_names[dist]);
     rc = 0;
 out:
     free(store);
@@ -652,7 +697,7 @@ int cmd_adapter(int argc, char **argv)
     }
     const char *key = NULL, *out = NULL, *dtype_s = "F32", *id = NULL, *domain = "",
                *creator = "", *modules = "q_proj,v_proj", *pos[1] = {NULL},
-               *rank_pat = NULL, *alpha_pat = NULL;
+               *rank_pat = NULL, *alpha_pat = NULL, *dist_s = "uniform";
     int json = 0;
     uint32_t rank = 0, max_rank = 0, dim = 64, out_dim = 0;
     double energy = 0, price = 0, alpha = 0, amp_a = 0.05;
@@ -669,7 +714,8 @@ int cmd_adapter(int argc, char **argv)
                     {"--modules", OPT_STR, &modules, 0}, {"--alpha", OPT_DOUBLE, &alpha, 0},
                     {"--seed", OPT_U32, &seed_u, 0},  {"--amp-a", OPT_DOUBLE, &amp_a, 0},
                     {"--rank-pattern", OPT_STR, &rank_pat, 0},
-                    {"--alpha-pattern", OPT_STR, &alpha_pat, 0}};
+                    {"--alpha-pattern", OPT_STR, &alpha_pat, 0},
+                    {"--dist", OPT_STR, &dist_s, 0}};
     /* which options each subcommand accepts (indices into o) */
     static const struct {
         const char *name;
@@ -677,7 +723,7 @@ int cmd_adapter(int argc, char **argv)
         const char *allowed;
     } subs[] = {{"inspect", 1, "01"},         {"reduce", 1, "023456"},
                 {"keygen", 0, "5"},           {"pack", 1, "5789ab"},
-                {"verify", 1, "01"},          {"make-random", 0, "256cdefghij"}};
+                {"verify", 1, "01"},          {"make-random", 0, "256cdefghijk"}};
     int si = -1;
     for (int i = 0; i < (int)(sizeof subs / sizeof subs[0]); i++)
         if (!strcmp(sub, subs[i].name))
@@ -762,6 +808,15 @@ int cmd_adapter(int argc, char **argv)
         seed = seed_u;
     else
         randombytes_buf(&seed, sizeof seed);
+    dist_kind dist = DIST_UNIFORM;
+    if (!strcmp(dist_s, "gaussian"))
+        dist = DIST_GAUSSIAN;
+    else if (!strcmp(dist_s, "heavy"))
+        dist = DIST_HEAVY;
+    else if (strcmp(dist_s, "uniform"))
+        return tool_usage("adapter make-random: --dist must be uniform, gaussian or heavy, not "
+                          "'%s'",
+                          dist_s);
     return make_random(out, dim, out_dim, rank, alpha, modules, seed, amp_a, dtype, rank_pat,
-                       alpha_pat);
+                       alpha_pat, dist);
 }

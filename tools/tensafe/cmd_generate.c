@@ -24,7 +24,7 @@
 static const char k_generate_help[] =
     "usage: tensafe generate --model FILE --tokenizer FILE [--adapter DIR|PKG [--trusted-key K]]\n"
     "                        [--mode local|sealed|sealed-private | --plain]\n"
-    "                        [--no-dp --semi-honest]\n"
+    "                        [--no-dp --semi-honest] [--x-bits N] [--a-bits N] [--b-bits N]\n"
     "                        [--server [127.0.0.1:]PORT] [--prompt TEXT] [--tokens N]\n"
     "                        [--temperature T] [--max-abs X] [--json]\n"
     "\n"
@@ -46,6 +46,9 @@ static const char k_generate_help[] =
     "  --tokens N        tokens to generate (default 64)\n"
     "  --temperature T   0 (default): greedy, ties to the lowest id; T > 0 samples\n"
     "  --max-abs X       local mode: bound on |x| of the CKKS plan (default 64)\n"
+    "  --x-bits, --a-bits, --b-bits N  the in-process sealed modes' quantization\n"
+    "                    widths of x, A and B (b: sealed-private), 4..20 bits; default\n"
+    "                    x 13, A and B chosen by the plan (see tensafe lora --help)\n"
     "  --json            one JSON object: ids (generated, prompt excluded), text,\n"
     "                    prompt_ids, and the figures (ms per token: HE part and\n"
     "                    total; bytes per token each way; sites, queries, rounds)\n";
@@ -195,7 +198,8 @@ static tsafe_status make_sites(gen_lora *g, double max_abs_x)
 }
 
 static tsafe_status open_in_process(gen_lora *g, const char *adapter, const char *key,
-                                    double max_abs_x, int no_dp)
+                                    double max_abs_x, int no_dp,
+                                    const tsafe_sealed_opts *widths)
 {
     tsafe_status st;
     if ((st = io_load_adapter(adapter, key, &g->ad, g->what, sizeof g->what)) != TSAFE_OK ||
@@ -205,7 +209,8 @@ static tsafe_status open_in_process(gen_lora *g, const char *adapter, const char
         return TSAFE_OK;
     tsafe_sealed_mode sm = g->mode == IO_MODE_SEALED ? TSAFE_SEALED : TSAFE_SEALED_PRIVATE;
     /* check_opts let sealed through only with --semi-honest */
-    tsafe_sealed_opts so = {.semi_honest = sm == TSAFE_SEALED};
+    tsafe_sealed_opts so = *widths; /* --x-bits, --a-bits, --b-bits */
+    so.semi_honest = sm == TSAFE_SEALED;
     if ((st = tsafe_sealed_pair_create(sm, &so, NULL, no_dp, &g->pair)) != TSAFE_OK ||
         (st = tsafe_sealed_pair_prepare(g->pair, (const tsafe_lora_site *const *)g->sites,
                                         g->n_sites)) != TSAFE_OK)
@@ -310,6 +315,8 @@ typedef struct {
     double temperature, max_abs;
     int plain, json, no_dp;
     int semi_honest; /* --semi-honest: the opt-in sealed mode needs */
+    uint32_t bits[3];              /* --x-bits, --a-bits, --b-bits */
+    tsafe_sealed_opts sealed_opts; /* their widths (0: the plan's choice) */
 } gen_opts;
 
 /* argmax with ties to the lowest id, or a sample of softmax(logits / T). */
@@ -508,7 +515,14 @@ static int check_opts(gen_opts *o, tool_opt *t, gen_lora *g, uint32_t *port)
                           "server: give --no-dp to accept that (DP noise: tensafe client)");
     if (o->no_dp && !(g->mode == IO_MODE_SEALED && (g->kind == GEN_SEALED || g->kind == GEN_REMOTE)))
         return tool_usage("generate: --no-dp is for --mode sealed");
-    return 0;
+    const tool_opt *w = &t[14]; /* --x-bits, --a-bits, --b-bits */
+    if ((w[0].seen || w[1].seen || w[2].seen) && g->kind != GEN_SEALED)
+        return tool_usage("generate: --x-bits, --a-bits and --b-bits set the widths of an "
+                          "in-process sealed mode (--adapter); %s",
+                          g->kind == GEN_REMOTE ? "with --server both sides derive the plan "
+                                                  "with the default widths"
+                                                : "this run has no sealed plan");
+    return io_sealed_widths("generate", g->mode, w, &o->sealed_opts);
 }
 
 static tsafe_status load_inputs(const gen_opts *o, l2_model **m, spm_tok **tok, gen_run *r,
@@ -564,7 +578,7 @@ static tsafe_status gen_lora_open(const gen_opts *o, const l2_config *c, gen_lor
         return TSAFE_OK;
     if (g->kind == GEN_REMOTE)
         return open_remote(g, port, o->no_dp);
-    return open_in_process(g, o->adapter, o->key, o->max_abs, o->no_dp);
+    return open_in_process(g, o->adapter, o->key, o->max_abs, o->no_dp, &o->sealed_opts);
 }
 
 int cmd_generate(int argc, char **argv)
@@ -583,7 +597,10 @@ int cmd_generate(int argc, char **argv)
                     {"--json", OPT_FLAG, &o.json, 0},
                     {"--no-dp", OPT_FLAG, &o.no_dp, 0},
                     {"--max-abs", OPT_DOUBLE, &o.max_abs, 0},
-                    {"--semi-honest", OPT_FLAG, &o.semi_honest, 0}};
+                    {"--semi-honest", OPT_FLAG, &o.semi_honest, 0},
+                    {"--x-bits", OPT_U32, &o.bits[0], 0},
+                    {"--a-bits", OPT_U32, &o.bits[1], 0},
+                    {"--b-bits", OPT_U32, &o.bits[2], 0}};
     int rc = opts_parse("generate", argc, argv, 1, t, sizeof t / sizeof t[0], NULL, 0, NULL);
     if (rc == OPTS_HELP) {
         fputs(k_generate_help, stdout);

@@ -19,7 +19,8 @@ static const char k_help[] =
     "                          [--mode sealed-private|sealed --semi-honest|local|\n"
     "                           plain-zero-moai | --plain]\n"
     "                          [--params PRESET|auto] [--max-abs X] [--precision P]\n"
-    "                          [--backend cpu|cuda] [--json]\n"
+    "                          [--backend cpu|cuda] [--x-bits N] [--a-bits N] [--b-bits N]\n"
+    "                          [--json]\n"
     "       tensafe lora compare D.f32 REF.f32 [--tol T] [--json]\n"
     "       tensafe lora make-input --dim D [--rows K] [--max-abs X] --out X.f32\n"
     "\n"
@@ -43,6 +44,12 @@ static const char k_help[] =
     "         --max-abs: bound on |x| the plan allows (default: the input's largest |x|);\n"
     "         --params, --precision: the CKKS plan of local and plain-zero-moai (planner\n"
     "         target error, default 1e-6); the sealed modes derive their own.\n"
+    "         --x-bits, --a-bits, --b-bits (sealed modes; b: sealed-private only):\n"
+    "         the quantization widths of x, A and B, 4..20 bits (default: x 13; A\n"
+    "         and B chosen by the plan for the shapes, A 12..16 and B 12..15 bits\n"
+    "         for sealed-private, A 12..13 for sealed). Wider is finer but must fit\n"
+    "         the ring: a width with no room is refused (exit 1); the summary\n"
+    "         names the widths used.\n"
     "         A delta that is not finite in float32 is refused (exit 1).\n"
     "         --json: the summary as one JSON object.\n"
     "compare  relative L2 error ||D - REF|| / ||REF|| of two float32 files; with --tol,\n"
@@ -65,10 +72,40 @@ typedef struct {
     double max_abs, precision;
     int max_abs_seen, plain, json;
     int semi_honest; /* --semi-honest: the opt-in sealed mode needs */
+    uint32_t bits[3];              /* --x-bits, --a-bits, --b-bits */
+    tsafe_sealed_opts sealed_opts; /* their widths (0: the plan's choice) */
     io_mode mode;
     const char *backend_name;             /* --backend */
     const tsafe_backend_factory *backend; /* its factory */
 } apply_opts;
+
+/* The plan the sealed pair will derive (the same call: its widths go in the
+ * summary), with a clear message when the given widths do not fit. */
+static tsafe_status sealed_widths(const apply_opts *a, const io_modules *m, size_t n_sites,
+                                  const tsafe_sealed_opts *so, tsafe_sealed_plan *plan)
+{
+    uint32_t d_out_max = 0;
+    for (size_t i = 0; i < m->n; i++)
+        d_out_max = m->info[i].out_dim > d_out_max ? (uint32_t)m->info[i].out_dim : d_out_max;
+    tsafe_sealed_opts o = *so;
+    o.sites_per_query = (uint32_t)n_sites;
+    tsafe_status st = tsafe_sealed_plan_derive(
+        a->mode == IO_MODE_SEALED ? TSAFE_SEALED : TSAFE_SEALED_PRIVATE, m->d_in, m->max_rank,
+        d_out_max, &o, plan);
+    if (st == TSAFE_OK)
+        return TSAFE_OK;
+    char what[400], w[3][16];
+    const uint32_t v[3] = {so->x_bits, so->a_bits, so->b_bits};
+    for (int i = 0; i < 3; i++)
+        snprintf(w[i], sizeof w[i], v[i] ? "%u" : "default", v[i]);
+    snprintf(what, sizeof what,
+             "lora apply: no %s plan for d_in %u, rank %u, d_out %u with widths x %s, a %s, "
+             "b %s%s",
+             io_mode_name(a->mode), m->d_in, m->max_rank, d_out_max, w[0], w[1], w[2],
+             v[0] || v[1] || v[2] ? " (narrower --x/a/b-bits may fit)" : "");
+    tool_fail(what, st);
+    return st;
+}
 
 static int apply(const apply_opts *a)
 {
@@ -128,6 +165,8 @@ static int apply(const apply_opts *a)
     }
     float *deltas[IO_MAX_MODULES];
     tsafe_lora_plan plan;
+    tsafe_sealed_plan sealed_plan; /* sealed modes: for the summary */
+    memset(&sealed_plan, 0, sizeof sealed_plan);
     const char *mode = a->plain ? "plain" : io_mode_name(a->mode);
     tsafe_lora_engine eng = {NULL, NULL};
     int sealed_mode = a->mode == IO_MODE_SEALED || a->mode == IO_MODE_SEALED_PRIVATE;
@@ -173,7 +212,10 @@ static int apply(const apply_opts *a)
         if (sealed_mode) {
             /* one process plays both parties: DP noise would protect u from
              * ourselves, so sealed runs exact here (allow_no_dp) */
-            tsafe_sealed_opts so = {.semi_honest = a->semi_honest}; /* --semi-honest */
+            tsafe_sealed_opts so = a->sealed_opts; /* --x-bits, --a-bits, --b-bits */
+            so.semi_honest = (uint32_t)a->semi_honest;      /* --semi-honest */
+            if ((st = sealed_widths(a, m, n_sites, &so, &sealed_plan)) != TSAFE_OK)
+                goto out;
             if ((st = tsafe_sealed_pair_create(a->mode == IO_MODE_SEALED ? TSAFE_SEALED
                                                                          : TSAFE_SEALED_PRIVATE,
                                                &so, NULL, 1, &sealed)) != TSAFE_OK ||
@@ -248,6 +290,12 @@ static int apply(const apply_opts *a)
                               "modules", names, "d_in", (int)m->d_in, "d_out", (int)m->total_out,
                               "mode", mode, "output", a->output, "plan",
                               !a->plain && !sealed ? plan.name : "");
+        if (j && sealed_plan.x_bits) {
+            json_object_set_new(j, "x_bits", json_integer(sealed_plan.x_bits));
+            json_object_set_new(j, "a_bits", json_integer(sealed_plan.a_bits));
+            if (sealed_plan.b_bits)
+                json_object_set_new(j, "b_bits", json_integer(sealed_plan.b_bits));
+        }
         if (j && !a->plain) {
             json_object_set_new(j, "ms_per_row", json_real(ms / (double)rows));
             json_object_set_new(j, "bytes_up_per_row",
@@ -263,6 +311,11 @@ static int apply(const apply_opts *a)
            rows == 1 ? "" : "s", m->n, m->n == 1 ? "" : "s", m->d_in, m->total_out, mode);
     if (!a->plain && !sealed)
         printf(", plan %s", plan.name);
+    if (sealed_plan.x_bits && sealed_plan.b_bits)
+        printf(", widths x %u a %u b %u bits", sealed_plan.x_bits, sealed_plan.a_bits,
+               sealed_plan.b_bits);
+    else if (sealed_plan.x_bits)
+        printf(", widths x %u a %u bits", sealed_plan.x_bits, sealed_plan.a_bits);
     if (!a->plain)
         printf(", %.3f ms/row", ms / (double)rows);
     if (!a->plain && !local)
@@ -392,7 +445,10 @@ int cmd_lora(int argc, char **argv)
                         {"--plain", OPT_FLAG, &a.plain, 0},
                         {"--backend", OPT_STR, &a.backend_name, 0},
                         {"--json", OPT_FLAG, &a.json, 0},
-                        {"--semi-honest", OPT_FLAG, &a.semi_honest, 0}};
+                        {"--semi-honest", OPT_FLAG, &a.semi_honest, 0},
+                        {"--x-bits", OPT_U32, &a.bits[0], 0},
+                        {"--a-bits", OPT_U32, &a.bits[1], 0},
+                        {"--b-bits", OPT_U32, &a.bits[2], 0}};
         rc = opts_parse("lora apply", argc, argv, 2, o, sizeof o / sizeof o[0], NULL, 0, NULL);
         if (rc == OPTS_HELP) {
             fputs(k_help, stdout);
@@ -402,9 +458,10 @@ int cmd_lora(int argc, char **argv)
             return rc;
         if (!a.adapter || !a.modules || !a.input || !a.output)
             return tool_usage("lora apply: --adapter, --module, --input and --output are required");
-        if (a.plain && (o[5].seen || o[6].seen || o[8].seen || o[10].seen))
+        if (a.plain && (o[5].seen || o[6].seen || o[8].seen || o[10].seen || o[13].seen ||
+                        o[14].seen || o[15].seen))
             return tool_usage("lora apply: --plain is the plaintext reference, not a mode: it "
-                              "takes no --mode, --params, --precision or --backend");
+                              "takes no --mode, --params, --precision, --backend or --x/a/b-bits");
         if (a.json && !strcmp(a.output, "-"))
             return tool_usage("lora apply: --output - and --json both want standard output");
         if (!strcmp(a.mode_name, "two-party"))
@@ -415,6 +472,8 @@ int cmd_lora(int argc, char **argv)
                               "plain-zero-moai, not '%s'",
                               a.mode_name);
         if ((rc = io_mode_consent("lora apply", a.mode, a.semi_honest)) != 0)
+            return rc;
+        if ((rc = io_sealed_widths("lora apply", a.mode, &o[13], &a.sealed_opts)) != 0)
             return rc;
         if ((o[6].seen || o[8].seen) &&
             (a.mode == IO_MODE_SEALED || a.mode == IO_MODE_SEALED_PRIVATE))

@@ -754,6 +754,31 @@ int io_mode_consent(const char *cmd, io_mode mode, int semi_honest)
     return 0;
 }
 
+int io_sealed_widths(const char *cmd, io_mode mode, const tool_opt w[3],
+                     tsafe_sealed_opts *so)
+{
+    int sealed = mode == IO_MODE_SEALED || mode == IO_MODE_SEALED_PRIVATE;
+    uint32_t *dst[3] = {&so->x_bits, &so->a_bits, &so->b_bits};
+    for (int i = 0; i < 3; i++) {
+        if (!w[i].seen)
+            continue;
+        uint32_t v = *(const uint32_t *)w[i].dst;
+        if (!sealed)
+            return tool_usage("%s: %s sets a width of the sealed modes (sealed-private, "
+                              "sealed), not of %s",
+                              cmd, w[i].name, io_mode_name(mode));
+        if (i == 2 && mode == IO_MODE_SEALED)
+            return tool_usage("%s: --b-bits is for sealed-private (sealed applies B in the "
+                              "clear)",
+                              cmd);
+        if (v < TSAFE_SEALED_WIDTH_MIN || v > TSAFE_SEALED_WIDTH_MAX)
+            return tool_usage("%s: %s must be %u..%u bits, not %u", cmd, w[i].name,
+                              TSAFE_SEALED_WIDTH_MIN, TSAFE_SEALED_WIDTH_MAX, v);
+        *dst[i] = v;
+    }
+    return 0;
+}
+
 /* ----------------------------------------------------------- printing */
 
 static uint32_t bit_length(uint64_t v)

@@ -170,6 +170,14 @@ const char *io_mode_name(io_mode m);
  * usage line for cmd ("serve", "lora apply", ...) and returns 2. Also 2 for
  * --semi-honest with another mode (it would change nothing). */
 int io_mode_consent(const char *cmd, io_mode mode, int semi_honest);
+/* --x-bits, --a-bits, --b-bits: w[0..2] are those three options (uint32_t
+ * values; unseen ones leave the plan's default). Copies the given widths
+ * into so; 0 when they are valid for mode, else prints the usage line for
+ * cmd and returns 2: a width outside TSAFE_SEALED_WIDTH_MIN..MAX, a width
+ * with a mode other than sealed/sealed-private, or --b-bits with sealed
+ * (its round 2 is in the clear: no B grid). */
+int io_sealed_widths(const char *cmd, io_mode mode, const tool_opt w[3],
+                     tsafe_sealed_opts *so);
 
 /* ------------------------------------------------------------ backends */
 

@@ -4,8 +4,11 @@
  * Bounds (per read coefficient; sigma = sqrt(21/2) for the centred
  * binomial error, 8 sigma tails are below 2^-45):
  *  - product noise B = chunks*chunk*P_max/2 (rounding of round(Q m/t),
- *    non-zero only where m is) + 8 sigma P_max sqrt(nnz) (error times the
- *    plaintexts); it depends on the server's weights, so it is flooded:
+ *    non-zero only where m is: half the L1 norm of the plaintext row a
+ *    read accumulates, which sealed-private bounds through the row's rms,
+ *    L1 <= sqrt(n) L2 <= n P_max / RMS_RATIO, site.c) + 8 sigma P_rms
+ *    sqrt(nnz) (error times the plaintexts); it depends on the server's
+ *    weights, so it is flooded:
  *  - flood = 2^(ceil log2 B + 40 + ceil log2 reads): statistical distance
  *    at most reads * B / flood <= 2^-40 per site response;
  *  - after the switch Q -> q0 (a division by the gap D = Q/q0, one or two
@@ -14,7 +17,8 @@
  *    two roundings in a row err by at most 1/2 + 1/(2 q_gap) < 1/2 (1 + 2^-20)
  *    per coefficient, so both rounding terms carry that factor;
  *    decryption is exact while that stays below q0 / (2t).
- * Round 1 needs |u| <= U = x_max a_max d_in with 4U <= t (the share
+ * Round 1 needs |u| <= U = x_max a_max d_in (sealed-private: / RMS_RATIO,
+ * its rows' rms bound) with 4U <= t (the share
  * reconstruction in round 2 relies on it); round 2 needs |B_q u~| < t2/2
  * with u~ = floor(u / 2^k) - {0,1}. */
 #include <math.h>
@@ -197,7 +201,11 @@ static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
     /* round 1 */
     double x_max = (double)tsafe_sealed_qmax(p->x_bits);
     double a_max = (double)tsafe_sealed_qmax(p->a_bits);
-    double U = x_max * a_max * d_in;
+    /* |u_i| <= ||A_q,i||_2 X2 (Cauchy-Schwarz, tsafe_sealed_x2): A_q's
+     * entries are at most a_max in sealed mode, its rows' rms at most
+     * a_max / RMS_RATIO in sealed-private (site.c) */
+    double a_l2 = mode == TSAFE_SEALED_PRIVATE ? a_max / TSAFE_SEALED_RMS_RATIO : a_max;
+    double U = x_max * a_l2 * d_in;
     uint32_t t_bits = ceil_log2(4 * U + 1);
     if (t_bits < 8)
         t_bits = 8;
@@ -242,9 +250,11 @@ static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
          * no decrypted value can make the client's round 2 fail */
         for (uint32_t k = 0; k < 60; k++) {
             /* per output: ||B_q,j||_2 (||u||_2 / 2^k + 2 sqrt(r) + ||z||_2),
-             * ||B_q,j||_2 <= b_max sqrt(r), ||u||_2 <= U sqrt(r) (site.c) */
-            double dmax = bb * rank * (ldexp(U, -(int)k) + 2 +
-                                       TSAFE_SEALED_OUT_NOISE_TAIL * TSAFE_SEALED_OUT_NOISE_SD);
+             * ||B_q,j||_2 <= b_max sqrt(r) / RMS_RATIO, ||u||_2 <= U sqrt(r)
+             * (site.c) */
+            double dmax = bb / TSAFE_SEALED_RMS_RATIO * rank *
+                          (ldexp(U, -(int)k) + 2 +
+                           TSAFE_SEALED_OUT_NOISE_TAIL * TSAFE_SEALED_OUT_NOISE_SD);
             uint32_t t2 = ceil_log2(2 * dmax + 1);
             if (t2 < 8)
                 t2 = 8;
@@ -261,10 +271,29 @@ static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
         tsafe_sealed_layout l2;
         tsafe_sealed_layout2(p, rank, d_out_max, &l2);
         p->log2_sd2 = log2((double)d_out_max) + log2(noise2) - flood2;
-        /* u~ = u / 2^k: typical |u| ~ U / (4 sqrt(d_in)) (random signs) */
-        double ut = U / (4 * sqrt((double)d_in));
-        double eu = ldexp(1.0, (int)p->trunc_bits) / ut / sqrt(12.0);
-        double eb = 4 / sqrt(12.0) / bb;
+        /* Per output, relative to delta_j ~ rms(B'_j) ||u||_2: B's rounding
+         * 1/sqrt(12) of a grid of 4 rms / b_max, rounded up to a power of
+         * two (an rms factor of sqrt(3 / ln 4) = 1.47 over a uniform
+         * log2); u~ = u / 2^k + ({0, 1} - frac) + z, variance 1/6 + sd^2
+         * per coordinate, against a typical |u_i| (random signs)
+         * ||A_q,i||_2 ||x_q||_2 / sqrt(d_in) ~ x_max a_max sqrt(d_in) /
+         * RMS_RATIO. A site takes its own k (site.c) from its rows of B_q
+         * (L2 <= b_max sqrt(r) / RMS_RATIO) and ||A_q||_op, which for the
+         * canonical factors' orthogonal rows of equal rms is one row's L2
+         * norm, a_max sqrt(d_in) / RMS_RATIO: the model takes that k. */
+        double ut = x_max * a_max * sqrt((double)d_in) / TSAFE_SEALED_RMS_RATIO;
+        double opn = a_max / TSAFE_SEALED_RMS_RATIO * sqrt((double)d_in);
+        double row2 = bb / TSAFE_SEALED_RMS_RATIO * sqrt((double)rank);
+        double extra = (2 + TSAFE_SEALED_OUT_NOISE_TAIL * TSAFE_SEALED_OUT_NOISE_SD) *
+                       sqrt((double)rank);
+        uint32_t ks = tsafe_sealed_k_min(p);
+        while (ks < p->trunc_bits &&
+               row2 * (ldexp(opn * tsafe_sealed_x2(p), -(int)ks) + extra) >=
+                   ldexp(1.0, (int)p->r2.t_bits - 1))
+            ks++;
+        double sd = tsafe_sealed_out_noise_sd(rank);
+        double eu = ldexp(1.0, (int)ks) / ut * sqrt(1 / 6.0 + sd * sd);
+        double eb = 1.47 * TSAFE_SEALED_RMS_RATIO / sqrt(12.0) / bb;
         err2 += eu * eu + eb * eb;
     }
     p->expected_rel_error = sqrt(err2);
@@ -279,10 +308,10 @@ static void fill_defaults(tsafe_sealed_mode mode, const tsafe_sealed_opts *in,
         *o = *in;
     if (!o->x_bits)
         o->x_bits = 13;
-    if (!o->a_bits) /* sealed-private's A rows hold an rms bound: one bit more */
-        o->a_bits = mode == TSAFE_SEALED_PRIVATE ? 14 : 13;
-    if (!o->b_bits)
-        o->b_bits = 13;
+    if (!o->a_bits) /* chosen per plan (derive) */
+        o->a_bits = TSAFE_SEALED_A_BITS_MIN;
+    if (!o->b_bits) /* sealed-private: chosen per plan (derive) */
+        o->b_bits = TSAFE_SEALED_B_BITS_MIN;
     if (!o->rotate_after)
         o->rotate_after = 4096;
     if (!o->sites_per_query)
@@ -308,26 +337,49 @@ tsafe_status tsafe_sealed_plan_derive(tsafe_sealed_mode mode, uint32_t d_in,
      * semi-honest threat model (issue 19, THREAT_MODEL.md) */
     if (mode == TSAFE_SEALED && !o.semi_honest)
         return TSAFE_E_INSECURE;
-    if (o.x_bits < 4 || o.x_bits > 20 || o.a_bits < 4 || o.a_bits > 20 ||
-        o.b_bits < 4 || o.b_bits > 20 || o.rotate_after > (1u << 24) ||
+    if (o.x_bits < TSAFE_SEALED_WIDTH_MIN || o.x_bits > TSAFE_SEALED_WIDTH_MAX ||
+        o.a_bits < TSAFE_SEALED_WIDTH_MIN || o.a_bits > TSAFE_SEALED_WIDTH_MAX ||
+        o.b_bits < TSAFE_SEALED_WIDTH_MIN || o.b_bits > TSAFE_SEALED_WIDTH_MAX || o.rotate_after > (1u << 24) ||
         o.sites_per_query > 4096)
         return TSAFE_E_RANGE;
-    /* the default A width steps down a bit where round 1 has no room for
-     * it (large d_in); the plan records the width it took */
-    int a_default = !opts || !opts->a_bits;
+    /* Default widths: the plan takes, on the smallest ring that has room
+     * (N = 8192 costs about twice as much per token as 4096), the pair of
+     * widths whose plan models the smallest error (expected_rel_error).
+     * A bit of A costs round 1 two bits of room (t1 and the flood grow)
+     * and nothing on the wire; a bit of B halves B's rounding error but
+     * costs round 2 a bit of room (the flood grows with B) and every
+     * site's shift a bit (B_q u~ must fit t2), doubling the truncation
+     * and output-noise error: narrow sites gain from a wide B, large ones
+     * (rank, d_out) lose. The plan records the widths it took; explicit
+     * widths are taken as they are. */
+    int priv = mode == TSAFE_SEALED_PRIVATE;
+    int a_free = !opts || !opts->a_bits, b_free = priv && (!opts || !opts->b_bits);
+    uint32_t a_lo = a_free ? TSAFE_SEALED_A_BITS_MIN : o.a_bits;
+    uint32_t a_hi = a_free ? (priv ? TSAFE_SEALED_A_BITS_MAX : 13) : o.a_bits;
+    uint32_t b_lo = b_free ? TSAFE_SEALED_B_BITS_MIN : o.b_bits;
+    uint32_t b_hi = b_free ? TSAFE_SEALED_B_BITS_MAX : o.b_bits;
     tsafe_status st = TSAFE_E_VALUE_RANGE;
-    for (;;) {
-        for (uint32_t log_n = 12; log_n <= 13; log_n++) {
-            st = derive_at(mode, log_n, d_in, rank, d_out_max, &o, out);
-            if (st == TSAFE_OK)
-                return TSAFE_OK;
-            if (st != TSAFE_E_VALUE_RANGE)
-                break;
-        }
-        if (st != TSAFE_E_VALUE_RANGE || !a_default || o.a_bits <= 12)
-            break;
-        o.a_bits--;
+    for (uint32_t log_n = 12; log_n <= 13; log_n++) {
+        tsafe_sealed_opts w = o;
+        int found = 0;
+        for (w.a_bits = a_hi; w.a_bits >= a_lo; w.a_bits--)
+            for (w.b_bits = b_lo; w.b_bits <= b_hi; w.b_bits++) {
+                tsafe_sealed_plan cand;
+                st = derive_at(mode, log_n, d_in, rank, d_out_max, &w, &cand);
+                if (st != TSAFE_OK && st != TSAFE_E_VALUE_RANGE)
+                    goto fail;
+                /* ties go to the first: the wider A, the narrower B */
+                if (st == TSAFE_OK &&
+                    (!found || cand.expected_rel_error < out->expected_rel_error)) {
+                    *out = cand;
+                    found = 1;
+                }
+            }
+        if (found)
+            return TSAFE_OK;
     }
+    st = TSAFE_E_VALUE_RANGE;
+fail:
     memset(out, 0, sizeof *out);
     return st;
 }

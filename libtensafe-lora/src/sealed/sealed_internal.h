@@ -73,6 +73,15 @@ static inline double tsafe_sealed_out_noise_sd(uint32_t rank)
  * in flooding go to a wider A and to u~'s precision. */
 #define TSAFE_SEALED_RMS_RATIO 4.0
 
+/* Default widths: the plan takes the pair of these whose error model is
+ * smallest for its shapes, on the smallest ring with room (plan.c). A
+ * up to 13 bits in sealed mode (its rows are bounded entry by entry), B
+ * in sealed-private only. */
+#define TSAFE_SEALED_A_BITS_MIN 12u
+#define TSAFE_SEALED_A_BITS_MAX 16u
+#define TSAFE_SEALED_B_BITS_MIN 12u
+#define TSAFE_SEALED_B_BITS_MAX 15u
+
 /* The smallest truncation a site may use: floor(v / 2^k) < 2^(t1 - k)
  * must encode mod t2 for every v, so that no decrypted value can make the
  * client's second message fail (a failure would be a bit about x). */

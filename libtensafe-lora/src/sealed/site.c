@@ -123,6 +123,30 @@ static tsafe_status op_norm(const int64_t *aq, uint32_t rank, uint32_t d_in, dou
     return TSAFE_OK;
 }
 
+/* sealed-private's grid for a row of root mean square rms, on a width
+ * whose largest value is qmax: rms / grid = qmax / RMS_RATIO - 1/2, so
+ * that the quantized row's rms, at most 1/2 more (the rounding adds a
+ * vector of L2 norm <= sqrt(n) / 2), stays within plan.c's qmax /
+ * RMS_RATIO. 0 for a zero row.
+ *
+ * Only the rms is bounded, not the largest entry: every bound of the
+ * protocol takes a row through its L2 norm (|u_i| <= ||A_q,i||_2 X2, the
+ * error term of a read, ||B_q,j||_2 in the shift) or its L1 norm (the
+ * rounding term of a read: ||.||_1 <= sqrt(n) ||.||_2 <= n qmax /
+ * RMS_RATIO, within plan.c's n qmax / 2). A row dominated by one large
+ * weight (a heavy-tailed adapter's outlier, a one-hot canonical row) thus
+ * puts that weight above qmax (up to qmax sqrt(n) / RMS_RATIO) and keeps
+ * the grid of the rest of the row as fine as a typical row's; with a
+ * max-based grid the rest got sqrt(n) / RMS_RATIO times coarser, and u_i
+ * of such a row that much smaller than the others, which in turn made its
+ * column of B' dominate the grid of every output row (issue 19: 0.8-4e-3
+ * relative error on heavy-tailed adapters, 2-4e-4 now). */
+static double row_scale_for(double rms, double qmax)
+{
+    /* 1 + 2^-20: the float rounding of rms and of the division */
+    return rms > 0 ? rms * (1 + 0x1p-20) / (qmax / TSAFE_SEALED_RMS_RATIO - 0.5) : 0;
+}
+
 /* sealed-private: each row of A on its own scale (the scales never leave
  * the server: round 2 folds them into B'), so a row of small weights is
  * not quantized on the grid of the largest one; B' = scale * B * diag(row
@@ -155,10 +179,11 @@ static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const
         double ss = 0;
         for (uint32_t j = 0; j < d_in; j++)
             ss += (double)row[j] * row[j];
-        /* |A_q| <= a_max and the row's rms <= a_max / RMS_RATIO (plan.c) */
-        double m = fmax(max_abs(row, d_in), sqrt(ss / d_in) * TSAFE_SEALED_RMS_RATIO) *
-                   (1 + 0x1p-20);
-        double sc = m > 0 ? m / amax : 1.0, l2 = 0;
+        /* the row's rms <= a_max / RMS_RATIO after rounding (which adds at
+         * most 1/2 to an rms), and nothing else: see row_scale_for */
+        double sc = row_scale_for(sqrt(ss / d_in), amax), l2 = 0;
+        if (!(sc > 0))
+            sc = 1.0; /* a zero row: A_q = 0 */
         s->row_scale[i] = sc;
         for (uint32_t j = 0; j < d_in; j++) {
             int64_t q = (int64_t)lrint(row[j] / sc);
@@ -191,14 +216,12 @@ static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const
     }
     s->scale_b = 0;
     for (uint32_t j = 0; j < d_out; j++) {
-        double acc = 0, mx = 0;
+        double acc = 0;
         for (uint32_t k = 0; k < rank; k++) {
             double v = (double)s->bprime[(size_t)k * d_out + j];
             acc += v * v;
-            mx = fmax(mx, fabs(v));
         }
-        need[j] = fmax(mx / bmax, sqrt(acc / rank) * TSAFE_SEALED_RMS_RATIO / bmax) *
-                  (1 + 0x1p-20);
+        need[j] = row_scale_for(sqrt(acc / rank), bmax);
         s->scale_b = fmax(s->scale_b, need[j]);
     }
     if (!(s->scale_b > 0))
@@ -231,6 +254,10 @@ static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const
     uint32_t k = tsafe_sealed_k_min(p);
     while (k < p->trunc_bits && row2 * (ldexp(opn * x2, -(int)k) + extra) * (1 + 0x1p-30) >= t2half)
         k++;
+    /* the plan's k covers every site within its bounds (plan.c); a site
+     * that would not fit is refused rather than left to wrap */
+    if (row2 * (ldexp(opn * x2, -(int)k) + extra) * (1 + 0x1p-30) >= t2half)
+        return TSAFE_E_VALUE_RANGE;
     s->trunc_bits = k;
     return TSAFE_OK;
 }
