@@ -1434,15 +1434,8 @@ CHECK_FN(tsafe_lora_local_use_backend)
     OK(tsafe_lora_local_use_backend(f->local, NULL)); /* back to CPU */
 }
 
-CHECK_FN(tsafe_lora_local_set_direct)
-{
-    ERR(tsafe_lora_local_set_direct(NULL, 1));
-    OK(tsafe_lora_local_set_direct(f->local, 1));
-    OK(tsafe_lora_local_set_direct(f->local, 0));
-}
-
 static const api_case k_lora_he[] = {
-    ENTRY(tsafe_lora_local_use_backend), ENTRY(tsafe_lora_local_set_direct),
+    ENTRY(tsafe_lora_local_use_backend),
     ENTRY(tsafe_lora_engine_plain), ENTRY(tsafe_lora_engine_local),
     ENTRY(tsafe_lora_plan_auto), ENTRY(tsafe_lora_plan_preset), ENTRY(tsafe_lora_site_create),
     ENTRY(tsafe_lora_site_free), ENTRY(tsafe_lora_site_d_out), ENTRY(tsafe_lora_site_rank),
@@ -1668,13 +1661,6 @@ CHECK_FN(tsafe_lora_server_backend_name)
     assert_string_equal(tsafe_lora_server_backend_name(f->server), "cpu");
 }
 
-CHECK_FN(tsafe_lora_server_set_direct)
-{
-    ERR(tsafe_lora_server_set_direct(NULL, 1));
-    OK(tsafe_lora_server_set_direct(f->server, 1));
-    OK(tsafe_lora_server_set_direct(f->server, 0));
-}
-
 CHECK_FN(tsafe_lora_pair_use_backend)
 {
     tsafe_lora_pair empty = {NULL, NULL, NULL}, pair = {f->client, f->server, NULL};
@@ -1686,7 +1672,7 @@ CHECK_FN(tsafe_lora_pair_use_backend)
 
 static const api_case k_lora_two_party[] = {
     ENTRY(tsafe_lora_server_use_backend), ENTRY(tsafe_lora_server_backend_name),
-    ENTRY(tsafe_lora_server_set_direct), ENTRY(tsafe_lora_pair_use_backend),
+    ENTRY(tsafe_lora_pair_use_backend),
     ENTRY(tsafe_lora_engine_two_party),
     ENTRY(tsafe_lora_bytes_free), ENTRY(tsafe_lora_client_create),
     ENTRY(tsafe_lora_client_free), ENTRY(tsafe_lora_client_encrypt),
@@ -4145,15 +4131,6 @@ CHECK_FN(tsafe_sealed_server_prepare_round2)
     IS(TSAFE_E_STATE, tsafe_sealed_server_prepare_round2(S.sv, sites, 1, NULL));
 }
 
-CHECK_FN(tsafe_sealed_server_set_direct)
-{
-    sealed_world();
-    IS(TSAFE_E_NULL, tsafe_sealed_server_set_direct(NULL, 1));
-    OK(tsafe_sealed_server_set_direct(S.sv, 1));
-    assert_string_equal(tsafe_sealed_server_backend_name(S.sv), "direct");
-    OK(tsafe_sealed_server_set_direct(S.sv, 0));
-}
-
 CHECK_FN(tsafe_sealed_server_backend_name)
 {
     sealed_world();
@@ -4167,17 +4144,10 @@ CHECK_FN(tsafe_sealed_pair_use_backend)
     IS(TSAFE_E_NULL, tsafe_sealed_pair_use_backend(NULL, NULL));
 }
 
-CHECK_FN(tsafe_sealed_pair_set_direct)
-{
-    (void)f;
-    IS(TSAFE_E_NULL, tsafe_sealed_pair_set_direct(NULL, 1));
-}
-
 static const api_case k_lora_sealed[] = {
-    ENTRY(tsafe_sealed_server_use_backend), ENTRY(tsafe_sealed_server_set_direct),
+    ENTRY(tsafe_sealed_server_use_backend),
     ENTRY(tsafe_sealed_server_refill), ENTRY(tsafe_sealed_server_prepare_round2),
     ENTRY(tsafe_sealed_server_backend_name), ENTRY(tsafe_sealed_pair_use_backend),
-    ENTRY(tsafe_sealed_pair_set_direct),
     ENTRY(tsafe_sealed_plan_derive), ENTRY(tsafe_sealed_plan_check),
     ENTRY(tsafe_sealed_plan_sizes), ENTRY(tsafe_sealed_site_create),
     ENTRY(tsafe_sealed_site_free), ENTRY(tsafe_sealed_site_rank), ENTRY(tsafe_sealed_site_d_out),

@@ -35,7 +35,6 @@ struct tsafe_sealed_pair {
     cached_site *cache;
     size_t n_cache, cap_cache;
     const tsafe_backend_factory *factory; /* every server's backends */
-    int direct;
 };
 
 tsafe_status tsafe_sealed_pair_create(tsafe_sealed_mode mode,
@@ -108,12 +107,7 @@ void tsafe_sealed_pair_free(tsafe_sealed_pair *p)
 /* The pair's backend choice on one server. */
 static tsafe_status server_backend(const tsafe_sealed_pair *p, tsafe_sealed_server *s)
 {
-    tsafe_status st = TSAFE_OK;
-    if (p->factory)
-        st = tsafe_sealed_server_use_backend(s, p->factory);
-    if (st == TSAFE_OK)
-        st = tsafe_sealed_server_set_direct(s, p->direct);
-    return st;
+    return p->factory ? tsafe_sealed_server_use_backend(s, p->factory) : TSAFE_OK;
 }
 
 tsafe_status tsafe_sealed_pair_use_backend(tsafe_sealed_pair *p,
@@ -125,17 +119,6 @@ tsafe_status tsafe_sealed_pair_use_backend(tsafe_sealed_pair *p,
     for (size_t i = 0; i < p->n_lanes && st == TSAFE_OK; i++)
         if (p->lanes[i].server)
             st = tsafe_sealed_server_use_backend(p->lanes[i].server, f);
-    return st;
-}
-
-tsafe_status tsafe_sealed_pair_set_direct(tsafe_sealed_pair *p, int on)
-{
-    TSAFE_REQUIRE(p, TSAFE_E_NULL);
-    p->direct = on != 0;
-    tsafe_status st = TSAFE_OK;
-    for (size_t i = 0; i < p->n_lanes && st == TSAFE_OK; i++)
-        if (p->lanes[i].server)
-            st = tsafe_sealed_server_set_direct(p->lanes[i].server, on);
     return st;
 }
 
