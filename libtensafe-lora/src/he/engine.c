@@ -4,6 +4,7 @@
 
 #include "tensafe/lora_two_party.h"
 #include "he_internal.h"
+#include "../engine/engine_internal.h"
 
 static tsafe_status plain_fn(void *user, const tsafe_lora_site *const *sites,
                              size_t n, const float *x, float *const *delta,
@@ -91,5 +92,54 @@ static tsafe_status pair_fn(void *user, const tsafe_lora_site *const *sites,
 tsafe_lora_engine tsafe_lora_engine_two_party(tsafe_lora_pair *pair)
 {
     tsafe_lora_engine e = {pair_fn, pair};
+    return e;
+}
+
+/* ------------------------------------------------------- module engines */
+
+/* The sites of l (local) or of the pair's server for modules, then the
+ * site engine's own function: the same ring work and the same bytes. */
+static tsafe_status module_local_fn(void *user, const tsafe_lora_module *const *modules,
+                                    size_t n, const float *x, float *const *delta,
+                                    tsafe_lora_stats *stats)
+{
+    tsafe_lora_local *l = user;
+    const tsafe_lora_site *sites[TSAFE_LORA_MAX_CALL_MODULES];
+    const tsafe_lora_plan *plan;
+    tsafe_status st = l ? tsafe_lora_module_check_call(modules, n, x, delta) : TSAFE_E_NULL;
+    if (st != TSAFE_OK)
+        return st;
+    tsafe_lora_sitecache *c = tsafe_lora_local_sitecache_(l, &plan);
+    st = tsafe_lora_sitecache_map(c, tsafe_lora_local_context(l), plan, modules, n, sites);
+    return st == TSAFE_OK ? local_fn(l, sites, n, x, delta, stats) : st;
+}
+
+tsafe_lora_module_engine tsafe_lora_module_engine_local(tsafe_lora_local *l)
+{
+    tsafe_lora_module_engine e = {module_local_fn, l};
+    return e;
+}
+
+static tsafe_status module_pair_fn(void *user, const tsafe_lora_module *const *modules,
+                                   size_t n, const float *x, float *const *delta,
+                                   tsafe_lora_stats *stats)
+{
+    tsafe_lora_pair *p = user;
+    const tsafe_lora_site *sites[TSAFE_LORA_MAX_CALL_MODULES];
+    const tsafe_lora_plan *plan;
+    tsafe_status st = p && p->client && p->server
+                          ? tsafe_lora_module_check_call(modules, n, x, delta)
+                          : TSAFE_E_NULL;
+    if (st != TSAFE_OK)
+        return st;
+    tsafe_lora_sitecache *c = tsafe_lora_server_sitecache_(p->server, &plan);
+    st = tsafe_lora_sitecache_map(c, tsafe_lora_server_context(p->server), plan, modules, n,
+                                  sites);
+    return st == TSAFE_OK ? pair_fn(p, sites, n, x, delta, stats) : st;
+}
+
+tsafe_lora_module_engine tsafe_lora_module_engine_two_party(tsafe_lora_pair *pair)
+{
+    tsafe_lora_module_engine e = {module_pair_fn, pair};
     return e;
 }

@@ -19,6 +19,7 @@ struct tsafe_lora_local {
     uint32_t u_cap;
     size_t slots;
     tsafe_lora_exec *exec; /* the ring work on a backend */
+    tsafe_lora_sitecache modules; /* sites of the module engine */
 };
 
 /* free() for buffers that held plaintext derived from x. */
@@ -71,6 +72,7 @@ void tsafe_lora_local_free(tsafe_lora_local *l)
     if (!l)
         return;
     tsafe_lora_exec_free(l->exec); /* before the context it serves */
+    tsafe_lora_sitecache_clear(&l->modules);
     tsafe_ciphertext_free(l->x_ct);
     tsafe_plaintext_free(l->pt);
     tsafe_secret_key_free(l->sk);
@@ -85,6 +87,13 @@ void tsafe_lora_local_free(tsafe_lora_local *l)
 const tsafe_context *tsafe_lora_local_context(const tsafe_lora_local *l)
 {
     return l ? l->ctx : NULL;
+}
+
+tsafe_lora_sitecache *tsafe_lora_local_sitecache_(tsafe_lora_local *l,
+                                                  const tsafe_lora_plan **plan)
+{
+    *plan = &l->plan;
+    return &l->modules;
 }
 
 tsafe_status tsafe_lora_local_use_backend(tsafe_lora_local *l, const tsafe_backend_factory *f)

@@ -18,6 +18,7 @@ struct tsafe_lora_server {
     uint8_t *resp; /* reused response buffer (tsafe_lora_server_process_scratch) */
     size_t resp_cap;
     tsafe_lora_exec *exec; /* the ring work on a backend */
+    tsafe_lora_sitecache modules; /* sites of the module engine */
 };
 
 tsafe_status tsafe_lora_server_create(const tsafe_lora_plan *plan,
@@ -48,6 +49,7 @@ void tsafe_lora_server_free(tsafe_lora_server *s)
     if (!s)
         return;
     tsafe_lora_exec_free(s->exec); /* before the context it serves */
+    tsafe_lora_sitecache_clear(&s->modules);
     tsafe_ciphertext_free(s->x);
     tsafe_context_free(s->ctx);
     free(s->u);
@@ -58,6 +60,13 @@ void tsafe_lora_server_free(tsafe_lora_server *s)
 const tsafe_context *tsafe_lora_server_context(const tsafe_lora_server *s)
 {
     return s ? s->ctx : NULL;
+}
+
+tsafe_lora_sitecache *tsafe_lora_server_sitecache_(tsafe_lora_server *s,
+                                                   const tsafe_lora_plan **plan)
+{
+    *plan = &s->plan;
+    return &s->modules;
 }
 
 tsafe_status tsafe_lora_server_use_backend(tsafe_lora_server *s,
