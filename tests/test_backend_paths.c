@@ -24,6 +24,7 @@
 #include "tensafe/moe_lora.h"
 #include "support/tsafe_test_lora.h"
 #include "support/tsafe_test_rng.h"
+#include "support/tsafe_test_stream.h"
 #include "reference/tsafe_ref.h"
 
 /* ------------------------------------------------- counting backend */
@@ -398,34 +399,6 @@ static void test_server_many_sites(void **state)
 
 /* ------------------------------------------- deterministic randomness */
 
-/* libsodium's randombytes replaced by a resettable stream (installed before
- * sodium_init), so that two runs draw the same keys, seeds and errors and
- * their results can be compared bit for bit. */
-static uint64_t g_rng;
-
-static uint64_t next64(void)
-{
-    uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static const char *rb_name(void) { return "test-stream"; }
-static uint32_t rb_random(void) { return (uint32_t)next64(); }
-static void rb_stir(void) {}
-static uint32_t rb_uniform(const uint32_t upper) { return upper ? (uint32_t)(next64() % upper) : 0; }
-static void rb_buf(void *const buf, const size_t size)
-{
-    uint8_t *p = buf;
-    for (size_t i = 0; i < size; i += 8) {
-        uint64_t v = next64();
-        memcpy(p + i, &v, size - i < 8 ? size - i : 8);
-    }
-}
-static int rb_close(void) { return 0; }
-static randombytes_implementation k_stream = {rb_name, rb_random, rb_stir, rb_uniform, rb_buf,
-                                              rb_close};
-
 static void test_local_bitwise_identical(void **state)
 {
     (void)state;
@@ -456,7 +429,7 @@ static void test_local_bitwise_identical(void **state)
         float *x = tsafe_test_rand_floats(pc->d_in, 1.0);
         /* host reference, CPU backend, counting backend: the same encryptions */
         const tsafe_context *ctx = tsafe_lora_local_context(l);
-        g_rng = 1000 + c;
+        tsafe_test_stream_reset(1000 + c);
         assert_int_equal(tsafe_ref_lora_local_u(ctx, sk, &plan, sites, MAX_SITES, x, u[0]),
                          TSAFE_OK);
         assert_int_equal(tsafe_ref_lora_local_delta(ctx, sk, &plan, sites, MAX_SITES, x, d[0]),
@@ -465,7 +438,7 @@ static void test_local_bitwise_identical(void **state)
             assert_int_equal(tsafe_lora_local_use_backend(l, path == 2 ? &k_counting : NULL),
                              TSAFE_OK);
             memset(&g_counts, 0, sizeof g_counts);
-            g_rng = 1000 + c;
+            tsafe_test_stream_reset(1000 + c);
             assert_int_equal(tsafe_lora_local_u(l, sites, MAX_SITES, x, u[path], NULL), TSAFE_OK);
             assert_int_equal(tsafe_lora_local_delta(l, sites, MAX_SITES, x, d[path], NULL),
                              TSAFE_OK);
@@ -634,7 +607,7 @@ static void test_moe_identical(void **state)
             out[mode][path] = malloc((size_t)TOKENS * d * sizeof(float));
             assert_non_null(out[mode][path]);
             memset(&g_counts, 0, sizeof g_counts);
-            g_rng = 77;
+            tsafe_test_stream_reset(77);
             assert_int_equal(tsafe_moe_lora_forward(layer, lora, path ? &eh : &reh,
                                                     path ? &ea : &rea, h, TOKENS,
                                                     out[mode][path], NULL, NULL),
@@ -672,8 +645,7 @@ static void test_moe_identical(void **state)
 
 int main(void)
 {
-    /* before anything calls sodium_init */
-    if (randombytes_set_implementation(&k_stream) != 0)
+    if (tsafe_test_stream_install() != 0) /* before anything calls sodium_init */
         return 1;
     tsafe_test_rng_init("backend_paths");
     const struct CMUnitTest tests[] = {
