@@ -4,7 +4,8 @@
  * site engine it replaces, and both are near the independent double
  * reference; an engine's prepared form is keyed on the module id (a freed
  * module's address reused by another is not confused with it); the sealed
- * engines run from modules alone (no CKKS context anywhere). */
+ * engines run from modules alone (no CKKS context anywhere); the MoE layer
+ * over modules equals the layer over sites. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "tensafe/lora_engine.h"
+#include "tensafe/moe_lora.h"
 #include "support/tsafe_test_lora.h"
 #include "support/tsafe_test_rng.h"
 #include "support/tsafe_test_stream.h"
@@ -270,6 +272,95 @@ static void test_keyed_on_id(void **state)
     weights_free(&w);
 }
 
+#define N_EXPERTS 4
+#define TOKENS 2
+
+/* The MoE layer through module engines (set_module, forward_modules)
+ * equals the layer through site engines (set_site, forward) for the same
+ * weights and randomness: plain and sealed-private. */
+static void test_moe_modules(void **state)
+{
+    (void)state;
+    tsafe_moe_config cfg;
+    tsafe_moe_layer *layer = NULL;
+    assert_int_equal(tsafe_moe_config_preset("qwen3.5-35b-a3b", &cfg), TSAFE_OK);
+    cfg.top_k = 2;
+    assert_int_equal(tsafe_moe_layer_create_random(&cfg, 7, N_EXPERTS, &layer), TSAFE_OK);
+    const tsafe_moe_config *c = tsafe_moe_layer_config(layer);
+    uint32_t d = c->hidden_size, I = c->expert_intermediate;
+    tsafe_lora_plan ph, pa;
+    tsafe_context *ch, *ca;
+    assert_int_equal(tsafe_lora_plan_auto(d, RANK, 4.0, 0.05, 1e-6, &ph), TSAFE_OK);
+    assert_int_equal(tsafe_lora_plan_auto(I, RANK, 4.0, 0.05, 1e-6, &pa), TSAFE_OK);
+    assert_int_equal(tsafe_context_create(&ph.params, &ch), TSAFE_OK);
+    assert_int_equal(tsafe_context_create(&pa.params, &ca), TSAFE_OK);
+    tsafe_moe_lora *by_site, *by_mod;
+    assert_int_equal(tsafe_moe_lora_create(layer, &by_site), TSAFE_OK);
+    assert_int_equal(tsafe_moe_lora_create(layer, &by_mod), TSAFE_OK);
+    tsafe_lora_site *sites[N_EXPERTS][3];
+    tsafe_lora_module *mods[N_EXPERTS][3];
+    for (int e = 0; e < N_EXPERTS; e++)
+        for (int p = 0; p < 3; p++) {
+            uint32_t din = p == 2 ? I : d, dout = p == 2 ? d : I;
+            float *A = tsafe_test_rand_floats((size_t)RANK * din, 0.05);
+            float *B = tsafe_test_rand_floats((size_t)dout * RANK, 0.05);
+            assert_int_equal(tsafe_lora_site_create(p == 2 ? ca : ch, p == 2 ? &pa : &ph, A, B,
+                                                    dout, 2.0f, &sites[e][p]),
+                             TSAFE_OK);
+            assert_int_equal(tsafe_lora_module_create(A, B, RANK, din, dout, 2.0f, &mods[e][p]),
+                             TSAFE_OK);
+            assert_int_equal(tsafe_moe_lora_set_site(by_site, e, (tsafe_moe_proj)p, sites[e][p]),
+                             TSAFE_OK);
+            assert_int_equal(tsafe_moe_lora_set_module(by_mod, e, (tsafe_moe_proj)p, mods[e][p]),
+                             TSAFE_OK);
+            free(A);
+            free(B);
+        }
+    float *h = tsafe_test_rand_floats((size_t)TOKENS * d, 1.0);
+    float *o1 = malloc((size_t)TOKENS * d * sizeof *o1), *o2 = malloc((size_t)TOKENS * d * sizeof *o2);
+    /* plain */
+    tsafe_lora_engine se = tsafe_lora_engine_plain();
+    tsafe_lora_module_engine me = tsafe_lora_module_engine_plain();
+    assert_int_equal(tsafe_moe_lora_forward(layer, by_site, &se, &se, h, TOKENS, o1, NULL, NULL),
+                     TSAFE_OK);
+    assert_int_equal(tsafe_moe_lora_forward_modules(layer, by_mod, &me, &me, h, TOKENS, o2,
+                                                    NULL, NULL),
+                     TSAFE_OK);
+    assert_memory_equal(o1, o2, (size_t)TOKENS * d * sizeof *o1);
+    /* sealed-private: one pair per engine, the same randomness */
+    tsafe_sealed_pair *ps, *pm;
+    assert_int_equal(tsafe_sealed_pair_create(TSAFE_SEALED_PRIVATE, NULL, NULL, 0, &ps), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_pair_create(TSAFE_SEALED_PRIVATE, NULL, NULL, 0, &pm), TSAFE_OK);
+    se = tsafe_lora_engine_sealed(ps);
+    me = tsafe_lora_module_engine_sealed(pm);
+    tsafe_test_stream_reset(31);
+    assert_int_equal(tsafe_moe_lora_forward(layer, by_site, &se, &se, h, TOKENS, o1, NULL, NULL),
+                     TSAFE_OK);
+    tsafe_test_stream_reset(31);
+    assert_int_equal(tsafe_moe_lora_forward_modules(layer, by_mod, &me, &me, h, TOKENS, o2,
+                                                    NULL, NULL),
+                     TSAFE_OK);
+    assert_memory_equal(o1, o2, (size_t)TOKENS * d * sizeof *o1);
+    /* a module-only slot is refused by the site forward, not skipped */
+    assert_int_equal(tsafe_moe_lora_forward(layer, by_mod, &se, &se, h, TOKENS, o1, NULL, NULL),
+                     TSAFE_E_STATE);
+    tsafe_sealed_pair_free(ps);
+    tsafe_sealed_pair_free(pm);
+    for (int e = 0; e < N_EXPERTS; e++)
+        for (int p = 0; p < 3; p++) {
+            tsafe_lora_site_free(sites[e][p]);
+            tsafe_lora_module_free(mods[e][p]);
+        }
+    tsafe_moe_lora_free(by_site);
+    tsafe_moe_lora_free(by_mod);
+    tsafe_context_free(ch);
+    tsafe_context_free(ca);
+    tsafe_moe_layer_free(layer);
+    free(h);
+    free(o1);
+    free(o2);
+}
+
 int main(void)
 {
     if (tsafe_test_stream_install() != 0) /* before anything calls sodium_init */
@@ -279,6 +370,7 @@ int main(void)
         cmocka_unit_test(test_plain),          cmocka_unit_test(test_local),
         cmocka_unit_test(test_two_party),      cmocka_unit_test(test_sealed),
         cmocka_unit_test(test_sealed_private), cmocka_unit_test(test_keyed_on_id),
+        cmocka_unit_test(test_moe_modules),
     };
     return cmocka_run_group_tests_name("lora_engine", tests, NULL, NULL);
 }
