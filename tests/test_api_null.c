@@ -3034,7 +3034,7 @@ CHECK_FN(tsafe_moe_lora_set_module)
 CHECK_FN(tsafe_moe_lora_forward_modules)
 {
     tsafe_moe_lora *l = NULL;
-    tsafe_lora_module_engine e = tsafe_lora_module_engine_plain(), none = {NULL, NULL};
+    tsafe_lora_module_engine e = tsafe_lora_module_engine_plain(), none = {NULL, NULL, NULL};
     float h[16] = {0}, out[16];
     OK(tsafe_moe_lora_create(f->layer, &l));
     ERR(tsafe_moe_lora_forward_modules(NULL, l, &e, &e, h, 1, out, NULL, NULL));
@@ -4283,11 +4283,27 @@ static void module_engine_checks(fixture *f, tsafe_lora_module_engine e, int nul
 
 CHECK_FN(tsafe_lora_module_engine_run)
 {
-    tsafe_lora_module_engine none = {NULL, NULL};
+    tsafe_lora_module_engine none = {NULL, NULL, NULL};
     const tsafe_lora_module *ms[1] = {tsafe_lora_site_module(f->site)};
     float *ds[1] = {f->delta};
     IS(TSAFE_E_NULL, tsafe_lora_module_engine_run(NULL, ms, 1, f->x, ds, NULL));
     IS(TSAFE_E_NULL, tsafe_lora_module_engine_run(&none, ms, 1, f->x, ds, NULL));
+}
+
+CHECK_FN(tsafe_lora_module_engine_prepare)
+{
+    tsafe_lora_module_engine none = {NULL, NULL, NULL}, plain = tsafe_lora_module_engine_plain();
+    tsafe_lora_module_engine local = tsafe_lora_module_engine_local(NULL);
+    const tsafe_lora_module *ms[1] = {tsafe_lora_site_module(f->site)}, *nulls[1] = {NULL};
+    IS(TSAFE_E_NULL, tsafe_lora_module_engine_prepare(NULL, ms, 1));
+    IS(TSAFE_E_NULL, tsafe_lora_module_engine_prepare(&none, ms, 1));
+    IS(TSAFE_E_NULL, tsafe_lora_module_engine_prepare(&plain, NULL, 1));
+    IS(TSAFE_E_NULL, tsafe_lora_module_engine_prepare(&plain, nulls, 1));
+    IS(TSAFE_E_RANGE, tsafe_lora_module_engine_prepare(&plain, ms, SIZE_MAX));
+    IS(TSAFE_E_NULL, tsafe_lora_module_engine_prepare(&local, ms, 1));
+    OK(tsafe_lora_module_engine_prepare(&plain, ms, 1)); /* nothing to prepare */
+    local = tsafe_lora_module_engine_local(f->local);
+    OK(tsafe_lora_module_engine_prepare(&local, ms, 1));
 }
 
 CHECK_FN(tsafe_lora_module_engine_plain)
@@ -4324,7 +4340,8 @@ static const api_case k_lora_engine[] = {
     ENTRY(tsafe_lora_module_rank), ENTRY(tsafe_lora_module_d_in),
     ENTRY(tsafe_lora_module_d_out), ENTRY(tsafe_lora_module_scale),
     ENTRY(tsafe_lora_module_A), ENTRY(tsafe_lora_module_B), ENTRY(tsafe_lora_site_module),
-    ENTRY(tsafe_lora_module_engine_run), ENTRY(tsafe_lora_module_engine_plain),
+    ENTRY(tsafe_lora_module_engine_run), ENTRY(tsafe_lora_module_engine_prepare),
+    ENTRY(tsafe_lora_module_engine_plain),
     ENTRY(tsafe_lora_module_engine_local), ENTRY(tsafe_lora_module_engine_two_party),
     ENTRY(tsafe_lora_module_engine_sealed),
 };

@@ -16,11 +16,13 @@
  * freed. Sealed engines need no CKKS context.
  *
  * Ownership: modules are created and freed by the caller
- * (tsafe_lora_module_free; free(NULL) a no-op) and must outlive every
- * engine object that was handed them (a local, a two-party server, a
- * sealed pair: their prepared forms borrow nothing from the module, but
- * an id must not be reused while such an object lives -- and it never
- * is). An engine value only borrows the object it wraps.
+ * (tsafe_lora_module_free; free(NULL) a no-op) and must stay valid during
+ * every call they are handed to (and while a tsafe_moe_lora holds them).
+ * What an engine prepared copies what it needs, so a module may be freed
+ * before the engine's object (a local, a two-party server, a sealed
+ * pair); the object keeps the prepared form, unused, until its own free
+ * (ids are never reused). An engine value only borrows the object it
+ * wraps.
  *
  * Thread safety: a module is immutable after creation and may be shared
  * by any number of threads and engines. An engine is as per-thread as the
@@ -74,9 +76,15 @@ typedef tsafe_status (*tsafe_lora_module_fn)(void *user,
                                              const tsafe_lora_module *const *modules,
                                              size_t n, const float *x, float *const *delta,
                                              tsafe_lora_stats *stats);
+/* Builds the engine's form of modules now (n <= 256) instead of on their
+ * first call. */
+typedef tsafe_status (*tsafe_lora_module_prepare_fn)(void *user,
+                                                     const tsafe_lora_module *const *modules,
+                                                     size_t n);
 typedef struct tsafe_lora_module_engine {
     tsafe_lora_module_fn fn;
     void *user;
+    tsafe_lora_module_prepare_fn prepare; /* NULL: nothing to prepare */
 } tsafe_lora_module_engine;
 
 /* e->fn(e->user, ...) with the checks every engine needs (NULL e or fn:
@@ -84,6 +92,12 @@ typedef struct tsafe_lora_module_engine {
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_module_engine_run(
     const tsafe_lora_module_engine *e, const tsafe_lora_module *const *modules, size_t n,
     const float *x, float *const *delta, tsafe_lora_stats *stats);
+/* e->prepare(e->user, modules, n) (adapter load time: the first token
+ * then does only its own work); TSAFE_OK when e has nothing to prepare.
+ * Sealed engines take modules of several input widths in one call; local
+ * and two-party ones only modules of their plan's rank and d_in. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_module_engine_prepare(
+    const tsafe_lora_module_engine *e, const tsafe_lora_module *const *modules, size_t n);
 /* In clear (the reference: the same float arithmetic as
  * tsafe_lora_site_plain_delta). */
 TSAFE_API tsafe_lora_module_engine tsafe_lora_module_engine_plain(void);

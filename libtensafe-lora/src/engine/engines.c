@@ -17,6 +17,19 @@ tsafe_status tsafe_lora_module_engine_run(const tsafe_lora_module_engine *e,
     return e->fn(e->user, modules, n, x, delta, stats);
 }
 
+tsafe_status tsafe_lora_module_engine_prepare(const tsafe_lora_module_engine *e,
+                                              const tsafe_lora_module *const *modules, size_t n)
+{
+    if (!e || !e->fn || (n && !modules))
+        return TSAFE_E_NULL;
+    if (n > TSAFE_LORA_MAX_CALL_MODULES)
+        return TSAFE_E_RANGE;
+    for (size_t i = 0; i < n; i++)
+        if (!modules[i])
+            return TSAFE_E_NULL;
+    return e->prepare && n ? e->prepare(e->user, modules, n) : TSAFE_OK;
+}
+
 static tsafe_status plain_fn(void *user, const tsafe_lora_module *const *modules, size_t n,
                              const float *x, float *const *delta, tsafe_lora_stats *stats)
 {
@@ -45,6 +58,6 @@ static tsafe_status plain_fn(void *user, const tsafe_lora_module *const *modules
 
 tsafe_lora_module_engine tsafe_lora_module_engine_plain(void)
 {
-    tsafe_lora_module_engine e = {plain_fn, NULL};
+    tsafe_lora_module_engine e = {plain_fn, NULL, NULL};
     return e;
 }

@@ -114,9 +114,21 @@ static tsafe_status module_local_fn(void *user, const tsafe_lora_module *const *
     return st == TSAFE_OK ? local_fn(l, sites, n, x, delta, stats) : st;
 }
 
+static tsafe_status module_local_prepare(void *user, const tsafe_lora_module *const *modules,
+                                         size_t n)
+{
+    tsafe_lora_local *l = user;
+    const tsafe_lora_site *sites[TSAFE_LORA_MAX_CALL_MODULES];
+    const tsafe_lora_plan *plan;
+    if (!l)
+        return TSAFE_E_NULL;
+    tsafe_lora_sitecache *c = tsafe_lora_local_sitecache_(l, &plan);
+    return tsafe_lora_sitecache_map(c, tsafe_lora_local_context(l), plan, modules, n, sites);
+}
+
 tsafe_lora_module_engine tsafe_lora_module_engine_local(tsafe_lora_local *l)
 {
-    tsafe_lora_module_engine e = {module_local_fn, l};
+    tsafe_lora_module_engine e = {module_local_fn, l, module_local_prepare};
     return e;
 }
 
@@ -138,8 +150,21 @@ static tsafe_status module_pair_fn(void *user, const tsafe_lora_module *const *m
     return st == TSAFE_OK ? pair_fn(p, sites, n, x, delta, stats) : st;
 }
 
+static tsafe_status module_pair_prepare(void *user, const tsafe_lora_module *const *modules,
+                                        size_t n)
+{
+    tsafe_lora_pair *p = user;
+    const tsafe_lora_site *sites[TSAFE_LORA_MAX_CALL_MODULES];
+    const tsafe_lora_plan *plan;
+    if (!p || !p->server)
+        return TSAFE_E_NULL;
+    tsafe_lora_sitecache *c = tsafe_lora_server_sitecache_(p->server, &plan);
+    return tsafe_lora_sitecache_map(c, tsafe_lora_server_context(p->server), plan, modules, n,
+                                    sites);
+}
+
 tsafe_lora_module_engine tsafe_lora_module_engine_two_party(tsafe_lora_pair *pair)
 {
-    tsafe_lora_module_engine e = {module_pair_fn, pair};
+    tsafe_lora_module_engine e = {module_pair_fn, pair, module_pair_prepare};
     return e;
 }

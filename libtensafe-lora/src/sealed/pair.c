@@ -326,8 +326,15 @@ tsafe_lora_engine tsafe_lora_engine_sealed(tsafe_sealed_pair *p)
     return e;
 }
 
+static tsafe_status modules_prepare(void *user, const tsafe_lora_module *const *modules,
+                                    size_t n)
+{
+    TSAFE_REQUIRE(user, TSAFE_E_NULL);
+    return prepare_modules(user, modules, n);
+}
+
 tsafe_lora_module_engine tsafe_lora_module_engine_sealed(tsafe_sealed_pair *p)
 {
-    tsafe_lora_module_engine e = {modules_fn, p};
+    tsafe_lora_module_engine e = {modules_fn, p, modules_prepare};
     return e;
 }
