@@ -470,6 +470,44 @@ static void remove_dir(const char *dir)
 
 static int demo_run(const demo_opts *opts, demo_result *r);
 
+/* --compare: the same tokens through local and plain ZeRo-MOAI, and the
+ * ratios to the main run's figures m. */
+static int compare_modes(const demo_opts *main_o, const demo_result *m)
+{
+    /* the same tokens through local and plain ZeRo-MOAI, for the ratios */
+    static const int others[2] = {MODE_LOCAL, MODE_PLAIN};
+    demo_result other[2];
+    int ran[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        if (others[k] == main_o->mode)
+            continue;
+        demo_opts o = *main_o;
+        o.mode = others[k];
+        o.quiet = 1;
+        if (progress_on())
+            fprintf(stderr, "tensafe demo: the same tokens in %s mode, for the ratios\n",
+                    k_mode_names[o.mode]);
+        if (demo_run(&o, &other[k]) != 0)
+            return 1;
+        ran[k] = 1;
+    }
+    printf("\nthe same tokens in one run on this machine, ms per token (HE: tokens 2-%d; "
+           "plaintext: all):\n", main_o->tokens);
+    printf("  %-16s %8.1f   bytes both ways %.2f MB\n", k_mode_names[main_o->mode],
+           m->steady_ms, m->mb_per_token);
+    for (int k = 0; k < 2; k++)
+        if (ran[k])
+            printf("  %-16s %8.1f   bytes both ways %.2f MB\n", k_mode_names[others[k]],
+                   other[k].steady_ms, other[k].mb_per_token);
+    printf("  %-16s %8.1f\n", "plaintext", m->plain_ms);
+    printf("  %s / plaintext %.1fx", k_mode_names[main_o->mode], m->steady_ms / m->plain_ms);
+    for (int k = 0; k < 2; k++)
+        if (ran[k])
+            printf(", / %s %.2fx", k_mode_names[others[k]], m->steady_ms / other[k].steady_ms);
+    printf("\n");
+    return 0;
+}
+
 int cmd_demo(int argc, char **argv)
 {
     demo D;
@@ -541,42 +579,27 @@ int cmd_demo(int argc, char **argv)
     int rc = demo_run(&D.o, &main_r);
     if (rc != 0 || !D.o.compare || D.o.json)
         return rc;
-    /* the same tokens through local and plain ZeRo-MOAI, for the ratios */
-    static const int others[2] = {MODE_LOCAL, MODE_PLAIN};
-    demo_result other[2];
-    int ran[2] = {0, 0};
-    for (int k = 0; k < 2; k++) {
-        if (others[k] == D.o.mode)
-            continue;
-        demo_opts o = D.o;
-        o.mode = others[k];
-        o.quiet = 1;
-        if (progress_on())
-            fprintf(stderr, "tensafe demo: the same tokens in %s mode, for the ratios\n",
-                    k_mode_names[o.mode]);
-        if (demo_run(&o, &other[k]) != 0)
-            return 1;
-        ran[k] = 1;
-    }
-    printf("\nthe same tokens in one run on this machine, ms per token (HE: tokens 2-%d; "
-           "plaintext: all):\n", D.o.tokens);
-    printf("  %-16s %8.1f   bytes both ways %.2f MB\n", k_mode_names[D.o.mode],
-           main_r.steady_ms, main_r.mb_per_token);
-    for (int k = 0; k < 2; k++)
-        if (ran[k])
-            printf("  %-16s %8.1f   bytes both ways %.2f MB\n", k_mode_names[others[k]],
-                   other[k].steady_ms, other[k].mb_per_token);
-    printf("  %-16s %8.1f\n", "plaintext", main_r.plain_ms);
-    printf("  %s / plaintext %.1fx", k_mode_names[D.o.mode], main_r.steady_ms / main_r.plain_ms);
-    for (int k = 0; k < 2; k++)
-        if (ran[k])
-            printf(", / %s %.2fx", k_mode_names[others[k]], main_r.steady_ms / other[k].steady_ms);
-    printf("\n");
-    return 0;
+    return compare_modes(&D.o, &main_r);
 }
 
-/* One demo in mode o->mode: adapter, layer, sites, tokens, report (unless
- * quiet); r gets the figures. 0 on success. */
+/* The q, k, v, o modules (prepared by their parties' engines), and room
+ * for the experts' modules. */
+static tsafe_status attention_modules(demo *D)
+{
+    static const char *attn[4] = {"q_proj", "k_proj", "v_proj", "o_proj"};
+    for (int i = 0; i < 4; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "layers.0.self_attn.%s", attn[i]);
+        tsafe_status st = module_for(D, i == 3 ? &D->o_in : &D->h, name, &D->attn[i]);
+        if (st != TSAFE_OK)
+            return st;
+    }
+    D->expert = calloc((size_t)D->cfg.n_experts * 3, sizeof *D->expert);
+    return D->expert ? TSAFE_OK : TSAFE_E_NOMEM;
+}
+
+/* One demo in mode o->mode: adapter, layer, modules, tokens, report
+ * (unless quiet); r gets the figures. 0 on success. */
 static int demo_run(const demo_opts *opts, demo_result *r)
 {
     demo D;
@@ -621,18 +644,8 @@ static int demo_run(const demo_opts *opts, demo_result *r)
         rc = tool_fail("demo: keys, contexts and backends", st);
         goto out;
     }
-    static const char *attn[4] = {"q_proj", "k_proj", "v_proj", "o_proj"};
-    for (int i = 0; i < 4; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "layers.0.self_attn.%s", attn[i]);
-        if ((st = module_for(&D, i == 3 ? &D.o_in : &D.h, name, &D.attn[i])) != TSAFE_OK) {
-            rc = tool_fail("demo: attention adapter modules", st);
-            goto out;
-        }
-    }
-    D.expert = calloc((size_t)D.cfg.n_experts * 3, sizeof *D.expert);
-    if (!D.expert) {
-        rc = tool_fail("demo", TSAFE_E_NOMEM);
+    if ((st = attention_modules(&D)) != TSAFE_OK) {
+        rc = tool_fail("demo: attention adapter modules", st);
         goto out;
     }
     totals T = {0};
