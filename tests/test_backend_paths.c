@@ -622,10 +622,10 @@ static void test_moe_identical(void **state)
             for (int p = 0; p < 3; p++)
                 tsafe_lora_site_free(sites[e][p]);
         tsafe_moe_lora_free(lora);
+        tsafe_secret_key_free(skh); /* before the contexts of their locals */
+        tsafe_secret_key_free(ska);
         tsafe_lora_local_free(lh);
         tsafe_lora_local_free(la);
-        tsafe_secret_key_free(skh);
-        tsafe_secret_key_free(ska);
         tsafe_lora_client_free(prh.client);
         tsafe_lora_server_free(prh.server);
         tsafe_lora_client_free(pra.client);
