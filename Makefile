@@ -127,7 +127,8 @@ endif
 
 TOOL := $(BUILD)/bin/tensafe
 TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
-TEST_SUPPORT := $(wildcard tests/support/*.c)
+# tests/reference: host references of the servers' ring work (tests only)
+TEST_SUPPORT := $(wildcard tests/support/*.c tests/reference/*.c)
 TEST_SUPPORT_OBJ = $(patsubst %.c,$(TOBJ)/%.o,$(TEST_SUPPORT))
 
 # Everything a test or the tool links, static, leaf layers first.

@@ -30,6 +30,7 @@
 #include "tensafe/ckks_buffer.h"
 #include "tensafe/lora_adapter.h"
 #include "tensafe/lora_dp.h"
+#include "tensafe/lora_engine.h"
 #include "tensafe/lora_he.h"
 #include "tensafe/lora_package.h"
 #include "tensafe/lora_registry.h"
@@ -1434,15 +1435,8 @@ CHECK_FN(tsafe_lora_local_use_backend)
     OK(tsafe_lora_local_use_backend(f->local, NULL)); /* back to CPU */
 }
 
-CHECK_FN(tsafe_lora_local_set_direct)
-{
-    ERR(tsafe_lora_local_set_direct(NULL, 1));
-    OK(tsafe_lora_local_set_direct(f->local, 1));
-    OK(tsafe_lora_local_set_direct(f->local, 0));
-}
-
 static const api_case k_lora_he[] = {
-    ENTRY(tsafe_lora_local_use_backend), ENTRY(tsafe_lora_local_set_direct),
+    ENTRY(tsafe_lora_local_use_backend),
     ENTRY(tsafe_lora_engine_plain), ENTRY(tsafe_lora_engine_local),
     ENTRY(tsafe_lora_plan_auto), ENTRY(tsafe_lora_plan_preset), ENTRY(tsafe_lora_site_create),
     ENTRY(tsafe_lora_site_free), ENTRY(tsafe_lora_site_d_out), ENTRY(tsafe_lora_site_rank),
@@ -1668,13 +1662,6 @@ CHECK_FN(tsafe_lora_server_backend_name)
     assert_string_equal(tsafe_lora_server_backend_name(f->server), "cpu");
 }
 
-CHECK_FN(tsafe_lora_server_set_direct)
-{
-    ERR(tsafe_lora_server_set_direct(NULL, 1));
-    OK(tsafe_lora_server_set_direct(f->server, 1));
-    OK(tsafe_lora_server_set_direct(f->server, 0));
-}
-
 CHECK_FN(tsafe_lora_pair_use_backend)
 {
     tsafe_lora_pair empty = {NULL, NULL, NULL}, pair = {f->client, f->server, NULL};
@@ -1686,7 +1673,7 @@ CHECK_FN(tsafe_lora_pair_use_backend)
 
 static const api_case k_lora_two_party[] = {
     ENTRY(tsafe_lora_server_use_backend), ENTRY(tsafe_lora_server_backend_name),
-    ENTRY(tsafe_lora_server_set_direct), ENTRY(tsafe_lora_pair_use_backend),
+    ENTRY(tsafe_lora_pair_use_backend),
     ENTRY(tsafe_lora_engine_two_party),
     ENTRY(tsafe_lora_bytes_free), ENTRY(tsafe_lora_client_create),
     ENTRY(tsafe_lora_client_free), ENTRY(tsafe_lora_client_encrypt),
@@ -3028,6 +3015,39 @@ CHECK_FN(tsafe_moe_lora_forward)
     tsafe_moe_lora_free(l);
 }
 
+CHECK_FN(tsafe_moe_lora_set_module)
+{
+    tsafe_moe_lora *l = NULL;
+    const tsafe_lora_module *m = tsafe_lora_site_module(f->site);
+    OK(tsafe_moe_lora_create(f->layer, &l));
+    ERR(tsafe_moe_lora_set_module(NULL, 0, TSAFE_MOE_PROJ_GATE, NULL));
+    ERR(tsafe_moe_lora_set_module(l, 4, TSAFE_MOE_PROJ_GATE, NULL)); /* 4 experts */
+    ERR(tsafe_moe_lora_set_module(l, -2, TSAFE_MOE_PROJ_GATE, NULL));
+    ERR(tsafe_moe_lora_set_module(l, 0, (tsafe_moe_proj)9, NULL));
+    /* the fixture module has d_in 64, the layer hidden size 16 */
+    IS(TSAFE_E_SHAPE, tsafe_moe_lora_set_module(l, 0, TSAFE_MOE_PROJ_GATE, m));
+    IS(TSAFE_E_SHAPE, tsafe_moe_lora_set_module(l, 0, TSAFE_MOE_PROJ_DOWN, m));
+    OK(tsafe_moe_lora_set_module(l, 0, TSAFE_MOE_PROJ_GATE, NULL));
+    tsafe_moe_lora_free(l);
+}
+
+CHECK_FN(tsafe_moe_lora_forward_modules)
+{
+    tsafe_moe_lora *l = NULL;
+    tsafe_lora_module_engine e = tsafe_lora_module_engine_plain(), none = {NULL, NULL, NULL};
+    float h[16] = {0}, out[16];
+    OK(tsafe_moe_lora_create(f->layer, &l));
+    ERR(tsafe_moe_lora_forward_modules(NULL, l, &e, &e, h, 1, out, NULL, NULL));
+    ERR(tsafe_moe_lora_forward_modules(f->layer, NULL, &e, &e, h, 1, out, NULL, NULL));
+    ERR(tsafe_moe_lora_forward_modules(f->layer, l, NULL, &e, h, 1, out, NULL, NULL));
+    ERR(tsafe_moe_lora_forward_modules(f->layer, l, &e, NULL, h, 1, out, NULL, NULL));
+    ERR(tsafe_moe_lora_forward_modules(f->layer, l, &none, &none, h, 1, out, NULL, NULL));
+    ERR(tsafe_moe_lora_forward_modules(f->layer, l, &e, &e, NULL, 1, out, NULL, NULL));
+    ERR(tsafe_moe_lora_forward_modules(f->layer, l, &e, &e, h, 1, NULL, NULL, NULL));
+    ERR(tsafe_moe_lora_forward_modules(f->layer, l, &e, &e, h, SIZE_MAX, out, NULL, NULL));
+    tsafe_moe_lora_free(l);
+}
+
 CHECK_FN(tsafe_moe_lora_site_uses)
 {
     tsafe_moe_lora *l = NULL;
@@ -3042,6 +3062,7 @@ CHECK_FN(tsafe_moe_lora_site_uses)
 static const api_case k_moe_lora[] = {
     ENTRY(tsafe_moe_lora_create), ENTRY(tsafe_moe_lora_free), ENTRY(tsafe_moe_lora_set_site),
     ENTRY(tsafe_moe_lora_forward), ENTRY(tsafe_moe_lora_site_uses),
+    ENTRY(tsafe_moe_lora_set_module), ENTRY(tsafe_moe_lora_forward_modules),
 };
 
 /* -------------------------------------------------------------- cuda.h */
@@ -4145,15 +4166,6 @@ CHECK_FN(tsafe_sealed_server_prepare_round2)
     IS(TSAFE_E_STATE, tsafe_sealed_server_prepare_round2(S.sv, sites, 1, NULL));
 }
 
-CHECK_FN(tsafe_sealed_server_set_direct)
-{
-    sealed_world();
-    IS(TSAFE_E_NULL, tsafe_sealed_server_set_direct(NULL, 1));
-    OK(tsafe_sealed_server_set_direct(S.sv, 1));
-    assert_string_equal(tsafe_sealed_server_backend_name(S.sv), "direct");
-    OK(tsafe_sealed_server_set_direct(S.sv, 0));
-}
-
 CHECK_FN(tsafe_sealed_server_backend_name)
 {
     sealed_world();
@@ -4167,17 +4179,10 @@ CHECK_FN(tsafe_sealed_pair_use_backend)
     IS(TSAFE_E_NULL, tsafe_sealed_pair_use_backend(NULL, NULL));
 }
 
-CHECK_FN(tsafe_sealed_pair_set_direct)
-{
-    (void)f;
-    IS(TSAFE_E_NULL, tsafe_sealed_pair_set_direct(NULL, 1));
-}
-
 static const api_case k_lora_sealed[] = {
-    ENTRY(tsafe_sealed_server_use_backend), ENTRY(tsafe_sealed_server_set_direct),
+    ENTRY(tsafe_sealed_server_use_backend),
     ENTRY(tsafe_sealed_server_refill), ENTRY(tsafe_sealed_server_prepare_round2),
     ENTRY(tsafe_sealed_server_backend_name), ENTRY(tsafe_sealed_pair_use_backend),
-    ENTRY(tsafe_sealed_pair_set_direct),
     ENTRY(tsafe_sealed_plan_derive), ENTRY(tsafe_sealed_plan_check),
     ENTRY(tsafe_sealed_plan_sizes), ENTRY(tsafe_sealed_site_create),
     ENTRY(tsafe_sealed_site_free), ENTRY(tsafe_sealed_site_rank), ENTRY(tsafe_sealed_site_d_out),
@@ -4193,6 +4198,154 @@ static const api_case k_lora_sealed[] = {
     ENTRY(tsafe_lora_engine_sealed),
 };
 
+/* ------------------------------------------------------ lora_engine.h */
+
+CHECK_FN(tsafe_lora_module_create)
+{
+    tsafe_lora_module *m = NULL;
+    float nan_a[LR * LD];
+    memcpy(nan_a, f->A, sizeof nan_a);
+    nan_a[3] = NAN;
+    IS(TSAFE_E_NULL, tsafe_lora_module_create(NULL, f->B, LR, LD, LD, 1.0f, &m));
+    IS(TSAFE_E_NULL, tsafe_lora_module_create(f->A, NULL, LR, LD, LD, 1.0f, &m));
+    IS(TSAFE_E_NULL, tsafe_lora_module_create(f->A, f->B, LR, LD, LD, 1.0f, NULL));
+    IS(TSAFE_E_ARG, tsafe_lora_module_create(f->A, f->B, 0, LD, LD, 1.0f, &m));
+    IS(TSAFE_E_ARG, tsafe_lora_module_create(f->A, f->B, LR, 0, LD, 1.0f, &m));
+    IS(TSAFE_E_ARG, tsafe_lora_module_create(f->A, f->B, LR, LD, 0, 1.0f, &m));
+    IS(TSAFE_E_VALUE_RANGE, tsafe_lora_module_create(nan_a, f->B, LR, LD, LD, 1.0f, &m));
+    IS(TSAFE_E_VALUE_RANGE, tsafe_lora_module_create(f->A, f->B, LR, LD, LD, INFINITY, &m));
+    assert_null(m);
+    OK(tsafe_lora_module_create(f->A, f->B, LR, LD, LD, 1.0f, &m));
+    tsafe_lora_module_free(m);
+}
+
+CHECK_FN(tsafe_lora_module_from_info)
+{
+    tsafe_lora_module *m = NULL;
+    tsafe_lora_module_info info = {.rank = LR, .in_dim = LD, .out_dim = LD, .scale = 2.0,
+                                   .A = f->A, .B = f->B};
+    IS(TSAFE_E_NULL, tsafe_lora_module_from_info(NULL, &m));
+    IS(TSAFE_E_NULL, tsafe_lora_module_from_info(&info, NULL));
+    info.rank = (size_t)1 << 40;
+    IS(TSAFE_E_ARG, tsafe_lora_module_from_info(&info, &m));
+    info.rank = LR;
+    OK(tsafe_lora_module_from_info(&info, &m));
+    assert_true(tsafe_lora_module_scale(m) == 2.0f);
+    tsafe_lora_module_free(m);
+}
+
+CHECK_FN(tsafe_lora_module_free) { (void)f; tsafe_lora_module_free(NULL); }
+
+/* Every getter answers 0 / NULL for NULL. */
+static void module_getters_null(void)
+{
+    assert_int_equal(tsafe_lora_module_id(NULL), 0);
+    assert_int_equal(tsafe_lora_module_rank(NULL), 0);
+    assert_int_equal(tsafe_lora_module_d_in(NULL), 0);
+    assert_int_equal(tsafe_lora_module_d_out(NULL), 0);
+    assert_true(tsafe_lora_module_scale(NULL) == 0.0f);
+    assert_null(tsafe_lora_module_A(NULL));
+    assert_null(tsafe_lora_module_B(NULL));
+}
+CHECK_FN(tsafe_lora_module_id) { (void)f; module_getters_null(); }
+CHECK_FN(tsafe_lora_module_rank) { (void)f; module_getters_null(); }
+CHECK_FN(tsafe_lora_module_d_in) { (void)f; module_getters_null(); }
+CHECK_FN(tsafe_lora_module_d_out) { (void)f; module_getters_null(); }
+CHECK_FN(tsafe_lora_module_scale) { (void)f; module_getters_null(); }
+CHECK_FN(tsafe_lora_module_A) { (void)f; module_getters_null(); }
+CHECK_FN(tsafe_lora_module_B) { (void)f; module_getters_null(); }
+
+CHECK_FN(tsafe_lora_site_module)
+{
+    assert_null(tsafe_lora_site_module(NULL));
+    const tsafe_lora_module *m = tsafe_lora_site_module(f->site);
+    assert_non_null(m);
+    assert_int_equal(tsafe_lora_module_rank(m), LR);
+    assert_true(tsafe_lora_module_id(m) != 0);
+}
+
+/* A module engine given NULLs / a NULL owner returns an error. */
+static void module_engine_checks(fixture *f, tsafe_lora_module_engine e, int null_user_ok)
+{
+    const tsafe_lora_module *ms[1] = {tsafe_lora_site_module(f->site)}, *nulls[1] = {NULL};
+    float *ds[1] = {f->delta}, *nullds[1] = {NULL};
+    assert_non_null(e.fn);
+    ERR(tsafe_lora_module_engine_run(&e, NULL, 1, f->x, ds, NULL));
+    ERR(tsafe_lora_module_engine_run(&e, nulls, 1, f->x, ds, NULL));
+    ERR(tsafe_lora_module_engine_run(&e, ms, 0, f->x, ds, NULL));
+    ERR(tsafe_lora_module_engine_run(&e, ms, SIZE_MAX, f->x, ds, NULL));
+    ERR(tsafe_lora_module_engine_run(&e, ms, 1, NULL, ds, NULL));
+    ERR(tsafe_lora_module_engine_run(&e, ms, 1, f->x, NULL, NULL));
+    ERR(tsafe_lora_module_engine_run(&e, ms, 1, f->x, nullds, NULL));
+    if (!null_user_ok)
+        ERR(e.fn(NULL, ms, 1, f->x, ds, NULL));
+}
+
+CHECK_FN(tsafe_lora_module_engine_run)
+{
+    tsafe_lora_module_engine none = {NULL, NULL, NULL};
+    const tsafe_lora_module *ms[1] = {tsafe_lora_site_module(f->site)};
+    float *ds[1] = {f->delta};
+    IS(TSAFE_E_NULL, tsafe_lora_module_engine_run(NULL, ms, 1, f->x, ds, NULL));
+    IS(TSAFE_E_NULL, tsafe_lora_module_engine_run(&none, ms, 1, f->x, ds, NULL));
+}
+
+CHECK_FN(tsafe_lora_module_engine_prepare)
+{
+    tsafe_lora_module_engine none = {NULL, NULL, NULL}, plain = tsafe_lora_module_engine_plain();
+    tsafe_lora_module_engine local = tsafe_lora_module_engine_local(NULL);
+    const tsafe_lora_module *ms[1] = {tsafe_lora_site_module(f->site)}, *nulls[1] = {NULL};
+    IS(TSAFE_E_NULL, tsafe_lora_module_engine_prepare(NULL, ms, 1));
+    IS(TSAFE_E_NULL, tsafe_lora_module_engine_prepare(&none, ms, 1));
+    IS(TSAFE_E_NULL, tsafe_lora_module_engine_prepare(&plain, NULL, 1));
+    IS(TSAFE_E_NULL, tsafe_lora_module_engine_prepare(&plain, nulls, 1));
+    IS(TSAFE_E_RANGE, tsafe_lora_module_engine_prepare(&plain, ms, SIZE_MAX));
+    IS(TSAFE_E_NULL, tsafe_lora_module_engine_prepare(&local, ms, 1));
+    OK(tsafe_lora_module_engine_prepare(&plain, ms, 1)); /* nothing to prepare */
+    local = tsafe_lora_module_engine_local(f->local);
+    OK(tsafe_lora_module_engine_prepare(&local, ms, 1));
+}
+
+CHECK_FN(tsafe_lora_module_engine_plain)
+{
+    module_engine_checks(f, tsafe_lora_module_engine_plain(), 1);
+}
+
+CHECK_FN(tsafe_lora_module_engine_local)
+{
+    module_engine_checks(f, tsafe_lora_module_engine_local(NULL), 0);
+    module_engine_checks(f, tsafe_lora_module_engine_local(f->local), 0);
+}
+
+CHECK_FN(tsafe_lora_module_engine_two_party)
+{
+    tsafe_lora_pair pair = {f->client, f->server, NULL}, half = {NULL, f->server, NULL};
+    module_engine_checks(f, tsafe_lora_module_engine_two_party(NULL), 0);
+    module_engine_checks(f, tsafe_lora_module_engine_two_party(&half), 0);
+    module_engine_checks(f, tsafe_lora_module_engine_two_party(&pair), 0);
+}
+
+CHECK_FN(tsafe_lora_module_engine_sealed)
+{
+    tsafe_sealed_pair *p;
+    OK(tsafe_sealed_pair_create(TSAFE_SEALED_PRIVATE, NULL, NULL, 0, &p));
+    module_engine_checks(f, tsafe_lora_module_engine_sealed(NULL), 0);
+    module_engine_checks(f, tsafe_lora_module_engine_sealed(p), 0);
+    tsafe_sealed_pair_free(p);
+}
+
+static const api_case k_lora_engine[] = {
+    ENTRY(tsafe_lora_module_create), ENTRY(tsafe_lora_module_from_info),
+    ENTRY(tsafe_lora_module_free), ENTRY(tsafe_lora_module_id),
+    ENTRY(tsafe_lora_module_rank), ENTRY(tsafe_lora_module_d_in),
+    ENTRY(tsafe_lora_module_d_out), ENTRY(tsafe_lora_module_scale),
+    ENTRY(tsafe_lora_module_A), ENTRY(tsafe_lora_module_B), ENTRY(tsafe_lora_site_module),
+    ENTRY(tsafe_lora_module_engine_run), ENTRY(tsafe_lora_module_engine_prepare),
+    ENTRY(tsafe_lora_module_engine_plain),
+    ENTRY(tsafe_lora_module_engine_local), ENTRY(tsafe_lora_module_engine_two_party),
+    ENTRY(tsafe_lora_module_engine_sealed),
+};
+
 /* ------------------------------------------------------------ driver */
 
 #define TABLE(h, t) {h, t, sizeof t / sizeof t[0], 0}
@@ -4204,6 +4357,7 @@ static const api_table k_tables[] = {
     TABLE("backend_impl.h", k_backend_impl),
     TABLE("ckks_buffer.h", k_ckks_buffer),
     TABLE("lora_he.h", k_lora_he),
+    TABLE("lora_engine.h", k_lora_engine),
     TABLE("lora_two_party.h", k_lora_two_party),
     TABLE("bfv.h", k_bfv),
     TABLE("bfv_backend.h", k_bfv_backend),

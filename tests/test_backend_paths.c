@@ -1,11 +1,12 @@
 /* The LoRA server paths through the backend vtable: the plain ZeRo-MOAI
  * server's responses and local mode's u / delta are byte-identical to the
- * core's direct calls (several plans, several sites, multiple batches,
- * d_out != d_in, response rescales), a counting backend built with
- * backend_impl.h proves the ring work runs as vtable calls (one mul_acc per
- * request, one rescale per batch and level, operands uploaded once), the
+ * host reference's direct core calls (tests/reference; several plans,
+ * several sites, multiple batches, d_out != d_in, response rescales), a
+ * counting backend built with backend_impl.h proves the ring work runs as
+ * vtable calls (one mul_acc per request, one rescale per batch and level, operands uploaded once), the
  * operand cache survives a freed-and-reused site address, and the MoE
- * expert layer gives identical outputs on both paths. */
+ * expert layer gives identical outputs through the reference's engines and
+ * the backends. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -23,6 +24,8 @@
 #include "tensafe/moe_lora.h"
 #include "support/tsafe_test_lora.h"
 #include "support/tsafe_test_rng.h"
+#include "support/tsafe_test_stream.h"
+#include "reference/tsafe_ref.h"
 
 /* ------------------------------------------------- counting backend */
 
@@ -191,16 +194,18 @@ static void process(tsafe_lora_server *srv, const tsafe_lora_site *const *sites,
                      TSAFE_OK);
 }
 
-/* The request through the direct calls, then through the backend: the two
- * responses must be byte-identical. Returns the direct response (*len). */
-static uint8_t *direct_then_backend(tsafe_lora_server *srv, const tsafe_lora_site *const *sites,
-                                    size_t n, const uint8_t *req, size_t rl, size_t *len)
+/* The request through the host reference's direct calls
+ * (tests/reference), then through the server's backend: the two responses
+ * must be byte-identical. Returns the reference's response (*len). */
+static uint8_t *reference_then_backend(tsafe_lora_server *srv, const tsafe_lora_plan *plan,
+                                       const tsafe_lora_site *const *sites, size_t n,
+                                       const uint8_t *req, size_t rl, size_t *len)
 {
     uint8_t *rd = NULL, *rb = NULL;
     size_t lb;
-    assert_int_equal(tsafe_lora_server_set_direct(srv, 1), TSAFE_OK);
-    process(srv, sites, n, req, rl, &rd, len);
-    assert_int_equal(tsafe_lora_server_set_direct(srv, 0), TSAFE_OK);
+    assert_int_equal(tsafe_ref_lora_process(tsafe_lora_server_context(srv), plan, sites, n, req,
+                                            rl, &rd, len),
+                     TSAFE_OK);
     process(srv, sites, n, req, rl, &rb, &lb);
     assert_int_equal(*len, lb);
     assert_memory_equal(rd, rb, lb);
@@ -271,10 +276,10 @@ static void test_server_bytes_identical(void **state)
         assert_true(jobs > MAX_SITES); /* some site has several batches */
         for (int token = 0; token < 2; token++) {
             float *x = tsafe_test_rand_floats(pc->d_in, 1.0);
-            uint8_t *req = NULL, *r_direct = NULL, *r_count = NULL;
+            uint8_t *req = NULL, *r_ref = NULL, *r_count = NULL;
             size_t rl, ld, ln;
             assert_int_equal(tsafe_lora_client_encrypt(cl, x, &req, &rl, NULL), TSAFE_OK);
-            r_direct = direct_then_backend(srv, sites, MAX_SITES, req, rl, &ld);
+            r_ref = reference_then_backend(srv, &plan, sites, MAX_SITES, req, rl, &ld);
             /* both paths gave these bytes: they decode to u = A x, against
              * a plaintext double-precision product -- for the plans the
              * planner or a preset made; the hand-set three-limb case (two
@@ -282,7 +287,7 @@ static void test_server_bytes_identical(void **state)
              * rescale path's bytes: it decodes to noise (relative error
              * ~3e3 measured), its scales are not a plan's */
             if (pc->level < 0 && pc->response_level < 0 && pc->scale_x == 0)
-                check_against_plain(cl, r_direct, ld, sites, MAX_SITES, A, x, pc->d_in);
+                check_against_plain(cl, r_ref, ld, sites, MAX_SITES, A, x, pc->d_in);
 
             /* the same bytes through a counting, host-invisible backend */
             assert_int_equal(tsafe_lora_server_use_backend(srv, &k_counting), TSAFE_OK);
@@ -290,7 +295,7 @@ static void test_server_bytes_identical(void **state)
             memset(&g_counts, 0, sizeof g_counts);
             process(srv, sites, MAX_SITES, req, rl, &r_count, &ln);
             assert_int_equal(ld, ln);
-            assert_memory_equal(r_direct, r_count, ld);
+            assert_memory_equal(r_ref, r_count, ld);
             assert_int_equal(g_counts.mul_acc, 1); /* every batch of every site: one call */
             assert_int_equal(g_counts.jobs, (int)jobs);
             assert_int_equal(g_counts.rescale, (int)(jobs * (plan.level - plan.response_level)));
@@ -299,15 +304,15 @@ static void test_server_bytes_identical(void **state)
             memset(&g_counts, 0, sizeof g_counts);
             uint8_t *again = NULL;
             process(srv, sites, MAX_SITES, req, rl, &again, &ln);
-            assert_memory_equal(r_direct, again, ld);
+            assert_memory_equal(r_ref, again, ld);
             assert_int_equal(g_counts.operand_upload, 0);
             assert_int_equal(g_counts.upload, 1);
             assert_int_equal(g_counts.mul_acc, 1);
             assert_int_equal(tsafe_lora_server_use_backend(srv, NULL), TSAFE_OK);
 
-            /* decoded u matches the direct path too (same bytes, same client) */
+            /* decoded u matches the reference's too (same bytes, same client) */
             tsafe_lora_bytes_free(req);
-            tsafe_lora_bytes_free(r_direct);
+            tsafe_lora_bytes_free(r_ref);
             tsafe_lora_bytes_free(r_count);
             tsafe_lora_bytes_free(again);
             free(x);
@@ -343,7 +348,7 @@ static void test_server_cache_keyed_by_site_id(void **state)
         tsafe_lora_site *site = make_site(tsafe_lora_server_context(srv), &plan, pc, 0, &A, &B);
         const tsafe_lora_site *sites[1] = {site};
         size_t ld;
-        uint8_t *resp = direct_then_backend(srv, sites, 1, req, rl, &ld);
+        uint8_t *resp = reference_then_backend(srv, &plan, sites, 1, req, rl, &ld);
         check_against_plain(cl, resp, ld, sites, 1, &A, x, pc->d_in);
         tsafe_lora_bytes_free(resp);
         tsafe_lora_site_free(site);
@@ -378,7 +383,7 @@ static void test_server_many_sites(void **state)
     uint8_t *req = NULL;
     size_t rl, ld;
     assert_int_equal(tsafe_lora_client_encrypt(cl, x, &req, &rl, NULL), TSAFE_OK);
-    uint8_t *resp = direct_then_backend(srv, sites, N, req, rl, &ld);
+    uint8_t *resp = reference_then_backend(srv, &plan, sites, N, req, rl, &ld);
     check_against_plain(cl, resp, ld, sites, N, A, x, pc->d_in);
     tsafe_lora_bytes_free(resp);
     tsafe_lora_bytes_free(req);
@@ -394,34 +399,6 @@ static void test_server_many_sites(void **state)
 
 /* ------------------------------------------- deterministic randomness */
 
-/* libsodium's randombytes replaced by a resettable stream (installed before
- * sodium_init), so that two runs draw the same keys, seeds and errors and
- * their results can be compared bit for bit. */
-static uint64_t g_rng;
-
-static uint64_t next64(void)
-{
-    uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static const char *rb_name(void) { return "test-stream"; }
-static uint32_t rb_random(void) { return (uint32_t)next64(); }
-static void rb_stir(void) {}
-static uint32_t rb_uniform(const uint32_t upper) { return upper ? (uint32_t)(next64() % upper) : 0; }
-static void rb_buf(void *const buf, const size_t size)
-{
-    uint8_t *p = buf;
-    for (size_t i = 0; i < size; i += 8) {
-        uint64_t v = next64();
-        memcpy(p + i, &v, size - i < 8 ? size - i : 8);
-    }
-}
-static int rb_close(void) { return 0; }
-static randombytes_implementation k_stream = {rb_name, rb_random, rb_stir, rb_uniform, rb_buf,
-                                              rb_close};
-
 static void test_local_bitwise_identical(void **state)
 {
     (void)state;
@@ -430,7 +407,12 @@ static void test_local_bitwise_identical(void **state)
         tsafe_lora_plan plan;
         make_plan(pc, &plan);
         tsafe_lora_local *l = NULL;
-        assert_int_equal(tsafe_lora_local_create(&plan, NULL, &l), TSAFE_OK);
+        tsafe_secret_key *sk = NULL; /* the same key for the host reference */
+        uint8_t seed[32];
+        randombytes_buf(seed, sizeof seed);
+        assert_int_equal(tsafe_lora_local_create(&plan, seed, &l), TSAFE_OK);
+        assert_int_equal(tsafe_secret_key_generate(tsafe_lora_local_context(l), seed, &sk),
+                         TSAFE_OK);
         tsafe_lora_site *site[MAX_SITES];
         float *A[MAX_SITES], *B[MAX_SITES];
         float *u[3][MAX_SITES], *d[3][MAX_SITES];
@@ -445,13 +427,18 @@ static void test_local_bitwise_identical(void **state)
         }
         const tsafe_lora_site *sites[MAX_SITES] = {site[0], site[1], site[2]};
         float *x = tsafe_test_rand_floats(pc->d_in, 1.0);
-        /* direct, CPU backend, counting backend: the same encryptions */
-        for (int path = 0; path < 3; path++) {
-            assert_int_equal(tsafe_lora_local_set_direct(l, path == 0), TSAFE_OK);
+        /* host reference, CPU backend, counting backend: the same encryptions */
+        const tsafe_context *ctx = tsafe_lora_local_context(l);
+        tsafe_test_stream_reset(1000 + c);
+        assert_int_equal(tsafe_ref_lora_local_u(ctx, sk, &plan, sites, MAX_SITES, x, u[0]),
+                         TSAFE_OK);
+        assert_int_equal(tsafe_ref_lora_local_delta(ctx, sk, &plan, sites, MAX_SITES, x, d[0]),
+                         TSAFE_OK);
+        for (int path = 1; path < 3; path++) {
             assert_int_equal(tsafe_lora_local_use_backend(l, path == 2 ? &k_counting : NULL),
                              TSAFE_OK);
             memset(&g_counts, 0, sizeof g_counts);
-            g_rng = 1000 + c;
+            tsafe_test_stream_reset(1000 + c);
             assert_int_equal(tsafe_lora_local_u(l, sites, MAX_SITES, x, u[path], NULL), TSAFE_OK);
             assert_int_equal(tsafe_lora_local_delta(l, sites, MAX_SITES, x, d[path], NULL),
                              TSAFE_OK);
@@ -481,6 +468,7 @@ static void test_local_bitwise_identical(void **state)
                 free(d[path][s]);
             }
         }
+        tsafe_secret_key_free(sk);
         tsafe_lora_local_free(l);
     }
 }
@@ -491,9 +479,59 @@ static void test_local_bitwise_identical(void **state)
 #define TOKENS 3
 #define RANK 8
 
+/* The engines of the host reference: local mode under the local's key;
+ * two-party with the reference's products between the real client's
+ * messages and the real server's apply (the ring work is only in the
+ * products). */
+typedef struct ref_engine {
+    const tsafe_context *ctx;
+    const tsafe_secret_key *sk;
+    const tsafe_lora_plan *plan;
+    tsafe_lora_pair *pair;
+} ref_engine;
+
+static tsafe_status ref_local_fn(void *user, const tsafe_lora_site *const *sites, size_t n,
+                                 const float *x, float *const *delta, tsafe_lora_stats *stats)
+{
+    (void)stats;
+    const ref_engine *e = user;
+    return tsafe_ref_lora_local_delta(e->ctx, e->sk, e->plan, sites, n, x, delta);
+}
+
+static tsafe_status ref_pair_fn(void *user, const tsafe_lora_site *const *sites, size_t n,
+                                const float *x, float *const *delta, tsafe_lora_stats *stats)
+{
+    (void)stats;
+    const ref_engine *e = user;
+    uint32_t ranks[8];
+    float *u[8], ubuf[8 * 64];
+    assert_true(n <= 8);
+    for (size_t i = 0; i < n; i++) {
+        ranks[i] = tsafe_lora_site_rank(sites[i]);
+        assert_true(ranks[i] <= 64);
+        u[i] = ubuf + 64 * i;
+    }
+    uint8_t *req = NULL, *resp = NULL, *umsg = NULL;
+    size_t rl = 0, pl = 0, ul = 0;
+    tsafe_status st;
+    if ((st = tsafe_lora_client_encrypt(e->pair->client, x, &req, &rl, NULL)) == TSAFE_OK &&
+        (st = tsafe_ref_lora_process(tsafe_lora_server_context(e->pair->server), e->plan, sites,
+                                     n, req, rl, &resp, &pl)) == TSAFE_OK &&
+        (st = tsafe_lora_client_decode(e->pair->client, resp, pl, n, ranks, u, NULL)) ==
+            TSAFE_OK &&
+        (st = tsafe_lora_client_release(e->pair->client, n, ranks, u, NULL, &umsg, &ul, NULL)) ==
+            TSAFE_OK)
+        st = tsafe_lora_server_apply(e->pair->server, sites, n, umsg, ul, delta, NULL);
+    tsafe_lora_bytes_free(req);
+    tsafe_lora_bytes_free(resp);
+    tsafe_lora_bytes_free(umsg);
+    return st;
+}
+
 /* Expert LoRA through local and two-party engines: the layer's outputs
- * with the LoRA servers / locals on the direct path and on the backend are
- * identical (same randomness), and the backend really ran the products. */
+ * with the host reference's engines and with the LoRA servers / locals on
+ * a backend are identical (same randomness), and the backend really ran
+ * the products. */
 static void test_moe_identical(void **state)
 {
     (void)state;
@@ -520,11 +558,15 @@ static void test_moe_identical(void **state)
         tsafe_lora_local *lh = NULL, *la = NULL;
         tsafe_lora_pair prh = {0}, pra = {0};
         const tsafe_context *ch, *ca;
+        tsafe_secret_key *skh = NULL, *ska = NULL;
+        uint8_t seed[2][32] = {{1}, {2}};
         if (mode == 0) {
-            assert_int_equal(tsafe_lora_local_create(&ph, NULL, &lh), TSAFE_OK);
-            assert_int_equal(tsafe_lora_local_create(&pa, NULL, &la), TSAFE_OK);
+            assert_int_equal(tsafe_lora_local_create(&ph, seed[0], &lh), TSAFE_OK);
+            assert_int_equal(tsafe_lora_local_create(&pa, seed[1], &la), TSAFE_OK);
             ch = tsafe_lora_local_context(lh);
             ca = tsafe_lora_local_context(la);
+            assert_int_equal(tsafe_secret_key_generate(ch, seed[0], &skh), TSAFE_OK);
+            assert_int_equal(tsafe_secret_key_generate(ca, seed[1], &ska), TSAFE_OK);
         } else {
             assert_int_equal(tsafe_lora_client_create(&ph, NULL, &prh.client), TSAFE_OK);
             assert_int_equal(tsafe_lora_server_create(&ph, &prh.server), TSAFE_OK);
@@ -551,23 +593,23 @@ static void test_moe_identical(void **state)
                                          : tsafe_lora_engine_two_party(&prh);
         tsafe_lora_engine ea = mode == 0 ? tsafe_lora_engine_local(la)
                                          : tsafe_lora_engine_two_party(&pra);
-        for (int path = 0; path < 2; path++) { /* direct, counting backend */
-            if (mode == 0) {
-                assert_int_equal(tsafe_lora_local_set_direct(lh, path == 0), TSAFE_OK);
-                assert_int_equal(tsafe_lora_local_set_direct(la, path == 0), TSAFE_OK);
-                assert_int_equal(tsafe_lora_local_use_backend(lh, &k_counting), TSAFE_OK);
-                assert_int_equal(tsafe_lora_local_use_backend(la, &k_counting), TSAFE_OK);
-            } else {
-                assert_int_equal(tsafe_lora_server_set_direct(prh.server, path == 0), TSAFE_OK);
-                assert_int_equal(tsafe_lora_server_set_direct(pra.server, path == 0), TSAFE_OK);
-                assert_int_equal(tsafe_lora_pair_use_backend(&prh, &k_counting), TSAFE_OK);
-                assert_int_equal(tsafe_lora_pair_use_backend(&pra, &k_counting), TSAFE_OK);
-            }
+        ref_engine rh = {ch, skh, &ph, &prh}, ra = {ca, ska, &pa, &pra};
+        tsafe_lora_engine reh = {mode == 0 ? ref_local_fn : ref_pair_fn, &rh};
+        tsafe_lora_engine rea = {mode == 0 ? ref_local_fn : ref_pair_fn, &ra};
+        if (mode == 0) {
+            assert_int_equal(tsafe_lora_local_use_backend(lh, &k_counting), TSAFE_OK);
+            assert_int_equal(tsafe_lora_local_use_backend(la, &k_counting), TSAFE_OK);
+        } else {
+            assert_int_equal(tsafe_lora_pair_use_backend(&prh, &k_counting), TSAFE_OK);
+            assert_int_equal(tsafe_lora_pair_use_backend(&pra, &k_counting), TSAFE_OK);
+        }
+        for (int path = 0; path < 2; path++) { /* host reference, counting backend */
             out[mode][path] = malloc((size_t)TOKENS * d * sizeof(float));
             assert_non_null(out[mode][path]);
             memset(&g_counts, 0, sizeof g_counts);
-            g_rng = 77;
-            assert_int_equal(tsafe_moe_lora_forward(layer, lora, &eh, &ea, h, TOKENS,
+            tsafe_test_stream_reset(77);
+            assert_int_equal(tsafe_moe_lora_forward(layer, lora, path ? &eh : &reh,
+                                                    path ? &ea : &rea, h, TOKENS,
                                                     out[mode][path], NULL, NULL),
                              TSAFE_OK);
             if (path == 0)
@@ -580,6 +622,8 @@ static void test_moe_identical(void **state)
             for (int p = 0; p < 3; p++)
                 tsafe_lora_site_free(sites[e][p]);
         tsafe_moe_lora_free(lora);
+        tsafe_secret_key_free(skh); /* before the contexts of their locals */
+        tsafe_secret_key_free(ska);
         tsafe_lora_local_free(lh);
         tsafe_lora_local_free(la);
         tsafe_lora_client_free(prh.client);
@@ -601,8 +645,7 @@ static void test_moe_identical(void **state)
 
 int main(void)
 {
-    /* before anything calls sodium_init */
-    if (randombytes_set_implementation(&k_stream) != 0)
+    if (tsafe_test_stream_install() != 0) /* before anything calls sodium_init */
         return 1;
     tsafe_test_rng_init("backend_paths");
     const struct CMUnitTest tests[] = {

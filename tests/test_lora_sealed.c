@@ -18,6 +18,7 @@
 #include "tensafe/lora_sealed.h"
 #include "../libtensafe-lora/src/sealed/sealed_internal.h"
 #include "support/tsafe_test_rng.h"
+#include "reference/tsafe_ref.h"
 #include "../libtensafe-lora/src/dp/dp_internal.h"
 
 typedef struct {
@@ -630,9 +631,19 @@ static tsafe_status count_create(void *user, const tsafe_context *ckks,
 
 static const tsafe_backend_factory k_counting = {"counting-cpu", count_create, NULL};
 
-/* Issue 13: the server's responses through the backend vtable are
- * byte-identical to the direct path's (same messages, same test seed), in
- * both modes, with several sites of different shapes in one token. */
+/* a and b hold the same bytes (b is freed). */
+static void same_bytes(uint8_t *a, size_t al, uint8_t *b, size_t bl)
+{
+    assert_int_equal(al, bl);
+    assert_memory_equal(a, b, al);
+    tsafe_lora_bytes_free(b);
+}
+
+/* Issue 13 / 20: the server's responses through the backend vtable (the
+ * default CPU backend and a counting one) are byte-identical to the host
+ * reference's direct calls (tests/reference, same messages, same test
+ * seed), in both modes, with several sites of different shapes in one
+ * token; sealed-private also with round 2 prepared between the rounds. */
 static void backend_path_byte_identical(tsafe_sealed_mode mode)
 {
     const uint32_t d_in = 1536, ranks[2] = {16, 8}, d_outs[2] = {1024, 256};
@@ -647,50 +658,55 @@ static void backend_path_byte_identical(tsafe_sealed_mode mode)
                          TSAFE_OK);
     }
     memcpy(a[1].x, a[0].x, d_in * sizeof *a[0].x);
-    tsafe_sealed_client *c;
-    tsafe_sealed_server *direct, *viavt;
-    assert_int_equal(tsafe_sealed_client_create(&p, NULL, &c), TSAFE_OK);
-    assert_int_equal(tsafe_sealed_server_create(&p, &direct), TSAFE_OK);
-    assert_int_equal(tsafe_sealed_server_create(&p, &viavt), TSAFE_OK);
-    assert_int_equal(tsafe_sealed_server_use_backend(viavt, &k_counting), TSAFE_OK);
-    assert_string_equal(tsafe_sealed_server_backend_name(viavt), "cpu");
-    assert_int_equal(tsafe_sealed_server_set_direct(direct, 1), TSAFE_OK);
-    assert_string_equal(tsafe_sealed_server_backend_name(direct), "direct");
-    uint8_t *hello;
-    size_t hl;
-    assert_int_equal(tsafe_sealed_client_hello(c, &hello, &hl), TSAFE_OK);
-    assert_int_equal(tsafe_sealed_server_accept(direct, hello, hl), TSAFE_OK);
-    assert_int_equal(tsafe_sealed_server_accept(viavt, hello, hl), TSAFE_OK);
-    tsafe_lora_bytes_free(hello);
     uint8_t seed[32];
     for (int i = 0; i < 32; i++)
         seed[i] = (uint8_t)tsafe_test_below(256);
-    tsafe_sealed_server_debug_seed(direct, seed);
+    tsafe_sealed_client *c;
+    tsafe_sealed_server *cpu, *viavt;
+    tsafe_ref_sealed *ref;
+    assert_int_equal(tsafe_sealed_client_create(&p, NULL, &c), TSAFE_OK);
+    assert_int_equal(tsafe_ref_sealed_create(&p, seed, &ref), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_server_create(&p, &cpu), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_server_create(&p, &viavt), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_server_use_backend(viavt, &k_counting), TSAFE_OK);
+    assert_string_equal(tsafe_sealed_server_backend_name(viavt), "cpu");
+    assert_string_equal(tsafe_sealed_server_backend_name(cpu), "cpu");
+    uint8_t *hello;
+    size_t hl;
+    assert_int_equal(tsafe_sealed_client_hello(c, &hello, &hl), TSAFE_OK);
+    assert_int_equal(tsafe_ref_sealed_accept(ref, hello, hl), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_server_accept(cpu, hello, hl), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_server_accept(viavt, hello, hl), TSAFE_OK);
+    tsafe_lora_bytes_free(hello);
+    tsafe_sealed_server_debug_seed(cpu, seed);
     tsafe_sealed_server_debug_seed(viavt, seed);
     g_mul_acc = g_mod_switch = g_ntt = 0;
     const tsafe_sealed_site *sites[2] = {site[0], site[1]};
     float *delta[2] = {malloc(1024 * sizeof(float)), malloc(256 * sizeof(float))};
     double *want = malloc(1024 * sizeof *want);
     for (int tok = 0; tok < 2; tok++) {
-        uint8_t *q, *r1d, *r1v, *sh, *r2d, *r2v;
-        size_t ql, r1dl, r1vl, shl, r2dl, r2vl;
+        uint8_t *q, *r1, *o, *sh, *r2;
+        size_t ql, r1l, ol, shl, r2l;
         assert_int_equal(tsafe_sealed_client_query(c, a[0].x, &q, &ql, NULL), TSAFE_OK);
-        assert_int_equal(tsafe_sealed_server_round1(direct, sites, 2, q, ql, &r1d, &r1dl, NULL),
+        assert_int_equal(tsafe_ref_sealed_round1(ref, sites, 2, q, ql, &r1, &r1l), TSAFE_OK);
+        assert_int_equal(tsafe_sealed_server_round1(cpu, sites, 2, q, ql, &o, &ol, NULL), TSAFE_OK);
+        same_bytes(r1, r1l, o, ol);
+        assert_int_equal(tsafe_sealed_server_round1(viavt, sites, 2, q, ql, &o, &ol, NULL),
                          TSAFE_OK);
-        assert_int_equal(tsafe_sealed_server_round1(viavt, sites, 2, q, ql, &r1v, &r1vl, NULL),
-                         TSAFE_OK);
-        assert_int_equal(r1dl, r1vl);
-        assert_memory_equal(r1d, r1v, r1dl);
-        assert_int_equal(tsafe_sealed_client_respond(c, r1d, r1dl, 2, ranks, d_outs, NULL, 1,
+        same_bytes(r1, r1l, o, ol);
+        if (tok == 1)
+            assert_int_equal(tsafe_sealed_server_prepare_round2(cpu, sites, 2, NULL), TSAFE_OK);
+        assert_int_equal(tsafe_sealed_client_respond(c, r1, r1l, 2, ranks, d_outs, NULL, 1,
                                                      &sh, &shl, NULL),
                          TSAFE_OK);
-        assert_int_equal(tsafe_sealed_server_round2(direct, sites, 2, sh, shl, &r2d, &r2dl, NULL),
+        assert_int_equal(tsafe_ref_sealed_round2(ref, sites, 2, sh, shl, &r2, &r2l), TSAFE_OK);
+        assert_int_equal(tsafe_sealed_server_round2(cpu, sites, 2, sh, shl, &o, &ol, NULL),
                          TSAFE_OK);
-        assert_int_equal(tsafe_sealed_server_round2(viavt, sites, 2, sh, shl, &r2v, &r2vl, NULL),
+        same_bytes(r2, r2l, o, ol);
+        assert_int_equal(tsafe_sealed_server_round2(viavt, sites, 2, sh, shl, &o, &ol, NULL),
                          TSAFE_OK);
-        assert_int_equal(r2dl, r2vl);
-        assert_memory_equal(r2d, r2v, r2dl);
-        assert_int_equal(tsafe_sealed_client_finish(c, r2d, r2dl, 2, d_outs, delta, NULL),
+        same_bytes(r2, r2l, o, ol);
+        assert_int_equal(tsafe_sealed_client_finish(c, r2, r2l, 2, d_outs, delta, NULL),
                          TSAFE_OK);
         for (int i = 0; i < 2; i++) {
             reference_delta(&a[i], want);
@@ -699,11 +715,9 @@ static void backend_path_byte_identical(tsafe_sealed_mode mode)
         for (uint32_t j = 0; j < d_in; j++)
             a[0].x[j] = a[1].x[j] = tsafe_test_uniform_float(-3, 3);
         tsafe_lora_bytes_free(q);
-        tsafe_lora_bytes_free(r1d);
-        tsafe_lora_bytes_free(r1v);
+        tsafe_lora_bytes_free(r1);
         tsafe_lora_bytes_free(sh);
-        tsafe_lora_bytes_free(r2d);
-        tsafe_lora_bytes_free(r2v);
+        tsafe_lora_bytes_free(r2);
     }
     /* the responses came from vtable calls: one batched mul_acc per round
      * and token (plus one per sealing), a switch per sealed block */
@@ -714,7 +728,8 @@ static void backend_path_byte_identical(tsafe_sealed_mode mode)
     free(delta[1]);
     free(want);
     tsafe_sealed_client_free(c);
-    tsafe_sealed_server_free(direct);
+    tsafe_ref_sealed_free(ref);
+    tsafe_sealed_server_free(cpu);
     tsafe_sealed_server_free(viavt);
     for (int i = 0; i < 2; i++) {
         tsafe_sealed_site_free(site[i]);

@@ -109,12 +109,10 @@ static void world_close(world *w)
  * decrypted), token 2 its round 2 (share cut short), token 3 its finish;
  * a failure ends the session (issue 19), so each of them is followed by
  * a new session. prepare: the server prepares round 2 between the rounds. */
-static void tokens_leave_nothing(tsafe_sealed_mode mode, int direct, int prepare)
+static void tokens_leave_nothing(tsafe_sealed_mode mode, int prepare)
 {
     world w;
     world_open(&w, mode);
-    if (direct)
-        assert_int_equal(tsafe_sealed_server_set_direct(w.s, 1), TSAFE_OK);
     const tsafe_sealed_site *ss = w.site;
     const uint32_t rank = RANK, d_out = D_OUT;
     static float x[D_IN], d[D_OUT];
@@ -123,8 +121,6 @@ static void tokens_leave_nothing(tsafe_sealed_mode mode, int direct, int prepare
         if (tok > 1) { /* the previous token ended its session */
             world_close(&w);
             world_open(&w, mode);
-            if (direct)
-                assert_int_equal(tsafe_sealed_server_set_direct(w.s, 1), TSAFE_OK);
             ss = w.site;
         }
         for (int j = 0; j < D_IN; j++)
@@ -189,25 +185,19 @@ static void tokens_leave_nothing(tsafe_sealed_mode mode, int direct, int prepare
 static void private_backend_prepared(void **state)
 {
     (void)state;
-    tokens_leave_nothing(TSAFE_SEALED_PRIVATE, 0, 1);
+    tokens_leave_nothing(TSAFE_SEALED_PRIVATE, 1);
 }
 
 static void private_backend(void **state)
 {
     (void)state;
-    tokens_leave_nothing(TSAFE_SEALED_PRIVATE, 0, 0);
-}
-
-static void private_direct(void **state)
-{
-    (void)state;
-    tokens_leave_nothing(TSAFE_SEALED_PRIVATE, 1, 0);
+    tokens_leave_nothing(TSAFE_SEALED_PRIVATE, 0);
 }
 
 static void sealed_backend(void **state)
 {
     (void)state;
-    tokens_leave_nothing(TSAFE_SEALED, 0, 0);
+    tokens_leave_nothing(TSAFE_SEALED, 0);
 }
 
 int main(void)
@@ -216,7 +206,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(private_backend_prepared),
         cmocka_unit_test(private_backend),
-        cmocka_unit_test(private_direct),
         cmocka_unit_test(sealed_backend),
     };
     return cmocka_run_group_tests_name("sealed_wipe", tests, NULL, NULL);

@@ -164,10 +164,6 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_local_u(
  * the same on every backend. Not while another call on l runs. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_local_use_backend(
     tsafe_lora_local *l, const tsafe_backend_factory *f);
-/* Diagnostics only (tests, the overhead benchmark): on != 0 makes l use
- * the core's direct tsafe_ckks_mul_plain instead of its backend. */
-TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_local_set_direct(
-    tsafe_lora_local *l, int on);
 
 /* Local-mode engine over l (borrowed; sites must be built on its context). */
 TSAFE_API tsafe_lora_engine tsafe_lora_engine_local(tsafe_lora_local *l);

@@ -221,8 +221,8 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_use_backend(
  * of zero under the session's keys as the last token sealed, so that the
  * next token's rounds do only their online part (tsafe_bfv_sealer_prepare).
  * Optional: without it each sealing makes its own. Time goes to
- * stats->offline_us (stats may be NULL). A no-op before a session, on the
- * direct path, and when enough are ready. For hosts with idle time
+ * stats->offline_us (stats may be NULL). A no-op before a session and
+ * when enough are ready. For hosts with idle time
  * between tokens and for device backends: on the 2-core CPU machine it
  * does not pay in a tight loop (the next token's caches are cold), nor
  * between the tokens of tensafe serve over 127.0.0.1 (the client's next
@@ -241,16 +241,13 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_refill(
  * polynomial per band plaintext of the token (about 1.5 MB per such site
  * at N = 4096), kept for later tokens. Time goes to stats->offline_us
  * (NULL ok). TSAFE_E_STATE unless round 1 is pending; a no-op in sealed
- * mode, on the direct path, and when already prepared for this token. */
+ * mode and when already prepared for this token. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_prepare_round2(
     tsafe_sealed_server *s, const tsafe_sealed_site *const *sites, size_t n_sites,
     tsafe_lora_stats *stats);
-/* Diagnostics: on = 1 runs the pre-backend direct calls of bfv.h instead
- * (tests compare the bytes of both paths, `tensafe bench lora` their
- * times); 0 returns to the backend (TSAFE_E_STATE if there is none). */
-TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_set_direct(
-    tsafe_sealed_server *s, int on);
-/* "cpu", "cuda:0 (sm_90)", ..., "direct"; "none" for NULL. Borrowed. */
+/* "cpu", "cuda:0 (sm_90)", ...; "none" for NULL or when a failed
+ * tsafe_sealed_server_use_backend left no backend (the rounds then
+ * return TSAFE_E_STATE). Borrowed. */
 TSAFE_API const char *tsafe_sealed_server_backend_name(const tsafe_sealed_server *s);
 /* sealed only: what the server learned in the last round 2, u + n of
  * site i in units of the client's quantized x (attack tests, audits). */
@@ -277,11 +274,9 @@ TSAFE_API void tsafe_sealed_pair_free(tsafe_sealed_pair *p);
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_pair_prepare(
     tsafe_sealed_pair *p, const tsafe_lora_site *const *sites, size_t n);
 /* Every server of the pair, present and future, on backends from f (NULL:
- * CPU); direct as tsafe_sealed_server_set_direct. f must outlive p. */
+ * CPU). f must outlive p. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_pair_use_backend(
     tsafe_sealed_pair *p, const tsafe_backend_factory *f);
-TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_pair_set_direct(
-    tsafe_sealed_pair *p, int on);
 TSAFE_API tsafe_lora_engine tsafe_lora_engine_sealed(tsafe_sealed_pair *p);
 
 #ifdef __cplusplus

@@ -107,12 +107,6 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_server_use_backend(
 /* Name of the server's current backend ("cpu", "cuda", ...; "none" for
  * NULL). Static or backend-owned storage, valid until the backend changes. */
 TSAFE_API const char *tsafe_lora_server_backend_name(const tsafe_lora_server *s);
-/* Diagnostics only (tests, the overhead benchmark): on != 0 makes the
- * server do its ring work with the core's direct calls
- * (tsafe_ckks_mul_plain / tsafe_ckks_rescale) instead of its backend; the
- * bytes are the same. */
-TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_server_set_direct(
-    tsafe_lora_server *s, int on);
 /* u' message -> delta[s] (d_out of site s) = scale * B u'. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_lora_server_apply(
     tsafe_lora_server *s, const tsafe_lora_site *const *sites, size_t n_sites,

@@ -11,6 +11,7 @@
 #include "tensafe/ckks_buffer.h"
 #include "tensafe/lora_adapter.h"
 #include "tensafe/lora_he.h"
+#include "tensafe/lora_engine.h"
 #include "tensafe/lora_two_party.h"
 #include "tensafe/lora_sealed.h"
 #include "tensafe/bfv.h"

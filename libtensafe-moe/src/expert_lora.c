@@ -8,6 +8,7 @@
 
 #include <sodium.h>
 
+#include "tensafe/lora_engine.h"
 #include "tensafe/moe_lora.h"
 
 #define MAX_SITES_PER_TOKEN (2 * (TSAFE_MOE_MAX_TOPK + 1))
@@ -15,9 +16,17 @@
 struct tsafe_moe_lora {
     const tsafe_moe_layer *layer;
     uint32_t n_slots; /* n_experts + 1: the last slot is the shared expert */
-    const tsafe_lora_site **sites; /* [n_slots][3] */
-    uint64_t *uses;                /* [n_slots][3] */
+    const tsafe_lora_module **mods; /* [n_slots][3]: what the adapters are */
+    const tsafe_lora_site **sites;  /* [n_slots][3]: set by set_site only */
+    uint64_t *uses;                 /* [n_slots][3] */
 };
+
+/* A forward's engine: over modules, or (tsafe_moe_lora_forward) over the
+ * CKKS sites given with tsafe_moe_lora_set_site. */
+typedef struct moe_engine {
+    const tsafe_lora_module_engine *modules;
+    const tsafe_lora_engine *sites;
+} moe_engine;
 
 static double now_us(void)
 {
@@ -46,9 +55,10 @@ tsafe_status tsafe_moe_lora_create(const tsafe_moe_layer *layer, tsafe_moe_lora 
         return TSAFE_E_NOMEM;
     l->layer = layer;
     l->n_slots = cfg->n_experts + 1;
+    l->mods = calloc((size_t)l->n_slots * 3, sizeof *l->mods);
     l->sites = calloc((size_t)l->n_slots * 3, sizeof *l->sites);
     l->uses = calloc((size_t)l->n_slots * 3, sizeof *l->uses);
-    if (!l->sites || !l->uses) {
+    if (!l->mods || !l->sites || !l->uses) {
         tsafe_moe_lora_free(l);
         return TSAFE_E_NOMEM;
     }
@@ -60,6 +70,7 @@ void tsafe_moe_lora_free(tsafe_moe_lora *l)
 {
     if (!l)
         return;
+    free(l->mods);
     free(l->sites);
     free(l->uses);
     free(l);
@@ -72,22 +83,49 @@ static uint32_t expert_dim(const tsafe_moe_config *cfg, int32_t expert)
     return cfg->n_experts ? cfg->shared_expert_intermediate : cfg->intermediate_size;
 }
 
+/* The slot index of (expert, proj) after the checks of a setter, or a
+ * negative status. m: the module to attach (NULL detaches). */
+static long checked_slot(const tsafe_moe_lora *l, int32_t expert, tsafe_moe_proj proj,
+                         const tsafe_lora_module *m)
+{
+    int s = slot_of(l, expert);
+    if (s < 0 || (unsigned)proj > TSAFE_MOE_PROJ_DOWN)
+        return TSAFE_E_RANGE;
+    if (m) {
+        const tsafe_moe_config *cfg = tsafe_moe_layer_config(l->layer);
+        uint32_t inter = expert_dim(cfg, expert);
+        int down = proj == TSAFE_MOE_PROJ_DOWN;
+        if (inter == 0 || tsafe_lora_module_d_out(m) != (down ? cfg->hidden_size : inter) ||
+            tsafe_lora_module_d_in(m) != (down ? inter : cfg->hidden_size))
+            return TSAFE_E_SHAPE;
+    }
+    return (long)s * 3 + proj;
+}
+
+tsafe_status tsafe_moe_lora_set_module(tsafe_moe_lora *l, int32_t expert, tsafe_moe_proj proj,
+                                       const tsafe_lora_module *module)
+{
+    if (!l)
+        return TSAFE_E_NULL;
+    long k = checked_slot(l, expert, proj, module);
+    if (k < 0)
+        return (tsafe_status)k;
+    l->mods[k] = module;
+    l->sites[k] = NULL;
+    return TSAFE_OK;
+}
+
 tsafe_status tsafe_moe_lora_set_site(tsafe_moe_lora *l, int32_t expert, tsafe_moe_proj proj,
                                      const tsafe_lora_site *site)
 {
     if (!l)
         return TSAFE_E_NULL;
-    int s = slot_of(l, expert);
-    if (s < 0 || (unsigned)proj > TSAFE_MOE_PROJ_DOWN)
-        return TSAFE_E_RANGE;
-    if (site) {
-        const tsafe_moe_config *cfg = tsafe_moe_layer_config(l->layer);
-        uint32_t inter = expert_dim(cfg, expert);
-        uint32_t want_out = proj == TSAFE_MOE_PROJ_DOWN ? cfg->hidden_size : inter;
-        if (inter == 0 || tsafe_lora_site_d_out(site) != want_out)
-            return TSAFE_E_SHAPE;
-    }
-    l->sites[(size_t)s * 3 + proj] = site;
+    const tsafe_lora_module *m = tsafe_lora_site_module(site);
+    long k = checked_slot(l, expert, proj, m);
+    if (k < 0)
+        return (tsafe_status)k;
+    l->mods[k] = m;
+    l->sites[k] = site;
     return TSAFE_OK;
 }
 
@@ -102,7 +140,7 @@ uint64_t tsafe_moe_lora_site_uses(const tsafe_moe_lora *l, int32_t expert, tsafe
 /* Per-forward state shared with the hook. */
 typedef struct {
     tsafe_moe_lora *lora;
-    const tsafe_lora_engine *engine_act;
+    moe_engine engine_act;
     const tsafe_moe_route *routes;
     size_t n_tokens;
     uint32_t slots_per_token; /* k + 1 (shared) */
@@ -132,6 +170,31 @@ static float *cache_at(const hook_state *hs, size_t t, int pos, int which)
                           hs->inter_max);
 }
 
+/* Slot k's adapter for engine e: 1 present, 0 none, TSAFE_E_STATE for a
+ * module without a site on a site engine (set_module, then
+ * tsafe_moe_lora_forward). */
+static int has_adapter(const tsafe_moe_lora *l, const moe_engine *e, size_t k)
+{
+    if (!l->mods[k])
+        return 0;
+    return e->modules || l->sites[k] ? 1 : TSAFE_E_STATE;
+}
+
+/* One engine call on the adapters of slots k[0..n). */
+static tsafe_status engine_call(const tsafe_moe_lora *l, const moe_engine *e, const size_t *k,
+                                size_t n, const float *x, float *const *outs,
+                                tsafe_lora_stats *stats)
+{
+    const tsafe_lora_module *mods[MAX_SITES_PER_TOKEN];
+    const tsafe_lora_site *sites[MAX_SITES_PER_TOKEN];
+    for (size_t i = 0; i < n; i++) {
+        mods[i] = l->mods[k[i]];
+        sites[i] = l->sites[k[i]];
+    }
+    return e->modules ? e->modules->fn(e->modules->user, mods, n, x, outs, stats)
+                      : e->sites->fn(e->sites->user, sites, n, x, outs, stats);
+}
+
 static tsafe_status hook(void *user, tsafe_moe_hook_stage stage, int32_t expert,
                          const uint32_t *tokens, size_t m, const float *in, size_t in_cols,
                          float *io, size_t io_cols)
@@ -158,15 +221,15 @@ static tsafe_status hook(void *user, tsafe_moe_hook_stage stage, int32_t expert,
         }
         return TSAFE_OK;
     }
-    const tsafe_lora_site *site = hs->lora->sites[(size_t)slot * 3 + TSAFE_MOE_PROJ_DOWN];
-    if (!site)
-        return TSAFE_OK;
+    size_t k = (size_t)slot * 3 + TSAFE_MOE_PROJ_DOWN;
+    int has = has_adapter(hs->lora, &hs->engine_act, k);
+    if (has <= 0)
+        return has;
     for (size_t r = 0; r < m; r++) {
-        const tsafe_lora_site *one[1] = {site};
         float *outs[1] = {hs->down};
         double t0 = now_us();
-        tsafe_status st = hs->engine_act->fn(hs->engine_act->user, one, 1, in + r * in_cols,
-                                             outs, hs->stats ? &hs->stats->he : NULL);
+        tsafe_status st = engine_call(hs->lora, &hs->engine_act, &k, 1, in + r * in_cols, outs,
+                                      hs->stats ? &hs->stats->he : NULL);
         if (st != TSAFE_OK)
             return st;
         for (size_t i = 0; i < io_cols; i++)
@@ -181,10 +244,10 @@ static tsafe_status hook(void *user, tsafe_moe_hook_stage stage, int32_t expert,
 }
 
 /* Pre-pass: token t's gate/up deltas for all its routed experts, one call. */
-static tsafe_status gate_up_pass(hook_state *hs, const tsafe_lora_engine *engine_h,
-                                 const float *h, uint32_t d)
+static tsafe_status gate_up_pass(hook_state *hs, const moe_engine *engine_h, const float *h,
+                                 uint32_t d)
 {
-    const tsafe_lora_site *sites[MAX_SITES_PER_TOKEN];
+    size_t ks[MAX_SITES_PER_TOKEN];
     float *outs[MAX_SITES_PER_TOKEN];
     tsafe_moe_lora *l = hs->lora;
     for (size_t t = 0; t < hs->n_tokens; t++) {
@@ -197,10 +260,13 @@ static tsafe_status gate_up_pass(hook_state *hs, const tsafe_lora_engine *engine
             int slot = slot_of(l, expert);
             int ran = 0;
             for (int which = 0; which < 2; which++) {
-                const tsafe_lora_site *s = l->sites[(size_t)slot * 3 + (size_t)which];
-                if (!s)
+                size_t k = (size_t)slot * 3 + (size_t)which;
+                int has = has_adapter(l, engine_h, k);
+                if (has < 0)
+                    return (tsafe_status)has;
+                if (!has)
                     continue;
-                sites[n] = s;
+                ks[n] = k;
                 outs[n] = cache_at(hs, t, (int)pos, which);
                 n++;
                 hs->have[t * hs->slots_per_token + pos] |= (unsigned char)(1u << which);
@@ -213,8 +279,8 @@ static tsafe_status gate_up_pass(hook_state *hs, const tsafe_lora_engine *engine
         if (n == 0)
             continue;
         double t0 = now_us();
-        tsafe_status st = engine_h->fn(engine_h->user, sites, n, h + t * d, outs,
-                                       hs->stats ? &hs->stats->he : NULL);
+        tsafe_status st = engine_call(l, engine_h, ks, n, h + t * d, outs,
+                                      hs->stats ? &hs->stats->he : NULL);
         if (st != TSAFE_OK)
             return st;
         if (hs->stats) {
@@ -225,14 +291,42 @@ static tsafe_status gate_up_pass(hook_state *hs, const tsafe_lora_engine *engine
     return TSAFE_OK;
 }
 
+static tsafe_status forward(tsafe_moe_layer *layer, tsafe_moe_lora *lora,
+                            const moe_engine *engine_h, const moe_engine *engine_act,
+                            const float *h, size_t n_tokens, float *out,
+                            tsafe_moe_route *routes, tsafe_moe_lora_stats *stats);
+
 tsafe_status tsafe_moe_lora_forward(tsafe_moe_layer *layer, tsafe_moe_lora *lora,
                                     const tsafe_lora_engine *engine_h,
                                     const tsafe_lora_engine *engine_act, const float *h,
                                     size_t n_tokens, float *out, tsafe_moe_route *routes,
                                     tsafe_moe_lora_stats *stats)
 {
-    if (!layer || !lora || !engine_h || !engine_act || !engine_h->fn || !engine_act->fn ||
-        !h || !out)
+    if (!engine_h || !engine_act || !engine_h->fn || !engine_act->fn)
+        return TSAFE_E_NULL;
+    moe_engine eh = {NULL, engine_h}, ea = {NULL, engine_act};
+    return forward(layer, lora, &eh, &ea, h, n_tokens, out, routes, stats);
+}
+
+tsafe_status tsafe_moe_lora_forward_modules(tsafe_moe_layer *layer, tsafe_moe_lora *lora,
+                                            const tsafe_lora_module_engine *engine_h,
+                                            const tsafe_lora_module_engine *engine_act,
+                                            const float *h, size_t n_tokens, float *out,
+                                            tsafe_moe_route *routes,
+                                            tsafe_moe_lora_stats *stats)
+{
+    if (!engine_h || !engine_act || !engine_h->fn || !engine_act->fn)
+        return TSAFE_E_NULL;
+    moe_engine eh = {engine_h, NULL}, ea = {engine_act, NULL};
+    return forward(layer, lora, &eh, &ea, h, n_tokens, out, routes, stats);
+}
+
+static tsafe_status forward(tsafe_moe_layer *layer, tsafe_moe_lora *lora,
+                            const moe_engine *engine_h, const moe_engine *engine_act,
+                            const float *h, size_t n_tokens, float *out,
+                            tsafe_moe_route *routes, tsafe_moe_lora_stats *stats)
+{
+    if (!layer || !lora || !h || !out)
         return TSAFE_E_NULL;
     if (lora->layer != layer)
         return TSAFE_E_ARG;
@@ -243,7 +337,7 @@ tsafe_status tsafe_moe_lora_forward(tsafe_moe_layer *layer, tsafe_moe_lora *lora
     hook_state hs;
     memset(&hs, 0, sizeof hs);
     hs.lora = lora;
-    hs.engine_act = engine_act;
+    hs.engine_act = *engine_act;
     hs.n_tokens = n_tokens;
     hs.slots_per_token = cfg->top_k + 1;
     hs.inter_max = expert_dim(cfg, 0) > expert_dim(cfg, TSAFE_MOE_SHARED)

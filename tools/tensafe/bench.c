@@ -147,7 +147,7 @@ int cmd_bench(int argc, char **argv)
                    "HE-LoRA delta, the MoE layer and the CUDA backend; `model`: every\n"
                    "HE site of a token of Qwen2.5-1.5B and Qwen3-30B-A3B (sealed modes). --backend: where\n"
                    "the HE-LoRA and MoE servers' ring work runs (default cpu); `bench lora`\n"
-                   "also compares the CPU backend with the direct calls in the same run.\n");
+                   "also times one site's call on the CPU backend alone.\n");
             return 0;
         } else if (argv[i][0] != '-')
             which = argv[i];

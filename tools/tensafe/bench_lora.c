@@ -136,12 +136,6 @@ static int sealed_measure(sealed_case *c, int reps, sealed_medians *out)
     return 0;
 }
 
-static double bench_median3(const double *v)
-{
-    double a = v[0], b = v[1], c = v[2];
-    return a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
-}
-
 /* sealed and sealed-private at the plan's shape: median per token, the
  * client's and the server's share, bytes per message, ratios. */
 static int bench_sealed(bench_report *r, const char *group, const char *params,
@@ -216,29 +210,6 @@ static int bench_sealed(bench_report *r, const char *group, const char *params,
         snprintf(label, sizeof label, "  %s: bytes final", name);
         bench_report_add_value(r, group, label, params, (double)z.response2, "B");
     }
-    /* issue 13: the same server through the backend vtable (the default)
-     * and through the direct calls, alternated so drift hits both alike */
-    if (!c.failed) {
-        double tv[3], td[3], sv[3], sd[3];
-        for (int k = 0; k < 3; k++)
-            for (int direct = 1; direct >= 0; direct--) {
-                if (tsafe_sealed_server_set_direct(c.server, direct) != TSAFE_OK)
-                    c.failed = 1;
-                memset(&c.stats, 0, sizeof c.stats);
-                double tt = bench_median_us(run_sealed, &c, 1, reps);
-                double ss = (c.stats.products_us + c.stats.reduce_us + c.stats.bu_us) / (reps + 1);
-                (direct ? td : tv)[k] = tt;
-                (direct ? sd : sv)[k] = ss;
-            }
-        double mv = bench_median3(tv), md = bench_median3(td);
-        double msv = bench_median3(sv), msd = bench_median3(sd);
-        snprintf(label, sizeof label, "  %s: server, direct calls", name);
-        bench_report_add(r, group, label, params, msd, NULL);
-        snprintf(label, sizeof label, "  %s: server, backend vtable", name);
-        snprintf(note, sizeof note, "vtable/direct: server %.3fx, token %.3fx (%s)", msv / msd,
-                 mv / md, tsafe_sealed_server_backend_name(c.server));
-        bench_report_add(r, group, label, params, msv, note);
-    }
     if (c.failed)
         rc = tool_fail("bench lora: sealed run", TSAFE_E_STATE);
 out:
@@ -284,16 +255,16 @@ static void add_breakdown(bench_report *r, const char *group, const char *mode,
     }
 }
 
-/* One timed call of the overhead comparison. */
+/* One timed call of the per-site rows. */
 typedef struct {
     lora_case *c;
     const uint8_t *req; /* plain ZeRo-MOAI: one fixed request */
     size_t req_len;
-} overhead_arg;
+} per_site_arg;
 
 static void run_serve_once(void *arg)
 {
-    overhead_arg *o = arg;
+    per_site_arg *o = arg;
     lora_case *c = o->c;
     const tsafe_lora_site *sites[1] = {c->server_site};
     size_t pl;
@@ -302,20 +273,14 @@ static void run_serve_once(void *arg)
         c->failed = 1;
 }
 
-static int set_direct(lora_case *c, int server, int on)
-{
-    return (server ? tsafe_lora_server_set_direct(c->server, on)
-                   : tsafe_lora_local_set_direct(c->local, on)) == TSAFE_OK;
-}
-
-/* The backend's cost: the same per-site work via the core's direct calls
- * and via the CPU backend, alternating call by call in one run (so drift
- * hits both alike); medians of the whole call and of its ring work (the
- * "products" stage: upload, ct x pt, rescales). Leaves the CPU backend on. */
-static int bench_overhead(bench_report *r, const char *group, const char *params,
+/* The per-site work on the CPU backend: medians of the whole call and of
+ * its ring work (the "products" stage: upload, ct x pt, rescales). Leaves
+ * the CPU backend on. (Until issue 20 these rows also timed the core's
+ * direct calls; those left the libraries for tests/reference.) */
+static int bench_per_site(bench_report *r, const char *group, const char *params,
                           lora_case *c, int server, int reps)
 {
-    overhead_arg o = {c, NULL, 0};
+    per_site_arg o = {c, NULL, 0};
     uint8_t *req = NULL;
     int rc = 0;
     tsafe_status st = TSAFE_OK;
@@ -324,57 +289,42 @@ static int bench_overhead(bench_report *r, const char *group, const char *params
         o.req = req;
     }
     /* the CPU backend itself: a host's --backend choice must not change
-     * what this row compares */
+     * what this row measures */
     if (st == TSAFE_OK)
         st = server ? tsafe_lora_server_use_backend(c->server, NULL)
                     : tsafe_lora_local_use_backend(c->local, NULL);
-    double *t[2] = {malloc(reps * sizeof(double)), malloc(reps * sizeof(double))};
-    double *p[2] = {malloc(reps * sizeof(double)), malloc(reps * sizeof(double))};
-    if (st != TSAFE_OK || !t[0] || !t[1] || !p[0] || !p[1]) {
-        rc = tool_fail("bench lora: overhead setup", st == TSAFE_OK ? TSAFE_E_NOMEM : st);
+    double *t = malloc(reps * sizeof(double)), *p = malloc(reps * sizeof(double));
+    if (st != TSAFE_OK || !t || !p) {
+        rc = tool_fail("bench lora: per-site setup", st == TSAFE_OK ? TSAFE_E_NOMEM : st);
         goto out;
     }
-    for (int i = -2; i < reps; i++) /* two untimed rounds: operand upload, warm caches */
-        for (int path = 0; path < 2; path++) {
-            if (!set_direct(c, server, path == 0)) {
-                c->failed = 1;
-                break;
-            }
-            double p0 = c->stats.products_us, t0 = bench_now_us();
-            if (server)
-                run_serve_once(&o);
-            else
-                run_local(c);
-            double dt = bench_now_us() - t0;
-            if (i >= 0) {
-                t[path][i] = dt;
-                p[path][i] = c->stats.products_us - p0;
-            }
+    for (int i = -2; i < reps && !c->failed; i++) { /* two untimed: upload, warm caches */
+        double p0 = c->stats.products_us, t0 = bench_now_us();
+        if (server)
+            run_serve_once(&o);
+        else
+            run_local(c);
+        double dt = bench_now_us() - t0;
+        if (i >= 0) {
+            t[i] = dt;
+            p[i] = c->stats.products_us - p0;
         }
-    if (c->failed || !set_direct(c, server, 0)) {
-        rc = tool_fail("bench lora: overhead run", TSAFE_E_STATE);
+    }
+    if (c->failed) {
+        rc = tool_fail("bench lora: per-site run", TSAFE_E_STATE);
         goto out;
     }
     const char *mode = server ? "plain ZeRo-MOAI server" : "local";
-    double td = bench_median_of(t[0], reps), tb = bench_median_of(t[1], reps);
-    double pd = bench_median_of(p[0], reps), pb = bench_median_of(p[1], reps);
-    char label[96], note[96];
-    snprintf(label, sizeof label, "  %s per site: direct", mode);
-    bench_report_add(r, group, label, params, td,
-                     server ? "process_into, one request" : "local_delta, one token");
+    char label[96];
     snprintf(label, sizeof label, "  %s per site: CPU backend", mode);
-    snprintf(note, sizeof note, "backend/direct %.3f (target <= 1.05)", tb / td);
-    bench_report_add(r, group, label, params, tb, note);
-    snprintf(label, sizeof label, "  %s ring work: direct", mode);
-    bench_report_add(r, group, label, params, pd, server ? "ct x pt + rescales" : "ct x pt");
+    bench_report_add(r, group, label, params, bench_median_of(t, reps),
+                     server ? "process_into, one request" : "local_delta, one token");
     snprintf(label, sizeof label, "  %s ring work: CPU backend", mode);
-    snprintf(note, sizeof note, "backend/direct %.3f", pb / pd);
-    bench_report_add(r, group, label, params, pb, note);
+    bench_report_add(r, group, label, params, bench_median_of(p, reps),
+                     server ? "ct x pt + rescales" : "ct x pt");
 out:
-    for (int k = 0; k < 2; k++) {
-        free(t[k]);
-        free(p[k]);
-    }
+    free(t);
+    free(p);
     tsafe_lora_bytes_free(req);
     return rc;
 }
@@ -430,9 +380,9 @@ static int bench_one(bench_report *r, const tsafe_lora_plan *plan, int quick)
     add_breakdown(r, group, "plain-zero-moai", params, &c.stats, reps + 2);
     rc = c.failed ? tool_fail("bench lora: run", TSAFE_E_STATE) : 0;
     if (!rc)
-        rc = bench_overhead(r, group, params, &c, 0, quick ? 7 : 41);
+        rc = bench_per_site(r, group, params, &c, 0, quick ? 7 : 41);
     if (!rc)
-        rc = bench_overhead(r, group, params, &c, 1, quick ? 7 : 41);
+        rc = bench_per_site(r, group, params, &c, 1, quick ? 7 : 41);
     /* the sealed modes derive their own parameters: run them once per shape */
     if (!rc && strncmp(plan->name, "auto", 4) == 0) {
         snprintf(params, sizeof params, "sealed d=%u r=%u", d, rank);

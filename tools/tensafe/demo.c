@@ -138,13 +138,11 @@ out:
 /* -------------------------------------------------------------- state */
 
 typedef struct {
-    tsafe_lora_plan plan;
-    tsafe_lora_pair pair;      /* plain ZeRo-MOAI two-party; its server's
-                                  context also holds the sites in the sealed
-                                  modes (public data only) */
+    tsafe_lora_plan plan;      /* CKKS modes only */
+    tsafe_lora_pair pair;      /* plain ZeRo-MOAI two-party */
     tsafe_lora_local *local;   /* local mode */
-    tsafe_sealed_pair *sealed; /* sealed and sealed-private */
-    tsafe_lora_engine engine;
+    tsafe_sealed_pair *sealed; /* sealed and sealed-private: no CKKS context */
+    tsafe_lora_module_engine engine;
 } party;
 
 typedef struct {
@@ -153,8 +151,8 @@ typedef struct {
     tsafe_moe_layer *layer;
     tsafe_lora_adapter *adapter;
     party h, o_in, act;        /* inputs of size hidden, q_out, expert dim */
-    tsafe_lora_site *attn[4];  /* q k v o */
-    tsafe_lora_site **expert;  /* [n_experts * 3], built for routed experts */
+    tsafe_lora_module *attn[4];  /* q k v o */
+    tsafe_lora_module **expert;  /* [n_experts * 3], made for routed experts */
     tsafe_moe_lora *mlora;
     tsafe_lora_stats attn_stats;
     tsafe_moe_lora_stats moe_stats;
@@ -169,27 +167,26 @@ static tsafe_status party_open(party *p, int mode, const tsafe_backend_factory *
         tsafe_sealed_opts so = {.semi_honest = mode == MODE_SEALED};
         /* the demo checks exactness: sealed runs without DP noise here
          * (tensafe client adds it by default) */
-        if ((st = tsafe_lora_server_create(&p->plan, &p->pair.server)) != TSAFE_OK ||
-            (st = tsafe_sealed_pair_create(mode == MODE_SEALED ? TSAFE_SEALED
+        if ((st = tsafe_sealed_pair_create(mode == MODE_SEALED ? TSAFE_SEALED
                                                                : TSAFE_SEALED_PRIVATE,
                                            &so, NULL, 1, &p->sealed)) != TSAFE_OK ||
             (st = tsafe_sealed_pair_use_backend(p->sealed, f)) != TSAFE_OK)
             return st;
-        p->engine = tsafe_lora_engine_sealed(p->sealed);
+        p->engine = tsafe_lora_module_engine_sealed(p->sealed);
         return TSAFE_OK;
     }
     if (mode == MODE_LOCAL) {
         if ((st = tsafe_lora_local_create(&p->plan, NULL, &p->local)) != TSAFE_OK ||
             (st = tsafe_lora_local_use_backend(p->local, f)) != TSAFE_OK)
             return st;
-        p->engine = tsafe_lora_engine_local(p->local);
+        p->engine = tsafe_lora_module_engine_local(p->local);
         return TSAFE_OK;
     }
     if ((st = tsafe_lora_client_create(&p->plan, NULL, &p->pair.client)) != TSAFE_OK ||
         (st = tsafe_lora_server_create(&p->plan, &p->pair.server)) != TSAFE_OK ||
         (st = tsafe_lora_pair_use_backend(&p->pair, f)) != TSAFE_OK)
         return st;
-    p->engine = tsafe_lora_engine_two_party(&p->pair);
+    p->engine = tsafe_lora_module_engine_two_party(&p->pair);
     return TSAFE_OK;
 }
 
@@ -201,23 +198,19 @@ static void party_close(party *p)
     tsafe_lora_local_free(p->local);
 }
 
-/* Sites live on the server's context (two-party) or the local one. */
-static const tsafe_context *party_ctx(const party *p)
-{
-    return p->local ? tsafe_lora_local_context(p->local) : tsafe_lora_server_context(p->pair.server);
-}
-
-static tsafe_status module_site(demo *D, party *p, const char *name, tsafe_lora_site **out)
+/* The adapter's module `name`, prepared by p's engine now (its CKKS site
+ * or sealed site: adapter load time, not the first token's). */
+static tsafe_status module_for(demo *D, party *p, const char *name, tsafe_lora_module **out)
 {
     size_t idx;
     tsafe_lora_module_info m;
     tsafe_status st = tsafe_lora_adapter_find(D->adapter, name, &idx);
     if (st == TSAFE_OK)
         st = tsafe_lora_adapter_module(D->adapter, idx, &m);
-    if (st != TSAFE_OK)
-        return st;
-    return tsafe_lora_site_create(party_ctx(p), &p->plan, m.A, m.B, (uint32_t)m.out_dim,
-                                  (float)m.scale, out);
+    if (st == TSAFE_OK)
+        st = tsafe_lora_module_from_info(&m, out);
+    const tsafe_lora_module *one = *out;
+    return st == TSAFE_OK ? tsafe_lora_module_engine_prepare(&p->engine, &one, 1) : st;
 }
 
 static double max_abs_a(const tsafe_lora_adapter *ad, size_t in_dim)
@@ -241,8 +234,8 @@ static tsafe_status make_plan(const demo *D, uint32_t d_in, party *p)
     return tsafe_lora_plan_preset(D->o.params, d_in, RANK, MAX_ABS_X, a, &p->plan);
 }
 
-/* Build the three sites of every expert some token is routed to. */
-static tsafe_status expert_sites(demo *D, const tsafe_moe_route *routes, int n_tokens)
+/* The three modules of every expert some token is routed to. */
+static tsafe_status expert_modules(demo *D, const tsafe_moe_route *routes, int n_tokens)
 {
     static const char *proj[3] = {"gate_proj", "up_proj", "down_proj"};
     char name[128];
@@ -254,15 +247,10 @@ static tsafe_status expert_sites(demo *D, const tsafe_moe_route *routes, int n_t
                 continue;
             for (int p = 0; p < 3; p++) {
                 snprintf(name, sizeof name, "layers.0.mlp.experts.%u.%s", e, proj[p]);
-                if ((st = module_site(D, p == 2 ? &D->act : &D->h, name, &D->expert[e * 3 + p])) !=
+                if ((st = module_for(D, p == 2 ? &D->act : &D->h, name, &D->expert[e * 3 + p])) !=
                         TSAFE_OK ||
-                    (st = tsafe_moe_lora_set_site(D->mlora, (int32_t)e, (tsafe_moe_proj)p,
-                                                  D->expert[e * 3 + p])) != TSAFE_OK)
-                    return st;
-                party *pp = p == 2 ? &D->act : &D->h;
-                const tsafe_lora_site *one = D->expert[e * 3 + p];
-                /* sealed sites are built with the expert's sites, untimed */
-                if (pp->sealed && (st = tsafe_sealed_pair_prepare(pp->sealed, &one, 1)) != TSAFE_OK)
+                    (st = tsafe_moe_lora_set_module(D->mlora, (int32_t)e, (tsafe_moe_proj)p,
+                                                    D->expert[e * 3 + p])) != TSAFE_OK)
                     return st;
             }
             D->experts_with_sites++;
@@ -291,7 +279,8 @@ static void accumulate_err(totals *T, const float *he, const float *plain, const
 static tsafe_status run_tokens(demo *D, totals *T)
 {
     uint32_t d = D->cfg.hidden_size;
-    uint32_t q_out = tsafe_lora_site_d_out(D->attn[0]), kv_out = tsafe_lora_site_d_out(D->attn[1]);
+    uint32_t q_out = tsafe_lora_module_d_out(D->attn[0]);
+    uint32_t kv_out = tsafe_lora_module_d_out(D->attn[1]);
     int n = D->o.tokens;
     size_t sz_out[4] = {q_out, kv_out, kv_out, d};
     float *x = malloc((size_t)n * d * sizeof *x), *ao = malloc((size_t)n * q_out * sizeof *ao);
@@ -309,32 +298,34 @@ static tsafe_status run_tokens(demo *D, totals *T)
     uint64_t s = D->o.seed ^ 0x5151;
     fill(x, (size_t)n * d, 2.0, &s);
     fill(ao, (size_t)n * q_out, 2.0, &s);
-    /* route every token first: sites exist only for routed experts */
+    /* route every token first: modules exist only for routed experts */
     if ((st = tsafe_moe_layer_route(D->layer, x, (size_t)n, routes)) != TSAFE_OK ||
-        (st = expert_sites(D, routes, n)) != TSAFE_OK)
+        (st = expert_modules(D, routes, n)) != TSAFE_OK)
         goto out;
-    tsafe_lora_engine plain = tsafe_lora_engine_plain();
+    tsafe_lora_module_engine plain = tsafe_lora_module_engine_plain();
     for (int t = 0; t < n && st == TSAFE_OK; t++) {
         const float *xt = x + (size_t)t * d, *at = ao + (size_t)t * q_out;
-        const tsafe_lora_site *qkv[3] = {D->attn[0], D->attn[1], D->attn[2]};
-        const tsafe_lora_site *o[1] = {D->attn[3]};
+        const tsafe_lora_module *qkv[3] = {D->attn[0], D->attn[1], D->attn[2]};
+        const tsafe_lora_module *o[1] = {D->attn[3]};
         /* base layer first: it also materialises the routed experts' lazily
          * generated weights, which must not be timed as HE or LoRA work */
         if ((st = tsafe_moe_layer_forward(D->layer, xt, 1, moe_base, NULL)) != TSAFE_OK)
             break;
         double t0 = bench_now_us();
         /* HE path: q,k,v share one encryption; o; MoE with expert LoRA */
-        if ((st = D->h.engine.fn(D->h.engine.user, qkv, 3, xt, dh, &D->attn_stats)) != TSAFE_OK ||
-            (st = D->o_in.engine.fn(D->o_in.engine.user, o, 1, at, dh + 3, &D->attn_stats)) != TSAFE_OK ||
-            (st = tsafe_moe_lora_forward(D->layer, D->mlora, &D->h.engine, &D->act.engine, xt, 1,
-                                         moe_he, NULL, &D->moe_stats)) != TSAFE_OK)
+        if ((st = tsafe_lora_module_engine_run(&D->h.engine, qkv, 3, xt, dh, &D->attn_stats)) !=
+                TSAFE_OK ||
+            (st = tsafe_lora_module_engine_run(&D->o_in.engine, o, 1, at, dh + 3,
+                                               &D->attn_stats)) != TSAFE_OK ||
+            (st = tsafe_moe_lora_forward_modules(D->layer, D->mlora, &D->h.engine, &D->act.engine,
+                                                 xt, 1, moe_he, NULL, &D->moe_stats)) != TSAFE_OK)
             break;
         double t1 = bench_now_us();
         /* plaintext path: the same LoRA from the same loaded adapter */
-        if ((st = plain.fn(NULL, qkv, 3, xt, dp, NULL)) != TSAFE_OK ||
-            (st = plain.fn(NULL, o, 1, at, dp + 3, NULL)) != TSAFE_OK ||
-            (st = tsafe_moe_lora_forward(D->layer, D->mlora, &plain, &plain, xt, 1, moe_plain,
-                                         NULL, NULL)) != TSAFE_OK)
+        if ((st = tsafe_lora_module_engine_run(&plain, qkv, 3, xt, dp, NULL)) != TSAFE_OK ||
+            (st = tsafe_lora_module_engine_run(&plain, o, 1, at, dp + 3, NULL)) != TSAFE_OK ||
+            (st = tsafe_moe_lora_forward_modules(D->layer, D->mlora, &plain, &plain, xt, 1,
+                                                 moe_plain, NULL, NULL)) != TSAFE_OK)
             break;
         double t2 = bench_now_us();
         T->he_us += t1 - t0;
@@ -479,6 +470,44 @@ static void remove_dir(const char *dir)
 
 static int demo_run(const demo_opts *opts, demo_result *r);
 
+/* --compare: the same tokens through local and plain ZeRo-MOAI, and the
+ * ratios to the main run's figures m. */
+static int compare_modes(const demo_opts *main_o, const demo_result *m)
+{
+    /* the same tokens through local and plain ZeRo-MOAI, for the ratios */
+    static const int others[2] = {MODE_LOCAL, MODE_PLAIN};
+    demo_result other[2];
+    int ran[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        if (others[k] == main_o->mode)
+            continue;
+        demo_opts o = *main_o;
+        o.mode = others[k];
+        o.quiet = 1;
+        if (progress_on())
+            fprintf(stderr, "tensafe demo: the same tokens in %s mode, for the ratios\n",
+                    k_mode_names[o.mode]);
+        if (demo_run(&o, &other[k]) != 0)
+            return 1;
+        ran[k] = 1;
+    }
+    printf("\nthe same tokens in one run on this machine, ms per token (HE: tokens 2-%d; "
+           "plaintext: all):\n", main_o->tokens);
+    printf("  %-16s %8.1f   bytes both ways %.2f MB\n", k_mode_names[main_o->mode],
+           m->steady_ms, m->mb_per_token);
+    for (int k = 0; k < 2; k++)
+        if (ran[k])
+            printf("  %-16s %8.1f   bytes both ways %.2f MB\n", k_mode_names[others[k]],
+                   other[k].steady_ms, other[k].mb_per_token);
+    printf("  %-16s %8.1f\n", "plaintext", m->plain_ms);
+    printf("  %s / plaintext %.1fx", k_mode_names[main_o->mode], m->steady_ms / m->plain_ms);
+    for (int k = 0; k < 2; k++)
+        if (ran[k])
+            printf(", / %s %.2fx", k_mode_names[others[k]], m->steady_ms / other[k].steady_ms);
+    printf("\n");
+    return 0;
+}
+
 int cmd_demo(int argc, char **argv)
 {
     demo D;
@@ -550,42 +579,27 @@ int cmd_demo(int argc, char **argv)
     int rc = demo_run(&D.o, &main_r);
     if (rc != 0 || !D.o.compare || D.o.json)
         return rc;
-    /* the same tokens through local and plain ZeRo-MOAI, for the ratios */
-    static const int others[2] = {MODE_LOCAL, MODE_PLAIN};
-    demo_result other[2];
-    int ran[2] = {0, 0};
-    for (int k = 0; k < 2; k++) {
-        if (others[k] == D.o.mode)
-            continue;
-        demo_opts o = D.o;
-        o.mode = others[k];
-        o.quiet = 1;
-        if (progress_on())
-            fprintf(stderr, "tensafe demo: the same tokens in %s mode, for the ratios\n",
-                    k_mode_names[o.mode]);
-        if (demo_run(&o, &other[k]) != 0)
-            return 1;
-        ran[k] = 1;
-    }
-    printf("\nthe same tokens in one run on this machine, ms per token (HE: tokens 2-%d; "
-           "plaintext: all):\n", D.o.tokens);
-    printf("  %-16s %8.1f   bytes both ways %.2f MB\n", k_mode_names[D.o.mode],
-           main_r.steady_ms, main_r.mb_per_token);
-    for (int k = 0; k < 2; k++)
-        if (ran[k])
-            printf("  %-16s %8.1f   bytes both ways %.2f MB\n", k_mode_names[others[k]],
-                   other[k].steady_ms, other[k].mb_per_token);
-    printf("  %-16s %8.1f\n", "plaintext", main_r.plain_ms);
-    printf("  %s / plaintext %.1fx", k_mode_names[D.o.mode], main_r.steady_ms / main_r.plain_ms);
-    for (int k = 0; k < 2; k++)
-        if (ran[k])
-            printf(", / %s %.2fx", k_mode_names[others[k]], main_r.steady_ms / other[k].steady_ms);
-    printf("\n");
-    return 0;
+    return compare_modes(&D.o, &main_r);
 }
 
-/* One demo in mode o->mode: adapter, layer, sites, tokens, report (unless
- * quiet); r gets the figures. 0 on success. */
+/* The q, k, v, o modules (prepared by their parties' engines), and room
+ * for the experts' modules. */
+static tsafe_status attention_modules(demo *D)
+{
+    static const char *attn[4] = {"q_proj", "k_proj", "v_proj", "o_proj"};
+    for (int i = 0; i < 4; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "layers.0.self_attn.%s", attn[i]);
+        tsafe_status st = module_for(D, i == 3 ? &D->o_in : &D->h, name, &D->attn[i]);
+        if (st != TSAFE_OK)
+            return st;
+    }
+    D->expert = calloc((size_t)D->cfg.n_experts * 3, sizeof *D->expert);
+    return D->expert ? TSAFE_OK : TSAFE_E_NOMEM;
+}
+
+/* One demo in mode o->mode: adapter, layer, modules, tokens, report
+ * (unless quiet); r gets the figures. 0 on success. */
 static int demo_run(const demo_opts *opts, demo_result *r)
 {
     demo D;
@@ -630,27 +644,8 @@ static int demo_run(const demo_opts *opts, demo_result *r)
         rc = tool_fail("demo: keys, contexts and backends", st);
         goto out;
     }
-    static const char *attn[4] = {"q_proj", "k_proj", "v_proj", "o_proj"};
-    for (int i = 0; i < 4; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "layers.0.self_attn.%s", attn[i]);
-        if ((st = module_site(&D, i == 3 ? &D.o_in : &D.h, name, &D.attn[i])) != TSAFE_OK) {
-            rc = tool_fail("demo: attention adapter sites", st);
-            goto out;
-        }
-    }
-    if (D.h.sealed) {
-        const tsafe_lora_site *qkv[3] = {D.attn[0], D.attn[1], D.attn[2]};
-        const tsafe_lora_site *o = D.attn[3];
-        if ((st = tsafe_sealed_pair_prepare(D.h.sealed, qkv, 3)) != TSAFE_OK ||
-            (st = tsafe_sealed_pair_prepare(D.o_in.sealed, &o, 1)) != TSAFE_OK) {
-            rc = tool_fail("demo: sealed sessions", st);
-            goto out;
-        }
-    }
-    D.expert = calloc((size_t)D.cfg.n_experts * 3, sizeof *D.expert);
-    if (!D.expert) {
-        rc = tool_fail("demo", TSAFE_E_NOMEM);
+    if ((st = attention_modules(&D)) != TSAFE_OK) {
+        rc = tool_fail("demo: attention adapter modules", st);
         goto out;
     }
     totals T = {0};
@@ -667,14 +662,14 @@ static int demo_run(const demo_opts *opts, demo_result *r)
 out:
     if (D.expert)
         for (uint32_t i = 0; i < D.cfg.n_experts * 3; i++)
-            tsafe_lora_site_free(D.expert[i]);
+            tsafe_lora_module_free(D.expert[i]);
     free(D.expert);
-    for (int i = 0; i < 4; i++)
-        tsafe_lora_site_free(D.attn[i]);
     tsafe_moe_lora_free(D.mlora);
-    party_close(&D.h);
+    party_close(&D.h); /* the engines' objects before the modules they prepared */
     party_close(&D.o_in);
     party_close(&D.act);
+    for (int i = 0; i < 4; i++)
+        tsafe_lora_module_free(D.attn[i]);
     tsafe_moe_layer_free(D.layer);
     tsafe_lora_adapter_free(D.adapter);
     remove_dir(dir);

@@ -4,6 +4,7 @@
 
 #include "tensafe/lora_two_party.h"
 #include "he_internal.h"
+#include "../engine/engine_internal.h"
 
 static tsafe_status plain_fn(void *user, const tsafe_lora_site *const *sites,
                              size_t n, const float *x, float *const *delta,
@@ -91,5 +92,79 @@ static tsafe_status pair_fn(void *user, const tsafe_lora_site *const *sites,
 tsafe_lora_engine tsafe_lora_engine_two_party(tsafe_lora_pair *pair)
 {
     tsafe_lora_engine e = {pair_fn, pair};
+    return e;
+}
+
+/* ------------------------------------------------------- module engines */
+
+/* sites[i] for modules[i]: the CKKS sites of l (local) or of the pair's
+ * server, built on first use. */
+static tsafe_status local_sites(tsafe_lora_local *l, const tsafe_lora_module *const *modules,
+                                size_t n, const tsafe_lora_site **sites)
+{
+    const tsafe_lora_plan *plan;
+    tsafe_lora_sitecache *c = tsafe_lora_local_sitecache_(l, &plan);
+    return tsafe_lora_sitecache_map(c, tsafe_lora_local_context(l), plan, modules, n, sites);
+}
+
+static tsafe_status server_sites(tsafe_lora_server *s, const tsafe_lora_module *const *modules,
+                                 size_t n, const tsafe_lora_site **sites)
+{
+    const tsafe_lora_plan *plan;
+    tsafe_lora_sitecache *c = tsafe_lora_server_sitecache_(s, &plan);
+    return tsafe_lora_sitecache_map(c, tsafe_lora_server_context(s), plan, modules, n, sites);
+}
+
+/* The module engines run the site engines' own functions on those sites:
+ * the same ring work and the same bytes. */
+static tsafe_status module_local_fn(void *user, const tsafe_lora_module *const *modules,
+                                    size_t n, const float *x, float *const *delta,
+                                    tsafe_lora_stats *stats)
+{
+    const tsafe_lora_site *sites[TSAFE_LORA_MAX_CALL_MODULES];
+    tsafe_status st = user ? tsafe_lora_module_check_call(modules, n, x, delta) : TSAFE_E_NULL;
+    if (st == TSAFE_OK)
+        st = local_sites(user, modules, n, sites);
+    return st == TSAFE_OK ? local_fn(user, sites, n, x, delta, stats) : st;
+}
+
+static tsafe_status module_local_prepare(void *user, const tsafe_lora_module *const *modules,
+                                         size_t n)
+{
+    const tsafe_lora_site *sites[TSAFE_LORA_MAX_CALL_MODULES];
+    return user ? local_sites(user, modules, n, sites) : TSAFE_E_NULL;
+}
+
+tsafe_lora_module_engine tsafe_lora_module_engine_local(tsafe_lora_local *l)
+{
+    tsafe_lora_module_engine e = {module_local_fn, l, module_local_prepare};
+    return e;
+}
+
+static tsafe_status module_pair_fn(void *user, const tsafe_lora_module *const *modules,
+                                   size_t n, const float *x, float *const *delta,
+                                   tsafe_lora_stats *stats)
+{
+    tsafe_lora_pair *p = user;
+    const tsafe_lora_site *sites[TSAFE_LORA_MAX_CALL_MODULES];
+    tsafe_status st = p && p->client && p->server
+                          ? tsafe_lora_module_check_call(modules, n, x, delta)
+                          : TSAFE_E_NULL;
+    if (st == TSAFE_OK)
+        st = server_sites(p->server, modules, n, sites);
+    return st == TSAFE_OK ? pair_fn(p, sites, n, x, delta, stats) : st;
+}
+
+static tsafe_status module_pair_prepare(void *user, const tsafe_lora_module *const *modules,
+                                        size_t n)
+{
+    tsafe_lora_pair *p = user;
+    const tsafe_lora_site *sites[TSAFE_LORA_MAX_CALL_MODULES];
+    return p && p->server ? server_sites(p->server, modules, n, sites) : TSAFE_E_NULL;
+}
+
+tsafe_lora_module_engine tsafe_lora_module_engine_two_party(tsafe_lora_pair *pair)
+{
+    tsafe_lora_module_engine e = {module_pair_fn, pair, module_pair_prepare};
     return e;
 }

@@ -5,6 +5,7 @@
 #define TSAFE_LORA_HE_INTERNAL_H
 
 #include "tensafe/backend.h"
+#include "tensafe/lora_engine.h"
 #include "tensafe/lora_he.h"
 #include "tensafe/lora_two_party.h"
 
@@ -14,10 +15,32 @@ struct tsafe_lora_site {
     tsafe_lora_plan plan;
     uint32_t d_out;
     float scale;
-    float *A;               /* rank x d_in, kept for the plaintext reference */
-    float *B;               /* d_out x rank */
+    tsafe_lora_module *module; /* the weights (owned): A, B, scale */
+    const float *A;         /* rank x d_in, the module's */
+    const float *B;         /* d_out x rank, the module's */
     tsafe_plaintext **pts;  /* n_batches packed rows of A */
 };
+
+/* The CKKS sites a local or a two-party server built for modules, keyed
+ * on the module id (sitecache.c): built on first use on the owner's
+ * context and plan, kept until the owner is freed. */
+typedef struct tsafe_lora_sitecache {
+    uint64_t *ids;
+    tsafe_lora_site **sites;
+    size_t n, cap;
+} tsafe_lora_sitecache;
+
+/* sites[i] for modules[i] (the caller checked the call). */
+tsafe_status tsafe_lora_sitecache_map(tsafe_lora_sitecache *c, const tsafe_context *ctx,
+                                      const tsafe_lora_plan *plan,
+                                      const tsafe_lora_module *const *modules, size_t n,
+                                      const tsafe_lora_site **sites);
+void tsafe_lora_sitecache_clear(tsafe_lora_sitecache *c);
+/* The caches of a local and of a two-party server. */
+tsafe_lora_sitecache *tsafe_lora_local_sitecache_(tsafe_lora_local *l,
+                                                  const tsafe_lora_plan **plan);
+tsafe_lora_sitecache *tsafe_lora_server_sitecache_(tsafe_lora_server *s,
+                                                   const tsafe_lora_plan **plan);
 
 /* Microseconds on CLOCK_MONOTONIC. */
 double tsafe_lora_now_us(void);

@@ -12,14 +12,14 @@ struct tsafe_lora_local {
     tsafe_secret_key *sk;
     tsafe_lora_plan plan;
     tsafe_plaintext *pt;
-    tsafe_ciphertext *x_ct, *prod;
+    tsafe_ciphertext *x_ct;
     double *re, *im; /* packed x: wiped by tsafe_lora_encrypt_x */
     double *y;       /* decrypted coefficients: wiped after each token */
     float *u;        /* u = A x of _delta: wiped after each token */
     uint32_t u_cap;
     size_t slots;
     tsafe_lora_exec *exec; /* the ring work on a backend */
-    int direct;            /* diagnostics: tsafe_ckks_mul_plain instead */
+    tsafe_lora_sitecache modules; /* sites of the module engine */
 };
 
 /* free() for buffers that held plaintext derived from x. */
@@ -50,7 +50,6 @@ tsafe_status tsafe_lora_local_create(const tsafe_lora_plan *plan,
     if ((st = tsafe_secret_key_generate(l->ctx, seed, &l->sk)) != TSAFE_OK ||
         (st = tsafe_plaintext_create(l->ctx, &l->pt)) != TSAFE_OK ||
         (st = tsafe_ciphertext_create(l->ctx, &l->x_ct)) != TSAFE_OK ||
-        (st = tsafe_ciphertext_create(l->ctx, &l->prod)) != TSAFE_OK ||
         (st = tsafe_lora_exec_create(l->ctx, plan->level, NULL, &l->exec)) != TSAFE_OK)
         goto fail;
     size_t slots = tsafe_context_slots(l->ctx);
@@ -73,8 +72,8 @@ void tsafe_lora_local_free(tsafe_lora_local *l)
     if (!l)
         return;
     tsafe_lora_exec_free(l->exec); /* before the context it serves */
+    tsafe_lora_sitecache_clear(&l->modules);
     tsafe_ciphertext_free(l->x_ct);
-    tsafe_ciphertext_free(l->prod);
     tsafe_plaintext_free(l->pt);
     tsafe_secret_key_free(l->sk);
     tsafe_context_free(l->ctx);
@@ -90,19 +89,18 @@ const tsafe_context *tsafe_lora_local_context(const tsafe_lora_local *l)
     return l ? l->ctx : NULL;
 }
 
+tsafe_lora_sitecache *tsafe_lora_local_sitecache_(tsafe_lora_local *l,
+                                                  const tsafe_lora_plan **plan)
+{
+    *plan = &l->plan;
+    return &l->modules;
+}
+
 tsafe_status tsafe_lora_local_use_backend(tsafe_lora_local *l, const tsafe_backend_factory *f)
 {
     if (!l)
         return TSAFE_E_NULL;
     return tsafe_lora_exec_use_backend(l->exec, f);
-}
-
-tsafe_status tsafe_lora_local_set_direct(tsafe_lora_local *l, int on)
-{
-    if (!l)
-        return TSAFE_E_NULL;
-    l->direct = on != 0;
-    return TSAFE_OK;
 }
 
 static tsafe_status check_sites(tsafe_lora_local *l,
@@ -138,33 +136,27 @@ static tsafe_status run_sites(tsafe_lora_local *l, const tsafe_lora_site *const 
     size_t job = 0, total = 0, chunk = tsafe_lora_exec_chunk(l->exec);
     for (size_t s = 0; s < n_sites; s++)
         total += sites[s]->plan.n_batches;
-    if (!l->direct) {
-        double a = tsafe_lora_now_us();
-        st = tsafe_lora_exec_load_x(l->exec, l->x_ct);
-        prod_us += tsafe_lora_now_us() - a;
-        if (st != TSAFE_OK)
-            return st;
-    }
+    double t_load = tsafe_lora_now_us();
+    st = tsafe_lora_exec_load_x(l->exec, l->x_ct);
+    prod_us += tsafe_lora_now_us() - t_load;
+    if (st != TSAFE_OK)
+        return st;
     for (size_t s = 0; s < n_sites; s++) {
         const tsafe_lora_site *site = sites[s];
         for (uint32_t b = 0; b < site->plan.n_batches; b++, job++) {
             double a = tsafe_lora_now_us();
             const tsafe_buffer *res = NULL;
             double scale = 0;
-            if (l->direct)
-                st = tsafe_ckks_mul_plain(l->ctx, l->x_ct, site->pts[b], l->prod);
-            else if (job % chunk == 0) /* the next `chunk` jobs in one backend call */
+            if (job % chunk == 0) /* the next `chunk` jobs in one backend call */
                 st = tsafe_lora_exec_mul(l->exec, sites, n_sites, job,
                                          total - job < chunk ? total - job : chunk);
-            if (st == TSAFE_OK && !l->direct)
+            if (st == TSAFE_OK)
                 st = tsafe_lora_exec_result(l->exec, job, l->plan.level, &res, &scale);
             if (st != TSAFE_OK)
                 return st;
             double m = tsafe_lora_now_us();
-            st = l->direct ? tsafe_ckks_decrypt_coeffs_strided(l->ctx, l->sk, l->prod, stride,
-                                                               l->y, K)
-                           : tsafe_ckks_decrypt_coeffs_strided_buffer(l->ctx, l->sk, res, scale,
-                                                                      stride, l->y, K);
+            st = tsafe_ckks_decrypt_coeffs_strided_buffer(l->ctx, l->sk, res, scale, stride,
+                                                          l->y, K);
             if (st != TSAFE_OK)
                 return st;
             double d = tsafe_lora_now_us();

@@ -13,13 +13,12 @@ struct tsafe_lora_server {
     tsafe_context *ctx;
     tsafe_lora_plan plan;
     tsafe_ciphertext *x;
-    tsafe_ciphertext *prod;
     float *u;
     size_t u_cap;
     uint8_t *resp; /* reused response buffer (tsafe_lora_server_process_scratch) */
     size_t resp_cap;
     tsafe_lora_exec *exec; /* the ring work on a backend */
-    int direct;            /* diagnostics: the core calls instead of the backend */
+    tsafe_lora_sitecache modules; /* sites of the module engine */
 };
 
 tsafe_status tsafe_lora_server_create(const tsafe_lora_plan *plan,
@@ -36,7 +35,6 @@ tsafe_status tsafe_lora_server_create(const tsafe_lora_plan *plan,
     st = plan->response_level > plan->level ? TSAFE_E_PARAMS : TSAFE_OK;
     if (st != TSAFE_OK ||
         (st = tsafe_context_create(&plan->params, &s->ctx)) != TSAFE_OK ||
-        (st = tsafe_ciphertext_create(s->ctx, &s->prod)) != TSAFE_OK ||
         (st = tsafe_ciphertext_create(s->ctx, &s->x)) != TSAFE_OK ||
         (st = tsafe_lora_exec_create(s->ctx, plan->level, NULL, &s->exec)) != TSAFE_OK) {
         tsafe_lora_server_free(s);
@@ -51,7 +49,7 @@ void tsafe_lora_server_free(tsafe_lora_server *s)
     if (!s)
         return;
     tsafe_lora_exec_free(s->exec); /* before the context it serves */
-    tsafe_ciphertext_free(s->prod);
+    tsafe_lora_sitecache_clear(&s->modules);
     tsafe_ciphertext_free(s->x);
     tsafe_context_free(s->ctx);
     free(s->u);
@@ -62,6 +60,13 @@ void tsafe_lora_server_free(tsafe_lora_server *s)
 const tsafe_context *tsafe_lora_server_context(const tsafe_lora_server *s)
 {
     return s ? s->ctx : NULL;
+}
+
+tsafe_lora_sitecache *tsafe_lora_server_sitecache_(tsafe_lora_server *s,
+                                                   const tsafe_lora_plan **plan)
+{
+    *plan = &s->plan;
+    return &s->modules;
 }
 
 tsafe_status tsafe_lora_server_use_backend(tsafe_lora_server *s,
@@ -75,14 +80,6 @@ tsafe_status tsafe_lora_server_use_backend(tsafe_lora_server *s,
 const char *tsafe_lora_server_backend_name(const tsafe_lora_server *s)
 {
     return s ? tsafe_lora_exec_backend_name(s->exec) : "none";
-}
-
-tsafe_status tsafe_lora_server_set_direct(tsafe_lora_server *s, int on)
-{
-    if (!s)
-        return TSAFE_E_NULL;
-    s->direct = on != 0;
-    return TSAFE_OK;
 }
 
 tsafe_status tsafe_lora_pair_use_backend(tsafe_lora_pair *p, const tsafe_backend_factory *f)
@@ -159,13 +156,11 @@ static tsafe_status process(tsafe_lora_server *s, const tsafe_lora_site *const *
     size_t job = 0, total = 0, chunk = tsafe_lora_exec_chunk(s->exec);
     for (size_t i = 0; i < n_sites; i++)
         total += sites[i]->plan.n_batches;
-    if (!s->direct) {
-        double t0 = tsafe_lora_now_us();
-        st = tsafe_lora_exec_load_x(s->exec, x);
-        prod_us += tsafe_lora_now_us() - t0;
-        if (st != TSAFE_OK)
-            return st;
-    }
+    double t_load = tsafe_lora_now_us();
+    st = tsafe_lora_exec_load_x(s->exec, x);
+    prod_us += tsafe_lora_now_us() - t_load;
+    if (st != TSAFE_OK)
+        return st;
     tsafe_wbuf_header(w, TSAFE_MSG_RESPONSE);
     tsafe_wbuf_u32(w, (uint32_t)n_sites);
     for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
@@ -176,20 +171,13 @@ static tsafe_status process(tsafe_lora_server *s, const tsafe_lora_site *const *
             double t0 = tsafe_lora_now_us();
             const tsafe_buffer *res = NULL;
             double scale = 0;
-            if (s->direct) {
-                st = tsafe_ckks_mul_plain(s->ctx, x, site->pts[b], s->prod);
-                while (st == TSAFE_OK &&
-                       tsafe_ciphertext_level(s->prod) > s->plan.response_level)
-                    st = tsafe_ckks_rescale(s->ctx, s->prod, s->prod);
-            } else {
-                /* every batch of the next `chunk` jobs in one backend call */
-                if (job % chunk == 0)
-                    st = tsafe_lora_exec_mul(s->exec, sites, n_sites, job,
-                                             total - job < chunk ? total - job : chunk);
-                if (st == TSAFE_OK)
-                    st = tsafe_lora_exec_result(s->exec, job, s->plan.response_level, &res,
-                                                &scale);
-            }
+            /* every batch of the next `chunk` jobs in one backend call */
+            if (job % chunk == 0)
+                st = tsafe_lora_exec_mul(s->exec, sites, n_sites, job,
+                                         total - job < chunk ? total - job : chunk);
+            if (st == TSAFE_OK)
+                st = tsafe_lora_exec_result(s->exec, job, s->plan.response_level, &res,
+                                            &scale);
             double t1 = tsafe_lora_now_us();
             size_t n = 0, wr = 0;
             if (st == TSAFE_OK)
@@ -199,12 +187,8 @@ static tsafe_status process(tsafe_lora_server *s, const tsafe_lora_site *const *
             if (st == TSAFE_OK) {
                 tsafe_wbuf_u32(w, (uint32_t)n);
                 uint8_t *p = tsafe_wbuf_reserve(w, n);
-                if (!p)
-                    st = TSAFE_E_STATE;
-                else if (s->direct)
-                    st = tsafe_ciphertext_serialize(s->ctx, s->prod, p, n, &wr);
-                else
-                    st = tsafe_ciphertext_serialize_buffer(s->ctx, res, scale, p, n, &wr);
+                st = p ? tsafe_ciphertext_serialize_buffer(s->ctx, res, scale, p, n, &wr)
+                       : TSAFE_E_STATE;
             }
             prod_us += t1 - t0;
             ser_us += tsafe_lora_now_us() - t1;

@@ -11,6 +11,7 @@
 #include <sodium.h>
 
 #include "he_internal.h"
+#include "../engine/engine_internal.h"
 
 /* slot of copy c, position t: c + cols * t */
 static size_t slot_of(const tsafe_lora_plan *p, uint32_t c, uint32_t t)
@@ -109,6 +110,11 @@ void tsafe_lora_read_batch(const tsafe_context *ctx, const tsafe_lora_plan *p,
     }
 }
 
+const tsafe_lora_module *tsafe_lora_site_module(const tsafe_lora_site *site)
+{
+    return site ? site->module : NULL;
+}
+
 void tsafe_lora_apply_b(const tsafe_lora_site *site, const float *u, float *delta)
 {
     cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)site->d_out, (int)site->plan.rank,
@@ -152,13 +158,15 @@ tsafe_status tsafe_lora_site_create(const tsafe_context *ctx,
     s->plan = *plan;
     s->d_out = d_out;
     s->scale = scale;
-    s->A = malloc(na * sizeof *s->A);
-    s->B = malloc(nb * sizeof *s->B);
-    s->pts = calloc(plan->n_batches, sizeof *s->pts);
-    if (!s->A || !s->B || !s->pts)
+    if ((st = tsafe_lora_module_create(A, B, plan->rank, plan->d_in, d_out, scale,
+                                       &s->module)) != TSAFE_OK)
         goto fail;
-    memcpy(s->A, A, na * sizeof *A);
-    memcpy(s->B, B, nb * sizeof *B);
+    st = TSAFE_E_NOMEM;
+    s->A = tsafe_lora_module_A(s->module);
+    s->B = tsafe_lora_module_B(s->module);
+    s->pts = calloc(plan->n_batches, sizeof *s->pts);
+    if (!s->pts)
+        goto fail;
     for (uint32_t b = 0; b < plan->n_batches; b++) {
         if ((st = tsafe_plaintext_create(ctx, &s->pts[b])) != TSAFE_OK ||
             (st = encode_rows(ctx, plan, A, b, re, im, s->pts[b])) != TSAFE_OK ||
@@ -184,8 +192,7 @@ void tsafe_lora_site_free(tsafe_lora_site *s)
         for (uint32_t b = 0; b < s->plan.n_batches; b++)
             tsafe_plaintext_free(s->pts[b]);
     free(s->pts);
-    free(s->A);
-    free(s->B);
+    tsafe_lora_module_free(s->module);
     free(s);
 }
 
@@ -200,9 +207,8 @@ tsafe_status tsafe_lora_site_plain_delta(const tsafe_lora_site *s, const float *
     float *u = malloc(s->plan.rank * sizeof *u);
     if (!u)
         return TSAFE_E_NOMEM;
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)s->plan.rank, (int)s->plan.d_in,
-                1.0f, s->A, (int)s->plan.d_in, x, 1, 0.0f, u, 1);
-    tsafe_lora_apply_b(s, u, delta);
+    tsafe_lora_plain_delta_(s->A, s->B, s->plan.rank, s->plan.d_in, s->d_out, s->scale, x, u,
+                            delta);
     free(u);
     return TSAFE_OK;
 }

@@ -5,10 +5,10 @@
 
 #include "sealed_internal.h"
 #include "tsafe_check.h"
-#include "../he/he_internal.h"
+#include "../engine/engine_internal.h"
 
 #define MAX_LANES 16
-#define MAX_CALL_SITES 256
+#define MAX_CALL_SITES TSAFE_LORA_MAX_CALL_MODULES
 
 typedef struct lane {
     uint32_t d_in;
@@ -19,7 +19,7 @@ typedef struct lane {
 } lane;
 
 typedef struct cached_site {
-    const tsafe_lora_site *key;
+    uint64_t module_id;
     lane *ln;
     tsafe_sealed_site *site;
 } cached_site;
@@ -35,7 +35,6 @@ struct tsafe_sealed_pair {
     cached_site *cache;
     size_t n_cache, cap_cache;
     const tsafe_backend_factory *factory; /* every server's backends */
-    int direct;
 };
 
 tsafe_status tsafe_sealed_pair_create(tsafe_sealed_mode mode,
@@ -108,12 +107,7 @@ void tsafe_sealed_pair_free(tsafe_sealed_pair *p)
 /* The pair's backend choice on one server. */
 static tsafe_status server_backend(const tsafe_sealed_pair *p, tsafe_sealed_server *s)
 {
-    tsafe_status st = TSAFE_OK;
-    if (p->factory)
-        st = tsafe_sealed_server_use_backend(s, p->factory);
-    if (st == TSAFE_OK)
-        st = tsafe_sealed_server_set_direct(s, p->direct);
-    return st;
+    return p->factory ? tsafe_sealed_server_use_backend(s, p->factory) : TSAFE_OK;
 }
 
 tsafe_status tsafe_sealed_pair_use_backend(tsafe_sealed_pair *p,
@@ -125,17 +119,6 @@ tsafe_status tsafe_sealed_pair_use_backend(tsafe_sealed_pair *p,
     for (size_t i = 0; i < p->n_lanes && st == TSAFE_OK; i++)
         if (p->lanes[i].server)
             st = tsafe_sealed_server_use_backend(p->lanes[i].server, f);
-    return st;
-}
-
-tsafe_status tsafe_sealed_pair_set_direct(tsafe_sealed_pair *p, int on)
-{
-    TSAFE_REQUIRE(p, TSAFE_E_NULL);
-    p->direct = on != 0;
-    tsafe_status st = TSAFE_OK;
-    for (size_t i = 0; i < p->n_lanes && st == TSAFE_OK; i++)
-        if (p->lanes[i].server)
-            st = tsafe_sealed_server_set_direct(p->lanes[i].server, on);
     return st;
 }
 
@@ -200,11 +183,12 @@ static tsafe_status lane_for(tsafe_sealed_pair *p, uint32_t d_in, uint32_t rank,
     return TSAFE_OK;
 }
 
-static tsafe_status site_for(tsafe_sealed_pair *p, lane *l, const tsafe_lora_site *key,
+static tsafe_status site_for(tsafe_sealed_pair *p, lane *l, const tsafe_lora_module *m,
                              const tsafe_sealed_site **out)
 {
+    uint64_t id = tsafe_lora_module_id(m);
     for (size_t i = 0; i < p->n_cache; i++)
-        if (p->cache[i].key == key && p->cache[i].ln == l) {
+        if (p->cache[i].module_id == id && p->cache[i].ln == l) {
             *out = p->cache[i].site;
             return TSAFE_OK;
         }
@@ -217,66 +201,86 @@ static tsafe_status site_for(tsafe_sealed_pair *p, lane *l, const tsafe_lora_sit
         p->cap_cache = cap;
     }
     tsafe_sealed_site *s;
-    tsafe_status st = tsafe_sealed_site_build(&l->plan, l->c1, l->c2, key->A, key->B,
-                                              key->plan.rank, key->d_out, key->scale, &s);
+    tsafe_status st = tsafe_sealed_site_build(&l->plan, l->c1, l->c2, tsafe_lora_module_A(m),
+                                              tsafe_lora_module_B(m), tsafe_lora_module_rank(m),
+                                              tsafe_lora_module_d_out(m),
+                                              tsafe_lora_module_scale(m), &s);
     if (st != TSAFE_OK)
         return st;
-    p->cache[p->n_cache++] = (cached_site){key, l, s};
+    p->cache[p->n_cache++] = (cached_site){id, l, s};
     *out = s;
     return TSAFE_OK;
 }
 
-tsafe_status tsafe_sealed_pair_prepare(tsafe_sealed_pair *p,
-                                       const tsafe_lora_site *const *sites, size_t n)
+/* Lanes and sealed sites for modules now (see tsafe_sealed_pair_prepare). */
+static tsafe_status prepare_modules(tsafe_sealed_pair *p, const tsafe_lora_module *const *m,
+                                    size_t n)
 {
-    TSAFE_REQUIRE(p && sites, TSAFE_E_NULL);
-    TSAFE_REQUIRE(n <= MAX_CALL_SITES, TSAFE_E_RANGE);
     /* open each width's lane for the largest shapes first, so that a later
-     * site of the same call cannot force a reopen */
+     * module of the same call cannot force a reopen */
     for (size_t i = 0; i < n; i++) {
-        TSAFE_REQUIRE(sites[i], TSAFE_E_NULL);
-        uint32_t rmax = 0, dmax = 0;
+        uint32_t d_in = tsafe_lora_module_d_in(m[i]), rmax = 0, dmax = 0;
         size_t same = 0;
         for (size_t j = 0; j < n; j++)
-            if (sites[j] && sites[j]->plan.d_in == sites[i]->plan.d_in) {
-                rmax = sites[j]->plan.rank > rmax ? sites[j]->plan.rank : rmax;
-                dmax = sites[j]->d_out > dmax ? sites[j]->d_out : dmax;
+            if (tsafe_lora_module_d_in(m[j]) == d_in) {
+                uint32_t r = tsafe_lora_module_rank(m[j]), d = tsafe_lora_module_d_out(m[j]);
+                rmax = r > rmax ? r : rmax;
+                dmax = d > dmax ? d : dmax;
                 same++;
             }
         lane *l;
         const tsafe_sealed_site *s;
-        tsafe_status st = lane_for(p, sites[i]->plan.d_in, rmax, dmax, same, &l);
+        tsafe_status st = lane_for(p, d_in, rmax, dmax, same, &l);
         if (st == TSAFE_OK)
-            st = site_for(p, l, sites[i], &s);
+            st = site_for(p, l, m[i], &s);
         if (st != TSAFE_OK)
             return st;
     }
     return TSAFE_OK;
 }
 
-static tsafe_status pair_fn(void *user, const tsafe_lora_site *const *sites,
-                            size_t n, const float *x, float *const *delta,
-                            tsafe_lora_stats *stats)
+/* The modules of CKKS sites (the site engine's callers). */
+static tsafe_status modules_of(const tsafe_lora_site *const *sites, size_t n,
+                               const tsafe_lora_module **m)
+{
+    TSAFE_REQUIRE(sites, TSAFE_E_NULL);
+    TSAFE_REQUIRE(n <= MAX_CALL_SITES, TSAFE_E_RANGE);
+    for (size_t i = 0; i < n; i++)
+        TSAFE_REQUIRE(m[i] = tsafe_lora_site_module(sites[i]), TSAFE_E_NULL);
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_sealed_pair_prepare(tsafe_sealed_pair *p,
+                                       const tsafe_lora_site *const *sites, size_t n)
+{
+    TSAFE_REQUIRE(p, TSAFE_E_NULL);
+    const tsafe_lora_module *m[MAX_CALL_SITES];
+    tsafe_status st = modules_of(sites, n, m);
+    return st == TSAFE_OK ? prepare_modules(p, m, n) : st;
+}
+
+static tsafe_status modules_fn(void *user, const tsafe_lora_module *const *modules,
+                               size_t n, const float *x, float *const *delta,
+                               tsafe_lora_stats *stats)
 {
     tsafe_sealed_pair *p = user;
-    TSAFE_REQUIRE(p && sites && x && delta, TSAFE_E_NULL);
-    TSAFE_REQUIRE(n >= 1 && n <= MAX_CALL_SITES, TSAFE_E_RANGE);
+    TSAFE_REQUIRE(p, TSAFE_E_NULL);
+    tsafe_status st = tsafe_lora_module_check_call(modules, n, x, delta);
+    if (st != TSAFE_OK)
+        return st;
     uint32_t ranks[MAX_CALL_SITES], d_outs[MAX_CALL_SITES], rmax = 0, dmax = 0;
     for (size_t i = 0; i < n; i++) {
-        TSAFE_REQUIRE(sites[i] && delta[i], TSAFE_E_NULL);
-        TSAFE_REQUIRE(sites[i]->plan.d_in == sites[0]->plan.d_in, TSAFE_E_PARAMS_MISMATCH);
-        ranks[i] = sites[i]->plan.rank;
-        d_outs[i] = sites[i]->d_out;
+        ranks[i] = tsafe_lora_module_rank(modules[i]);
+        d_outs[i] = tsafe_lora_module_d_out(modules[i]);
         rmax = ranks[i] > rmax ? ranks[i] : rmax;
         dmax = d_outs[i] > dmax ? d_outs[i] : dmax;
     }
     lane *l;
-    tsafe_status st = lane_for(p, sites[0]->plan.d_in, rmax, dmax, n, &l);
-    if (st != TSAFE_OK)
+    if ((st = lane_for(p, tsafe_lora_module_d_in(modules[0]), rmax, dmax, n, &l)) != TSAFE_OK)
         return st;
     const tsafe_sealed_site *ss[MAX_CALL_SITES];
     for (size_t i = 0; i < n; i++)
-        if ((st = site_for(p, l, sites[i], &ss[i])) != TSAFE_OK)
+        if ((st = site_for(p, l, modules[i], &ss[i])) != TSAFE_OK)
             return st;
     uint8_t *m[5] = {NULL, NULL, NULL, NULL, NULL};
     size_t len[5] = {0, 0, 0, 0, 0};
@@ -305,8 +309,32 @@ static tsafe_status pair_fn(void *user, const tsafe_lora_site *const *sites,
     return st;
 }
 
+static tsafe_status pair_fn(void *user, const tsafe_lora_site *const *sites,
+                            size_t n, const float *x, float *const *delta,
+                            tsafe_lora_stats *stats)
+{
+    TSAFE_REQUIRE(user && x && delta, TSAFE_E_NULL);
+    TSAFE_REQUIRE(n >= 1, TSAFE_E_RANGE);
+    const tsafe_lora_module *m[MAX_CALL_SITES];
+    tsafe_status st = modules_of(sites, n, m);
+    return st == TSAFE_OK ? modules_fn(user, m, n, x, delta, stats) : st;
+}
+
 tsafe_lora_engine tsafe_lora_engine_sealed(tsafe_sealed_pair *p)
 {
     tsafe_lora_engine e = {pair_fn, p};
+    return e;
+}
+
+static tsafe_status modules_prepare(void *user, const tsafe_lora_module *const *modules,
+                                    size_t n)
+{
+    TSAFE_REQUIRE(user, TSAFE_E_NULL);
+    return prepare_modules(user, modules, n);
+}
+
+tsafe_lora_module_engine tsafe_lora_module_engine_sealed(tsafe_sealed_pair *p)
+{
+    tsafe_lora_module_engine e = {modules_fn, p, modules_prepare};
     return e;
 }

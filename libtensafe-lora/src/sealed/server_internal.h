@@ -1,0 +1,145 @@
+/* The sealed server's state, shared by its files: server.c (state, keys,
+ * backends), server_round1.c, server_round2.c; and the pieces of a round
+ * that do no ring work (draws.c, masks.c, codec.c), which the host
+ * reference of tests/reference/ calls too so that it differs from the
+ * server only in how the ring work is done. */
+#ifndef TSAFE_SEALED_SERVER_INTERNAL_H
+#define TSAFE_SEALED_SERVER_INTERNAL_H
+
+#include "sealed_internal.h"
+
+#define TSAFE_SEALED_MAX_CHUNKS 256
+
+/* ------------------------------------------------------------- draws.c */
+
+/* The server's randomness: the CSPRNG, or (tests only,
+ * tsafe_sealed_server_debug_seed) a stream derived from a seed so that two
+ * servers given the same messages answer with the same bytes. */
+typedef struct tsafe_sealed_draws {
+    uint8_t seed[32];
+    int seeded;
+    uint64_t n;
+} tsafe_sealed_draws;
+
+/* The next sealing seed into out: NULL (the CSPRNG) unless seeded. */
+const uint8_t *tsafe_sealed_next_seed(tsafe_sealed_draws *d, uint8_t out[32]);
+/* n fresh uniform 64-bit masks. */
+void tsafe_sealed_draw_masks(tsafe_sealed_draws *d, uint64_t *R, size_t n);
+/* sealed-private: the output noise of one site into noise (d_out). */
+void tsafe_sealed_draw_out_noise(tsafe_sealed_draws *d, const tsafe_sealed_site *site,
+                                 int64_t *noise);
+
+/* ------------------------------------------------------------- masks.c */
+
+/* Round 1, block b of layout l: mask[k] = t/2 - R[b rows + k] mod t, so
+ * that the client decrypts v = u + t/2 - R mod t (uniform). Returns the
+ * block's reads. */
+uint32_t tsafe_sealed_round1_masks(const tsafe_sealed_plan *p, const tsafe_sealed_layout *l,
+                                   uint32_t b, const uint64_t *R, uint64_t *mask);
+/* sealed-private: a site's band (coordinates whose wrap the server cannot
+ * decide from R alone) and the constants C of u~ = floor(v/2^k) + band d
+ * + C, from its masks R (rank entries each). */
+void tsafe_sealed_band_and_c(const tsafe_sealed_plan *p, const tsafe_sealed_site *site,
+                             const uint64_t *R, uint8_t *band, int64_t *C);
+/* colsel (d_out x rank) = the band's columns of B_q, the rest zero. */
+void tsafe_sealed_band_columns(const tsafe_sealed_site *site, const uint8_t *band,
+                               int64_t *colsel);
+/* Round 2, block b: mask[k] = (B_q C + noise) mod t2 for the block's
+ * reads (returned). */
+uint32_t tsafe_sealed_round2_masks(const tsafe_sealed_plan *p, const tsafe_sealed_site *site,
+                                   uint32_t b, const int64_t *C, const int64_t *noise,
+                                   uint64_t *mask);
+/* sealed round 2: share v (< t, checked by the caller) and mask R -> the
+ * signed u + n. */
+int64_t tsafe_sealed_unmask(const tsafe_sealed_plan *p, uint64_t v, uint64_t R);
+
+/* ------------------------------------------------------------- codec.c */
+
+/* Upper bound on a message's bytes for these sites (sizes its buffer). */
+size_t tsafe_sealed_message_bytes(const tsafe_sealed_plan *p,
+                                  const tsafe_sealed_site *const *sites, size_t n_sites,
+                                  uint8_t kind);
+/* A sealed result of `reads` reads appended to w. */
+tsafe_status tsafe_sealed_put_sealed(const tsafe_bfv_context *ctx, const tsafe_bfv_sealed *res,
+                                     size_t reads, tsafe_wbuf *w);
+/* Response 1's per-site header (rank, d_out, then the sealed scale_a or
+ * the sealed-private truncation). */
+void tsafe_sealed_put_site1(tsafe_wbuf *w, const tsafe_sealed_plan *p,
+                            const tsafe_sealed_site *site);
+/* Response 2's per-site header (sealed-private): d_out, scale, exponents. */
+void tsafe_sealed_put_site2(tsafe_wbuf *w, const tsafe_sealed_site *site);
+/* The ciphertext count of a query (the tag already read) checked against
+ * the plan. */
+tsafe_status tsafe_sealed_get_chunks(tsafe_rbuf *r, const tsafe_sealed_plan *p);
+/* A share-ciphertext site header (rank, count) checked against the site. */
+tsafe_status tsafe_sealed_get_site2(tsafe_rbuf *r, const tsafe_sealed_site *site);
+
+/* ------------------------------------------------------------ server.c */
+
+struct tsafe_sealed_server {
+    tsafe_sealed_plan plan;
+    tsafe_bfv_context *c1, *c2;
+    tsafe_bfv_public_key *pk1, *pk2;
+    tsafe_sealed_tag tag;     /* session, epoch; seq = next expected */
+    int have_session;
+    int await_round2;         /* round 1 of tag.seq done, masks held */
+    size_t n_sites;           /* of the pending token */
+    tsafe_bfv_sealed *res, *res2;
+    uint32_t *pos;
+    uint64_t *mask;
+    uint64_t *R;              /* per pending site: rank masks (flat) */
+    size_t R_cap;
+    int64_t *last_u;          /* sealed: u + n of the last round 2 (flat) */
+    size_t *off;              /* site i's masks start at R + off[i] */
+    int64_t *coeff, *colsel;  /* round-2 per-token plaintext scratch */
+    int64_t *noise;           /* round-2 output noise of one site (d_out_max) */
+
+    /* The ring work runs on backends (one per round's ring) from the
+     * host's factory (the CPU backend by default). */
+    const tsafe_backend_factory *factory;
+    tsafe_backend *be1, *be2;
+    tsafe_bfv_sealer *sealer1, *sealer2;
+    tsafe_buffer *pkb1, *pkb2;                          /* session keys as operands */
+    tsafe_buffer *xb[TSAFE_SEALED_MAX_CHUNKS];          /* the query's chunks */
+    tsafe_buffer *zb[2 * TSAFE_SEALED_MAX_CHUNKS];      /* round 2's ciphertexts */
+    tsafe_buffer **accs, **accs2;         /* one per block (round 1, 2) */
+    size_t n_accs, n_accs2;
+    tsafe_buffer **band;                  /* per-token round-2 plaintexts */
+    size_t n_band;
+    tsafe_sealed_opcache cache;
+    tsafe_sealed_draws draws;
+    size_t seals1, seals2;                /* of the last token: refill targets */
+
+    /* Round 2 prepared while the client answers round 1
+     * (tsafe_sealed_server_prepare_round2): per coordinate the band bit
+     * and C (flat like R, and as secret), per site its first band
+     * plaintext in `band`; round 2 uses them only for the same sites. */
+    uint8_t *pband;
+    int64_t *pC;
+    size_t *pfirst;
+    const tsafe_sealed_site **psites;
+    int prepared;
+};
+
+/* At least n buffers of polys x (every limb of b's ring) in *pool. */
+tsafe_status tsafe_sealed_pool_reserve(tsafe_backend *b, tsafe_buffer ***pool, size_t *have,
+                                       size_t n, size_t polys);
+/* The sites of a round: present, of this server's plan. */
+tsafe_status tsafe_sealed_server_check_sites(const tsafe_sealed_server *s,
+                                             const tsafe_sealed_site *const *sites, size_t n);
+/* Round 2 and its preparation: the sites of the pending round 1. */
+tsafe_status tsafe_sealed_server_check_pending(const tsafe_sealed_server *s,
+                                               const tsafe_sealed_site *const *sites, size_t n);
+/* Room for `need` masks (and what derives from them). */
+tsafe_status tsafe_sealed_server_reserve_R(tsafe_sealed_server *s, size_t need);
+/* Wipes the pending token's masks and everything derived from them. */
+void tsafe_sealed_server_wipe_masks(tsafe_sealed_server *s);
+/* Seals block b of layout l (reads at the block's rows, masks in s->mask)
+ * from the backend accumulator acc into w. */
+tsafe_status tsafe_sealed_server_seal(tsafe_sealed_server *s, const tsafe_bfv_context *ctx,
+                                      tsafe_bfv_sealer *sealer, tsafe_buffer *acc,
+                                      const tsafe_buffer *pk, tsafe_bfv_sealed *res,
+                                      const tsafe_sealed_layout *l, uint32_t b,
+                                      uint32_t flood, tsafe_wbuf *w);
+
+#endif

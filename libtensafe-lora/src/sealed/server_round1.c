@@ -1,0 +1,174 @@
+/* Sealed server, round 1: the query's chunks times every site's A blocks
+ * on the backend, masked by fresh R, flooded and sealed (response 1). */
+#include <stdlib.h>
+
+#include "server_internal.h"
+#include "tsafe_check.h"
+
+/* Every block of every site is one job of one tsafe_backend_mul_acc call
+ * (the batched entry point); accs[j] is block j in site-major order. */
+static tsafe_status round1_products(tsafe_sealed_server *s,
+                                    const tsafe_sealed_site *const *sites,
+                                    size_t n_sites, const tsafe_sealed_operands **ops)
+{
+    size_t jobs = 0;
+    for (size_t i = 0; i < n_sites; i++)
+        jobs += sites[i]->l1.n_blocks;
+    tsafe_status st = tsafe_sealed_pool_reserve(s->be1, &s->accs, &s->n_accs, jobs, 2);
+    if (st != TSAFE_OK)
+        return st;
+    uint32_t nc = s->plan.n_chunks1;
+    tsafe_backend_mac *job = malloc(jobs * sizeof *job);
+    const tsafe_buffer **terms = malloc(2 * jobs * nc * sizeof *terms);
+    if (!job || !terms) {
+        free(job);
+        free(terms);
+        return TSAFE_E_NOMEM;
+    }
+    size_t j = 0;
+    for (size_t i = 0; i < n_sites; i++) {
+        const tsafe_sealed_layout *l = &sites[i]->l1;
+        for (uint32_t b = 0; b < l->n_blocks; b++, j++) {
+            const tsafe_buffer **a = terms + 2 * j * nc, **w = a + nc;
+            for (uint32_t c = 0; c < l->n_chunks; c++) {
+                a[c] = s->xb[c];
+                w[c] = ops[i]->o1[(size_t)c * l->n_blocks + b];
+            }
+            job[j] = (tsafe_backend_mac){s->accs[j], l->n_chunks, a, w, 1};
+        }
+    }
+    st = tsafe_backend_mul_acc(s->be1, job, jobs);
+    free(job);
+    free(terms);
+    return st;
+}
+
+/* The query's tag and chunks (into s->xb), consumed exactly. */
+static tsafe_status read_query(tsafe_sealed_server *s, const uint8_t *query, size_t len)
+{
+    tsafe_status st;
+    tsafe_rbuf r = {query, len, 0};
+    if ((st = tsafe_rbuf_header(&r, TSAFE_MSG_SEALED_QUERY)) != TSAFE_OK ||
+        (st = tsafe_sealed_get_tag(&r, &s->tag)) != TSAFE_OK ||
+        (st = tsafe_sealed_get_chunks(&r, &s->plan)) != TSAFE_OK)
+        return st;
+    size_t ctl = tsafe_bfv_ct_bytes(s->c1);
+    for (uint32_t c = 0; c < s->plan.n_chunks1; c++) {
+        const uint8_t *p = tsafe_rbuf_take(&r, ctl);
+        if (!p)
+            return TSAFE_E_TRUNCATED;
+        if ((st = tsafe_bfv_ct_read_buffer(s->c1, p, ctl, s->xb[c])) != TSAFE_OK)
+            return st;
+    }
+    if (r.pos != len)
+        return TSAFE_E_FORMAT;
+    return TSAFE_OK;
+}
+
+/* Fresh masks R (mod t) for the sites' ranks, laid out by s->off. */
+static tsafe_status draw_round_masks(tsafe_sealed_server *s,
+                                     const tsafe_sealed_site *const *sites, size_t n_sites)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n_sites; i++) {
+        s->off[i] = total;
+        total += sites[i]->rank;
+    }
+    s->off[n_sites] = total;
+    tsafe_status st = tsafe_sealed_server_reserve_R(s, total);
+    if (st != TSAFE_OK)
+        return st;
+    uint64_t t = 1ull << s->plan.r1.t_bits;
+    tsafe_sealed_draw_masks(&s->draws, s->R, total);
+    for (size_t i = 0; i < total; i++)
+        s->R[i] &= t - 1;
+    return TSAFE_OK;
+}
+
+/* Response 1 from the products in s->accs: per block the masks, then the
+ * sealing. Returns the number of blocks sealed in *seals. */
+static tsafe_status write_response1(tsafe_sealed_server *s,
+                                    const tsafe_sealed_site *const *sites, size_t n_sites,
+                                    tsafe_wbuf *w, size_t *seals)
+{
+    tsafe_status st = TSAFE_OK;
+    tsafe_wbuf_presize(w, tsafe_sealed_message_bytes(&s->plan, sites, n_sites,
+                                                     TSAFE_MSG_SEALED_RESPONSE1));
+    tsafe_wbuf_header(w, TSAFE_MSG_SEALED_RESPONSE1);
+    tsafe_sealed_put_tag(w, &s->tag);
+    tsafe_wbuf_u32(w, (uint32_t)n_sites);
+    const uint64_t *R = s->R;
+    size_t j = 0; /* backend accumulator of the block */
+    for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
+        const tsafe_sealed_layout *l = &sites[i]->l1;
+        tsafe_sealed_put_site1(w, &s->plan, sites[i]);
+        for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++, j++) {
+            tsafe_sealed_round1_masks(&s->plan, l, b, R, s->mask);
+            st = tsafe_sealed_server_seal(s, s->c1, s->sealer1, s->accs[j], s->pkb1, s->res,
+                                          l, b, s->plan.flood1, w);
+        }
+        R += sites[i]->rank;
+    }
+    *seals = j;
+    return st == TSAFE_OK && w->failed ? TSAFE_E_NOMEM : st;
+}
+
+static tsafe_status round1(tsafe_sealed_server *s, const tsafe_sealed_site *const *sites,
+                           size_t n_sites, const uint8_t *query, size_t len,
+                           uint8_t **response, size_t *out_len, tsafe_lora_stats *stats)
+{
+    double t0 = tsafe_lora_now_us();
+    tsafe_status st = read_query(s, query, len);
+    if (st == TSAFE_OK)
+        st = draw_round_masks(s, sites, n_sites);
+    const tsafe_sealed_operands *ops[TSAFE_MSG_MAX_SITES];
+    double p0 = tsafe_lora_now_us();
+    for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++)
+        st = tsafe_sealed_opcache_get(&s->cache, s->be1, s->be2, sites[i], &ops[i]);
+    if (st == TSAFE_OK)
+        st = round1_products(s, sites, n_sites, ops);
+    if (st != TSAFE_OK)
+        return st;
+    double prod_us = tsafe_lora_now_us() - p0;
+    tsafe_wbuf w = {0};
+    size_t seals = 0;
+    if ((st = write_response1(s, sites, n_sites, &w, &seals)) != TSAFE_OK) {
+        free(w.buf);
+        return st;
+    }
+    s->await_round2 = 1;
+    s->prepared = 0;
+    s->n_sites = n_sites;
+    s->seals1 = seals; /* what refill prepares for the next token */
+    *response = w.buf;
+    *out_len = w.len;
+    if (stats) {
+        stats->products_us += prod_us;
+        stats->reduce_us += tsafe_lora_now_us() - t0 - prod_us;
+        stats->he_ops += (uint64_t)n_sites * s->plan.n_chunks1;
+    }
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_sealed_server_round1(tsafe_sealed_server *s,
+                                        const tsafe_sealed_site *const *sites,
+                                        size_t n_sites, const uint8_t *query,
+                                        size_t len, uint8_t **response,
+                                        size_t *out_len, tsafe_lora_stats *stats)
+{
+    TSAFE_REQUIRE(s && query && response && out_len, TSAFE_E_NULL);
+    *response = NULL;
+    *out_len = 0;
+    tsafe_status st = tsafe_sealed_server_check_sites(s, sites, n_sites);
+    if (st != TSAFE_OK)
+        return st;
+    TSAFE_REQUIRE(s->have_session, TSAFE_E_STATE);
+    TSAFE_REQUIRE(s->be1, TSAFE_E_STATE); /* a failed use_backend left none */
+    /* one query per sequence number: while its round 2 is pending, the
+     * same query again is a replay (a fresh one would carry seq + 1) */
+    TSAFE_REQUIRE(!s->await_round2, TSAFE_E_REPLAY);
+    st = round1(s, sites, n_sites, query, len, response, out_len, stats);
+    if (st != TSAFE_OK) /* no token pending; the session stays (round 2 ends it) */
+        tsafe_sealed_server_wipe_masks(s);
+    return st;
+}

@@ -1,0 +1,350 @@
+/* Sealed server, round 2: sealed mode turns the shares into the deltas in
+ * clear; sealed-private multiplies the encrypted truncated shares by B_q
+ * on the backend and seals the result (docs/THREAT_MODEL.md). */
+#include <stdlib.h>
+
+#include <sodium.h>
+
+#include "server_internal.h"
+#include "tsafe_check.h"
+
+/* out[j] = sum over k (in order) of bt[k d_out + j] u[k], in doubles: each
+ * output the same products and sums in the same order on either path (the
+ * AVX-512 one keeps 32 outputs in registers, no fused multiply-add), so
+ * both give the same bits. */
+static void bt_times_u_scalar(const float *bt, const double *u, uint32_t rank,
+                              uint32_t from, uint32_t d_out, double *out)
+{
+    for (uint32_t j = from; j < d_out; j++) {
+        double acc = 0;
+        for (uint32_t k = 0; k < rank; k++)
+            acc += (double)bt[(size_t)k * d_out + j] * u[k];
+        out[j] = acc;
+    }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+__attribute__((target("avx512f"))) static uint32_t bt_times_u_avx512(
+    const float *bt, const double *u, uint32_t rank, uint32_t d_out, double *out)
+{
+    uint32_t j = 0;
+    for (; j + 32 <= d_out; j += 32) {
+        __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+        for (uint32_t k = 0; k < rank; k++) {
+            const float *b = bt + (size_t)k * d_out + j;
+            __m512d uk = _mm512_set1_pd(u[k]);
+            a0 = _mm512_add_pd(a0, _mm512_mul_pd(_mm512_cvtps_pd(_mm256_loadu_ps(b)), uk));
+            a1 = _mm512_add_pd(a1, _mm512_mul_pd(_mm512_cvtps_pd(_mm256_loadu_ps(b + 8)), uk));
+            a2 = _mm512_add_pd(a2, _mm512_mul_pd(_mm512_cvtps_pd(_mm256_loadu_ps(b + 16)), uk));
+            a3 = _mm512_add_pd(a3, _mm512_mul_pd(_mm512_cvtps_pd(_mm256_loadu_ps(b + 24)), uk));
+        }
+        _mm512_storeu_pd(out + j, a0);
+        _mm512_storeu_pd(out + j + 8, a1);
+        _mm512_storeu_pd(out + j + 16, a2);
+        _mm512_storeu_pd(out + j + 24, a3);
+    }
+    return j;
+}
+#endif
+
+static void bt_times_u(const float *bt, const double *u, uint32_t rank, uint32_t d_out,
+                       double *out)
+{
+    uint32_t from = 0;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (__builtin_cpu_supports("avx512f"))
+        from = bt_times_u_avx512(bt, u, rank, d_out, out);
+#endif
+    bt_times_u_scalar(bt, u, rank, from, d_out, out);
+}
+
+/* sealed: shares (+ noise) -> u + n -> delta' = s B' (u + n), in clear */
+static tsafe_status round2_sealed(tsafe_sealed_server *s,
+                                  const tsafe_sealed_site *const *sites,
+                                  size_t n_sites, tsafe_rbuf *r, tsafe_wbuf *w)
+{
+    uint64_t t = 1ull << s->plan.r1.t_bits;
+    const uint64_t *R = s->R;
+    int64_t *U = s->last_u;
+    for (size_t i = 0; i < n_sites; i++) {
+        const tsafe_sealed_site *site = sites[i];
+        uint32_t rank;
+        if (!tsafe_rbuf_u32(r, &rank))
+            return TSAFE_E_TRUNCATED;
+        if (rank != site->rank)
+            return TSAFE_E_FORMAT;
+        for (uint32_t k = 0; k < rank; k++) {
+            uint64_t v;
+            if (!tsafe_rbuf_u64(r, &v))
+                return TSAFE_E_TRUNCATED;
+            if (v >= t)
+                return TSAFE_E_FORMAT;
+            U[k] = tsafe_sealed_unmask(&s->plan, v, R[k]);
+        }
+        tsafe_wbuf_u32(w, site->d_out);
+        double *ud = malloc(((size_t)rank + site->d_out) * sizeof *ud), *out = ud + rank;
+        if (!ud)
+            return TSAFE_E_NOMEM;
+        for (uint32_t k = 0; k < rank; k++)
+            ud[k] = (double)U[k];
+        bt_times_u(site->bprime, ud, rank, site->d_out, out);
+        for (uint32_t j = 0; j < site->d_out; j++)
+            tsafe_wbuf_f32(w, (float)out[j]);
+        free(ud);
+        R += rank;
+        U += rank;
+    }
+    return TSAFE_OK;
+}
+
+/* The per-token band plaintexts of a site on the backend, one per block
+ * and wrap chunk (block-major) into band[first..] (the pool holds at least
+ * first + n_chunks * n_blocks entries). Every chunk gets one, also when
+ * none of its coordinates is in the band (a zero plaintext): the work of
+ * round 2 must not depend on R, or its timing would tell the client which
+ * chunks hold band coordinates, i.e. something of R and so of u. */
+static tsafe_status build_band_plains(tsafe_sealed_server *s, const tsafe_sealed_site *site,
+                                      const uint8_t *band, size_t first)
+{
+    const tsafe_sealed_layout *l = &site->l2;
+    size_t n = tsafe_bfv_context_n(s->c2), used = first;
+    tsafe_sealed_band_columns(site, band, s->colsel);
+    tsafe_status st = TSAFE_OK;
+    for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++)
+        for (uint32_t c = 0; c < l->n_chunks && st == TSAFE_OK; c++) {
+            tsafe_sealed_encode_block(l, s->colsel, site->rank, c, b, s->coeff, n);
+            st = tsafe_bfv_plain_encode_buffer(s->c2, s->coeff, n, s->band[used++]);
+        }
+    return st;
+}
+
+/* Round 2's products of one site on the backend: per block the share
+ * chunks times the fixed B_q blocks and the wrap chunks times their band
+ * plaintexts (band[first..], built by build_band_plains), as one
+ * multiply-accumulate call. */
+static tsafe_status round2_products(tsafe_sealed_server *s, const tsafe_sealed_site *site,
+                                    const tsafe_sealed_operands *ops, size_t first)
+{
+    const tsafe_sealed_layout *l = &site->l2;
+    size_t nb = l->n_blocks, nc = l->n_chunks;
+    tsafe_status st = tsafe_sealed_pool_reserve(s->be2, &s->accs2, &s->n_accs2, nb, 2);
+    if (st != TSAFE_OK)
+        return st;
+    tsafe_backend_mac *job = malloc(nb * sizeof *job);
+    const tsafe_buffer **terms = malloc(2 * nb * 2 * nc * sizeof *terms);
+    if (!job || !terms) {
+        free(job);
+        free(terms);
+        return TSAFE_E_NOMEM;
+    }
+    size_t used = first;
+    for (uint32_t b = 0; b < nb; b++) {
+        const tsafe_buffer **a = terms + 2 * b * 2 * nc, **w = a + 2 * nc;
+        size_t k = 0;
+        for (uint32_t c = 0; c < nc; c++, k++) {
+            a[k] = s->zb[c];
+            w[k] = ops->o2[(size_t)c * nb + b];
+        }
+        for (uint32_t c = 0; c < nc; c++, k++) {
+            a[k] = s->zb[nc + c];
+            w[k] = s->band[used++];
+        }
+        job[b] = (tsafe_backend_mac){s->accs2[b], k, a, w, 1};
+    }
+    st = tsafe_backend_mul_acc(s->be2, job, nb);
+    free(job);
+    free(terms);
+    return st;
+}
+
+tsafe_status tsafe_sealed_server_prepare_round2(tsafe_sealed_server *s,
+                                                const tsafe_sealed_site *const *sites,
+                                                size_t n_sites, tsafe_lora_stats *stats)
+{
+    TSAFE_REQUIRE(s, TSAFE_E_NULL);
+    tsafe_status st = tsafe_sealed_server_check_pending(s, sites, n_sites);
+    if (st != TSAFE_OK)
+        return st;
+    if (s->plan.mode != TSAFE_SEALED_PRIVATE || s->prepared)
+        return TSAFE_OK; /* nothing to prepare, or done */
+    double t0 = tsafe_lora_now_us();
+    size_t total = 0;
+    for (size_t i = 0; i < n_sites; i++) {
+        const tsafe_sealed_site *site = sites[i];
+        size_t o = s->off[i];
+        tsafe_sealed_band_and_c(&s->plan, site, s->R + o, s->pband + o, s->pC + o);
+        s->pfirst[i] = total;
+        total += (size_t)site->l2.n_chunks * site->l2.n_blocks;
+    }
+    st = tsafe_sealed_pool_reserve(s->be2, &s->band, &s->n_band, total, 1);
+    for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
+        st = build_band_plains(s, sites[i], s->pband + s->off[i], s->pfirst[i]);
+        s->psites[i] = sites[i];
+    }
+    /* Round 2's encryptions of zero are left to the sealings (or to
+     * tsafe_sealed_server_refill): prepared here they cost twice the band
+     * work, more than the client's answer takes on a fast link (measured
+     * on 127.0.0.1: the share then waits for the server). */
+    s->prepared = st == TSAFE_OK;
+    if (stats)
+        stats->offline_us += tsafe_lora_now_us() - t0;
+    return st;
+}
+
+/* One site of a sealed-private round 2: its share ciphertexts (into
+ * s->zb), the products on the backend (with the prepared band plaintexts
+ * when prepared, else built here), then per block the masks B_q C +
+ * noise and the sealing. */
+static tsafe_status round2_site(tsafe_sealed_server *s, const tsafe_sealed_site *site,
+                                size_t i, int prepared, tsafe_rbuf *r, tsafe_wbuf *w,
+                                double *prod_us, uint8_t *band_here, int64_t *C_here)
+{
+    const tsafe_sealed_layout *l = &site->l2;
+    size_t ctl = tsafe_bfv_ct_bytes(s->c2);
+    tsafe_status st = tsafe_sealed_get_site2(r, site);
+    for (uint32_t c = 0; c < 2 * l->n_chunks && st == TSAFE_OK; c++) {
+        const uint8_t *b = tsafe_rbuf_take(r, ctl);
+        st = b ? tsafe_bfv_ct_read_buffer(s->c2, b, ctl, s->zb[c]) : TSAFE_E_TRUNCATED;
+    }
+    if (st != TSAFE_OK)
+        return st;
+    const uint8_t *band = prepared ? s->pband + s->off[i] : band_here;
+    const int64_t *C = prepared ? s->pC + s->off[i] : C_here;
+    if (!prepared)
+        tsafe_sealed_band_and_c(&s->plan, site, s->R + s->off[i], band_here, C_here);
+    tsafe_sealed_put_site2(w, site);
+    tsafe_sealed_draw_out_noise(&s->draws, site, s->noise);
+    double p0 = tsafe_lora_now_us();
+    const tsafe_sealed_operands *ops;
+    st = tsafe_sealed_opcache_get(&s->cache, s->be1, s->be2, site, &ops);
+    if (st == TSAFE_OK && !prepared) {
+        st = tsafe_sealed_pool_reserve(s->be2, &s->band, &s->n_band,
+                                       (size_t)l->n_chunks * l->n_blocks, 1);
+        if (st == TSAFE_OK)
+            st = build_band_plains(s, site, band, 0);
+    }
+    if (st == TSAFE_OK)
+        st = round2_products(s, site, ops, prepared ? s->pfirst[i] : 0);
+    *prod_us += tsafe_lora_now_us() - p0;
+    uint32_t flood2 = tsafe_sealed_flood2(&s->plan);
+    for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++) {
+        tsafe_sealed_round2_masks(&s->plan, site, b, C, s->noise, s->mask);
+        st = tsafe_sealed_server_seal(s, s->c2, s->sealer2, s->accs2[b], s->pkb2, s->res2, l,
+                                      b, flood2, w);
+    }
+    return st;
+}
+
+/* sealed-private: Enc(floor(v/2^k)), Enc(d) -> Enc(B_q u~), with
+ * u~ = floor(v/2^k) + band * d + C (see docs/THREAT_MODEL.md: the band is
+ * where the server cannot tell whether v + R wrapped; there the client's
+ * second representative d = -(t/2^k)[v >= t/2] is used). The band work
+ * comes from tsafe_sealed_server_prepare_round2 when it ran for these
+ * sites, else it is done here. */
+static tsafe_status round2_private(tsafe_sealed_server *s,
+                                   const tsafe_sealed_site *const *sites,
+                                   size_t n_sites, tsafe_rbuf *r, tsafe_wbuf *w,
+                                   double *prod_us)
+{
+    int prepared = s->prepared;
+    for (size_t i = 0; prepared && i < n_sites; i++)
+        prepared = sites[i] == s->psites[i];
+    tsafe_status st = TSAFE_OK;
+    int64_t C_here[1024];
+    uint8_t band_here[1024];
+    for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++)
+        st = round2_site(s, sites[i], i, prepared, r, w, prod_us, band_here, C_here);
+    sodium_memzero(C_here, sizeof C_here);
+    sodium_memzero(band_here, sizeof band_here);
+    return st;
+}
+
+/* A message that fails ends the session (a new hello starts another): the
+ * masks go at once, so a client cannot try several second messages
+ * against one token's masks. */
+static void abort_session(tsafe_sealed_server *s)
+{
+    tsafe_sealed_server_wipe_masks(s);
+    s->prepared = 0;
+    s->await_round2 = 0;
+    s->have_session = 0;
+}
+
+/* The share message's header, tag and site count. */
+static tsafe_status read_share_head(tsafe_sealed_server *s, tsafe_rbuf *r, size_t n_sites)
+{
+    int priv = s->plan.mode == TSAFE_SEALED_PRIVATE;
+    uint32_t ns;
+    tsafe_status st;
+    if ((st = tsafe_rbuf_header(r, priv ? TSAFE_MSG_SEALED_SHARE_CT
+                                        : TSAFE_MSG_SEALED_SHARE)) != TSAFE_OK ||
+        (st = tsafe_sealed_get_tag(r, &s->tag)) != TSAFE_OK)
+        return st;
+    if (!tsafe_rbuf_u32(r, &ns))
+        return TSAFE_E_TRUNCATED;
+    return ns == n_sites ? TSAFE_OK : TSAFE_E_FORMAT;
+}
+
+/* Round 2 of a pending token (the sites checked against it). */
+static tsafe_status round2(tsafe_sealed_server *s, const tsafe_sealed_site *const *sites,
+                           size_t n_sites, const uint8_t *msg, size_t len, uint8_t **out,
+                           size_t *out_len, tsafe_lora_stats *stats)
+{
+    double t0 = tsafe_lora_now_us(), prod_us = 0;
+    int priv = s->plan.mode == TSAFE_SEALED_PRIVATE;
+    tsafe_rbuf r = {msg, len, 0};
+    tsafe_status st = read_share_head(s, &r, n_sites);
+    if (st != TSAFE_OK)
+        return st;
+    tsafe_wbuf w = {0};
+    uint8_t kind = priv ? TSAFE_MSG_SEALED_RESPONSE2 : TSAFE_MSG_SEALED_DELTA;
+    tsafe_wbuf_presize(&w, tsafe_sealed_message_bytes(&s->plan, sites, n_sites, kind));
+    tsafe_wbuf_header(&w, kind);
+    tsafe_sealed_put_tag(&w, &s->tag);
+    tsafe_wbuf_u32(&w, (uint32_t)n_sites);
+    st = priv ? round2_private(s, sites, n_sites, &r, &w, &prod_us)
+              : round2_sealed(s, sites, n_sites, &r, &w);
+    if (st == TSAFE_OK && r.pos != len)
+        st = TSAFE_E_FORMAT;
+    if (st == TSAFE_OK && w.failed)
+        st = TSAFE_E_NOMEM;
+    if (st != TSAFE_OK) {
+        free(w.buf);
+        return st;
+    }
+    s->seals2 = 0;
+    for (size_t i = 0; priv && i < n_sites; i++)
+        s->seals2 += sites[i]->l2.n_blocks;
+    /* the token is done: its masks go, the next query must be seq + 1 */
+    tsafe_sealed_server_wipe_masks(s);
+    s->prepared = 0;
+    s->await_round2 = 0;
+    s->tag.seq++;
+    *out = w.buf;
+    *out_len = w.len;
+    if (stats) {
+        stats->products_us += prod_us;
+        stats->bu_us += tsafe_lora_now_us() - t0 - prod_us;
+    }
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_sealed_server_round2(tsafe_sealed_server *s,
+                                        const tsafe_sealed_site *const *sites,
+                                        size_t n_sites, const uint8_t *msg,
+                                        size_t len, uint8_t **out, size_t *out_len,
+                                        tsafe_lora_stats *stats)
+{
+    TSAFE_REQUIRE(s && msg && out && out_len, TSAFE_E_NULL);
+    *out = NULL;
+    *out_len = 0;
+    tsafe_status st = tsafe_sealed_server_check_pending(s, sites, n_sites);
+    if (st != TSAFE_OK)
+        return st;
+    TSAFE_REQUIRE(s->be1, TSAFE_E_STATE); /* a failed use_backend left none */
+    st = round2(s, sites, n_sites, msg, len, out, out_len, stats);
+    if (st != TSAFE_OK)
+        abort_session(s);
+    return st;
+}
