@@ -19,8 +19,8 @@ struct tsafe_lora_site {
     tsafe_plaintext **pts;  /* n_batches packed rows of A */
 };
 
-/* Microseconds on CLOCK_MONOTONIC. */
-double tsafe_lora_now_us(void);
+/* tsafe_lora_now_us: the wire module's clock (../wire/wire.h). */
+#include "../wire/wire.h"
 
 /* Same packing parameters (the site fits the plan). */
 int tsafe_lora_plan_compatible(const tsafe_lora_plan *a,
