@@ -258,7 +258,8 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_session_client_connect(
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_session_client_delta(
     tsafe_session_client *c, const tsafe_session_transport *t, const uint32_t *mods,
     size_t n, const float *x, float *const *delta);
-/* BYE, flushed. */
+/* BYE, flushed; after a failure (abort) it sends the queued ERROR
+ * instead and returns the session's status. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_session_client_bye(
     tsafe_session_client *c, const tsafe_session_transport *t);
 

@@ -322,6 +322,20 @@ static int parse_value(const char *cmd, const tool_opt *o, const char *v)
                       o->kind == OPT_U32 ? "a non-negative integer" : "a finite number");
 }
 
+int opts_value(const char *cmd, const char *name, opt_kind kind, const char *v, void *dst)
+{
+    tool_opt o = {name, kind, dst, 0};
+    return parse_value(cmd, &o, v);
+}
+
+int opts_getopt_fail(const char *cmd, int c, int argc, char **argv, int ind)
+{
+    const char *a = ind >= 1 && ind - 1 < argc ? argv[ind - 1] : "?";
+    if (c == ':')
+        return tool_usage("%s: option %s needs a value", cmd, a);
+    return tool_usage("%s: unknown option '%s'", cmd, a);
+}
+
 int opts_parse(const char *cmd, int argc, char **argv, int first, tool_opt *opts,
                size_t n_opts, const char **pos, size_t max_pos, size_t *n_pos)
 {

@@ -79,6 +79,12 @@ typedef struct {
  * positional arguments). cmd names the command in messages. */
 int opts_parse(const char *cmd, int argc, char **argv, int first, tool_opt *opts,
                size_t n_opts, const char **pos, size_t max_pos, size_t *n_pos);
+/* For commands that parse with getopt_long: one value of kind for option
+ * name into dst (0, or 2 after the usage line), and the usage line for
+ * getopt_long's '?' (unknown option) or ':' (missing value; the option
+ * string must start with ':'), ind = optind after the call. */
+int opts_value(const char *cmd, const char *name, opt_kind kind, const char *v, void *dst);
+int opts_getopt_fail(const char *cmd, int c, int argc, char **argv, int ind);
 /* Splits a comma-separated list into at most max non-empty items (pointers
  * into the malloc'd copy *store, which the caller frees). Returns the count,
  * or 0 if the list is empty, has an empty item or more than max items. */

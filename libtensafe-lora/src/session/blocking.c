@@ -132,6 +132,10 @@ tsafe_status tsafe_session_client_delta(tsafe_session_client *c,
 tsafe_status tsafe_session_client_bye(tsafe_session_client *c, const tsafe_session_transport *t)
 {
     TSAFE_REQUIRE(c && t && t->send && t->recv, TSAFE_E_NULL);
+    if (tsafe_session_client_wants(c) & TSAFE_SESSION_FAILED) {
+        (void)drive(&k_client, c, t, 0); /* sends the ERROR still queued */
+        return tsafe_session_client_status(c);
+    }
     tsafe_status st = tsafe_session_client_close(c);
     if (st != TSAFE_OK)
         return st;
