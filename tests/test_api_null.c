@@ -4471,6 +4471,19 @@ CHECK_FN(tsafe_session_server_run)
     session_free(svc, s, c);
 }
 
+CHECK_FN(tsafe_session_pump)
+{
+    tsafe_session_service *svc;
+    tsafe_session_server *s;
+    tsafe_session_client *c;
+    session_objects(f, &svc, &s, &c);
+    IS(TSAFE_E_NULL, tsafe_session_pump(NULL, c));
+    IS(TSAFE_E_NULL, tsafe_session_pump(s, NULL));
+    OK(tsafe_session_pump(s, c)); /* the hello: the client is READY */
+    assert_true(tsafe_session_client_wants(c) & TSAFE_SESSION_READY);
+    session_free(svc, s, c);
+}
+
 CHECK_FN(tsafe_session_client_connect) { check_tsafe_session_server_run(f); }
 CHECK_FN(tsafe_session_client_delta) { check_tsafe_session_server_run(f); }
 CHECK_FN(tsafe_session_client_bye) { check_tsafe_session_server_run(f); }
@@ -4492,7 +4505,8 @@ static const api_case k_lora_session[] = {
     ENTRY(tsafe_session_client_submit), ENTRY(tsafe_session_client_close),
     ENTRY(tsafe_session_client_abort), ENTRY(tsafe_session_client_status),
     ENTRY(tsafe_session_client_what), ENTRY(tsafe_session_client_stats),
-    ENTRY(tsafe_session_server_run), ENTRY(tsafe_session_client_connect),
+    ENTRY(tsafe_session_pump), ENTRY(tsafe_session_server_run),
+    ENTRY(tsafe_session_client_connect),
     ENTRY(tsafe_session_client_delta), ENTRY(tsafe_session_client_bye),
 };
 

@@ -236,6 +236,16 @@ TSAFE_API const char *tsafe_session_client_what(const tsafe_session_client *c);
 TSAFE_API void tsafe_session_client_stats(const tsafe_session_client *c,
                                           tsafe_session_stats *out);
 
+/* ------------------------------------------------ in-memory transport */
+
+/* Both ends in this thread (tests, benchmarks, in-process pairs): moves
+ * frames between s and c (without copying a whole library message) and
+ * runs s's work until nothing moves, e.g. until a submitted token is done
+ * (the client READY) or either side failed. TSAFE_OK, or the failed
+ * side's status (client first). */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_session_pump(tsafe_session_server *s,
+                                                          tsafe_session_client *c);
+
 /* ------------------------------------------------- blocking helpers */
 
 /* A blocking byte transport: send/recv return the bytes moved (> 0), 0

@@ -120,7 +120,7 @@ static void client_hello(tsafe_session_client *c)
     c->phase = PHASE_READY;
 }
 
-static void client_frame(tsafe_session_client *c)
+void session_client_took_frame(tsafe_session_client *c)
 {
     int k = c->in.kind;
     if (k == TSAFE_FRAME_ERROR) {
@@ -159,7 +159,7 @@ tsafe_status tsafe_session_client_feed(tsafe_session_client *c, const uint8_t *d
             break;
         }
         if (c->in.ready)
-            client_frame(c);
+            session_client_took_frame(c);
     }
     *used = u;
     return c->end.failed ? c->end.st : TSAFE_OK;

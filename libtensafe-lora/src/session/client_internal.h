@@ -35,6 +35,7 @@ struct tsafe_session_client {
     uint32_t mods[TSAFE_SESSION_MAX_MODULES];
     uint32_t ranks[TSAFE_SESSION_MAX_MODULES], d_outs[TSAFE_SESSION_MAX_MODULES];
     float *delta[TSAFE_SESSION_MAX_MODULES];
+    tsafe_lora_stats *he_sink; /* the sealed pair's stats */
 };
 
 /* The keys for the hello just read (a plan per width, or the CKKS one). */

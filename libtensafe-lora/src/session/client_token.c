@@ -90,9 +90,10 @@ static tsafe_status sealed_start(tsafe_session_client *c, const float *x)
             client_failed(c, st, "hello");
             return st;
         }
+        SESSION_HE(c)->bytes_up += len; /* the library counts its other messages */
         c->stats.hellos++;
     }
-    if ((st = tsafe_sealed_client_query(cl, x, &msg, &len, &c->stats.he)) != TSAFE_OK ||
+    if ((st = tsafe_sealed_client_query(cl, x, &msg, &len, SESSION_HE(c))) != TSAFE_OK ||
         (st = push_msg(c, TSAFE_FRAME_QUERY, msg, len)) != TSAFE_OK) {
         client_failed(c, st, "encrypt query");
         return st;
@@ -106,7 +107,7 @@ tsafe_status client_token_start(tsafe_session_client *c, const float *x)
     if (plain(c)) {
         uint8_t *req = NULL;
         size_t len = 0;
-        if ((st = tsafe_lora_client_encrypt(c->pc, x, &req, &len, &c->stats.he)) != TSAFE_OK ||
+        if ((st = tsafe_lora_client_encrypt(c->pc, x, &req, &len, SESSION_HE(c))) != TSAFE_OK ||
             (st = push_msg(c, TSAFE_FRAME_REQUEST, req, len)) != TSAFE_OK) {
             client_failed(c, st, "encrypt");
             return st;
@@ -145,13 +146,13 @@ static tsafe_status plain_answer(tsafe_session_client *c, int first, const char 
     }
     *step = "decrypt response";
     if ((st = tsafe_lora_client_decode(c->pc, c->in.body, c->in.len, h->n, c->all_ranks, c->u,
-                                       &c->stats.he)) != TSAFE_OK)
+                                       SESSION_HE(c))) != TSAFE_OK)
         return st;
     uint8_t *msg = NULL;
     size_t len = 0;
     *step = "release u'";
     st = tsafe_lora_client_release(c->pc, h->n, c->all_ranks, c->u, c->opts.dp, &msg, &len,
-                                   &c->stats.he);
+                                   SESSION_HE(c));
     for (size_t i = 0; i < h->n; i++)
         sodium_memzero(c->u[i], h->mod[i].rank * sizeof(float));
     return st == TSAFE_OK ? push_msg(c, TSAFE_FRAME_UPRIME, msg, len) : st;
@@ -163,14 +164,14 @@ static tsafe_status sealed_answer(tsafe_session_client *c, int first, const char
     if (!first) {
         *step = "read result";
         return tsafe_sealed_client_finish(cl, c->in.body, c->in.len, c->n, c->d_outs, c->delta,
-                                          &c->stats.he);
+                                          SESSION_HE(c));
     }
     uint8_t *msg = NULL;
     size_t len = 0;
     *step = "decrypt response";
     tsafe_status st = tsafe_sealed_client_respond(cl, c->in.body, c->in.len, c->n, c->ranks,
                                                   c->d_outs, c->opts.dp, c->opts.allow_no_dp,
-                                                  &msg, &len, &c->stats.he);
+                                                  &msg, &len, SESSION_HE(c));
     return st == TSAFE_OK ? push_msg(c, TSAFE_FRAME_SHARE, msg, len) : st;
 }
 

@@ -57,6 +57,12 @@ tsafe_status session_inbox_feed(session_inbox *in, uint32_t max, const uint8_t *
 
 void session_inbox_release(session_inbox *in)
 {
+    if (in->ext_free) {
+        in->ext_free(in->body);
+        in->ext_free = NULL;
+        in->body = in->spare;
+        in->spare = NULL;
+    }
     in->ready = 0;
     in->hdr_got = 0;
     in->len = in->got = 0;
@@ -65,6 +71,7 @@ void session_inbox_release(session_inbox *in)
 
 void session_inbox_free(session_inbox *in)
 {
+    session_inbox_release(in);
     free(in->body);
     memset(in, 0, sizeof *in);
 }

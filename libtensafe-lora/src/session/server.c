@@ -28,7 +28,7 @@ tsafe_status tsafe_session_server_create(const tsafe_session_service *svc,
     s->max_frame = session_max_frame(lim);
     s->out.bytes_out = &s->stats.bytes_out;
     tsafe_status st = sealed(s) ? server_sealed_open(s) : server_plain_open(s);
-    if (st == TSAFE_OK) /* the service's bytes outlive the session */
+    if (st == TSAFE_OK && svc->hello_len) /* the service's bytes outlive the session */
         st = session_outbox_push(&s->out, TSAFE_FRAME_HELLO, NULL, 0, svc->hello_bytes,
                                  svc->hello_len, NULL);
     if (st != TSAFE_OK) {
@@ -88,6 +88,18 @@ static void server_frame(tsafe_session_server *s)
         session_inbox_release(&s->in);
 }
 
+void session_server_took_frame(tsafe_session_server *s)
+{
+    if (s->work == WORK_PREPARE) /* round 2 does what is missing itself */
+        s->work = WORK_NONE;
+    server_frame(s);
+}
+
+void session_server_stats_sink(tsafe_session_server *s, tsafe_lora_stats *sink)
+{
+    s->he_sink = sink;
+}
+
 tsafe_status tsafe_session_server_feed(tsafe_session_server *s, const uint8_t *data,
                                        size_t len, size_t *used)
 {
@@ -110,11 +122,8 @@ tsafe_status tsafe_session_server_feed(tsafe_session_server *s, const uint8_t *d
             session_fail(&s->end, &s->out, st, why, "%s", why);
             break;
         }
-        if (!s->in.ready)
-            continue;
-        if (s->work == WORK_PREPARE) /* round 2 does what is missing itself */
-            s->work = WORK_NONE;
-        server_frame(s);
+        if (s->in.ready)
+            session_server_took_frame(s);
     }
     *used = u;
     return s->end.failed ? s->end.st : TSAFE_OK;

@@ -30,6 +30,10 @@ struct tsafe_session_server {
     const tsafe_sealed_site *sel[TSAFE_SESSION_MAX_MODULES];
     size_t n_sel;
     size_t msg_off;             /* prefix bytes before the library message */
+    /* the sealed pair: the sites of the next token, and its stats */
+    const tsafe_sealed_site *const *token_sites;
+    size_t n_token_sites;
+    tsafe_lora_stats *he_sink;
     /* plain: buffers reused for every token */
     uint8_t *resp, *dbytes;
     float *dflat;

@@ -57,9 +57,9 @@ static tsafe_status plain_step(tsafe_session_server *s, server_work w, size_t *o
         w == WORK_PROCESS
             ? tsafe_lora_server_process_into(svc->plain, sites, svc->hello.n, s->in.body,
                                              s->in.len, s->resp, svc->plain_resp, out_len,
-                                             &s->stats.he)
+                                             SESSION_HE(s))
             : tsafe_lora_server_apply(svc->plain, sites, svc->hello.n, s->in.body, s->in.len,
-                                      s->deltas, &s->stats.he);
+                                      s->deltas, SESSION_HE(s));
     pthread_mutex_unlock(lock);
     return st;
 }

@@ -34,6 +34,13 @@ static int read_prefix(tsafe_session_server *s, int query)
 {
     const session_hello *h = &s->svc->hello;
     s->msg_off = 0;
+    if (s->token_sites) { /* the sealed pair: sites given per token */
+        s->w = 0;
+        for (size_t i = 0; i < s->n_token_sites; i++)
+            s->sel[i] = s->token_sites[i];
+        s->n_sel = query ? s->n_token_sites : s->n_sel;
+        return 0;
+    }
     if (h->version != 3) {
         s->w = 0;
         for (size_t i = 0; i < h->n; i++)
@@ -115,9 +122,9 @@ static tsafe_status sealed_round(tsafe_session_server *s, int round)
     tsafe_status st =
         round == 1
             ? tsafe_sealed_server_round1(srv, s->sel, s->n_sel, msg, len, &out, &out_len,
-                                         &s->stats.he)
+                                         SESSION_HE(s))
             : tsafe_sealed_server_round2(srv, s->sel, s->n_sel, msg, len, &out, &out_len,
-                                         &s->stats.he);
+                                         SESSION_HE(s));
     session_inbox_release(&s->in);
     if (st != TSAFE_OK) {
         session_fail(&s->end, &s->out, st, NULL, "token %llu: %s rejected",
@@ -139,7 +146,7 @@ tsafe_status server_sealed_work(tsafe_session_server *s)
     if (w == WORK_PREPARE) {
         /* optional: a failure costs round 2 time, not the session */
         tsafe_status ps =
-            tsafe_sealed_server_prepare_round2(s->srv[s->w], s->sel, s->n_sel, &s->stats.he);
+            tsafe_sealed_server_prepare_round2(s->srv[s->w], s->sel, s->n_sel, SESSION_HE(s));
         (void)ps;
         return TSAFE_OK;
     }
@@ -155,4 +162,16 @@ tsafe_status server_sealed_work(tsafe_session_server *s)
         s->stats.tokens++;
     }
     return TSAFE_OK;
+}
+
+tsafe_sealed_server *session_server_sealed(tsafe_session_server *s)
+{
+    return s->srv[0];
+}
+
+void session_server_token_sites(tsafe_session_server *s, const tsafe_sealed_site *const *sites,
+                                size_t n)
+{
+    s->token_sites = sites;
+    s->n_token_sites = n;
 }

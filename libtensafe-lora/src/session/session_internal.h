@@ -30,6 +30,10 @@ typedef struct {
     uint32_t len, got;
     int kind;
     int ready; /* a whole frame is in hdr/body, not yet taken */
+    /* a frame moved in without a copy (memory.c): body is another
+     * buffer, freed by ext_free at release; spare keeps the usual one */
+    void (*ext_free)(uint8_t *);
+    uint8_t *spare;
 } session_inbox;
 
 /* Takes bytes until a frame is complete (then stops: ready = 1). A bad
@@ -135,5 +139,33 @@ void session_fail(session_end *e, session_outbox *o, tsafe_status st, const char
                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 unsigned session_wants(const session_end *e, const session_outbox *o, int work, int ready);
 uint32_t session_max_frame(const tsafe_session_limits *lim);
+
+/* ------------------------------------------------ in-process use */
+
+/* Where a machine's library calls count (the sealed pair sums both ends
+ * into the caller's stats). */
+#define SESSION_HE(m) ((m)->he_sink ? (m)->he_sink : &(m)->stats.he)
+
+/* Moves the first queued frame of o into in when it can go whole without
+ * a copy (no prefix, an owned body, nothing of it sent); 1 when moved. */
+int session_move_frame(session_outbox *o, session_inbox *in);
+/* The machines' handling of a complete frame in their inbox. */
+void session_server_took_frame(tsafe_session_server *s);
+void session_client_took_frame(tsafe_session_client *c);
+
+/* In-process sessions of one sealed plan (the sealed pair): no HELLO
+ * frame (both ends hold the plan); the sites and their shapes are given
+ * per token. The service is the caller's (zeroed, see service_for_plan). */
+void session_service_for_plan(tsafe_session_service *svc, const tsafe_sealed_plan *plan);
+tsafe_sealed_server *session_server_sealed(tsafe_session_server *s);
+void session_server_token_sites(tsafe_session_server *s, const tsafe_sealed_site *const *sites,
+                                size_t n);
+tsafe_status session_client_open_plan(const tsafe_sealed_plan *plan, tsafe_dp_session *dp,
+                                      int allow_no_dp, tsafe_session_client **out);
+tsafe_status session_client_submit_shapes(tsafe_session_client *c, size_t n,
+                                          const uint32_t *ranks, const uint32_t *d_outs,
+                                          const float *x, float *const *delta);
+void session_server_stats_sink(tsafe_session_server *s, tsafe_lora_stats *sink);
+void session_client_stats_sink(tsafe_session_client *c, tsafe_lora_stats *sink);
 
 #endif
