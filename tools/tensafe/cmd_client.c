@@ -2,7 +2,7 @@
  * 127.0.0.1. Options, the input rows, the DP budget, the socket and
  * printing; the protocol is the library's client session
  * (tensafe/lora_session.h, docs/PROTOCOL.md). */
-#include <getopt.h>
+#include <getopt.h> /* struct option: opts_getopt runs getopt_long */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,8 +97,9 @@ static const struct option k_client_long[] = {
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
 
-static int client_opt(client_opts *o, int c, const char *v)
+static int client_opt(void *ctx, int c, const char *v)
 {
+    client_opts *o = ctx;
     const char *n = "client";
     switch (c) {
     case O_PORT: o->port_seen = 1; return opts_value(n, "--port", OPT_U32, v, &o->port);
@@ -180,20 +181,8 @@ static int client_parse(int argc, char **argv, client_opts *o)
     o->dp_delta = 1e-5;
     o->timeout = 30;
     o->mode_name = "sealed-private";
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", k_client_long, NULL)) != -1) {
-        if (c == 'h')
-            return OPTS_HELP;
-        int rc = c == '?' || c == ':' ? opts_getopt_fail("client", c, argc, argv, optind)
-                                      : client_opt(o, c, optarg);
-        if (rc)
-            return rc;
-    }
-    if (optind < argc)
-        return tool_usage("client: unexpected argument '%s'", argv[optind]);
-    return client_check(o);
+    int rc = opts_getopt("client", argc, argv, k_client_long, client_opt, o);
+    return rc ? rc : client_check(o);
 }
 
 /* What one client run holds. */

@@ -3,7 +3,7 @@
  * rounds, key rotation) is the library's session (tensafe/lora_session.h,
  * docs/PROTOCOL.md). One connection at a time. */
 #include <errno.h>
-#include <getopt.h>
+#include <getopt.h> /* struct option: opts_getopt runs getopt_long */
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,8 +99,9 @@ static const struct option k_serve_long[] = {
     {NULL, 0, NULL, 0}};
 
 /* One option's value into o (0, 2 on a bad value). */
-static int serve_opt(serve_opts *o, int c, const char *v)
+static int serve_opt(void *ctx, int c, const char *v)
 {
+    serve_opts *o = ctx;
     const char *n = "serve";
     switch (c) {
     case O_ADAPTER: o->adapter = v; return 0;
@@ -175,20 +176,8 @@ static int serve_parse(int argc, char **argv, serve_opts *o)
     o->precision = 1e-6;
     o->max_abs = 8.0;
     o->timeout = 30;
-    optind = 1;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", k_serve_long, NULL)) != -1) {
-        if (c == 'h')
-            return OPTS_HELP;
-        int rc = c == '?' || c == ':' ? opts_getopt_fail("serve", c, argc, argv, optind)
-                                      : serve_opt(o, c, optarg);
-        if (rc)
-            return rc;
-    }
-    if (optind < argc)
-        return tool_usage("serve: unexpected argument '%s'", argv[optind]);
-    return serve_check(o);
+    int rc = opts_getopt("serve", argc, argv, k_serve_long, serve_opt, o);
+    return rc ? rc : serve_check(o);
 }
 
 static tsafe_session_protocol protocol_of(io_mode m)
