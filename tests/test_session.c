@@ -4,6 +4,7 @@
  * mutated and oversized input ending in a clean error; two interleaved
  * sessions of one service kept apart; the token limit; key rotation. */
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "support/tsafe_test_lora.h"
 #include "support/tsafe_test_rng.h"
@@ -570,10 +573,6 @@ static void test_limit_and_rotation(void **state)
 }
 
 /* Blocking helpers over a socketpair with a server thread. */
-#include <pthread.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 static long sock_send(void *u, const uint8_t *d, size_t n)
 {
     return (long)send(*(int *)u, d, n, MSG_NOSIGNAL);
@@ -620,6 +619,69 @@ static void test_blocking(void **state)
     close(sv[1]);
 }
 
+/* Two connections at once, each with a server thread and a client thread,
+ * the server sessions sharing one service (what a threaded host does). */
+typedef struct {
+    int fd[2];
+    int id;
+    pthread_t server;
+    double worst;
+} pair_thread;
+
+static void *client_thread(void *arg)
+{
+    pair_thread *p = arg;
+    tsafe_session_client *c;
+    tsafe_session_client_opts co = {.protocol = TSAFE_SESSION_SEALED_PRIVATE};
+    p->worst = 1e9;
+    if (tsafe_session_client_create(&co, NULL, &c) != TSAFE_OK)
+        return NULL;
+    tsafe_session_transport t = {&p->fd[0], sock_send, sock_recv};
+    if (tsafe_session_client_connect(c, &t) == TSAFE_OK) {
+        p->worst = 0;
+        for (int k = 0; k < 3 && p->worst < 1e9; k++) {
+            float x[D], d[2][64], *out[2] = {d[0], d[1]};
+            for (int j = 0; j < D; j++) /* no shared PRNG across threads */
+                x[j] = (float)((j * 7 + k * 13 + p->id * 5) % 41) / 20.0f - 1.0f;
+            if (tsafe_session_client_delta(c, &t, NULL, 0, x, out) != TSAFE_OK) {
+                p->worst = 1e9;
+                break;
+            }
+            for (size_t m = 0; m < 2; m++) {
+                double e = ref_err(&g_fix, m, x, d[m]);
+                p->worst = e > p->worst ? e : p->worst;
+            }
+        }
+        if (tsafe_session_client_bye(c, &t) != TSAFE_OK)
+            p->worst = 1e9;
+    }
+    tsafe_session_client_free(c);
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    pair_thread p[2];
+    pthread_t cl[2];
+    for (int i = 0; i < 2; i++) {
+        p[i].id = i;
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, p[i].fd), 0);
+        assert_int_equal(pthread_create(&p[i].server, NULL, serve_thread, &p[i].fd[1]), 0);
+        assert_int_equal(pthread_create(&cl[i], NULL, client_thread, &p[i]), 0);
+    }
+    for (int i = 0; i < 2; i++) {
+        void *rv;
+        pthread_join(cl[i], NULL);
+        pthread_join(p[i].server, &rv);
+        assert_null(rv);
+        print_message("connection %d: worst rel err %.2e\n", i, p[i].worst);
+        assert_true(p[i].worst < 1e-3);
+        close(p[i].fd[0]);
+        close(p[i].fd[1]);
+    }
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -649,6 +711,7 @@ int main(void)
         cmocka_unit_test(test_interleaved),
         cmocka_unit_test(test_limit_and_rotation),
         cmocka_unit_test(test_blocking),
+        cmocka_unit_test(test_threads),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
