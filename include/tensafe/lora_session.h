@@ -154,8 +154,9 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_session_server_create(
     tsafe_session_server **out);
 TSAFE_API void tsafe_session_server_free(tsafe_session_server *s);
 /* Takes up to len bytes; *used says how many. A complete frame that needs
- * work() stops the intake (*used may be < len; feed the rest after
- * work()). TSAFE_OK unless the session failed now or before (wants() then
+ * work() stops the intake, and so do answers not yet sent (plain
+ * ZeRo-MOAI: any; sealed: two): *used may be < len; feed the rest after
+ * work() and the writes. TSAFE_OK unless the session failed now or before (wants() then
  * says FAILED; the peer's ERROR may be queued). */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_session_server_feed(
     tsafe_session_server *s, const uint8_t *data, size_t len, size_t *used);

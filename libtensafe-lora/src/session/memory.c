@@ -31,9 +31,7 @@ int session_move_frame(session_outbox *o, session_inbox *in)
 /* Client -> server: one frame moved, or a copy of what the server takes. */
 static int client_to_server(tsafe_session_server *s, tsafe_session_client *c)
 {
-    unsigned sw = tsafe_session_server_wants(s);
-    if (session_outbox_empty(&c->out) || (sw & (TSAFE_SESSION_DONE | TSAFE_SESSION_FAILED)) ||
-        (s->work != WORK_NONE && s->work != WORK_PREPARE))
+    if (session_outbox_empty(&c->out) || !session_server_accepting(s))
         return 0;
     size_t before = c->stats.bytes_out;
     if (session_move_frame(&c->out, &s->in)) {

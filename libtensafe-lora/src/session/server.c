@@ -88,6 +88,18 @@ static void server_frame(tsafe_session_server *s)
         session_inbox_release(&s->in);
 }
 
+int session_server_accepting(const tsafe_session_server *s)
+{
+    /* backpressure: no new frame while a step waits or answers wait to be
+     * sent (sealed: up to two, room kept for an ERROR; plain: none, its
+     * answers are the session's buffers, rewritten by the next token); the
+     * rest of a frame already begun is always taken */
+    size_t max_out = sealed(s) ? OUTBOX_SLOTS - 1 : 1;
+    return !s->end.failed && !s->end.done &&
+           (s->work == WORK_NONE || s->work == WORK_PREPARE) &&
+           (s->in.hdr_got || s->out.count < max_out);
+}
+
 void session_server_took_frame(tsafe_session_server *s)
 {
     if (s->work == WORK_PREPARE) /* round 2 does what is missing itself */
@@ -106,11 +118,7 @@ tsafe_status tsafe_session_server_feed(tsafe_session_server *s, const uint8_t *d
     TSAFE_REQUIRE(s && used && (data || !len), TSAFE_E_NULL);
     *used = 0;
     size_t u = 0;
-    /* backpressure: no new frame while a step waits, or while answers
-     * wait to be sent (room is kept for an ERROR) */
-    while (u < len && !s->end.failed && !s->end.done &&
-           (s->work == WORK_NONE || s->work == WORK_PREPARE) &&
-           (s->in.hdr_got || s->out.count < OUTBOX_SLOTS - 1)) {
+    while (u < len && session_server_accepting(s)) {
         size_t k = 0;
         tsafe_status st = session_inbox_feed(&s->in, s->max_frame, data + u, len - u, &k,
                                              s->end.what, sizeof s->end.what);

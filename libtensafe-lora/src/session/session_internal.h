@@ -149,6 +149,9 @@ uint32_t session_max_frame(const tsafe_session_limits *lim);
 /* Moves the first queued frame of o into in when it can go whole without
  * a copy (no prefix, an owned body, nothing of it sent); 1 when moved. */
 int session_move_frame(session_outbox *o, session_inbox *in);
+/* 1 when the server session takes a new frame now (not failed or done,
+ * no step pending, its answers sent). */
+int session_server_accepting(const tsafe_session_server *s);
 /* The machines' handling of a complete frame in their inbox. */
 void session_server_took_frame(tsafe_session_server *s);
 void session_client_took_frame(tsafe_session_client *c);
