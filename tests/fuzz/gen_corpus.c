@@ -718,6 +718,35 @@ static void gen_sealed(void)
     PUTMF(sealed_final, "bad-replay-seq", 1, p->final.b, 52, seq, 1, 1);
 }
 
+/* Session feed: byte 0 = side (bit 0) and piece size (bits 1-7). The
+ * client's frames carry fresh keys, so these files change when regenerated. */
+static void put_session(const char *name, uint8_t sel, const uint8_t *msg, size_t len,
+                        size_t at, uint8_t value)
+{
+    uint8_t *b = malloc(len + 1);
+    b[0] = sel;
+    memcpy(b + 1, msg, len);
+    if (at)
+        b[1 + at - 1] = value;
+    put("session_feed", tsafe_fuzz_session_feed, name, b, len + 1);
+    free(b);
+}
+
+static void gen_session(void)
+{
+    const fz_session_fixture *f = fz_session();
+    put_session("ok-server-shello-query", 0, f->client.b, f->client.n, 0, 0);
+    put_session("ok-server-shello-query-pieces", 7 << 1, f->client.b, f->client.n, 0, 0);
+    put_session("ok-client-hello", 1, f->hello.b, f->hello.n, 0, 0);
+    put_session("ok-client-hello-bytewise", 1 | 1 << 1, f->hello.b, f->hello.n, 0, 0);
+    /* a stream cut short is no error: the session waits for the rest */
+    put_session("server-truncated-waits", 0, f->client.b, f->client.n / 16, 0, 0);
+    put_session("bad-server-magic", 0, f->client.b, 64, 1, 'X');
+    put_session("bad-server-oversized", 0, f->client.b, 12, 12, 0x7F); /* u32 length msb */
+    put_session("bad-client-truncated", 1, f->hello.b, f->hello.n - 1, 0, 0);
+    put_session("bad-client-mode", 1, f->hello.b, f->hello.n, 12 + 5, 1); /* sealed, not private */
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -737,6 +766,7 @@ int main(int argc, char **argv)
     gen_stepgate();
     gen_bfv();
     gen_sealed();
+    gen_session();
     tsafe_fuzz_cleanup();
     printf("gen_corpus: %zu files, %zu bytes, %d expectation errors\n", g_files, g_bytes,
            g_errors);

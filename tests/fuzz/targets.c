@@ -19,6 +19,7 @@
 #include "tensafe/lora_he.h"
 #include "tensafe/lora_package.h"
 #include "tensafe/lora_sealed.h"
+#include "tensafe/lora_session.h"
 #include "tensafe/lora_two_party.h"
 #include "tensafe/moe.h"
 #include "tensafe/safetensors.h"
@@ -1369,6 +1370,146 @@ int tsafe_fuzz_sealed_final(const uint8_t *data, size_t size)
     return 1;
 }
 
+/* ------------------------------------------------------------ sessions */
+
+/* A sealed-private service of one small module (d_in 64, rank 4, d_out
+ * 16, fixed weights), the server's HELLO frame, and a real client's first
+ * frames (SHELLO + QUERY) for it (fresh keys: any server session of the
+ * service accepts them). */
+#define FZ_SESSION_D 64u
+#define FZ_SESSION_R 4u
+#define FZ_SESSION_O 16u
+typedef struct {
+    int ready;
+    tsafe_session_service *svc;
+    float A[FZ_SESSION_R * FZ_SESSION_D], B[FZ_SESSION_O * FZ_SESSION_R];
+    fz_msg hello, client; /* whole frames */
+} fz_session_fixture;
+
+static fz_session_fixture g_fz_session;
+
+static void fz_session_out(fz_msg *m, const uint8_t *d, size_t n)
+{
+    uint8_t *b = realloc(m->b, m->n + n);
+    FZ_CHECK(b != NULL);
+    memcpy(b + m->n, d, n);
+    m->b = b;
+    m->n += n;
+}
+
+static fz_session_fixture *fz_session(void)
+{
+    fz_session_fixture *f = &g_fz_session;
+    if (f->ready)
+        return f;
+    for (size_t i = 0; i < FZ_SESSION_R * FZ_SESSION_D; i++)
+        f->A[i] = (float)((int)(i * 37 % 101) - 50) / 1000.0f;
+    for (size_t i = 0; i < FZ_SESSION_O * FZ_SESSION_R; i++)
+        f->B[i] = (float)((int)(i * 53 % 89) - 44) / 1000.0f;
+    tsafe_session_module m = {"q_proj", f->A, f->B, FZ_SESSION_D, FZ_SESSION_R, FZ_SESSION_O,
+                              1.0f};
+    tsafe_session_service_opts so = {.protocol = TSAFE_SESSION_SEALED_PRIVATE};
+    FZ_CHECK(tsafe_session_service_create(&so, &m, 1, &f->svc) == TSAFE_OK);
+    tsafe_session_server *s;
+    tsafe_session_client *c;
+    tsafe_session_client_opts co = {.protocol = TSAFE_SESSION_SEALED_PRIVATE};
+    FZ_CHECK(tsafe_session_server_create(f->svc, NULL, &s) == TSAFE_OK);
+    FZ_CHECK(tsafe_session_client_create(&co, NULL, &c) == TSAFE_OK);
+    const uint8_t *d;
+    size_t n, used;
+    for (tsafe_session_server_output(s, &d, &n); n; tsafe_session_server_output(s, &d, &n)) {
+        fz_session_out(&f->hello, d, n);
+        tsafe_session_server_sent(s, n);
+    }
+    FZ_CHECK(tsafe_session_client_feed(c, f->hello.b, f->hello.n, &used) == TSAFE_OK);
+    float x[FZ_SESSION_D], delta[FZ_SESSION_O], *dp = delta;
+    for (size_t i = 0; i < FZ_SESSION_D; i++)
+        x[i] = (float)i / 64.0f - 0.5f;
+    FZ_CHECK(tsafe_session_client_submit(c, NULL, 0, x, &dp) == TSAFE_OK);
+    for (tsafe_session_client_output(c, &d, &n); n; tsafe_session_client_output(c, &d, &n)) {
+        fz_session_out(&f->client, d, n);
+        tsafe_session_client_sent(c, n);
+    }
+    tsafe_session_client_free(c);
+    tsafe_session_server_free(s);
+    f->ready = 1;
+    return f;
+}
+
+static void fz_session_free(void)
+{
+    fz_session_fixture *f = &g_fz_session;
+    tsafe_session_service_free(f->svc);
+    free(f->hello.b);
+    free(f->client.b);
+    memset(f, 0, sizeof *f);
+}
+
+/* Every queued byte "sent"; the session's failure has a status and text. */
+static void fz_session_drain_server(tsafe_session_server *s)
+{
+    const uint8_t *d;
+    size_t n;
+    for (tsafe_session_server_output(s, &d, &n); n; tsafe_session_server_output(s, &d, &n))
+        tsafe_session_server_sent(s, n);
+    if (tsafe_session_server_wants(s) & TSAFE_SESSION_FAILED)
+        FZ_CHECK(tsafe_session_server_status(s) != TSAFE_OK &&
+                 tsafe_session_server_what(s)[0] != 0);
+}
+
+/* Byte 0: bit 0 picks the side (0: the bytes go to a fresh server
+ * session, running every work step; 1: to a client session awaiting its
+ * hello), bits 1-7 the piece size the bytes are fed in (0: all at once).
+ * Accepted when the session took everything without failing (the client:
+ * and read a hello). */
+int tsafe_fuzz_session_feed(const uint8_t *data, size_t size)
+{
+    if (size == 0)
+        return 0;
+    fz_session_fixture *f = fz_session();
+    int client = data[0] & 1;
+    size_t piece = data[0] >> 1 ? (size_t)(data[0] >> 1) : SIZE_MAX;
+    data++;
+    size--;
+    tsafe_session_server *s = NULL;
+    tsafe_session_client *c = NULL;
+    tsafe_session_client_opts co = {.protocol = TSAFE_SESSION_SEALED_PRIVATE};
+    tsafe_session_limits lim = {.max_frame = 1u << 20};
+    if (client)
+        FZ_CHECK(tsafe_session_client_create(&co, &lim, &c) == TSAFE_OK);
+    else
+        FZ_CHECK(tsafe_session_server_create(f->svc, &lim, &s) == TSAFE_OK);
+    size_t off = 0;
+    while (off < size) {
+        size_t k = size - off < piece ? size - off : piece, used = 0;
+        tsafe_status st = client ? tsafe_session_client_feed(c, data + off, k, &used)
+                                 : tsafe_session_server_feed(s, data + off, k, &used);
+        FZ_CHECK(used <= k);
+        off += used;
+        if (st != TSAFE_OK)
+            break;
+        if (s && (tsafe_session_server_wants(s) & TSAFE_SESSION_WANT_WORK))
+            FZ_IGNORE(tsafe_session_server_work(s));
+        else if (!used)
+            break; /* a client between tokens takes nothing */
+        if (s)
+            fz_session_drain_server(s);
+    }
+    int ok;
+    if (s) {
+        fz_session_drain_server(s);
+        ok = off == size && !(tsafe_session_server_wants(s) & TSAFE_SESSION_FAILED);
+    } else {
+        unsigned w = tsafe_session_client_wants(c);
+        if (w & TSAFE_SESSION_FAILED)
+            FZ_CHECK(tsafe_session_client_status(c) != TSAFE_OK);
+        ok = off == size && (w & TSAFE_SESSION_READY);
+    }
+    tsafe_session_server_free(s);
+    tsafe_session_client_free(c);
+    return ok;
+}
+
 /* ------------------------------------------------------------- cleanup */
 
 void tsafe_fuzz_cleanup(void)
@@ -1378,6 +1519,7 @@ void tsafe_fuzz_cleanup(void)
     fz_adapter_free();
     fz_bfv_free();
     fz_sealed_free();
+    fz_session_free();
     sodium_memzero(&g_fz_pkg, sizeof g_fz_pkg);
     tsafe_stepgate_free(g_fz_default_gate);
     g_fz_default_gate = NULL;

@@ -37,7 +37,8 @@
     X(sealed_query)           \
     X(sealed_response1)       \
     X(sealed_share)           \
-    X(sealed_final)
+    X(sealed_final)           \
+    X(session_feed)
 
 #define TSAFE_FUZZ_DECLARE(name) \
     int tsafe_fuzz_##name(const uint8_t *data, size_t size);

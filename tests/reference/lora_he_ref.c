@@ -6,7 +6,7 @@
 
 #include "reference/tsafe_ref.h"
 #include "../libtensafe-lora/src/he/he_internal.h"
-#include "../libtensafe-lora/src/he/wire.h"
+#include "../libtensafe-lora/src/wire/wire.h"
 
 /* x * pts[b] rescaled down to `level` into prod. */
 static tsafe_status product(const tsafe_context *ctx, const tsafe_ciphertext *x,

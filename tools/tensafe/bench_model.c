@@ -4,15 +4,17 @@
  * read the same x and so share one query: q/k/v, o, gate/up, down; MoE:
  * the top-k experts' gate/up share the layer's x, each expert's down has
  * its own) and multiplied by the layer count, as every layer has the same
- * shapes. Client and server times are taken apart (the library calls of
- * each side, in one process, exchanging the real bytes); rounds are the
- * message round trips (2 per query). */
+ * shapes. Client and server times are taken apart (a server and a client
+ * session joined in one process, tsafe_session_pump: the real frames, the
+ * sessions' round order); rounds are the message round trips (2 per
+ * query). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
 #include "tensafe/tensafe.h"
+#include "tensafe/lora_session.h"
 
 #define MB_RANK 16
 #define MB_MAX_SITES 16
@@ -59,101 +61,97 @@ static float mb_rand(uint64_t *s)
     return ((float)(*s >> 40) / (float)(1u << 24) - 0.5f) * 0.1f;
 }
 
-/* One query of group g (median over reps after a warm-up). Every site
- * takes d_out outputs (k/v are given q's width: an upper bound). */
-static tsafe_status mb_query(tsafe_sealed_mode mode, const mb_group *g, int reps, mb_cost *out)
+/* The group's service: n_sites synthetic modules (d_in -> d_out, rank
+ * MB_RANK) on the plan both sides derive for a query of n_sites sites. */
+static tsafe_status mb_service(tsafe_sealed_mode mode, const mb_group *g,
+                               tsafe_session_service **out)
 {
-    tsafe_sealed_plan plan;
+    size_t na = (size_t)MB_RANK * g->d_in, nb = (size_t)g->d_out * MB_RANK;
+    float *w = malloc((na + nb) * g->n_sites * sizeof *w);
+    if (!w)
+        return TSAFE_E_NOMEM;
+    tsafe_session_module mods[MB_MAX_SITES];
+    uint64_t seed = 0x5eed;
+    for (size_t i = 0; i < g->n_sites; i++) {
+        float *A = w + i * (na + nb), *B = A + na;
+        for (size_t k = 0; k < na; k++)
+            A[k] = mb_rand(&seed);
+        for (size_t k = 0; k < nb; k++)
+            B[k] = mb_rand(&seed);
+        mods[i] = (tsafe_session_module){"site", A, B, g->d_in, MB_RANK, g->d_out, 2.0f};
+    }
     /* sealed mode runs here for its figures only: the opt-in is ours, and
      * its rows say so (semi-honest) */
-    tsafe_sealed_opts o = {.sites_per_query = g->n_sites, .semi_honest = mode == TSAFE_SEALED};
-    tsafe_status st = tsafe_sealed_plan_derive(mode, g->d_in, MB_RANK, g->d_out, &o, &plan);
-    if (st != TSAFE_OK)
-        return st;
-    tsafe_sealed_site *sites[MB_MAX_SITES] = {NULL};
-    tsafe_sealed_client *c = NULL;
-    tsafe_sealed_server *s = NULL;
-    float *A = malloc((size_t)MB_RANK * g->d_in * sizeof *A),
-          *B = malloc((size_t)g->d_out * MB_RANK * sizeof *B), *x = malloc(g->d_in * sizeof *x),
+    tsafe_session_service_opts so = {.protocol = (tsafe_session_protocol)mode};
+    so.sealed.semi_honest = mode == TSAFE_SEALED;
+    tsafe_status st = tsafe_session_service_create(&so, mods, g->n_sites, out);
+    free(w);
+    return st;
+}
+
+/* A server and a client session of svc joined in this process, past the
+ * hello. */
+static tsafe_status mb_open(const tsafe_session_service *svc, tsafe_sealed_mode mode,
+                            tsafe_session_server **s, tsafe_session_client **c)
+{
+    tsafe_session_client_opts co = {.protocol = (tsafe_session_protocol)mode,
+                                    .allow_no_dp = mode == TSAFE_SEALED};
+    co.sealed.semi_honest = mode == TSAFE_SEALED;
+    tsafe_status st = tsafe_session_server_create(svc, NULL, s);
+    if (st == TSAFE_OK)
+        st = tsafe_session_client_create(&co, NULL, c);
+    if (st == TSAFE_OK)
+        st = tsafe_session_pump(*s, *c);
+    return st;
+}
+
+/* One query of group g (median over reps after a warm-up), through the
+ * sessions: each side's time is its own work (the client's crypto, the
+ * server's rounds), the bytes are the library messages (the frames less
+ * their 12-byte headers, two frames each way). */
+static tsafe_status mb_query(tsafe_sealed_mode mode, const mb_group *g, int reps, mb_cost *out)
+{
+    tsafe_session_service *svc = NULL;
+    tsafe_session_server *s = NULL;
+    tsafe_session_client *c = NULL;
+    float *x = malloc(g->d_in * sizeof *x),
           *dflat = malloc((size_t)g->n_sites * g->d_out * sizeof *dflat);
     float *delta[MB_MAX_SITES];
-    uint32_t ranks[MB_MAX_SITES], outs[MB_MAX_SITES];
     double *tc = calloc((size_t)reps, sizeof *tc), *ts = calloc((size_t)reps, sizeof *ts);
-    uint64_t seed = 0x5eed;
-    size_t up = 0, down = 0;
-    if (!A || !B || !x || !dflat || !tc || !ts)
-        st = TSAFE_E_NOMEM;
-    for (size_t i = 0; st == TSAFE_OK && i < g->n_sites; i++) {
-        for (size_t k = 0; k < (size_t)MB_RANK * g->d_in; k++)
-            A[k] = mb_rand(&seed);
-        for (size_t k = 0; k < (size_t)g->d_out * MB_RANK; k++)
-            B[k] = mb_rand(&seed);
-        st = tsafe_sealed_site_create(&plan, A, B, MB_RANK, g->d_out, 2.0f, &sites[i]);
+    uint64_t seed = 0x5eed5;
+    double up = 0, down = 0;
+    tsafe_status st = !x || !dflat || !tc || !ts ? TSAFE_E_NOMEM : TSAFE_OK;
+    for (size_t i = 0; dflat && i < g->n_sites; i++)
         delta[i] = dflat + i * g->d_out;
-        ranks[i] = MB_RANK;
-        outs[i] = g->d_out;
-    }
-    uint8_t *m1 = NULL, *m2 = NULL;
-    size_t l1 = 0, l2 = 0;
-    if (st == TSAFE_OK && (st = tsafe_sealed_client_create(&plan, NULL, &c)) == TSAFE_OK &&
-        (st = tsafe_sealed_server_create(&plan, &s)) == TSAFE_OK &&
-        (st = tsafe_sealed_client_hello(c, &m1, &l1)) == TSAFE_OK)
-        st = tsafe_sealed_server_accept(s, m1, l1);
-    tsafe_lora_bytes_free(m1);
-    m1 = NULL;
-    const tsafe_sealed_site *const *ss = (const tsafe_sealed_site *const *)sites;
+    if (st == TSAFE_OK && (st = mb_service(mode, g, &svc)) == TSAFE_OK)
+        st = mb_open(svc, mode, &s, &c);
     for (int rep = -1; st == TSAFE_OK && rep < reps; rep++) {
         for (uint32_t k = 0; k < g->d_in; k++)
             x[k] = mb_rand(&seed) * 40.0f;
-        double t0 = bench_now_us(), cl = 0, sv = 0;
-        if ((st = tsafe_sealed_client_query(c, x, &m1, &l1, NULL)) != TSAFE_OK)
+        tsafe_session_stats c0, s0, c1, s1;
+        tsafe_session_client_stats(c, &c0);
+        tsafe_session_server_stats(s, &s0);
+        if ((st = tsafe_session_client_submit(c, NULL, 0, x, delta)) != TSAFE_OK ||
+            (st = tsafe_session_pump(s, c)) != TSAFE_OK)
             break;
-        double t1 = bench_now_us();
-        cl += t1 - t0;
-        up = l1;
-        st = tsafe_sealed_server_round1(s, ss, g->n_sites, m1, l1, &m2, &l2, NULL);
-        tsafe_lora_bytes_free(m1);
-        m1 = NULL;
-        double t2 = bench_now_us();
-        sv += t2 - t1;
-        down = l2;
-        if (st == TSAFE_OK)
-            st = tsafe_sealed_client_respond(c, m2, l2, g->n_sites, ranks, outs, NULL, 1, &m1,
-                                             &l1, NULL);
-        tsafe_lora_bytes_free(m2);
-        m2 = NULL;
-        double t3 = bench_now_us();
-        cl += t3 - t2;
-        up += l1;
-        if (st == TSAFE_OK)
-            st = tsafe_sealed_server_round2(s, ss, g->n_sites, m1, l1, &m2, &l2, NULL);
-        tsafe_lora_bytes_free(m1);
-        m1 = NULL;
-        double t4 = bench_now_us();
-        sv += t4 - t3;
-        down += l2;
-        if (st == TSAFE_OK)
-            st = tsafe_sealed_client_finish(c, m2, l2, g->n_sites, outs, delta, NULL);
-        tsafe_lora_bytes_free(m2);
-        m2 = NULL;
-        cl += bench_now_us() - t4;
+        tsafe_session_client_stats(c, &c1);
+        tsafe_session_server_stats(s, &s1);
+        up = (double)(c1.bytes_out - c0.bytes_out) - 2 * 12;
+        down = (double)(s1.bytes_out - s0.bytes_out) - 2 * 12;
         if (rep >= 0) {
-            tc[rep] = cl;
-            ts[rep] = sv;
+            tc[rep] = c1.work_us - c0.work_us;
+            ts[rep] = s1.work_us - s0.work_us;
         }
     }
     if (st == TSAFE_OK) {
         out->client_us = bench_median_of(tc, reps);
         out->server_us = bench_median_of(ts, reps);
-        out->up = (double)up;
-        out->down = (double)down;
+        out->up = up;
+        out->down = down;
     }
-    for (size_t i = 0; i < g->n_sites; i++)
-        tsafe_sealed_site_free(sites[i]);
-    tsafe_sealed_client_free(c);
-    tsafe_sealed_server_free(s);
-    free(A);
-    free(B);
+    tsafe_session_client_free(c);
+    tsafe_session_server_free(s);
+    tsafe_session_service_free(svc);
     free(x);
     free(dflat);
     free(tc);

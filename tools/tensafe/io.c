@@ -1,6 +1,7 @@
 /* Shared helpers of the `tensafe` subcommands (see io.h). */
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -320,6 +321,41 @@ static int parse_value(const char *cmd, const tool_opt *o, const char *v)
     }
     return tool_usage("%s: bad value '%s' for %s (expected %s)", cmd, v, o->name,
                       o->kind == OPT_U32 ? "a non-negative integer" : "a finite number");
+}
+
+int opts_value(const char *cmd, const char *name, opt_kind kind, const char *v, void *dst)
+{
+    tool_opt o = {name, kind, dst, 0};
+    return parse_value(cmd, &o, v);
+}
+
+/* getopt_long's '?' (unknown option) or ':' (missing value) as a usage
+ * line; ind = optind after the call. */
+static int opts_getopt_fail(const char *cmd, int c, int argc, char **argv, int ind)
+{
+    const char *a = ind >= 1 && ind - 1 < argc ? argv[ind - 1] : "?";
+    if (c == ':')
+        return tool_usage("%s: option %s needs a value", cmd, a);
+    return tool_usage("%s: unknown option '%s'", cmd, a);
+}
+
+int opts_getopt(const char *cmd, int argc, char **argv, const struct option *longs,
+                int (*apply)(void *ctx, int c, const char *v), void *ctx)
+{
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", longs, NULL)) != -1) {
+        if (c == 'h')
+            return OPTS_HELP;
+        int rc = c == '?' || c == ':' ? opts_getopt_fail(cmd, c, argc, argv, optind)
+                                      : apply(ctx, c, optarg);
+        if (rc)
+            return rc;
+    }
+    if (optind < argc)
+        return tool_usage("%s: unexpected argument '%s'", cmd, argv[optind]);
+    return 0;
 }
 
 int opts_parse(const char *cmd, int argc, char **argv, int first, tool_opt *opts,

@@ -79,6 +79,16 @@ typedef struct {
  * positional arguments). cmd names the command in messages. */
 int opts_parse(const char *cmd, int argc, char **argv, int first, tool_opt *opts,
                size_t n_opts, const char **pos, size_t max_pos, size_t *n_pos);
+/* For commands that parse with getopt_long: one value of kind for option
+ * name into dst (0, or 2 after the usage line). */
+int opts_value(const char *cmd, const char *name, opt_kind kind, const char *v, void *dst);
+/* getopt_long over argv[1..] with longs (each option's val passed to
+ * apply with its argument; "--help"/-h is val 'h'): 0, OPTS_HELP, or 2
+ * after one usage line (unknown option, missing value, a positional
+ * argument, or apply's own 2). */
+struct option;
+int opts_getopt(const char *cmd, int argc, char **argv, const struct option *longs,
+                int (*apply)(void *ctx, int c, const char *v), void *ctx);
 /* Splits a comma-separated list into at most max non-empty items (pointers
  * into the malloc'd copy *store, which the caller frees). Returns the count,
  * or 0 if the list is empty, has an empty item or more than max items. */

@@ -3,7 +3,8 @@
  * modules of several input widths (HELLO version 3, docs/PROTOCOL.md), a
  * sealed client per width, and one sealed exchange (QUERY -> RESPONSE1,
  * SHARE -> FINAL) per call for any subset of the modules that read the
- * same x. Implemented in cmd_net.c, next to the framing it shares.
+ * same x: the library's client session with per-query modules
+ * (tensafe/lora_session.h) over a socket (net_remote.c).
  * Ownership: net_remote from net_remote_open, closed by net_remote_close
  * (NULL ok), which says BYE. Not thread-safe. */
 #ifndef TENSAFE_TOOL_NET_REMOTE_H

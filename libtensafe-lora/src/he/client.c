@@ -8,7 +8,7 @@
 
 #include "tensafe/lora_two_party.h"
 #include "he_internal.h"
-#include "wire.h"
+#include "../wire/wire.h"
 
 struct tsafe_lora_client {
     tsafe_context *ctx;

@@ -42,8 +42,8 @@ tsafe_lora_sitecache *tsafe_lora_local_sitecache_(tsafe_lora_local *l,
 tsafe_lora_sitecache *tsafe_lora_server_sitecache_(tsafe_lora_server *s,
                                                    const tsafe_lora_plan **plan);
 
-/* Microseconds on CLOCK_MONOTONIC. */
-double tsafe_lora_now_us(void);
+/* tsafe_lora_now_us: the wire module's clock (../wire/wire.h). */
+#include "../wire/wire.h"
 
 /* Same packing parameters (the site fits the plan). */
 int tsafe_lora_plan_compatible(const tsafe_lora_plan *a,

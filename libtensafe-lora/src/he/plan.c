@@ -15,20 +15,12 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "he_internal.h"
 
 #define NOISE_SIGMA 3.24
 #define MARGIN_BITS 3.0
 #define MIN_SCALE_BITS 16.0
-
-double tsafe_lora_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
 
 int tsafe_lora_plan_compatible(const tsafe_lora_plan *a, const tsafe_lora_plan *b)
 {

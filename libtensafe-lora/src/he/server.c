@@ -7,7 +7,7 @@
 #include "tensafe/ckks_buffer.h"
 #include "tensafe/lora_two_party.h"
 #include "he_internal.h"
-#include "wire.h"
+#include "../wire/wire.h"
 
 struct tsafe_lora_server {
     tsafe_context *ctx;

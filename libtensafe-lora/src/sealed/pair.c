@@ -1,11 +1,15 @@
-/* In-process sealed pair: a client and a server per input width that
- * exchange the real message bytes; the LoRA engine over it. */
+/* In-process sealed pair: a client and a server session per input width
+ * that exchange the real frames through the in-memory transport
+ * (../session/memory.c), so a token follows the sessions' round order
+ * (hello on rotation, query, round 1, share, round 2); the LoRA engine
+ * over it. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "sealed_internal.h"
 #include "tsafe_check.h"
 #include "../engine/engine_internal.h"
+#include "../session/session_internal.h"
 
 #define MAX_LANES 16
 #define MAX_CALL_SITES TSAFE_LORA_MAX_CALL_MODULES
@@ -13,8 +17,9 @@
 typedef struct lane {
     uint32_t d_in;
     tsafe_sealed_plan plan;
-    tsafe_sealed_client *client;
-    tsafe_sealed_server *server;
+    tsafe_session_service svc; /* the plan only: sites come per token */
+    tsafe_session_client *client;
+    tsafe_session_server *server;
     tsafe_bfv_context *c1, *c2; /* shared by the lane's sites */
 } lane;
 
@@ -65,8 +70,8 @@ tsafe_status tsafe_sealed_pair_create(tsafe_sealed_mode mode,
 
 static void lane_close(lane *l)
 {
-    tsafe_sealed_client_free(l->client);
-    tsafe_sealed_server_free(l->server);
+    tsafe_session_client_free(l->client);
+    tsafe_session_server_free(l->server);
     l->client = NULL;
     l->server = NULL;
 }
@@ -118,18 +123,19 @@ tsafe_status tsafe_sealed_pair_use_backend(tsafe_sealed_pair *p,
     tsafe_status st = TSAFE_OK;
     for (size_t i = 0; i < p->n_lanes && st == TSAFE_OK; i++)
         if (p->lanes[i].server)
-            st = tsafe_sealed_server_use_backend(p->lanes[i].server, f);
+            st = tsafe_sealed_server_use_backend(session_server_sealed(p->lanes[i].server), f);
     return st;
 }
 
-/* A fresh client/server session on the lane's plan. */
+/* A fresh client/server session on the lane's plan (new keys). */
 static tsafe_status session_open(const tsafe_sealed_pair *p, lane *l)
 {
-    tsafe_status st = tsafe_sealed_client_create(&l->plan, NULL, &l->client);
+    session_service_for_plan(&l->svc, &l->plan);
+    tsafe_status st = session_client_open_plan(&l->plan, p->dp, p->allow_no_dp, &l->client);
     if (st == TSAFE_OK)
-        st = tsafe_sealed_server_create(&l->plan, &l->server);
+        st = tsafe_session_server_create(&l->svc, NULL, &l->server);
     if (st == TSAFE_OK)
-        st = server_backend(p, l->server);
+        st = server_backend(p, session_server_sealed(l->server));
     if (st != TSAFE_OK)
         lane_close(l);
     return st;
@@ -282,28 +288,18 @@ static tsafe_status modules_fn(void *user, const tsafe_lora_module *const *modul
     for (size_t i = 0; i < n; i++)
         if ((st = site_for(p, l, modules[i], &ss[i])) != TSAFE_OK)
             return st;
-    uint8_t *m[5] = {NULL, NULL, NULL, NULL, NULL};
-    size_t len[5] = {0, 0, 0, 0, 0};
-    if (tsafe_sealed_client_needs_hello(l->client)) {
-        st = tsafe_sealed_client_hello(l->client, &m[0], &len[0]);
-        if (st == TSAFE_OK)
-            st = tsafe_sealed_server_accept(l->server, m[0], len[0]);
-        if (st == TSAFE_OK && stats)
-            stats->bytes_up += len[0];
-    }
+    /* the token through the lane's sessions, counted in the caller's stats */
+    session_server_token_sites(l->server, ss, n);
+    session_server_stats_sink(l->server, stats);
+    session_client_stats_sink(l->client, stats);
+    st = session_client_submit_shapes(l->client, n, ranks, d_outs, x, delta);
     if (st == TSAFE_OK)
-        st = tsafe_sealed_client_query(l->client, x, &m[1], &len[1], stats);
-    if (st == TSAFE_OK)
-        st = tsafe_sealed_server_round1(l->server, ss, n, m[1], len[1], &m[2], &len[2], stats);
-    if (st == TSAFE_OK)
-        st = tsafe_sealed_client_respond(l->client, m[2], len[2], n, ranks, d_outs, p->dp,
-                                         p->allow_no_dp, &m[3], &len[3], stats);
-    if (st == TSAFE_OK)
-        st = tsafe_sealed_server_round2(l->server, ss, n, m[3], len[3], &m[4], &len[4], stats);
-    if (st == TSAFE_OK)
-        st = tsafe_sealed_client_finish(l->client, m[4], len[4], n, d_outs, delta, stats);
-    for (int i = 0; i < 5; i++)
-        tsafe_lora_bytes_free(m[i]);
+        st = tsafe_session_pump(l->server, l->client);
+    if (st == TSAFE_OK && !(tsafe_session_client_wants(l->client) & TSAFE_SESSION_READY))
+        st = TSAFE_E_STATE;
+    session_server_token_sites(l->server, NULL, 0);
+    session_server_stats_sink(l->server, NULL);
+    session_client_stats_sink(l->client, NULL);
     if (st != TSAFE_OK)
         lane_close(l); /* a failed token leaves no half-open session */
     return st;

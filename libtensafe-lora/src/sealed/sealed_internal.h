@@ -216,7 +216,7 @@ struct tsafe_sealed_client {
 };
 
 /* Message framing shared by client and server. */
-#include "../he/wire.h"
+#include "../wire/wire.h"
 void tsafe_sealed_put_tag(tsafe_wbuf *w, const tsafe_sealed_tag *t);
 /* Reads the tag and refuses (TSAFE_E_REPLAY) one that is not `want`. */
 tsafe_status tsafe_sealed_get_tag(tsafe_rbuf *r, const tsafe_sealed_tag *want);

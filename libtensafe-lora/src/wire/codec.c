@@ -46,12 +46,22 @@ uint8_t *tsafe_wbuf_reserve(tsafe_wbuf *w, size_t n)
     return p;
 }
 
+void tsafe_wire_put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+uint32_t tsafe_wire_get_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 void tsafe_wbuf_u32(tsafe_wbuf *w, uint32_t v)
 {
     uint8_t *p = tsafe_wbuf_reserve(w, 4);
     if (p)
-        for (int i = 0; i < 4; i++)
-            p[i] = (uint8_t)(v >> (8 * i));
+        tsafe_wire_put_u32(p, v);
 }
 
 void tsafe_wbuf_f32(tsafe_wbuf *w, float f)
@@ -86,8 +96,7 @@ int tsafe_rbuf_u32(tsafe_rbuf *r, uint32_t *v)
     const uint8_t *p = tsafe_rbuf_take(r, 4);
     if (!p)
         return 0;
-    *v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-         (uint32_t)p[3] << 24;
+    *v = tsafe_wire_get_u32(p);
     return 1;
 }
 
