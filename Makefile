@@ -239,6 +239,11 @@ test: deps
 	@sh scripts/check-api-coverage.sh $(BUILD)/lib
 	@sh scripts/run-tests.sh $(BUILD)/tests "$(TESTS_FILTER)"
 
+# Source rules (seconds, no test run): exported symbols prefixed tsafe_,
+# the include rule of docs/ARCHITECTURE.md, no function over 80 lines.
+check-tree: libs
+	@sh scripts/check-symbols.sh $(BUILD)/lib
+
 # -------------------------------------------------------------- bench / demo
 bench: deps
 	@$(MAKE) --no-print-directory tool

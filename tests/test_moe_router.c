@@ -241,7 +241,7 @@ static void test_router_ties(void **state)
     uint32_t idx[10];
     static const uint32_t want[10] = {1, 3, 5, 0, 2, 7, 4, 8, 6, 9};
     for (uint32_t k = 1; k <= 10; k++) {
-        moe_topk(p, 10, k, idx);
+        tsafe_moe_topk(p, 10, k, idx);
         for (uint32_t i = 0; i < k; i++)
             assert_int_equal(idx[i], want[i]);
     }
@@ -294,7 +294,7 @@ static void test_softmax_stability(void **state)
 {
     (void)state;
     float v[4] = {1000.0f, 999.0f, -1000.0f, 1000.0f};
-    assert_int_equal(moe_softmax(v, 4), TSAFE_OK);
+    assert_int_equal(tsafe_moe_softmax(v, 4), TSAFE_OK);
     double e1 = exp(-1.0), s = 2.0 + e1;
     assert_true(fabs(v[0] - 1.0 / s) < 1e-7);
     assert_true(fabs(v[1] - e1 / s) < 1e-7);

@@ -51,10 +51,10 @@ tsafe_status tsafe_moe_bench_layer(const tsafe_moe_config *cfg, uint64_t seed,
     TSAFE_CHECK(h && y && routes && t_fwd && t_route, TSAFE_E_NOMEM);
 
     /* one warm-up batch, then fresh tokens each rep (rep index as stream id) */
-    moe_fill_uniform(h, nd, 1.7320508f, L->key, MOE_T_TOKENS, -1); /* unit variance */
+    tsafe_moe_fill_uniform(h, nd, 1.7320508f, L->key, MOE_T_TOKENS, -1); /* unit variance */
     TSAFE_TRY(tsafe_moe_layer_forward(L, h, batch, y, routes));
     for (size_t r = 0; r < reps; r++) {
-        moe_fill_uniform(h, nd, 1.7320508f, L->key, MOE_T_TOKENS, (int64_t)r);
+        tsafe_moe_fill_uniform(h, nd, 1.7320508f, L->key, MOE_T_TOKENS, (int64_t)r);
         double a = now_s();
         TSAFE_TRY(tsafe_moe_layer_route(L, h, batch, routes));
         double b = now_s();

@@ -10,7 +10,7 @@
 
 #define CONFIG_JSON_CAP (16u << 20)
 
-tsafe_status moe_read_file(const char *path, size_t cap, char **buf, size_t *len)
+tsafe_status tsafe_moe_read_file(const char *path, size_t cap, char **buf, size_t *len)
 {
     tsafe_status st = TSAFE_OK;
     size_t n = 0, alloc = 4096;
@@ -183,7 +183,7 @@ tsafe_status tsafe_moe_config_load_json(const char *path, tsafe_moe_config *out)
     TSAFE_REQUIRE(path != NULL && out != NULL, TSAFE_E_NULL);
     char *buf = NULL;
     size_t len = 0;
-    tsafe_status st = moe_read_file(path, CONFIG_JSON_CAP, &buf, &len);
+    tsafe_status st = tsafe_moe_read_file(path, CONFIG_JSON_CAP, &buf, &len);
     if (st != TSAFE_OK)
         return st;
     st = tsafe_moe_config_parse_json(buf, len, out);

@@ -10,7 +10,7 @@
 
 #include "moe_internal.h"
 
-void moe_derive_key(uint64_t seed, uint8_t key[32])
+void tsafe_moe_derive_key(uint64_t seed, uint8_t key[32])
 {
     static const char tag[] = "tensafe-moe-synthetic-weights-v1";
     uint8_t in[sizeof tag - 1 + 8];
@@ -26,8 +26,8 @@ void moe_derive_key(uint64_t seed, uint8_t key[32])
  * counter, so the values equal one stream over the whole tensor. */
 #define MOE_GEN_CHUNK 16384u /* bytes, a multiple of the 64-byte block */
 
-void moe_fill_uniform(float *dst, size_t n, float bound, const uint8_t key[32],
-                      enum moe_tensor_kind kind, int64_t id)
+void tsafe_moe_fill_uniform(float *dst, size_t n, float bound, const uint8_t key[32],
+                            enum moe_tensor_kind kind, int64_t id)
 {
     static const unsigned char zeros[MOE_GEN_CHUNK];
     unsigned char buf[MOE_GEN_CHUNK];
@@ -78,7 +78,7 @@ static float *alloc_floats(size_t n, int zero)
     return p;
 }
 
-tsafe_status moe_expert_alloc(moe_expert *e, uint32_t d, uint32_t inter, int zero)
+tsafe_status tsafe_moe_expert_alloc(moe_expert *e, uint32_t d, uint32_t inter, int zero)
 {
     size_t n;
     if (!tsafe_mul_size((size_t)d, (size_t)inter, &n) || n > SIZE_MAX / (2 * sizeof(float)))
@@ -86,13 +86,13 @@ tsafe_status moe_expert_alloc(moe_expert *e, uint32_t d, uint32_t inter, int zer
     e->gate_up = alloc_floats(2 * n, zero);
     e->down = alloc_floats(n, zero);
     if (e->gate_up == NULL || e->down == NULL) {
-        moe_expert_release(e);
+        tsafe_moe_expert_release(e);
         return TSAFE_E_NOMEM;
     }
     return TSAFE_OK;
 }
 
-void moe_expert_release(moe_expert *e)
+void tsafe_moe_expert_release(moe_expert *e)
 {
     free(e->gate_up);
     free(e->down);
@@ -100,14 +100,14 @@ void moe_expert_release(moe_expert *e)
     e->down = NULL;
 }
 
-void moe_expert_generate(moe_expert *e, const uint8_t key[32], int32_t id, uint32_t d,
-                         uint32_t inter)
+void tsafe_moe_expert_generate(moe_expert *e, const uint8_t key[32], int32_t id, uint32_t d,
+                               uint32_t inter)
 {
     size_t n = (size_t)d * inter;
     float bd = 1.0f / sqrtf((float)d), bi = 1.0f / sqrtf((float)inter);
-    moe_fill_uniform(e->gate_up, n, bd, key, MOE_T_GATE, id);
-    moe_fill_uniform(e->gate_up + n, n, bd, key, MOE_T_UP, id);
-    moe_fill_uniform(e->down, n, bi, key, MOE_T_DOWN, id);
+    tsafe_moe_fill_uniform(e->gate_up, n, bd, key, MOE_T_GATE, id);
+    tsafe_moe_fill_uniform(e->gate_up + n, n, bd, key, MOE_T_UP, id);
+    tsafe_moe_fill_uniform(e->down, n, bi, key, MOE_T_DOWN, id);
 }
 
 static inline float silu(float g)
@@ -134,9 +134,9 @@ static void mat_xwt(const float *w, int rows, int cols, const float *x, size_t m
     }
 }
 
-tsafe_status moe_expert_apply(const moe_expert *e, int32_t id, uint32_t d, uint32_t inter,
-                              const float *x, size_t m, const uint32_t *tokens, float *gu,
-                              float *act, float *y, tsafe_moe_expert_hook hook, void *user)
+tsafe_status tsafe_moe_expert_apply(const moe_expert *e, int32_t id, uint32_t d, uint32_t inter,
+                                    const float *x, size_t m, const uint32_t *tokens, float *gu,
+                                    float *act, float *y, tsafe_moe_expert_hook hook, void *user)
 {
     const int D = (int)d, NI = (int)inter;
     mat_xwt(e->gate_up, 2 * NI, D, x, m, gu);

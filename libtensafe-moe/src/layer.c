@@ -22,8 +22,8 @@ void tsafe_moe_layer_free(tsafe_moe_layer *L)
         return;
     if (L->experts != NULL)
         for (uint32_t e = 0; e < L->cfg.n_experts; e++)
-            moe_expert_release(&L->experts[e]);
-    moe_expert_release(&L->shared);
+            tsafe_moe_expert_release(&L->experts[e]);
+    tsafe_moe_expert_release(&L->shared);
     free(L->experts);
     free(L->router_w);
     free(L->shared_gate_w);
@@ -75,7 +75,7 @@ static tsafe_status layer_alloc(const tsafe_moe_config *cfg, uint32_t n_experts_
         L->weight_bytes += (uint64_t)L->d * sizeof(float);
     }
     if (L->shared_kind != 0) {
-        TSAFE_TRY(moe_expert_alloc(&L->shared, L->d, L->shared_inter, 1));
+        TSAFE_TRY(tsafe_moe_expert_alloc(&L->shared, L->d, L->shared_inter, 1));
         L->weight_bytes += expert_bytes(L->d, L->shared_inter);
     }
     *out = L;
@@ -89,11 +89,11 @@ static tsafe_status materialise(tsafe_moe_layer *L, uint32_t e)
 {
     if (L->experts[e].gate_up != NULL)
         return TSAFE_OK;
-    tsafe_status st = moe_expert_alloc(&L->experts[e], L->d, L->inter, !L->generated);
+    tsafe_status st = tsafe_moe_expert_alloc(&L->experts[e], L->d, L->inter, !L->generated);
     if (st != TSAFE_OK)
         return st;
     if (L->generated)
-        moe_expert_generate(&L->experts[e], L->key, (int32_t)e, L->d, L->inter);
+        tsafe_moe_expert_generate(&L->experts[e], L->key, (int32_t)e, L->d, L->inter);
     L->materialised++;
     L->weight_bytes += expert_bytes(L->d, L->inter);
     return TSAFE_OK;
@@ -116,16 +116,16 @@ tsafe_status tsafe_moe_layer_create_random_ex(const tsafe_moe_config *cfg, uint6
     TSAFE_TRY(layer_alloc(cfg, o.n_experts_override, &L));
     L->generated = 1;
     L->mode = o.mode;
-    moe_derive_key(seed, L->key);
+    tsafe_moe_derive_key(seed, L->key);
     const uint32_t d = L->d;
     for (uint32_t e = 0; e < L->cfg.n_experts; e++)
-        moe_fill_uniform(L->router_w + (size_t)e * d, d, 1.0f / sqrtf((float)d), L->key,
-                         MOE_T_ROUTER, e);
+        tsafe_moe_fill_uniform(L->router_w + (size_t)e * d, d, 1.0f / sqrtf((float)d), L->key,
+                               MOE_T_ROUTER, e);
     if (L->shared_kind == 1)
-        moe_fill_uniform(L->shared_gate_w, d, 1.0f / sqrtf((float)d), L->key,
-                         MOE_T_SHARED_GATE, 0);
+        tsafe_moe_fill_uniform(L->shared_gate_w, d, 1.0f / sqrtf((float)d), L->key,
+                               MOE_T_SHARED_GATE, 0);
     if (L->shared_kind != 0)
-        moe_expert_generate(&L->shared, L->key, TSAFE_MOE_SHARED, d, L->shared_inter);
+        tsafe_moe_expert_generate(&L->shared, L->key, TSAFE_MOE_SHARED, d, L->shared_inter);
     if (o.mode == TSAFE_MOE_WEIGHTS_EAGER)
         for (uint32_t e = 0; e < L->cfg.n_experts; e++)
             TSAFE_TRY(materialise(L, e));
@@ -219,7 +219,7 @@ tsafe_status tsafe_moe_layer_route(const tsafe_moe_layer *L, const float *h, siz
         if (logits == NULL)
             return TSAFE_E_NOMEM;
     }
-    tsafe_status st = moe_route_rows(L, h, n_tokens, logits, routes);
+    tsafe_status st = tsafe_moe_route_rows(L, h, n_tokens, logits, routes);
     free(logits);
     return st;
 }
@@ -322,7 +322,7 @@ tsafe_status tsafe_moe_layer_forward_hooked(tsafe_moe_layer *L, const float *h,
     TSAFE_REQUIRE(oo + nb <= ho || ho + nb <= oo, TSAFE_E_ARG);
 
     TSAFE_TRY(scratch_alloc(L, n_tokens, &s, routes));
-    TSAFE_TRY(moe_route_rows(L, h, n_tokens, s.logits, s.routes));
+    TSAFE_TRY(tsafe_moe_route_rows(L, h, n_tokens, s.logits, s.routes));
     memset(out, 0, nd * sizeof(float));
 
     uint64_t evals = 0;
@@ -340,8 +340,8 @@ tsafe_status tsafe_moe_layer_forward_hooked(tsafe_moe_layer *L, const float *h,
                     memcpy(s.x + (size_t)r * d, h + (size_t)tk[r] * d, d * sizeof(float));
                 x = s.x;
             }
-            TSAFE_TRY(moe_expert_apply(&L->experts[e], (int32_t)e, L->d, L->inter, x, m, tk,
-                                     s.gu, s.act, s.y, hook, user));
+            TSAFE_TRY(tsafe_moe_expert_apply(&L->experts[e], (int32_t)e, L->d, L->inter, x, m, tk,
+                                           s.gu, s.act, s.y, hook, user));
             for (uint32_t r = 0; r < m; r++) {
                 float wr = s.w[lo + r];
                 float *o = out + (size_t)tk[r] * d;
@@ -353,8 +353,8 @@ tsafe_status tsafe_moe_layer_forward_hooked(tsafe_moe_layer *L, const float *h,
         }
     }
     if (L->shared_kind != 0) {
-        TSAFE_TRY(moe_expert_apply(&L->shared, TSAFE_MOE_SHARED, L->d, L->shared_inter, h,
-                                 n_tokens, s.ident, s.gu, s.act, s.y, hook, user));
+        TSAFE_TRY(tsafe_moe_expert_apply(&L->shared, TSAFE_MOE_SHARED, L->d, L->shared_inter, h,
+                                       n_tokens, s.ident, s.gu, s.act, s.y, hook, user));
         for (size_t t = 0; t < n_tokens; t++) {
             float g = s.routes[t].shared_gate;
             float *o = out + t * d;

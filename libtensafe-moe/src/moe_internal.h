@@ -48,33 +48,33 @@ struct tsafe_moe_layer {
 /* ---- files (config_json.c) */
 /* Read a whole file of at most cap bytes into a malloc'd buffer (+ NUL).
  * TSAFE_E_NOT_FOUND, TSAFE_E_IO, TSAFE_E_RANGE (larger than cap). */
-tsafe_status moe_read_file(const char *path, size_t cap, char **buf, size_t *len);
+tsafe_status tsafe_moe_read_file(const char *path, size_t cap, char **buf, size_t *len);
 
 /* ---- weights (expert.c) */
-void moe_derive_key(uint64_t seed, uint8_t key[32]);
+void tsafe_moe_derive_key(uint64_t seed, uint8_t key[32]);
 /* n floats uniform in [-bound, bound) from the stream (key, kind, id). */
-void moe_fill_uniform(float *dst, size_t n, float bound, const uint8_t key[32],
-                      enum moe_tensor_kind kind, int64_t id);
+void tsafe_moe_fill_uniform(float *dst, size_t n, float bound, const uint8_t key[32],
+                            enum moe_tensor_kind kind, int64_t id);
 /* zero != 0: zero-filled; else contents undefined (about to be generated). */
-tsafe_status moe_expert_alloc(moe_expert *e, uint32_t d, uint32_t inter, int zero);
-void moe_expert_release(moe_expert *e);
-void moe_expert_generate(moe_expert *e, const uint8_t key[32], int32_t id, uint32_t d,
-                         uint32_t inter);
+tsafe_status tsafe_moe_expert_alloc(moe_expert *e, uint32_t d, uint32_t inter, int zero);
+void tsafe_moe_expert_release(moe_expert *e);
+void tsafe_moe_expert_generate(moe_expert *e, const uint8_t key[32], int32_t id, uint32_t d,
+                               uint32_t inter);
 /* Y[m x d] = down(silu(gate X) * up X) for X [m x d]; gu [m x 2I] and
  * act [m x I] are scratch. hook (optional) sees both stages. */
-tsafe_status moe_expert_apply(const moe_expert *e, int32_t id, uint32_t d, uint32_t inter,
-                              const float *x, size_t m, const uint32_t *tokens, float *gu,
-                              float *act, float *y, tsafe_moe_expert_hook hook, void *user);
+tsafe_status tsafe_moe_expert_apply(const moe_expert *e, int32_t id, uint32_t d, uint32_t inter,
+                                    const float *x, size_t m, const uint32_t *tokens, float *gu,
+                                    float *act, float *y, tsafe_moe_expert_hook hook, void *user);
 
 /* ---- router (router.c) */
-float moe_sigmoid(float x);
+float tsafe_moe_sigmoid(float x);
 /* Top-k of p[0..n) by value descending, ties to the lower index. */
-void moe_topk(const float *p, uint32_t n, uint32_t k, uint32_t *idx);
+void tsafe_moe_topk(const float *p, uint32_t n, uint32_t k, uint32_t *idx);
 /* Softmax (max-subtracted, fp32) of logits in place; TSAFE_E_VALUE_RANGE
  * when a logit is not finite. */
-tsafe_status moe_softmax(float *v, uint32_t n);
+tsafe_status tsafe_moe_softmax(float *v, uint32_t n);
 /* Route n rows of h. logits: scratch [n x n_experts]. */
-tsafe_status moe_route_rows(const tsafe_moe_layer *L, const float *h, size_t n,
-                            float *logits, tsafe_moe_route *routes);
+tsafe_status tsafe_moe_route_rows(const tsafe_moe_layer *L, const float *h, size_t n,
+                                  float *logits, tsafe_moe_route *routes);
 
 #endif

@@ -8,7 +8,7 @@
 
 #include "moe_internal.h"
 
-float moe_sigmoid(float x)
+float tsafe_moe_sigmoid(float x)
 {
     /* never exponentiates a large positive number */
     if (x >= 0.0f)
@@ -17,7 +17,7 @@ float moe_sigmoid(float x)
     return e / (1.0f + e);
 }
 
-void moe_topk(const float *p, uint32_t n, uint32_t k, uint32_t *idx)
+void tsafe_moe_topk(const float *p, uint32_t n, uint32_t k, uint32_t *idx)
 {
     /* Insertion into a sorted list of at most k entries. Scanning in
      * increasing index and inserting only before strictly smaller values
@@ -38,7 +38,7 @@ void moe_topk(const float *p, uint32_t n, uint32_t k, uint32_t *idx)
     }
 }
 
-tsafe_status moe_softmax(float *v, uint32_t n)
+tsafe_status tsafe_moe_softmax(float *v, uint32_t n)
 {
     float mx = v[0];
     for (uint32_t i = 0; i < n; i++) {
@@ -58,8 +58,8 @@ tsafe_status moe_softmax(float *v, uint32_t n)
     return TSAFE_OK;
 }
 
-tsafe_status moe_route_rows(const tsafe_moe_layer *L, const float *h, size_t n,
-                            float *logits, tsafe_moe_route *routes)
+tsafe_status tsafe_moe_route_rows(const tsafe_moe_layer *L, const float *h, size_t n,
+                                  float *logits, tsafe_moe_route *routes)
 {
     const uint32_t E = L->cfg.n_experts, k = L->cfg.top_k, d = L->d;
     for (size_t t = 0; t < n; t++) {
@@ -70,7 +70,7 @@ tsafe_status moe_route_rows(const tsafe_moe_layer *L, const float *h, size_t n,
             float s = cblas_sdot((int)d, L->shared_gate_w, 1, h + t * (size_t)d, 1);
             if (!isfinite(s))
                 return TSAFE_E_VALUE_RANGE;
-            r->shared_gate = moe_sigmoid(s);
+            r->shared_gate = tsafe_moe_sigmoid(s);
         }
     }
     if (E == 0)
@@ -84,10 +84,10 @@ tsafe_status moe_route_rows(const tsafe_moe_layer *L, const float *h, size_t n,
     for (size_t t = 0; t < n; t++) {
         float *p = logits + t * (size_t)E;
         tsafe_moe_route *r = &routes[t];
-        tsafe_status st = moe_softmax(p, E);
+        tsafe_status st = tsafe_moe_softmax(p, E);
         if (st != TSAFE_OK)
             return st;
-        moe_topk(p, E, k, r->expert);
+        tsafe_moe_topk(p, E, k, r->expert);
         float sum = 0.0f;
         for (uint32_t i = 0; i < k; i++) {
             r->weight[i] = p[r->expert[i]];

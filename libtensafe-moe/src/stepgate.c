@@ -373,7 +373,7 @@ tsafe_status tsafe_stepgate_load_json(const char *path, tsafe_stepgate **out)
     *out = NULL;
     char *buf = NULL;
     size_t len = 0;
-    tsafe_status st = moe_read_file(path, SG_MAX_FILE, &buf, &len);
+    tsafe_status st = tsafe_moe_read_file(path, SG_MAX_FILE, &buf, &len);
     if (st != TSAFE_OK)
         return st;
     st = tsafe_stepgate_create_json(buf, len, out);
