@@ -13,13 +13,19 @@
 #     _edata, _end, __bss_start;
 #   - what nvcc generates for the CUDA library's device code: the per-file
 #     fatbinary registration (__cudaRegisterLinkedBinary_*, __fatbinwrap_*,
-#     __nv_*, __cuda*), which the CUDA runtime looks up by those names.
+#     __nv_*, __cuda*), which the CUDA runtime looks up by those names, and
+#     the host stub of each tsafe_ kernel (__device_stub__Z<n>tsafe_...);
+#   - C++ (the .cu files): names are read demangled (nm -C), so tsafe_f(int)
+#     and tsafe_guard::~tsafe_guard() pass; "(anonymous namespace)::" names
+#     are file-local by the language (nvcc gives them a per-file hashed
+#     namespace, so they cannot collide) and DW.ref.__gxx_personality_v0 is
+#     the C++ runtime's exception-handling reference.
 # Exits 1 listing each offending symbol with its library, 2 when there is
 # nothing to check.
 libdir="${1:-build/lib}"
 command -v nm >/dev/null 2>&1 || { echo "check-symbols: nm not found" >&2; exit 2; }
 
-allowed='^(tsafe_|_init$|_fini$|_edata$|_end$|__bss_start$|__cudaRegisterLinkedBinary_|__fatbinwrap_|__nv_|__cuda)'
+allowed='^(tsafe_|_init$|_fini$|_edata$|_end$|__bss_start$|__cudaRegisterLinkedBinary_|__fatbinwrap_|__nv_|__cuda|__device_stub__Z[0-9]+tsafe_|\(anonymous namespace\)::|DW\.ref\.__gxx_personality_v0$)'
 
 found=0; bad=0; total=0
 tmp=$(mktemp "${TMPDIR:-/tmp}/check-symbols.XXXXXX") || exit 2
@@ -29,9 +35,9 @@ for lib in "$libdir"/libtensafe-*.a "$libdir"/libtensafe-*.so.*.*.*; do
   [ -L "$lib" ] && continue
   found=$((found + 1))
   case "$lib" in
-    *.a) nm -g --defined-only "$lib" ;;
-    *)   nm -D --defined-only "$lib" ;;
-  esac 2>/dev/null | awk 'NF >= 3 { print $3 }' | sort -u > "$tmp"
+    *.a) nm -g -C --defined-only "$lib" ;;
+    *)   nm -D -C --defined-only "$lib" ;;
+  esac 2>/dev/null | sed -n -E 's/^[0-9a-fA-F]* +[A-Za-z] //p' | sort -u > "$tmp"
   n=$(wc -l < "$tmp" | tr -d ' ')
   total=$((total + n))
   grep -Ev "$allowed" "$tmp" | while IFS= read -r sym; do

@@ -103,7 +103,7 @@ static tsafe_status emu_pass(const tsafe_ntt_args &a, const tsafe_ntt_dims &d)
 /* What a device fault would be: a 16-byte access the device cannot make. */
 static tsafe_status emu_faults(unsigned long misaligned_before)
 {
-    return ts_emu_misaligned() != misaligned_before ? TSAFE_E_DEVICE : TSAFE_OK;
+    return tsafe_emu_misaligned() != misaligned_before ? TSAFE_E_DEVICE : TSAFE_OK;
 }
 
 /* The emulated tsafe_cuda_ntt_run. */
@@ -112,7 +112,7 @@ static tsafe_status emu_ntt(tsafe_cuda_emu *em, const tsafe_ntt_call *c)
     const tsafe_ntt_plan *pl = &em->plan;
     if (c->n_polys == 0 || c->n_limbs == 0)
         return TSAFE_OK;
-    unsigned long mis = ts_emu_misaligned();
+    unsigned long mis = tsafe_emu_misaligned();
     for (uint32_t step = 0; step < pl->n_passes; step++) {
         tsafe_ntt_args a;
         tsafe_ntt_dims d;
@@ -171,7 +171,7 @@ extern "C" tsafe_status tsafe_cuda_emu_elementwise(tsafe_cuda_emu *e, int op,
                                      &blocks);
     if (st != TSAFE_OK)
         return st;
-    unsigned long mis = ts_emu_misaligned();
+    unsigned long mis = tsafe_emu_misaligned();
     switch (op) {
     case TSAFE_OP_ADD:
         emu_ew<TSAFE_OP_ADD>(g, blocks);
@@ -236,7 +236,7 @@ extern "C" tsafe_status tsafe_cuda_emu_mul_acc(tsafe_cuda_emu *e,
             if (!jobs[j].a[k] || !jobs[j].w[k])
                 return TSAFE_E_NULL;
     }
-    unsigned long mis = ts_emu_misaligned();
+    unsigned long mis = tsafe_emu_misaligned();
     tsafe_mac_cursor c = {0, 0};
     /* static: a parameter block is 4 KiB; one emulation per thread */
     static thread_local tsafe_mac_args g;
@@ -282,7 +282,7 @@ extern "C" tsafe_status tsafe_cuda_emu_mod_switch(tsafe_cuda_emu *e,
     /* poison out: every word must be produced by the launch */
     for (uint64_t i = 0; i < blocks << TSAFE_MS_CHUNK_LOG; i++)
         out[i] = ~0ull;
-    unsigned long mis = ts_emu_misaligned();
+    unsigned long mis = tsafe_emu_misaligned();
     for (uint64_t blk = 0; blk < blocks; blk++)
         for (uint32_t t = 0; t < TSAFE_MS_THREADS; t++)
             tsafe_ms_thread(g, blk, t);

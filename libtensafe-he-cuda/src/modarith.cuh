@@ -30,7 +30,7 @@ TSAFE_HD uint64_t ts_mulhi(uint64_t a, uint64_t b)
  * below): 16-byte accesses at addresses that are not 16-byte aligned, i.e.
  * that would fault on the device (misaligned address); the emulation fails
  * an operation that made any. */
-inline unsigned long &ts_emu_misaligned(void)
+inline unsigned long &tsafe_emu_misaligned(void)
 {
     static thread_local unsigned long n;
     return n;
@@ -43,7 +43,7 @@ TSAFE_HD ulonglong2 ts_ld16(const uint64_t *p)
     return *reinterpret_cast<const ulonglong2 *>(p);
 #else
     if ((uintptr_t)p & 15)
-        ts_emu_misaligned()++;
+        tsafe_emu_misaligned()++;
     ulonglong2 v;
     v.x = p[0];
     v.y = p[1];
@@ -57,7 +57,7 @@ TSAFE_HD void ts_st16(uint64_t *p, ulonglong2 v)
     *reinterpret_cast<ulonglong2 *>(p) = v;
 #else
     if ((uintptr_t)p & 15)
-        ts_emu_misaligned()++;
+        tsafe_emu_misaligned()++;
     p[0] = v.x;
     p[1] = v.y;
 #endif
