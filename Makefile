@@ -243,6 +243,7 @@ test: deps
 # the include rule of docs/ARCHITECTURE.md, no function over 80 lines.
 check-tree: libs
 	@sh scripts/check-symbols.sh $(BUILD)/lib
+	@sh scripts/check-includes.sh
 
 # -------------------------------------------------------------- bench / demo
 bench: deps
