@@ -244,6 +244,7 @@ test: deps
 check-tree: libs
 	@sh scripts/check-symbols.sh $(BUILD)/lib
 	@sh scripts/check-includes.sh
+	@sh scripts/check-functions.sh
 
 # -------------------------------------------------------------- bench / demo
 bench: deps
