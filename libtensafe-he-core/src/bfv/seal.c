@@ -439,6 +439,64 @@ tsafe_status tsafe_bfv_sealer_prepare(tsafe_bfv_sealer *s, const tsafe_buffer *p
     return st;
 }
 
+/* c0 at the reads was read from NTT form (s->rd): c1 alone goes through
+ * the inverse NTT and gets its error; each read gets its error, mask and
+ * flood (s->d.add) and both switch to q0. */
+static tsafe_status seal_at_reads(tsafe_bfv_sealer *s, tsafe_buffer *acc, const int8_t *e1,
+                                  size_t n_reads, tsafe_bfv_sealed *r)
+{
+    const tsafe_bfv_context *c = s->ctx;
+    uint32_t L = c->L;
+    tsafe_status st;
+    tsafe_buffer c1 = poly_view(acc, 1);
+    TSAFE_TRY(tsafe_backend_ntt_inverse(s->b, &c1));
+    TSAFE_TRY(add_c1_error(s, &c1, e1));
+    const tsafe_buffer *from1 = &c1;
+    for (uint32_t l = L - 1; l >= 1; l--) {
+        TSAFE_TRY(tsafe_backend_mod_switch(s->b, s->sw1[l], from1));
+        from1 = s->sw1[l];
+    }
+    uint64_t x[TSAFE_BFV_MAX_LIMBS];
+    for (size_t k = 0; k < n_reads; k++) {
+        for (uint32_t i = 0; i < L; i++)
+            x[i] = tsafe_add_mod(s->rd[i * n_reads + k], s->d.add[i * n_reads + k],
+                                 c->mod[i].q);
+        r->c0[k] = tsafe_bfv_switch_to_q0(c, x);
+    }
+    TSAFE_TRY(tsafe_buffer_download(s->sw1[1], r->c1, c->n));
+    r->n_reads = n_reads;
+fail:
+    return st;
+}
+
+/* No reads from NTT form on this backend: both polynomials through the
+ * inverse NTT, then the errors, mask and flood, then Q -> q0 one limb at a
+ * time. */
+static tsafe_status seal_whole(tsafe_bfv_sealer *s, tsafe_buffer *acc, const int8_t *e1,
+                               const uint32_t *pos, size_t n_reads, tsafe_bfv_sealed *r)
+{
+    size_t n = s->ctx->n;
+    tsafe_status st;
+    TSAFE_TRY(tsafe_backend_ntt_inverse(s->b, acc));
+    TSAFE_TRY(add_host_errors(s, acc, e1, pos, n_reads));
+    const tsafe_buffer *from = acc;
+    for (uint32_t l = s->ctx->L - 1; l >= 1; l--) {
+        TSAFE_TRY(tsafe_backend_mod_switch(s->b, s->sw[l], from));
+        from = s->sw[l];
+    }
+    const uint64_t *o = tsafe_buffer_host_words(s->sw[1]);
+    if (!o) {
+        TSAFE_TRY(tsafe_buffer_download(s->sw[1], s->host, 2 * n));
+        o = s->host;
+    }
+    memcpy(r->c1, o + n, n * sizeof *r->c1);
+    for (size_t k = 0; k < n_reads; k++)
+        r->c0[k] = o[pos[k]];
+    r->n_reads = n_reads;
+fail:
+    return st;
+}
+
 tsafe_status tsafe_bfv_seal_buffer(tsafe_bfv_sealer *s, tsafe_buffer *acc,
                                    const tsafe_buffer *pk, const uint32_t *pos,
                                    const uint64_t *mask, size_t n_reads,
@@ -473,55 +531,15 @@ tsafe_status tsafe_bfv_seal_buffer(tsafe_bfv_sealer *s, tsafe_buffer *acc,
     } else /* + r * (p0, p1) on the backend */
         TSAFE_TRY(add_r_pk(s, acc, pk, 0));
     /* c0 is sent only at the reads: read them from NTT form where the
-     * backend can (no inverse NTT of c0), add the errors, masks and floods
-     * and switch each to q0; c1 alone goes through the inverse NTT */
+     * backend can (no inverse NTT of c0); else the whole c0 */
     st = n_reads && n_reads <= TSAFE_COSET_MAX_R /* a few: else the whole c0 */
              ? tsafe_backend_ntt_read(s->b, acc, 0, pos, n_reads, s->rd)
              : TSAFE_E_UNSUPPORTED;
-    if (st == TSAFE_OK) {
-        tsafe_buffer c1 = poly_view(acc, 1);
-        TSAFE_TRY(tsafe_backend_ntt_inverse(s->b, &c1));
-        TSAFE_TRY(add_c1_error(s, &c1, e1));
-        const tsafe_buffer *from1 = &c1;
-        for (uint32_t l = L - 1; l >= 1; l--) {
-            TSAFE_TRY(tsafe_backend_mod_switch(s->b, s->sw1[l], from1));
-            from1 = s->sw1[l];
-        }
-        uint64_t x[TSAFE_BFV_MAX_LIMBS];
-        for (size_t k = 0; k < n_reads; k++) {
-            for (uint32_t i = 0; i < L; i++)
-                x[i] = tsafe_add_mod(s->rd[i * n_reads + k], s->d.add[i * n_reads + k],
-                                     c->mod[i].q);
-            r->c0[k] = tsafe_bfv_switch_to_q0(c, x);
-        }
-        TSAFE_TRY(tsafe_buffer_download(s->sw1[1], r->c1, n));
-        r->n_reads = n_reads;
-        st = TSAFE_OK;
-        goto fail; /* done: wipe the draws */
-    }
-    if (st != TSAFE_E_UNSUPPORTED)
-        goto fail;
-    /* no reads from NTT form on this backend: both polynomials through the
-     * inverse NTT, then the errors, mask and flood */
-    TSAFE_TRY(tsafe_backend_ntt_inverse(s->b, acc));
-    TSAFE_TRY(add_host_errors(s, acc, e1, pos, n_reads));
-    /* Q -> q0, one limb at a time */
-    const tsafe_buffer *from = acc;
-    for (uint32_t l = L - 1; l >= 1; l--) {
-        TSAFE_TRY(tsafe_backend_mod_switch(s->b, s->sw[l], from));
-        from = s->sw[l];
-    }
-    const uint64_t *o = tsafe_buffer_host_words(s->sw[1]);
-    if (!o) {
-        TSAFE_TRY(tsafe_buffer_download(s->sw[1], s->host, 2 * n));
-        o = s->host;
-    }
-    memcpy(r->c1, o + n, n * sizeof *r->c1);
-    for (size_t k = 0; k < n_reads; k++)
-        r->c0[k] = o[pos[k]];
-    r->n_reads = n_reads;
-    st = TSAFE_OK;
-fail:
+    if (st == TSAFE_OK)
+        st = seal_at_reads(s, acc, e1, n_reads, r);
+    else if (st == TSAFE_E_UNSUPPORTED)
+        st = seal_whole(s, acc, e1, pos, n_reads, r);
+fail: /* wipe the draws */
     draw_free(&s->d, n, n_reads, L);
     return st;
 }

@@ -155,14 +155,12 @@ void tsafe_ntt_forward_ifma(const tsafe_ntt_table *t, uint64_t *a)
     }
 }
 
-void tsafe_ntt_inverse_ifma(const tsafe_ntt_table *t, uint64_t *a)
+/* Inverse stages at gaps 1, 2, 4, in registers (mirror of the forward
+ * path). */
+static inline void inv_gaps_1_2_4(uint64_t *a, size_t n, const uint64_t *iw,
+                                  const uint64_t *iwp, const vconst *cp)
 {
-    const tsafe_ntt_ifma *x52 = (const tsafe_ntt_ifma *)t->ifma;
-    const size_t n = t->n;
-    const uint64_t *iw = t->inv, *iwp = x52->inv52;
-    const vconst c = make_const(t->mod.q);
-
-    /* Gaps 1, 2, 4 in registers (mirror of the forward path). */
+    const vconst c = *cp;
     const size_t m4 = n >> 3, m2 = n >> 2, m1 = n >> 1;
     for (size_t k = 0; k < n / 16; k++) {
         uint64_t *p = a + 16 * k;
@@ -181,9 +179,14 @@ void tsafe_ntt_inverse_ifma(const tsafe_ntt_table *t, uint64_t *a)
         ST(p, v0);
         ST(p + 8, v1);
     }
+}
 
-    /* Gaps 8 .. N/4: two stages at a time (gaps g, 2g) on four
-     * registers, a radix-2 pass when one is left over. */
+/* Inverse stages at gaps 8 .. N/4: two at a time (gaps g, 2g) on four
+ * registers, a radix-2 pass when one is left over. */
+static inline void inv_gaps_8_up(uint64_t *a, size_t n, const uint64_t *iw,
+                                 const uint64_t *iwp, const vconst *cp)
+{
+    const vconst c = *cp;
     size_t m = n >> 4, gap = 8;
     for (; m >= 4; m >>= 2, gap <<= 2) {
         for (size_t i = 0; i < m / 2; i++) {
@@ -221,8 +224,14 @@ void tsafe_ntt_inverse_ifma(const tsafe_ntt_table *t, uint64_t *a)
             }
         }
     }
+}
 
-    /* Last stage with N^-1 folded in, fully reduced. */
+/* The last inverse stage with N^-1 folded in, fully reduced. */
+static inline void inv_last(uint64_t *a, const tsafe_ntt_table *t, const tsafe_ntt_ifma *x52,
+                            const vconst *cp)
+{
+    const vconst c = *cp;
+    const size_t n = t->n;
     const size_t h = n >> 1;
     const __m512i ni = _mm512_set1_epi64((long long)t->n_inv);
     const __m512i nip = _mm512_set1_epi64((long long)x52->n_inv52);
@@ -235,6 +244,15 @@ void tsafe_ntt_inverse_ifma(const tsafe_ntt_table *t, uint64_t *a)
         ST(a + j, csub(mul_shoup52(s, ni, nip, &c), c.q));
         ST(a + h + j, csub(mul_shoup52(d, wl, wlp, &c), c.q));
     }
+}
+
+void tsafe_ntt_inverse_ifma(const tsafe_ntt_table *t, uint64_t *a)
+{
+    const tsafe_ntt_ifma *x52 = (const tsafe_ntt_ifma *)t->ifma;
+    const vconst c = make_const(t->mod.q);
+    inv_gaps_1_2_4(a, t->n, t->inv, x52->inv52, &c);
+    inv_gaps_8_up(a, t->n, t->inv, x52->inv52, &c);
+    inv_last(a, t, x52, &c);
 }
 
 /* ------------------------------------------------------- element-wise */
