@@ -81,6 +81,39 @@ static tsafe_status string_list(json_t *v, json_t **out)
         goto fail;                                                                \
     } while (0)
 
+/* "rank_pattern" and "alpha_pattern": optional objects of non-empty keys
+ * to ranks / finite alphas; kept in c (borrowed from c->root). */
+static tsafe_status parse_patterns(json_t *root, tsafe_error_info *err, tsafe_peft_config *c)
+{
+    tsafe_status st = TSAFE_OK;
+    const char *names[2] = {"rank_pattern", "alpha_pattern"};
+    for (int p = 0; p < 2; p++) {
+        json_t *pat = json_object_get(root, names[p]);
+        if (!pat || json_is_null(pat))
+            continue;
+        if (!json_is_object(pat))
+            CFG_FAIL(TSAFE_E_FORMAT, "\"%s\" is not an object", names[p]);
+        const char *k;
+        json_t *v;
+        json_object_foreach(pat, k, v) {
+            size_t rv;
+            double av;
+            if (k[0] == '\0')
+                CFG_FAIL(TSAFE_E_FORMAT, "\"%s\" has an empty key", names[p]);
+            if (!(p == 0 ? positive_rank(v, &rv) : finite_number(v, &av)))
+                CFG_FAIL(TSAFE_E_FORMAT, "\"%s\"[\"%s\"] is not %s", names[p], k,
+                         p == 0 ? "an integer in [1, 2^24]" : "a finite number");
+        }
+        if (p == 0)
+            c->rank_pattern = pat;
+        else
+            c->alpha_pattern = pat;
+    }
+    return TSAFE_OK;
+fail:
+    return st;
+}
+
 tsafe_status tsafe_peft_config_parse(const char *text, size_t len,
                                      tsafe_error_info *err, tsafe_peft_config *c)
 {
@@ -129,29 +162,8 @@ tsafe_status tsafe_peft_config_parse(const char *text, size_t len,
             CFG_FAIL(TSAFE_E_UNSUPPORTED, "\"%s\": true is not supported", bools[b]);
     }
 
-    const char *names[2] = {"rank_pattern", "alpha_pattern"};
-    for (int p = 0; p < 2; p++) {
-        json_t *pat = json_object_get(root, names[p]);
-        if (!pat || json_is_null(pat))
-            continue;
-        if (!json_is_object(pat))
-            CFG_FAIL(TSAFE_E_FORMAT, "\"%s\" is not an object", names[p]);
-        const char *k;
-        json_t *v;
-        json_object_foreach(pat, k, v) {
-            size_t rv;
-            double av;
-            if (k[0] == '\0')
-                CFG_FAIL(TSAFE_E_FORMAT, "\"%s\" has an empty key", names[p]);
-            if (!(p == 0 ? positive_rank(v, &rv) : finite_number(v, &av)))
-                CFG_FAIL(TSAFE_E_FORMAT, "\"%s\"[\"%s\"] is not %s", names[p], k,
-                         p == 0 ? "an integer in [1, 2^24]" : "a finite number");
-        }
-        if (p == 0)
-            c->rank_pattern = pat;
-        else
-            c->alpha_pattern = pat;
-    }
+    if ((st = parse_patterns(root, err, c)) != TSAFE_OK)
+        goto fail;
     const char *lists[2] = {"target_modules", "target_parameters"};
     json_t **ldst[2] = {&c->targets, &c->target_params};
     for (int l = 0; l < 2; l++)

@@ -255,11 +255,12 @@ static tsafe_status parse_metadata(tsafe_safetensors *s, json_t *meta)
 }
 
 /* Validates s->bytes/s->len and fills the tensor table. */
-static tsafe_status parse_all(tsafe_safetensors *s)
+/* The 8-byte little-endian header length, checked against the cap and
+ * the bytes that follow; the header must be UTF-8. Sets s->data and
+ * s->data_len. */
+static tsafe_status read_header(tsafe_safetensors *s, const uint8_t **hdr_out, size_t *n_out)
 {
-    tsafe_status st = TSAFE_OK;
     tsafe_error_info *err = s->err;
-    json_t *root = NULL;
     if (s->len < 8)
         return tsafe_detail(err, TSAFE_E_TRUNCATED,
                             "%zu bytes: shorter than the 8-byte header length", s->len);
@@ -281,6 +282,65 @@ static tsafe_status parse_all(tsafe_safetensors *s)
         return tsafe_detail(err, TSAFE_E_FORMAT, "header is not valid UTF-8");
     s->data = hdr + n;
     s->data_len = s->len - 8 - (size_t)n;
+    *hdr_out = hdr;
+    *n_out = (size_t)n;
+    return TSAFE_OK;
+}
+
+/* Offsets: sorted by start, the tensors must tile [0, data_len) exactly,
+ * each spanning the bytes its dtype and shape need. */
+static tsafe_status check_offsets(tsafe_safetensors *s)
+{
+    tsafe_error_info *err = s->err;
+    if (s->n > 1)
+        qsort(s->t, s->n, sizeof *s->t, cmp_offsets);
+    size_t expect = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const st_tensor *t = &s->t[i];
+        if (t->begin != expect || t->end < t->begin) {
+            return tsafe_detail(err, TSAFE_E_OFFSETS,
+                                "tensor '%s': data_offsets [%zu, %zu], expected it to start at "
+                                "%zu (found %zu: %s)",
+                                t->name, t->begin, t->end, expect, t->begin,
+                                t->end < t->begin ? "end before start"
+                                : t->begin > expect ? "gap"
+                                                    : "overlap");
+        }
+        if (t->end - t->begin != t->nbytes) {
+            char sh[96];
+            return tsafe_detail(err, TSAFE_E_SHAPE,
+                                "tensor '%s': shape %s of %s needs %zu bytes, data_offsets "
+                                "[%zu, %zu] span %zu (expected %zu, found %zu)",
+                                t->name, tsafe_detail_shape(sh, sizeof sh, t->shape, t->ndim),
+                                tsafe_dtype_name(t->dtype), t->nbytes, t->begin, t->end,
+                                t->end - t->begin, t->nbytes, t->end - t->begin);
+        }
+        expect = t->end;
+    }
+    if (expect > s->data_len) {
+        return tsafe_detail(err, TSAFE_E_TRUNCATED,
+                            "tensors end at byte %zu of the data section, which has %zu "
+                            "(expected %zu, found %zu)",
+                            expect, s->data_len, expect, s->data_len);
+    }
+    if (expect != s->data_len) {
+        return tsafe_detail(err, TSAFE_E_OFFSETS,
+                            "%zu bytes after the last tensor (data section %zu, tensors end "
+                            "at %zu)",
+                            s->data_len - expect, s->data_len, expect);
+    }
+    return TSAFE_OK;
+}
+
+static tsafe_status parse_all(tsafe_safetensors *s)
+{
+    tsafe_status st = TSAFE_OK;
+    tsafe_error_info *err = s->err;
+    json_t *root = NULL;
+    const uint8_t *hdr = NULL;
+    size_t n = 0;
+    if ((st = read_header(s, &hdr, &n)) != TSAFE_OK)
+        return st;
 
     json_error_t jerr;
     root = json_loadb((const char *)hdr, (size_t)n, JSON_REJECT_DUPLICATES,
@@ -313,48 +373,7 @@ static tsafe_status parse_all(tsafe_safetensors *s)
         s->n++;
     }
 
-    /* Offsets: sorted by start they must tile [0, data_len) exactly. */
-    if (s->n > 1)
-        qsort(s->t, s->n, sizeof *s->t, cmp_offsets);
-    size_t expect = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        const st_tensor *t = &s->t[i];
-        if (t->begin != expect || t->end < t->begin) {
-            st = tsafe_detail(err, TSAFE_E_OFFSETS,
-                              "tensor '%s': data_offsets [%zu, %zu], expected it to start at "
-                              "%zu (found %zu: %s)",
-                              t->name, t->begin, t->end, expect, t->begin,
-                              t->end < t->begin ? "end before start"
-                              : t->begin > expect ? "gap"
-                                                  : "overlap");
-            goto fail;
-        }
-        if (t->end - t->begin != t->nbytes) {
-            char sh[96];
-            st = tsafe_detail(err, TSAFE_E_SHAPE,
-                              "tensor '%s': shape %s of %s needs %zu bytes, data_offsets "
-                              "[%zu, %zu] span %zu (expected %zu, found %zu)",
-                              t->name, tsafe_detail_shape(sh, sizeof sh, t->shape, t->ndim),
-                              tsafe_dtype_name(t->dtype), t->nbytes, t->begin, t->end,
-                              t->end - t->begin, t->nbytes, t->end - t->begin);
-            goto fail;
-        }
-        expect = t->end;
-    }
-    if (expect > s->data_len) {
-        st = tsafe_detail(err, TSAFE_E_TRUNCATED,
-                          "tensors end at byte %zu of the data section, which has %zu "
-                          "(expected %zu, found %zu)",
-                          expect, s->data_len, expect, s->data_len);
-        goto fail;
-    }
-    if (expect != s->data_len) {
-        st = tsafe_detail(err, TSAFE_E_OFFSETS,
-                          "%zu bytes after the last tensor (data section %zu, tensors end "
-                          "at %zu)",
-                          s->data_len - expect, s->data_len, expect);
-        goto fail;
-    }
+    TSAFE_TRY(check_offsets(s));
     if (s->n > 1)
         qsort(s->t, s->n, sizeof *s->t, cmp_names);
 fail:

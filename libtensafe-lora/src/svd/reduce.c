@@ -103,6 +103,75 @@ void tsafe_svd_result_free(tsafe_svd_result *res)
     free(res);
 }
 
+/* A (r x in) transposed into at (in x r) and B (out x r) into bd, in
+ * double; TSAFE_E_VALUE_RANGE on a value that is not finite. */
+static tsafe_status widen(const float *A, const float *B, size_t r, size_t in, size_t outf,
+                          double *bd, double *at)
+{
+    for (size_t i = 0; i < outf * r; i++) {
+        if (!isfinite(B[i]))
+            return TSAFE_E_VALUE_RANGE;
+        bd[i] = B[i];
+    }
+    for (size_t i = 0; i < r; i++)
+        for (size_t j = 0; j < in; j++) {
+            if (!isfinite(A[i * in + j]))
+                return TSAFE_E_VALUE_RANGE;
+            at[j * r + i] = A[i * in + j];
+        }
+    return TSAFE_OK;
+}
+
+/* Thin SVD of core (p x q, destroyed): singular values s (m), U (p x m),
+ * V^T (m x q); superb is LAPACK's scratch (m). */
+static tsafe_status svd(double *core, size_t p, size_t q, size_t m, double *s, double *u,
+                        double *vt, double *superb)
+{
+    lapack_int info = LAPACKE_dgesvd(LAPACK_ROW_MAJOR, 'S', 'S', (lapack_int)p,
+                                     (lapack_int)q, core, (lapack_int)q, s, u, (lapack_int)m,
+                                     vt, (lapack_int)q, superb);
+    return info == 0 ? TSAFE_OK : info < 0 ? TSAFE_E_ARG : TSAFE_E_VALUE_RANGE;
+}
+
+/* The rank-k factors in float, S_k^(1/2) split evenly between them:
+ * B' = bo S_k^(1/2), A' = S_k^(1/2) ao. */
+static void split_root(const double *bo, const double *ao, const double *s, size_t k,
+                       size_t in, size_t outf, tsafe_svd_result *res)
+{
+    for (size_t j = 0; j < k; j++) {
+        double h = sqrt(s[j]);
+        for (size_t i = 0; i < outf; i++)
+            res->B[i * k + j] = (float)(bo[i * k + j] * h);
+        for (size_t i = 0; i < in; i++)
+            res->A[j * in + i] = (float)(ao[j * in + i] * h);
+    }
+}
+
+/* Sizes, the share of the squared singular values the first k keep, and
+ * the relative Frobenius error of dropping the rest. */
+static void finish(const double *s, size_t m, size_t k, size_t in, size_t outf,
+                   tsafe_svd_result *res)
+{
+    res->rank = k;
+    res->in_features = in;
+    res->out_features = outf;
+    res->n_singular = m;
+    double head = 0.0, tail = 0.0;
+    for (size_t i = 0; i < m; i++) {
+        if (i < k)
+            head += s[i] * s[i];
+        else
+            tail += s[i] * s[i];
+    }
+    if (head + tail > 0.0) {
+        res->energy_retained = head / (head + tail);
+        res->rel_frobenius_error = sqrt(tail / (head + tail));
+    } else {
+        res->energy_retained = 1.0;
+        res->rel_frobenius_error = 0.0;
+    }
+}
+
 tsafe_status tsafe_svd_reduce(const float *A, const float *B, size_t r,
                               size_t in_features, size_t out_features,
                               const tsafe_svd_options *opt,
@@ -128,15 +197,7 @@ tsafe_status tsafe_svd_reduce(const float *A, const float *B, size_t r,
 
     TSAFE_TRY(alloc_mat((void **)&bd, outf, r, sizeof(double)));
     TSAFE_TRY(alloc_mat((void **)&at, in, r, sizeof(double)));
-    for (size_t i = 0; i < outf * r; i++) {
-        TSAFE_CHECK(isfinite(B[i]), TSAFE_E_VALUE_RANGE);
-        bd[i] = B[i];
-    }
-    for (size_t i = 0; i < r; i++)
-        for (size_t j = 0; j < in; j++) {
-            TSAFE_CHECK(isfinite(A[i * in + j]), TSAFE_E_VALUE_RANGE);
-            at[j * r + i] = A[i * in + j];
-        }
+    TSAFE_TRY(widen(A, B, r, in, outf, bd, at));
 
     TSAFE_TRY(alloc_mat((void **)&rb, p, r, sizeof(double)));
     TSAFE_TRY(alloc_mat((void **)&ra, q, r, sizeof(double)));
@@ -155,11 +216,7 @@ tsafe_status tsafe_svd_reduce(const float *A, const float *B, size_t r,
     TSAFE_TRY(alloc_mat((void **)&u, p, m, sizeof(double)));
     TSAFE_TRY(alloc_mat((void **)&vt, m, q, sizeof(double)));
     TSAFE_TRY(alloc_mat((void **)&superb, m, 1, sizeof(double)));
-    lapack_int info = LAPACKE_dgesvd(LAPACK_ROW_MAJOR, 'S', 'S', (lapack_int)p,
-                                     (lapack_int)q, core, (lapack_int)q,
-                                     res->singular_values, u, (lapack_int)m,
-                                     vt, (lapack_int)q, superb);
-    TSAFE_CHECK(info == 0, info < 0 ? TSAFE_E_ARG : TSAFE_E_VALUE_RANGE);
+    TSAFE_TRY(svd(core, p, q, m, res->singular_values, u, vt, superb));
     const double *s = res->singular_values;
 
     size_t k = 0;
@@ -175,32 +232,8 @@ tsafe_status tsafe_svd_reduce(const float *A, const float *B, size_t r,
 
     TSAFE_TRY(alloc_mat((void **)&res->B, outf, k, sizeof(float)));
     TSAFE_TRY(alloc_mat((void **)&res->A, k, in, sizeof(float)));
-    for (size_t j = 0; j < k; j++) {
-        double h = sqrt(s[j]);
-        for (size_t i = 0; i < outf; i++)
-            res->B[i * k + j] = (float)(bo[i * k + j] * h);
-        for (size_t i = 0; i < in; i++)
-            res->A[j * in + i] = (float)(ao[j * in + i] * h);
-    }
-
-    double head = 0.0, tail = 0.0;
-    for (size_t i = 0; i < m; i++) {
-        if (i < k)
-            head += s[i] * s[i];
-        else
-            tail += s[i] * s[i];
-    }
-    if (head + tail > 0.0) {
-        res->energy_retained = head / (head + tail);
-        res->rel_frobenius_error = sqrt(tail / (head + tail));
-    } else {
-        res->energy_retained = 1.0;
-        res->rel_frobenius_error = 0.0;
-    }
-    res->rank = k;
-    res->in_features = in;
-    res->out_features = outf;
-    res->n_singular = m;
+    split_root(bo, ao, s, k, in, outf, res);
+    finish(s, m, k, in, outf, res);
     *out = res;
     res = NULL;
 
