@@ -2,7 +2,7 @@
 # Renders the PNG plots of docs/PERFORMANCE.md from fresh benchmark runs:
 #   docs/plots/lora_stages.png   per-stage breakdown of the per-token delta
 #   docs/plots/lora_rank.png     latency vs rank and parameter set (d=2048)
-#   docs/plots/core_vs_seal.png  core operations vs the SEAL 4.4 yardsticks
+#   docs/plots/core_vs_seal.png  core operations vs SEAL 4.4.3 (PERFORMANCE.md §1)
 # Usage: scripts/plots.sh [path/to/tensafe]
 set -eu
 TENSAFE=${1:-build/bin/tensafe}
@@ -31,15 +31,16 @@ awk -F'\t' '$2 ~ /: (encrypt|products|serialize|decrypt|sums|B\*u) \(mean\)/ {
 awk -F'\t' '{ split($3, p, " "); r = p[3]; sub(/r=/, "", r); print $2 "\t" r "\t" $4 }' \
   "$tmp/sweep.tsv" > "$tmp/sweep.dat"
 
-# core vs SEAL yardsticks (DESIGN.md section 6, N=16384), ours at seed-n16384
+# core vs SEAL 4.4.3's medians recorded in docs/PERFORMANCE.md section 1
+# (2026-11-23, scripts/bench-vs-seal.sh, seed-n16384), ours at seed-n16384
 awk -F'\t' '$3 ~ /seed-n16384/ {
-    if ($2 ~ /^ntt forward/ && $3 ~ /scalar/ && !f++) print "\"NTT fwd (60b scalar)\"\t" $4 "\t190";
-    if ($2 ~ /^ntt inverse/ && $3 ~ /scalar/ && !g++) print "\"NTT inv (60b scalar)\"\t" $4 "\t140";
-    if ($2 ~ /^ntt forward/ && $3 ~ /ifma/) print "\"NTT fwd (40b IFMA)\"\t" $4 "\t190";
-    if ($2 ~ /^encrypt \(secret/) print "\"encrypt sk\"\t" $4 "\t2200";
-    if ($2 ~ /^ct x pt \(prepared/) print "\"ct x pt\"\t" $4 "\t240";
-    if ($2 ~ /^rescale/) print "\"rescale\"\t" $4 "\t1000";
-    if ($2 == "decode") print "\"decode\"\t" $4 "\t1600"; }' "$tmp/core.tsv" > "$tmp/core.dat"
+    if ($2 ~ /^ntt forward/ && $3 ~ /scalar/ && !f++) print "\"NTT fwd (60b scalar)\"\t" $4 "\t192.2";
+    if ($2 ~ /^ntt inverse/ && $3 ~ /scalar/ && !g++) print "\"NTT inv (60b scalar)\"\t" $4 "\t140.6";
+    if ($2 ~ /^ntt forward/ && $3 ~ /ifma/) print "\"NTT fwd (40b IFMA)\"\t" $4 "\t192.3";
+    if ($2 ~ /^encrypt \(secret/) print "\"encrypt sk\"\t" $4 "\t2045.6";
+    if ($2 ~ /^ct x pt \(prepared/) print "\"ct x pt\"\t" $4 "\t245.2";
+    if ($2 ~ /^rescale/) print "\"rescale\"\t" $4 "\t954.8";
+    if ($2 == "decode") print "\"decode\"\t" $4 "\t1439.6"; }' "$tmp/core.tsv" > "$tmp/core.dat"
 
 gnuplot <<GP
 set terminal pngcairo size 1000,560 font "sans,10"
@@ -68,7 +69,7 @@ plot for [s in "auto ifma-n8192 seed-n16384 seed-n32768 plaintext"] \
   "< awk -F'\t' '\$1==\"".s."\"' $tmp/sweep.dat" using 2:3 title s lw 2
 unset logscale x
 
-set title "Core operations at N=16384 (seed preset) vs the SEAL 4.4 yardsticks of DESIGN.md §6"
+set title "Core operations at N=16384 (seed preset) vs SEAL 4.4.3 (docs/PERFORMANCE.md §1, 2026-11-23)"
 set style data histograms
 set style histogram clustered gap 1
 set xlabel ""
@@ -76,6 +77,6 @@ set ylabel "µs (log scale)"
 set xtics rotate by -20 font ",9"
 set output "$out/core_vs_seal.png"
 plot "$tmp/core.dat" using 2:xtic(1) title "TenSafe-HE (measured here)", \
-     "" using 3 title "SEAL 4.4 yardstick (not measured here)"
+     "" using 3 title "SEAL 4.4.3 (recorded run, not this one)"
 GP
 echo "plots written to $out/: lora_stages.png lora_rank.png core_vs_seal.png"

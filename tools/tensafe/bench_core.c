@@ -1,10 +1,12 @@
 /* `tensafe bench core`: medians (µs) of the CKKS core operations at the
  * seeds' presets and the <=50-bit (IFMA) presets, plus ciphertext sizes.
  *
- * The "SEAL 4.4" figures in the note column are the reference yardsticks
- * quoted in DESIGN.md §6 (SEAL 4.4 without HEXL, N=16384, [60,40,40,60],
- * one core); they are NOT measured by this tool. The ratio is
- * yardstick / ours (> 1 means faster than the reference figure). */
+ * The "SEAL 4.4.3" figures in the note column are SEAL's medians from the
+ * same-run comparison recorded in docs/PERFORMANCE.md §1 (2026-11-23,
+ * scripts/bench-vs-seal.sh: SEAL 4.4.3 without HEXL, seed-n16384, one
+ * core); this tool does NOT measure them, so the ratio SEAL / ours (> 1
+ * means faster) compares against another run: for a same-run ratio use
+ * scripts/bench-vs-seal.sh. */
 #include "bench.h"
 
 #include <stdint.h>
@@ -23,10 +25,11 @@
 
 #define GROUP "core"
 
-/* DESIGN.md §6 reference figures (µs) for N=16384; 0 = none quoted. */
+/* SEAL 4.4.3 medians (µs) at seed-n16384 from docs/PERFORMANCE.md §1
+ * (60-bit scalar NTT rows); 0 = none recorded. */
 enum { REF_NTT_FWD, REF_NTT_INV, REF_ENC_SK, REF_MUL_PLAIN, REF_RESCALE,
        REF_DECODE, REF_NONE };
-static const double k_ref_us[] = {190, 140, 2200, 240, 1000, 1600, 0};
+static const double k_ref_us[] = {192.2, 140.6, 2045.6, 245.2, 954.8, 1439.6, 0};
 
 typedef struct {
     const tsafe_context *c;
@@ -149,7 +152,8 @@ static void row(bench_report *r, const char *name, const char *params,
     char note[160] = "";
     if (n16384 && k_ref_us[ref] > 0)
         snprintf(note, sizeof note,
-                 "SEAL 4.4 yardstick %.0f us (DESIGN.md §6 reference%s, not measured here): %.2fx",
+                 "SEAL 4.4.3 %.0f us (docs/PERFORMANCE.md §1, 2026-11-23%s; not this run): "
+                 "%.2fx",
                  k_ref_us[ref], ref_extra, k_ref_us[ref] / us);
     bench_report_add(r, GROUP, name, params, us, note[0] ? note : NULL);
 }
@@ -170,6 +174,151 @@ static size_t ct_bytes(const tsafe_context *c, const tsafe_ciphertext *ct)
     return n;
 }
 
+/* Where a row's figure goes: the preset's name and N, and whether the SEAL
+ * figure applies (it was taken at N=16384). */
+typedef struct {
+    bench_report *r;
+    const char *preset;
+    size_t n;
+    int quick, n16384;
+    const char *ref_extra;
+} row_ctx;
+
+static void op_row(const row_ctx *x, const char *name, const char *params, bench_fn fn,
+                   bench_state *s, int ref)
+{
+    row(x->r, name, params, fn, s, x->quick, ref, x->n16384, x->ref_extra);
+}
+
+/* Both NTT directions of one limb with table t, on random residues. */
+static void ntt_rows(const row_ctx *x, bench_state *s, const tsafe_ntt_table *t, uint32_t i,
+                     int ifma)
+{
+    char prm[96];
+    s->t = t;
+    for (size_t k = 0; k < x->n; k++)
+        s->limb[k] = rand_below(t->mod.q);
+    snprintf(prm, sizeof prm, "%s N=%zu q%u %ub %s", x->preset, x->n, i, t->mod.bits,
+             ifma ? "ifma" : "scalar");
+    op_row(x, "ntt forward (1 limb)", prm, ifma ? f_ntt_fwd_ifma : f_ntt_fwd_scalar, s,
+           REF_NTT_FWD);
+    op_row(x, "ntt inverse (1 limb)", prm, ifma ? f_ntt_inv_ifma : f_ntt_inv_scalar, s,
+           REF_NTT_INV);
+}
+
+/* NTT of one limb: scalar path on limb 0, IFMA on the first limb that has
+ * IFMA tables (prime < 2^50, CPU support), and the scalar path on that
+ * same prime for the comparison. */
+static void ntt_section(const row_ctx *x, bench_state *s)
+{
+    const tsafe_context *c = s->c;
+    ntt_rows(x, s, &c->ntt[0], 0, 0);
+    for (uint32_t i = 0; i <= s->top; i++) {
+        const tsafe_ntt_table *ti = &c->ntt[i];
+        if (!(tsafe_cpu_has_ifma() && ti->use_ifma && ti->ifma))
+            continue;
+        ntt_rows(x, s, ti, i, 1);
+        if (i != 0) /* limb 0's scalar rows above are the comparison */
+            ntt_rows(x, s, ti, i, 0);
+        return;
+    }
+    char prm[96];
+    snprintf(prm, sizeof prm, "%s N=%zu", x->preset, x->n);
+    bench_report_add(x->r, GROUP, "ntt ifma path", prm, 0.0,
+                     tsafe_cpu_has_ifma() ? "skipped: no prime below 2^50"
+                                          : "skipped: CPU lacks AVX-512 IFMA");
+}
+
+/* Keys, plaintexts and ciphertexts the timed operations read. */
+static tsafe_status make_objects(bench_state *s)
+{
+    const tsafe_context *c = s->c;
+    tsafe_status st;
+    if ((st = tsafe_secret_key_generate(c, NULL, &s->sk)) ||
+        (st = tsafe_public_key_generate(c, s->sk, NULL, &s->pk)) ||
+        (st = tsafe_plaintext_create(c, &s->pt)) ||
+        (st = tsafe_plaintext_create(c, &s->pt_mul)) ||
+        (st = tsafe_plaintext_create(c, &s->dec)) ||
+        (st = tsafe_ciphertext_create(c, &s->ct)) ||
+        (st = tsafe_ciphertext_create(c, &s->ct_low)) ||
+        (st = tsafe_ciphertext_create(c, &s->out)) ||
+        (st = tsafe_ciphertext_create(c, &s->prod)) ||
+        (st = tsafe_ckks_encode(c, s->values, s->slots, s->scale, s->top, s->pt)) ||
+        (st = tsafe_ckks_encode(c, s->values, s->slots, s->scale, s->top, s->pt_mul)) ||
+        (st = tsafe_plaintext_prepare_mul(c, s->pt_mul)) ||
+        (st = tsafe_ckks_encrypt_public(c, s->pk, s->pt, NULL, s->ct)) ||
+        (st = tsafe_ckks_drop_to_level(c, s->ct, 0, s->ct_low)) ||
+        (st = tsafe_ckks_mul_plain(c, s->ct, s->pt_mul, s->prod)))
+        return st;
+    return TSAFE_OK;
+}
+
+/* The CKKS operations at the top level and decryption at the lowest. */
+static void op_section(const row_ctx *x, bench_state *s)
+{
+    char prm[96];
+    snprintf(prm, sizeof prm, "%s N=%zu L=%u (top)", x->preset, x->n, s->top + 1);
+    op_row(x, "encode", prm, f_encode, s, REF_NONE);
+    op_row(x, "decode", prm, f_decode, s, REF_DECODE);
+    op_row(x, "encrypt (secret key, seeded)", prm, f_enc_sk, s, REF_ENC_SK);
+    op_row(x, "encrypt (public key)", prm, f_enc_pk, s, REF_NONE);
+    op_row(x, "add (ct + ct)", prm, f_add, s, REF_NONE);
+    op_row(x, "ct x pt (prepared plaintext)", prm, f_mul_plain, s, REF_MUL_PLAIN);
+    op_row(x, "ct x pt (unprepared plaintext)", prm, f_mul_plain_unprepared, s, REF_NONE);
+    if (s->top > 0)
+        op_row(x, "rescale", prm, f_rescale, s, REF_RESCALE);
+    op_row(x, "decrypt + decode", prm, f_decrypt_decode_top, s, REF_NONE);
+    op_row(x, "decrypt only", prm, f_decrypt_top, s, REF_NONE);
+    snprintf(prm, sizeof prm, "%s N=%zu L=1 (lowest)", x->preset, x->n);
+    op_row(x, "decrypt + decode", prm, f_decrypt_decode_low, s, REF_NONE);
+    op_row(x, "decrypt only", prm, f_decrypt_low, s, REF_NONE);
+}
+
+/* Ciphertext sizes: unseeded (public-key / evaluated) and seeded (fresh
+ * secret-key encryption) at the top and the lowest level. */
+static tsafe_status size_section(const row_ctx *x, bench_state *s)
+{
+    const tsafe_context *c = s->c;
+    tsafe_ciphertext *seeded = NULL, *seeded_low = NULL;
+    tsafe_status st;
+    if ((st = tsafe_ciphertext_create(c, &seeded)) ||
+        (st = tsafe_ciphertext_create(c, &seeded_low)) ||
+        (st = tsafe_ckks_encrypt_symmetric(c, s->sk, s->pt, NULL, seeded)) ||
+        (st = tsafe_ckks_drop_to_level(c, seeded, 0, seeded_low)))
+        goto done;
+    char prm[96];
+    snprintf(prm, sizeof prm, "%s N=%zu L=%u", x->preset, x->n, s->top + 1);
+    bench_report_add_value(x->r, GROUP, "ciphertext bytes (top)", prm,
+                           (double)ct_bytes(c, s->ct), "bytes");
+    bench_report_add_value(x->r, GROUP, "ciphertext bytes (top, seeded)", prm,
+                           (double)ct_bytes(c, seeded), "bytes");
+    snprintf(prm, sizeof prm, "%s N=%zu L=1", x->preset, x->n);
+    bench_report_add_value(x->r, GROUP, "ciphertext bytes (lowest)", prm,
+                           (double)ct_bytes(c, s->ct_low), "bytes");
+    bench_report_add_value(x->r, GROUP, "ciphertext bytes (lowest, seeded)", prm,
+                           (double)ct_bytes(c, seeded_low), "bytes");
+done:
+    tsafe_ciphertext_free(seeded);
+    tsafe_ciphertext_free(seeded_low);
+    return st;
+}
+
+static void state_free(bench_state *s)
+{
+    tsafe_ciphertext_free(s->prod);
+    tsafe_ciphertext_free(s->out);
+    tsafe_ciphertext_free(s->ct_low);
+    tsafe_ciphertext_free(s->ct);
+    tsafe_plaintext_free(s->dec);
+    tsafe_plaintext_free(s->pt_mul);
+    tsafe_plaintext_free(s->pt);
+    tsafe_public_key_free(s->pk);
+    tsafe_secret_key_free(s->sk);
+    free(s->limb);
+    free(s->values);
+    free(s->decoded);
+}
+
 static int bench_preset(bench_report *r, const char *preset, int quick)
 {
     tsafe_params p;
@@ -185,13 +334,11 @@ static int bench_preset(bench_report *r, const char *preset, int quick)
     s.slots = tsafe_context_slots(c);
     s.top = tsafe_context_max_level(c);
     s.scale = p.scale;
-    size_t n = tsafe_context_n(c);
-    int n16384 = n == 16384;
-    /* the yardstick was taken at seed-n16384's parameters */
-    const char *ref_extra = strcmp(preset, "seed-n16384") == 0 ? "" : ", at seed-n16384 params";
+    /* the SEAL figures were taken at seed-n16384's parameters */
+    row_ctx x = {r, preset, tsafe_context_n(c), quick, tsafe_context_n(c) == 16384,
+                 strcmp(preset, "seed-n16384") == 0 ? "" : ", at seed-n16384 params"};
     int rc = 1;
-
-    s.limb = malloc(n * sizeof *s.limb);
+    s.limb = malloc(x.n * sizeof *s.limb);
     s.values = malloc(s.slots * sizeof *s.values);
     s.decoded = malloc(s.slots * sizeof *s.decoded);
     if (!s.limb || !s.values || !s.decoded) {
@@ -200,126 +347,23 @@ static int bench_preset(bench_report *r, const char *preset, int quick)
     }
     for (size_t i = 0; i < s.slots; i++)
         s.values[i] = (double)randombytes_uniform(2000001) / 1e6 - 1.0;
-
-    char prm[96];
-    /* ---- NTT of one limb: scalar path on limb 0, IFMA on the first limb
-     * that has IFMA tables (prime < 2^50, CPU support) */
-    {
-        const tsafe_ntt_table *t = &c->ntt[0];
-        s.t = t;
-        for (size_t k = 0; k < n; k++)
-            s.limb[k] = rand_below(t->mod.q);
-        snprintf(prm, sizeof prm, "%s N=%zu q0 %ub scalar", preset, n, t->mod.bits);
-        row(r, "ntt forward (1 limb)", prm, f_ntt_fwd_scalar, &s, quick, REF_NTT_FWD, n16384, ref_extra);
-        row(r, "ntt inverse (1 limb)", prm, f_ntt_inv_scalar, &s, quick, REF_NTT_INV, n16384, ref_extra);
-        int found = 0;
-        for (uint32_t i = 0; i <= s.top && !found; i++) {
-            const tsafe_ntt_table *ti = &c->ntt[i];
-            if (!(tsafe_cpu_has_ifma() && ti->use_ifma && ti->ifma))
-                continue;
-            found = 1;
-            s.t = ti;
-            for (size_t k = 0; k < n; k++)
-                s.limb[k] = rand_below(ti->mod.q);
-            snprintf(prm, sizeof prm, "%s N=%zu q%u %ub ifma", preset, n, i, ti->mod.bits);
-            row(r, "ntt forward (1 limb)", prm, f_ntt_fwd_ifma, &s, quick, REF_NTT_FWD, n16384, ref_extra);
-            row(r, "ntt inverse (1 limb)", prm, f_ntt_inv_ifma, &s, quick, REF_NTT_INV, n16384, ref_extra);
-            if (i == 0) /* limb 0's scalar rows above are the comparison */
-                continue;
-            /* the scalar path on the same prime, for the comparison */
-            snprintf(prm, sizeof prm, "%s N=%zu q%u %ub scalar", preset, n, i, ti->mod.bits);
-            row(r, "ntt forward (1 limb)", prm, f_ntt_fwd_scalar, &s, quick, REF_NTT_FWD, n16384, ref_extra);
-            row(r, "ntt inverse (1 limb)", prm, f_ntt_inv_scalar, &s, quick, REF_NTT_INV, n16384, ref_extra);
-        }
-        if (!found) {
-            snprintf(prm, sizeof prm, "%s N=%zu", preset, n);
-            bench_report_add(r, GROUP, "ntt ifma path", prm, 0.0,
-                             tsafe_cpu_has_ifma() ? "skipped: no prime below 2^50"
-                                                  : "skipped: CPU lacks AVX-512 IFMA");
-        }
-    }
-
-    /* ---- keys and objects */
-    if ((st = tsafe_secret_key_generate(c, NULL, &s.sk)) ||
-        (st = tsafe_public_key_generate(c, s.sk, NULL, &s.pk)) ||
-        (st = tsafe_plaintext_create(c, &s.pt)) ||
-        (st = tsafe_plaintext_create(c, &s.pt_mul)) ||
-        (st = tsafe_plaintext_create(c, &s.dec)) ||
-        (st = tsafe_ciphertext_create(c, &s.ct)) ||
-        (st = tsafe_ciphertext_create(c, &s.ct_low)) ||
-        (st = tsafe_ciphertext_create(c, &s.out)) ||
-        (st = tsafe_ciphertext_create(c, &s.prod)) ||
-        (st = tsafe_ckks_encode(c, s.values, s.slots, s.scale, s.top, s.pt)) ||
-        (st = tsafe_ckks_encode(c, s.values, s.slots, s.scale, s.top, s.pt_mul)) ||
-        (st = tsafe_plaintext_prepare_mul(c, s.pt_mul)) ||
-        (st = tsafe_ckks_encrypt_public(c, s.pk, s.pt, NULL, s.ct)) ||
-        (st = tsafe_ckks_drop_to_level(c, s.ct, 0, s.ct_low)) ||
-        (st = tsafe_ckks_mul_plain(c, s.ct, s.pt_mul, s.prod))) {
+    ntt_section(&x, &s);
+    if ((st = make_objects(&s)) != TSAFE_OK) {
         tool_fail(preset, st);
         goto done;
     }
-
-    snprintf(prm, sizeof prm, "%s N=%zu L=%u (top)", preset, n, s.top + 1);
-    row(r, "encode", prm, f_encode, &s, quick, REF_NONE, n16384, ref_extra);
-    row(r, "decode", prm, f_decode, &s, quick, REF_DECODE, n16384, ref_extra);
-    row(r, "encrypt (secret key, seeded)", prm, f_enc_sk, &s, quick, REF_ENC_SK, n16384, ref_extra);
-    row(r, "encrypt (public key)", prm, f_enc_pk, &s, quick, REF_NONE, n16384, ref_extra);
-    row(r, "add (ct + ct)", prm, f_add, &s, quick, REF_NONE, n16384, ref_extra);
-    row(r, "ct x pt (prepared plaintext)", prm, f_mul_plain, &s, quick, REF_MUL_PLAIN, n16384, ref_extra);
-    row(r, "ct x pt (unprepared plaintext)", prm, f_mul_plain_unprepared, &s, quick, REF_NONE,
-        n16384, ref_extra);
-    if (s.top > 0)
-        row(r, "rescale", prm, f_rescale, &s, quick, REF_RESCALE, n16384, ref_extra);
-    row(r, "decrypt + decode", prm, f_decrypt_decode_top, &s, quick, REF_NONE, n16384, ref_extra);
-    row(r, "decrypt only", prm, f_decrypt_top, &s, quick, REF_NONE, n16384, ref_extra);
-    snprintf(prm, sizeof prm, "%s N=%zu L=1 (lowest)", preset, n);
-    row(r, "decrypt + decode", prm, f_decrypt_decode_low, &s, quick, REF_NONE, n16384, ref_extra);
-    row(r, "decrypt only", prm, f_decrypt_low, &s, quick, REF_NONE, n16384, ref_extra);
+    op_section(&x, &s);
     if (s.st != TSAFE_OK) {
         tool_fail(preset, s.st);
         goto done;
     }
-
-    /* ---- ciphertext sizes: unseeded (public-key / evaluated) and seeded
-     * (fresh secret-key encryption) at the top and the lowest level */
-    {
-        tsafe_ciphertext *seeded = NULL, *seeded_low = NULL;
-        if ((st = tsafe_ciphertext_create(c, &seeded)) ||
-            (st = tsafe_ciphertext_create(c, &seeded_low)) ||
-            (st = tsafe_ckks_encrypt_symmetric(c, s.sk, s.pt, NULL, seeded)) ||
-            (st = tsafe_ckks_drop_to_level(c, seeded, 0, seeded_low))) {
-            tsafe_ciphertext_free(seeded);
-            tsafe_ciphertext_free(seeded_low);
-            tool_fail(preset, st);
-            goto done;
-        }
-        snprintf(prm, sizeof prm, "%s N=%zu L=%u", preset, n, s.top + 1);
-        bench_report_add_value(r, GROUP, "ciphertext bytes (top)", prm,
-                               (double)ct_bytes(c, s.ct), "bytes");
-        bench_report_add_value(r, GROUP, "ciphertext bytes (top, seeded)", prm,
-                               (double)ct_bytes(c, seeded), "bytes");
-        snprintf(prm, sizeof prm, "%s N=%zu L=1", preset, n);
-        bench_report_add_value(r, GROUP, "ciphertext bytes (lowest)", prm,
-                               (double)ct_bytes(c, s.ct_low), "bytes");
-        bench_report_add_value(r, GROUP, "ciphertext bytes (lowest, seeded)", prm,
-                               (double)ct_bytes(c, seeded_low), "bytes");
-        tsafe_ciphertext_free(seeded);
-        tsafe_ciphertext_free(seeded_low);
+    if ((st = size_section(&x, &s)) != TSAFE_OK) {
+        tool_fail(preset, st);
+        goto done;
     }
     rc = 0;
 done:
-    tsafe_ciphertext_free(s.prod);
-    tsafe_ciphertext_free(s.out);
-    tsafe_ciphertext_free(s.ct_low);
-    tsafe_ciphertext_free(s.ct);
-    tsafe_plaintext_free(s.dec);
-    tsafe_plaintext_free(s.pt_mul);
-    tsafe_plaintext_free(s.pt);
-    tsafe_public_key_free(s.pk);
-    tsafe_secret_key_free(s.sk);
-    free(s.limb);
-    free(s.values);
-    free(s.decoded);
+    state_free(&s);
     tsafe_context_free(c);
     return rc;
 }
