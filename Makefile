@@ -240,11 +240,13 @@ test: deps
 	@sh scripts/run-tests.sh $(BUILD)/tests "$(TESTS_FILTER)"
 
 # Source rules (seconds, no test run): exported symbols prefixed tsafe_,
-# the include rule of docs/ARCHITECTURE.md, no function over 80 lines.
+# the include rule of docs/ARCHITECTURE.md, no function over 80 lines,
+# docs/API.md holding every header's signatures as declared.
 check-tree: libs
 	@sh scripts/check-symbols.sh $(BUILD)/lib
 	@sh scripts/check-includes.sh
 	@sh scripts/check-functions.sh
+	@sh scripts/check-api-doc.sh $(BUILD)/lib
 
 # -------------------------------------------------------------- bench / demo
 bench: deps

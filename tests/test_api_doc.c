@@ -1,13 +1,15 @@
-/* docs/API.md documents every function the shared libraries export.
+/* docs/API.md documents every function the shared libraries export, with
+ * the signature its header declares.
  *
  * Runs scripts/check-api-doc.sh (found under $TSAFE_SOURCE_DIR, default ".",
  * i.e. the repository root that `make test` runs from) on the shared
  * libraries next to this binary (<dir of /proc/self/exe>/../lib, so
- * build/lib for build/tests and build/san/lib for build/san/tests) and
- * asserts that it passes. Two more cases check the checker itself: a
- * document that lacks a symbol must fail, and a document that names a
- * function no library exports must pass with a warning. Skips (with the
- * reason) when the script or the shared libraries are missing. */
+ * build/lib for build/tests and build/san/lib for build/san/tests) and the
+ * headers of include/tensafe, and asserts that it passes. More cases check
+ * the checker itself: a document that lacks a symbol, one whose signature
+ * differs from the header's, and one that names or documents a function no
+ * header declares must each fail. Skips (with the reason) when the script
+ * or the shared libraries are missing. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
 #include <stddef.h>
@@ -160,6 +162,7 @@ static void test_every_export_documented(void **state)
     print_message("%s", out);
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "all documented"));
+    assert_non_null(strstr(out, "all in the document as declared"));
 }
 
 /* The checker must notice an undocumented export: remove every line that
@@ -182,9 +185,9 @@ static void test_checker_detects_missing(void **state)
     assert_non_null(strstr(out, "  tsafe_strerror\n"));
 }
 
-/* A function named in a code span that no library exports is a warning,
- * not a failure. */
-static void test_checker_warns_unexported(void **state)
+/* A function named in a code span, or documented with a signature, that no
+ * header declares fails the check. */
+static void test_checker_refuses_unknown(void **state)
 {
     (void)state;
     paths p;
@@ -194,13 +197,38 @@ static void test_checker_warns_unexported(void **state)
         skip();
     }
     char tmp[PATH_CAP];
-    write_variant(&p, NULL, "\n`tsafe_no_such_function_for_test(void)`\n", tmp, sizeof tmp);
+    write_variant(&p, NULL,
+                  "\n`tsafe_no_such_function_for_test(void)`\n"
+                  "- `int tsafe_no_such_signature_for_test(void)`\n",
+                  tmp, sizeof tmp);
     static char out[OUT_CAP];
     int rc = run_check(&p, tmp, out, sizeof out);
     unlink(tmp);
-    assert_int_equal(rc, 0);
-    assert_non_null(strstr(out, "warning"));
-    assert_non_null(strstr(out, "  tsafe_no_such_function_for_test\n"));
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "  tsafe_no_such_function_for_test: named in a code span"));
+    assert_non_null(strstr(out, "  tsafe_no_such_signature_for_test: documented as"));
+}
+
+/* A signature that drifts from its header fails: tsafe_status_name(int)
+ * documented as taking a long. */
+static void test_checker_detects_signature_drift(void **state)
+{
+    (void)state;
+    paths p;
+    const char *why = locate(&p);
+    if (why != NULL) {
+        print_message("skipped: %s\n", why);
+        skip();
+    }
+    char tmp[PATH_CAP];
+    write_variant(&p, "`const char *tsafe_status_name(int status)`",
+                  "\n- `const char *tsafe_status_name(long status)`\n", tmp, sizeof tmp);
+    static char out[OUT_CAP];
+    int rc = run_check(&p, tmp, out, sizeof out);
+    unlink(tmp);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "    header: const char *tsafe_status_name(int status)\n"));
+    assert_non_null(strstr(out, "    doc:    const char *tsafe_status_name(long status)\n"));
 }
 
 int main(void)
@@ -208,7 +236,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_export_documented),
         cmocka_unit_test(test_checker_detects_missing),
-        cmocka_unit_test(test_checker_warns_unexported),
+        cmocka_unit_test(test_checker_refuses_unknown),
+        cmocka_unit_test(test_checker_detects_signature_drift),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
