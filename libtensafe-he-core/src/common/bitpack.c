@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "prng.h" /* tsafe_cpu_has_avx512_sampling */
+#include "cpu.h"
 
 /* widths the AVX-512 group loops take (a lane's value plus its shift within
  * a byte fits 64 bits; adjacent lanes share at most one byte) */

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "tensafe/status.h"
+#include "cpu.h" /* the AVX-512 samplers run only after tsafe_cpu_has_avx512_sampling() */
 
 typedef struct tsafe_prng {
     uint8_t key[32];
@@ -56,9 +57,7 @@ void tsafe_prng_cbd_tight(tsafe_prng *p, int8_t *out, size_t n);
  * values remain to draw or fewer than 8 candidates are buffered: uniform
  * returns the values accepted into out (<= n) and the bytes consumed in
  * *used; cbd21 returns the samples written (6 bytes each). Call only when
- * tsafe_cpu_has_avx512_sampling() (ring/cpu.c: AVX-512 F, BW, VL, VBMI,
- * VPOPCNTDQ and IFMA, off with TSAFE_DISABLE_IFMA=1). */
-int tsafe_cpu_has_avx512_sampling(void);
+ * tsafe_cpu_has_avx512_sampling() (cpu.h). */
 size_t tsafe_uniform_tight_avx512(const uint8_t *src, size_t avail, uint64_t q,
                                   unsigned nb, uint64_t *out, size_t n, size_t *used);
 size_t tsafe_cbd21_avx512(const uint8_t *src, size_t avail, int8_t *out, size_t n);

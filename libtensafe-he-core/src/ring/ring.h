@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "tensafe/status.h"
+#include "../common/cpu.h"
 
 typedef unsigned __int128 tsafe_u128;
 
@@ -134,9 +135,7 @@ void tsafe_ntt_inverse_scalar(const tsafe_ntt_table *t, uint64_t *a);
 void tsafe_ntt_forward_ifma(const tsafe_ntt_table *t, uint64_t *a);
 void tsafe_ntt_inverse_ifma(const tsafe_ntt_table *t, uint64_t *a);
 
-/* 1 when the running CPU (and OS) supports AVX-512F + IFMA. Cached. The
- * environment variable TSAFE_DISABLE_IFMA=1 forces 0. */
-int tsafe_cpu_has_ifma(void);
+/* tsafe_cpu_has_ifma(): common/cpu.h. */
 
 /* ------------------------------------------------ element-wise vectors */
 

@@ -1,10 +1,11 @@
-/* Run-time CPU feature detection for the IFMA path. Kept out of the
- * *_ifma.c files: those are compiled with AVX-512 flags and must only run
- * after this check said yes. */
-#include "ring.h"
-#include "../common/prng.h"
+/* Run-time CPU feature detection, the one place that decides which
+ * AVX-512 code may run (cpu.h). Kept out of the *_ifma.c / *_avx512.c
+ * files: those are compiled with AVX-512 flags or target attributes and
+ * must only run after this check said yes. */
+#include "cpu.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +19,8 @@ static uint64_t read_xcr0(void)
     return ((uint64_t)hi << 32) | lo;
 }
 
-static int detect(void)
+/* Leaf 7's EBX when the OS saves the AVX-512 state, else 0. */
+static unsigned leaf7_ebx_os(void)
 {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d))
@@ -32,12 +34,22 @@ static int detect(void)
     if (__get_cpuid_max(0, NULL) < 7)
         return 0;
     __cpuid_count(7, 0, a, b, c, d);
+    return b;
+}
+
+static int detect(void)
+{
     const unsigned need = (1u << 16)   /* AVX512F */
                         | (1u << 17)   /* AVX512DQ */
                         | (1u << 21)   /* AVX512_IFMA */
                         | (1u << 30)   /* AVX512BW */
                         | (1u << 31);  /* AVX512VL */
-    return (b & need) == need;
+    return (leaf7_ebx_os() & need) == need;
+}
+
+static int detect_f(void)
+{
+    return (leaf7_ebx_os() & (1u << 16)) != 0; /* AVX512F */
 }
 /* VBMI (byte permutes) and VPOPCNTDQ on top of the IFMA set: the AVX-512
  * samplers (common/prng_avx512.c). */
@@ -51,6 +63,11 @@ static int detect_sampling(void)
 }
 #else
 static int detect(void)
+{
+    return 0;
+}
+
+static int detect_f(void)
 {
     return 0;
 }
@@ -85,7 +102,7 @@ static int probe_sampling(void)
     return tsafe_cpu_has_ifma() ? detect_sampling() : 0;
 }
 
-static atomic_int g_has_ifma = -1, g_has_sampling = -1;
+static atomic_int g_has_ifma = -1, g_has_sampling = -1, g_has_f = -1;
 
 int tsafe_cpu_has_ifma(void)
 {
@@ -95,4 +112,9 @@ int tsafe_cpu_has_ifma(void)
 int tsafe_cpu_has_avx512_sampling(void)
 {
     return cached(&g_has_sampling, probe_sampling);
+}
+
+int tsafe_cpu_has_avx512f(void)
+{
+    return cached(&g_has_f, detect_f);
 }
