@@ -33,7 +33,9 @@ allow="${1:-scripts/include-allow.txt}"
 # Library-internal interfaces: private headers that other modules of the
 # same library may include (the core is one layered library: common <- ring
 # <- ckks, bfv <- backend, and backend_internal.h is the dispatch hook the
-# schemes call; in lora, adapter objects are built by the package module).
+# schemes call; in lora, adapter objects are built by the package module,
+# both protocols frame through the wire module, every engine keys its
+# prepared forms on modules (engine/) and the in-process pair runs sessions).
 INTERFACE='
 libtensafe-he-core/src/ring/ring.h
 libtensafe-he-core/src/ckks/ckks_internal.h
@@ -41,6 +43,10 @@ libtensafe-he-core/src/bfv/bfv_internal.h
 libtensafe-he-core/src/backend/backend_internal.h
 libtensafe-lora/src/adapter/adapter_internal.h
 libtensafe-lora/src/adapter/detail.h
+libtensafe-lora/src/wire/wire.h
+libtensafe-lora/src/wire/frame.h
+libtensafe-lora/src/engine/engine_internal.h
+libtensafe-lora/src/session/session_internal.h
 '
 COMMON=libtensafe-he-core/src/common
 
