@@ -123,19 +123,19 @@ tsafe_status tsafe_sealed_pair_use_backend(tsafe_sealed_pair *p,
     tsafe_status st = TSAFE_OK;
     for (size_t i = 0; i < p->n_lanes && st == TSAFE_OK; i++)
         if (p->lanes[i].server)
-            st = tsafe_sealed_server_use_backend(session_server_sealed(p->lanes[i].server), f);
+            st = tsafe_sealed_server_use_backend(tsafe_sess_session_server_sealed(p->lanes[i].server), f);
     return st;
 }
 
 /* A fresh client/server session on the lane's plan (new keys). */
 static tsafe_status session_open(const tsafe_sealed_pair *p, lane *l)
 {
-    session_service_for_plan(&l->svc, &l->plan);
-    tsafe_status st = session_client_open_plan(&l->plan, p->dp, p->allow_no_dp, &l->client);
+    tsafe_sess_session_service_for_plan(&l->svc, &l->plan);
+    tsafe_status st = tsafe_sess_session_client_open_plan(&l->plan, p->dp, p->allow_no_dp, &l->client);
     if (st == TSAFE_OK)
         st = tsafe_session_server_create(&l->svc, NULL, &l->server);
     if (st == TSAFE_OK)
-        st = server_backend(p, session_server_sealed(l->server));
+        st = server_backend(p, tsafe_sess_session_server_sealed(l->server));
     if (st != TSAFE_OK)
         lane_close(l);
     return st;
@@ -289,17 +289,17 @@ static tsafe_status modules_fn(void *user, const tsafe_lora_module *const *modul
         if ((st = site_for(p, l, modules[i], &ss[i])) != TSAFE_OK)
             return st;
     /* the token through the lane's sessions, counted in the caller's stats */
-    session_server_token_sites(l->server, ss, n);
-    session_server_stats_sink(l->server, stats);
-    session_client_stats_sink(l->client, stats);
-    st = session_client_submit_shapes(l->client, n, ranks, d_outs, x, delta);
+    tsafe_sess_session_server_token_sites(l->server, ss, n);
+    tsafe_sess_session_server_stats_sink(l->server, stats);
+    tsafe_sess_session_client_stats_sink(l->client, stats);
+    st = tsafe_sess_session_client_submit_shapes(l->client, n, ranks, d_outs, x, delta);
     if (st == TSAFE_OK)
         st = tsafe_session_pump(l->server, l->client);
     if (st == TSAFE_OK && !(tsafe_session_client_wants(l->client) & TSAFE_SESSION_READY))
         st = TSAFE_E_STATE;
-    session_server_token_sites(l->server, NULL, 0);
-    session_server_stats_sink(l->server, NULL);
-    session_client_stats_sink(l->client, NULL);
+    tsafe_sess_session_server_token_sites(l->server, NULL, 0);
+    tsafe_sess_session_server_stats_sink(l->server, NULL);
+    tsafe_sess_session_client_stats_sink(l->client, NULL);
     if (st != TSAFE_OK)
         lane_close(l); /* a failed token leaves no half-open session */
     return st;

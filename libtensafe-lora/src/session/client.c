@@ -33,7 +33,7 @@ tsafe_status tsafe_session_client_create(const tsafe_session_client_opts *opts,
     if (!c)
         return TSAFE_E_NOMEM;
     c->opts = *opts;
-    c->max_frame = session_max_frame(lim);
+    c->max_frame = tsafe_sess_session_max_frame(lim);
     c->out.bytes_out = &c->stats.bytes_out;
     *out = c;
     return TSAFE_OK;
@@ -43,20 +43,20 @@ void tsafe_session_client_free(tsafe_session_client *c)
 {
     if (!c)
         return;
-    client_keys_free(c);
-    session_hello_free(&c->h);
-    session_inbox_free(&c->in);
-    session_outbox_free(&c->out);
+    tsafe_sess_client_keys_free(c);
+    tsafe_sess_session_hello_free(&c->h);
+    tsafe_sess_session_inbox_free(&c->in);
+    tsafe_sess_session_outbox_free(&c->out);
     free(c);
 }
 
-void client_failed(tsafe_session_client *c, tsafe_status st, const char *step)
+void tsafe_sess_client_failed(tsafe_session_client *c, tsafe_status st, const char *step)
 {
     char why[SESSION_WHAT - 64];
     snprintf(why, sizeof why, "%.400s", c->end.what);
     const char *peer = st == TSAFE_E_IO || c->in.kind == TSAFE_FRAME_ERROR ? NULL
                                                                            : "client gave up";
-    session_fail(&c->end, &c->out, st, peer, "%s: %s", step, why[0] ? why : tsafe_strerror(st));
+    tsafe_sess_session_fail(&c->end, &c->out, st, peer, "%s: %s", step, why[0] ? why : tsafe_strerror(st));
 }
 
 /* The mode asked for against the one served, read before anything else
@@ -102,43 +102,43 @@ static const char *refusal(tsafe_status st)
 static void client_hello(tsafe_session_client *c)
 {
     uint32_t served = 0;
-    uint32_t v = session_hello_peek(c->in.body, c->in.len, &served);
+    uint32_t v = tsafe_sess_session_hello_peek(c->in.body, c->in.len, &served);
     tsafe_status st = check_served(c, v, served);
     if (st == TSAFE_OK &&
-        (st = session_hello_decode(c->in.body, c->in.len, &c->h, c->end.what,
+        (st = tsafe_sess_session_hello_decode(c->in.body, c->in.len, &c->h, c->end.what,
                                    sizeof c->end.what)) == TSAFE_OK &&
         !served) /* a version this client does not know */
         st = TSAFE_E_VERSION;
     if (st == TSAFE_OK)
-        st = client_keys(c);
+        st = tsafe_sess_client_keys(c);
     if (st != TSAFE_OK) {
         char why[SESSION_WHAT - 16];
         snprintf(why, sizeof why, "%.400s", c->end.what);
-        session_fail(&c->end, &c->out, st, refusal(st), "server hello: %s", why);
+        tsafe_sess_session_fail(&c->end, &c->out, st, refusal(st), "server hello: %s", why);
         return;
     }
     c->phase = PHASE_READY;
 }
 
-void session_client_took_frame(tsafe_session_client *c)
+void tsafe_sess_session_client_took_frame(tsafe_session_client *c)
 {
     int k = c->in.kind;
     if (k == TSAFE_FRAME_ERROR) {
         char msg[TSAFE_FRAME_ERROR_TEXT + 1];
         tsafe_status st = tsafe_frame_error_get(c->in.body, c->in.len, msg, sizeof msg);
         snprintf(c->end.what, sizeof c->end.what, "server refused: %s", msg);
-        client_failed(c, st, c->phase == PHASE_HELLO ? "server hello" : "receive");
+        tsafe_sess_client_failed(c, st, c->phase == PHASE_HELLO ? "server hello" : "receive");
     } else if (c->phase == PHASE_HELLO && k == TSAFE_FRAME_HELLO) {
         client_hello(c);
     } else if ((c->phase == PHASE_FIRST || c->phase == PHASE_SECOND)) {
-        tsafe_status st = client_token_answer(c);
+        tsafe_status st = tsafe_sess_client_token_answer(c);
         (void)st; /* the session holds the failure */
     } else {
         snprintf(c->end.what, sizeof c->end.what, "unexpected %s",
                  tsafe_frame_kind_name(k));
-        client_failed(c, TSAFE_E_FORMAT, "receive");
+        tsafe_sess_client_failed(c, TSAFE_E_FORMAT, "receive");
     }
-    session_inbox_release(&c->in);
+    tsafe_sess_session_inbox_release(&c->in);
 }
 
 tsafe_status tsafe_session_client_feed(tsafe_session_client *c, const uint8_t *data,
@@ -150,16 +150,16 @@ tsafe_status tsafe_session_client_feed(tsafe_session_client *c, const uint8_t *d
     while (u < len && !c->end.failed && !c->end.done) {
         size_t k = 0;
         c->end.what[0] = 0;
-        tsafe_status st = session_inbox_feed(&c->in, c->max_frame, data + u, len - u, &k,
+        tsafe_status st = tsafe_sess_session_inbox_feed(&c->in, c->max_frame, data + u, len - u, &k,
                                              c->end.what, sizeof c->end.what);
         u += k;
         c->stats.bytes_in += k;
         if (st != TSAFE_OK) {
-            client_failed(c, st, "receive");
+            tsafe_sess_client_failed(c, st, "receive");
             break;
         }
         if (c->in.ready)
-            session_client_took_frame(c);
+            tsafe_sess_session_client_took_frame(c);
     }
     *used = u;
     return c->end.failed ? c->end.st : TSAFE_OK;
@@ -174,15 +174,15 @@ void tsafe_session_client_output(tsafe_session_client *c, const uint8_t **data, 
             *len = 0;
         return;
     }
-    session_outbox_peek(&c->out, data, len);
+    tsafe_sess_session_outbox_peek(&c->out, data, len);
 }
 
 void tsafe_session_client_sent(tsafe_session_client *c, size_t n)
 {
     if (!c)
         return;
-    session_outbox_sent(&c->out, n);
-    if (c->phase == PHASE_BYE && session_outbox_empty(&c->out))
+    tsafe_sess_session_outbox_sent(&c->out, n);
+    if (c->phase == PHASE_BYE && tsafe_sess_session_outbox_empty(&c->out))
         c->end.done = 1;
 }
 
@@ -190,7 +190,7 @@ unsigned tsafe_session_client_wants(const tsafe_session_client *c)
 {
     if (!c)
         return TSAFE_SESSION_FAILED;
-    return session_wants(&c->end, &c->out, 0, c->phase == PHASE_READY);
+    return tsafe_sess_session_wants(&c->end, &c->out, 0, c->phase == PHASE_READY);
 }
 
 size_t tsafe_session_client_modules(const tsafe_session_client *c)
@@ -271,7 +271,7 @@ tsafe_status tsafe_session_client_submit(tsafe_session_client *c, const uint32_t
     }
     c->end.what[0] = 0;
     double t0 = tsafe_lora_now_us();
-    st = client_token_start(c, x);
+    st = tsafe_sess_client_token_start(c, x);
     c->stats.work_us += tsafe_lora_now_us() - t0;
     return st;
 }
@@ -282,7 +282,7 @@ tsafe_status tsafe_session_client_close(tsafe_session_client *c)
     if (c->end.failed)
         return c->end.st;
     TSAFE_REQUIRE(c->phase == PHASE_READY, TSAFE_E_STATE);
-    tsafe_status st = session_outbox_push(&c->out, TSAFE_FRAME_BYE, NULL, 0, NULL, 0, NULL);
+    tsafe_status st = tsafe_sess_session_outbox_push(&c->out, TSAFE_FRAME_BYE, NULL, 0, NULL, 0, NULL);
     if (st == TSAFE_OK)
         c->phase = PHASE_BYE;
     return st;
@@ -293,7 +293,7 @@ void tsafe_session_client_abort(tsafe_session_client *c, tsafe_status st, const 
     if (!c)
         return;
     const char *w = what ? what : tsafe_strerror(st);
-    session_fail(&c->end, &c->out, st, st == TSAFE_E_IO ? NULL : w, "%s", w);
+    tsafe_sess_session_fail(&c->end, &c->out, st, st == TSAFE_E_IO ? NULL : w, "%s", w);
 }
 
 tsafe_status tsafe_session_client_status(const tsafe_session_client *c)

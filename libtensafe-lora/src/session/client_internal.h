@@ -39,14 +39,14 @@ struct tsafe_session_client {
 };
 
 /* The keys for the hello just read (a plan per width, or the CKKS one). */
-tsafe_status client_keys(tsafe_session_client *c);
-void client_keys_free(tsafe_session_client *c);
+tsafe_status tsafe_sess_client_keys(tsafe_session_client *c);
+void tsafe_sess_client_keys_free(tsafe_session_client *c);
 /* submit's crypto: the first message(s) of a token, queued. */
-tsafe_status client_token_start(tsafe_session_client *c, const float *x);
+tsafe_status tsafe_sess_client_token_start(tsafe_session_client *c, const float *x);
 /* The answer frame of the phase in c->in: the next message or the delta. */
-tsafe_status client_token_answer(tsafe_session_client *c);
+tsafe_status tsafe_sess_client_token_answer(tsafe_session_client *c);
 /* A step failed: an ERROR for the server (unless the transport or the
  * server ended it) and the session's description "<step>: <why>". */
-void client_failed(tsafe_session_client *c, tsafe_status st, const char *step);
+void tsafe_sess_client_failed(tsafe_session_client *c, tsafe_status st, const char *step);
 
 #endif

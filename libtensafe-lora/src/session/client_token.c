@@ -14,7 +14,7 @@ static int plain(const tsafe_session_client *c)
     return c->opts.protocol == TSAFE_SESSION_PLAIN_ZERO_MOAI;
 }
 
-tsafe_status client_keys(tsafe_session_client *c)
+tsafe_status tsafe_sess_client_keys(tsafe_session_client *c)
 {
     const session_hello *h = &c->h;
     tsafe_status st;
@@ -33,7 +33,7 @@ tsafe_status client_keys(tsafe_session_client *c)
     /* the client's own plans, from the announced public shapes and its own
      * options, never from parameters the server sends */
     for (uint32_t w = 0; w < h->n_widths; w++)
-        if ((st = session_width_plan(h, w, &c->opts.sealed, &c->plan[w])) != TSAFE_OK ||
+        if ((st = tsafe_sess_session_width_plan(h, w, &c->opts.sealed, &c->plan[w])) != TSAFE_OK ||
             (st = tsafe_sealed_client_create(&c->plan[w], NULL, &c->cl[w])) != TSAFE_OK) {
             snprintf(c->end.what, sizeof c->end.what,
                      "no %s plan for the server's modules of d_in %u",
@@ -43,7 +43,7 @@ tsafe_status client_keys(tsafe_session_client *c)
     return TSAFE_OK;
 }
 
-void client_keys_free(tsafe_session_client *c)
+void tsafe_sess_client_keys_free(tsafe_session_client *c)
 {
     for (uint32_t w = 0; w < TSAFE_SESSION_MAX_WIDTHS; w++) {
         tsafe_sealed_client_free(c->cl[w]);
@@ -75,7 +75,7 @@ static tsafe_status push_msg(tsafe_session_client *c, int kind, uint8_t *msg, si
     uint8_t bytes[4 * (2 + TSAFE_SESSION_MAX_MODULES)];
     for (size_t i = 0; i < np; i++)
         tsafe_wire_put_u32(bytes + 4 * i, pre[i]);
-    return session_outbox_push(&c->out, kind, bytes, 4 * np, msg, len, tsafe_lora_bytes_free);
+    return tsafe_sess_session_outbox_push(&c->out, kind, bytes, 4 * np, msg, len, tsafe_lora_bytes_free);
 }
 
 static tsafe_status sealed_start(tsafe_session_client *c, const float *x)
@@ -87,7 +87,7 @@ static tsafe_status sealed_start(tsafe_session_client *c, const float *x)
     if (tsafe_sealed_client_needs_hello(cl)) {
         if ((st = tsafe_sealed_client_hello(cl, &msg, &len)) != TSAFE_OK ||
             (st = push_msg(c, TSAFE_FRAME_SHELLO, msg, len)) != TSAFE_OK) {
-            client_failed(c, st, "hello");
+            tsafe_sess_client_failed(c, st, "hello");
             return st;
         }
         SESSION_HE(c)->bytes_up += len; /* the library counts its other messages */
@@ -95,13 +95,13 @@ static tsafe_status sealed_start(tsafe_session_client *c, const float *x)
     }
     if ((st = tsafe_sealed_client_query(cl, x, &msg, &len, SESSION_HE(c))) != TSAFE_OK ||
         (st = push_msg(c, TSAFE_FRAME_QUERY, msg, len)) != TSAFE_OK) {
-        client_failed(c, st, "encrypt query");
+        tsafe_sess_client_failed(c, st, "encrypt query");
         return st;
     }
     return TSAFE_OK;
 }
 
-tsafe_status client_token_start(tsafe_session_client *c, const float *x)
+tsafe_status tsafe_sess_client_token_start(tsafe_session_client *c, const float *x)
 {
     tsafe_status st;
     if (plain(c)) {
@@ -109,7 +109,7 @@ tsafe_status client_token_start(tsafe_session_client *c, const float *x)
         size_t len = 0;
         if ((st = tsafe_lora_client_encrypt(c->pc, x, &req, &len, SESSION_HE(c))) != TSAFE_OK ||
             (st = push_msg(c, TSAFE_FRAME_REQUEST, req, len)) != TSAFE_OK) {
-            client_failed(c, st, "encrypt");
+            tsafe_sess_client_failed(c, st, "encrypt");
             return st;
         }
     } else if ((st = sealed_start(c, x)) != TSAFE_OK) {
@@ -175,7 +175,7 @@ static tsafe_status sealed_answer(tsafe_session_client *c, int first, const char
     return st == TSAFE_OK ? push_msg(c, TSAFE_FRAME_SHARE, msg, len) : st;
 }
 
-tsafe_status client_token_answer(tsafe_session_client *c)
+tsafe_status tsafe_sess_client_token_answer(tsafe_session_client *c)
 {
     int first = c->phase == PHASE_FIRST;
     int want = plain(c) ? (first ? TSAFE_FRAME_RESPONSE : TSAFE_FRAME_DELTA)
@@ -183,7 +183,7 @@ tsafe_status client_token_answer(tsafe_session_client *c)
     if (c->in.kind != want) {
         snprintf(c->end.what, sizeof c->end.what, "expected %s, got %s",
                  tsafe_frame_kind_name(want), tsafe_frame_kind_name(c->in.kind));
-        client_failed(c, TSAFE_E_FORMAT, first ? "receive response" : "receive result");
+        tsafe_sess_client_failed(c, TSAFE_E_FORMAT, first ? "receive response" : "receive result");
         return TSAFE_E_FORMAT;
     }
     const char *step = "";
@@ -191,7 +191,7 @@ tsafe_status client_token_answer(tsafe_session_client *c)
     tsafe_status st = plain(c) ? plain_answer(c, first, &step) : sealed_answer(c, first, &step);
     c->stats.work_us += tsafe_lora_now_us() - t0;
     if (st != TSAFE_OK) {
-        client_failed(c, st, step);
+        tsafe_sess_client_failed(c, st, step);
         return st;
     }
     if (first) {

@@ -4,7 +4,7 @@
 
 #include "session_internal.h"
 
-void session_fail(session_end *e, session_outbox *o, tsafe_status st, const char *peer_msg,
+void tsafe_sess_session_fail(session_end *e, session_outbox *o, tsafe_status st, const char *peer_msg,
                   const char *fmt, ...)
 {
     if (e->failed || e->done)
@@ -16,12 +16,12 @@ void session_fail(session_end *e, session_outbox *o, tsafe_status st, const char
     vsnprintf(e->what, sizeof e->what, fmt, ap);
     va_end(ap);
     if (peer_msg) /* one ERROR for the peer; nothing else will be queued */
-        session_outbox_error(o, st, peer_msg);
+        tsafe_sess_session_outbox_error(o, st, peer_msg);
 }
 
-unsigned session_wants(const session_end *e, const session_outbox *o, int work, int ready)
+unsigned tsafe_sess_session_wants(const session_end *e, const session_outbox *o, int work, int ready)
 {
-    unsigned w = session_outbox_empty(o) ? 0 : TSAFE_SESSION_WANT_WRITE;
+    unsigned w = tsafe_sess_session_outbox_empty(o) ? 0 : TSAFE_SESSION_WANT_WRITE;
     if (e->failed)
         return w | TSAFE_SESSION_FAILED;
     if (e->done)
@@ -31,7 +31,7 @@ unsigned session_wants(const session_end *e, const session_outbox *o, int work, 
     return w | (ready ? TSAFE_SESSION_READY : TSAFE_SESSION_WANT_READ);
 }
 
-uint32_t session_max_frame(const tsafe_session_limits *lim)
+uint32_t tsafe_sess_session_max_frame(const tsafe_session_limits *lim)
 {
     return lim && lim->max_frame && lim->max_frame < TSAFE_SESSION_MAX_FRAME
                ? lim->max_frame

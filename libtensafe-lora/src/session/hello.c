@@ -13,7 +13,7 @@
 #define MAX_DIM (1u << 24)
 #define MAX_RANK 65536u
 
-uint32_t session_widths(session_hello *h)
+uint32_t tsafe_sess_session_widths(session_hello *h)
 {
     uint32_t nw = 0;
     for (size_t i = 0; i < h->n; i++) {
@@ -62,7 +62,7 @@ static tsafe_status encode_plan(const tsafe_lora_plan *p, tsafe_wbuf *w)
     return TSAFE_OK;
 }
 
-tsafe_status session_hello_encode(const session_hello *h, tsafe_wbuf *w)
+tsafe_status tsafe_sess_session_hello_encode(const session_hello *h, tsafe_wbuf *w)
 {
     tsafe_wbuf_u32(w, h->version);
     if (h->version == 1) {
@@ -224,14 +224,14 @@ static tsafe_status decode_modules(reader *d, session_hello *h, uint32_t d_in,
         snprintf(what, cap, "server hello has %zu trailing bytes", d->r.len - d->r.pos);
         return TSAFE_E_FORMAT;
     }
-    if (!session_widths(h)) {
+    if (!tsafe_sess_session_widths(h)) {
         snprintf(what, cap, "server hello: more than %u input widths", TSAFE_SESSION_MAX_WIDTHS);
         return TSAFE_E_RANGE;
     }
     return TSAFE_OK;
 }
 
-uint32_t session_hello_peek(const uint8_t *b, size_t len, uint32_t *protocol)
+uint32_t tsafe_sess_session_hello_peek(const uint8_t *b, size_t len, uint32_t *protocol)
 {
     uint32_t v = len >= 4 ? tsafe_wire_get_u32(b) : 0;
     *protocol = 0;
@@ -244,7 +244,7 @@ uint32_t session_hello_peek(const uint8_t *b, size_t len, uint32_t *protocol)
     return v >= 1 && v <= 3 ? v : 0;
 }
 
-tsafe_status session_hello_decode(const uint8_t *b, size_t len, session_hello *h, char *what,
+tsafe_status tsafe_sess_session_hello_decode(const uint8_t *b, size_t len, session_hello *h, char *what,
                                   size_t cap)
 {
     reader d = {{b, len, 0}, 0};
@@ -280,14 +280,14 @@ tsafe_status session_hello_decode(const uint8_t *b, size_t len, session_hello *h
     return decode_modules(&d, h, d_in, max_rank, what, cap);
 }
 
-void session_hello_free(session_hello *h)
+void tsafe_sess_session_hello_free(session_hello *h)
 {
     free(h->mod);
     h->mod = NULL;
     h->n = 0;
 }
 
-tsafe_status session_width_plan(const session_hello *h, uint32_t w,
+tsafe_status tsafe_sess_session_width_plan(const session_hello *h, uint32_t w,
                                 const tsafe_sealed_opts *base, tsafe_sealed_plan *plan)
 {
     uint32_t r = 0, o = 0;

@@ -18,7 +18,7 @@ static tsafe_status inbox_reserve(session_inbox *in, uint32_t len)
     return TSAFE_OK;
 }
 
-tsafe_status session_inbox_feed(session_inbox *in, uint32_t max, const uint8_t *data,
+tsafe_status tsafe_sess_session_inbox_feed(session_inbox *in, uint32_t max, const uint8_t *data,
                                 size_t len, size_t *used, char *what, size_t cap)
 {
     size_t u = 0;
@@ -55,7 +55,7 @@ tsafe_status session_inbox_feed(session_inbox *in, uint32_t max, const uint8_t *
     return TSAFE_OK;
 }
 
-void session_inbox_release(session_inbox *in)
+void tsafe_sess_session_inbox_release(session_inbox *in)
 {
     if (in->ext_free) {
         in->ext_free(in->body);
@@ -69,9 +69,9 @@ void session_inbox_release(session_inbox *in)
     in->kind = 0;
 }
 
-void session_inbox_free(session_inbox *in)
+void tsafe_sess_session_inbox_free(session_inbox *in)
 {
-    session_inbox_release(in);
+    tsafe_sess_session_inbox_release(in);
     free(in->body);
     memset(in, 0, sizeof *in);
 }

@@ -9,7 +9,7 @@
 #include "server_internal.h"
 #include "tsafe_check.h"
 
-int session_move_frame(session_outbox *o, session_inbox *in)
+int tsafe_sess_session_move_frame(session_outbox *o, session_inbox *in)
 {
     if (!o->count || in->ready || in->hdr_got)
         return 0;
@@ -24,49 +24,49 @@ int session_move_frame(session_outbox *o, session_inbox *in)
     in->ready = 1;
     f->free_body = NULL; /* the inbox owns it now */
     size_t n = f->head_len + f->body_len;
-    session_outbox_sent(o, n);
+    tsafe_sess_session_outbox_sent(o, n);
     return 1;
 }
 
 /* Client -> server: one frame moved, or a copy of what the server takes. */
 static int client_to_server(tsafe_session_server *s, tsafe_session_client *c)
 {
-    if (session_outbox_empty(&c->out) || !session_server_accepting(s))
+    if (tsafe_sess_session_outbox_empty(&c->out) || !tsafe_sess_session_server_accepting(s))
         return 0;
     size_t before = c->stats.bytes_out;
-    if (session_move_frame(&c->out, &s->in)) {
+    if (tsafe_sess_session_move_frame(&c->out, &s->in)) {
         s->stats.bytes_in += c->stats.bytes_out - before;
-        session_server_took_frame(s);
+        tsafe_sess_session_server_took_frame(s);
         if (!s->work)
-            session_inbox_release(&s->in);
+            tsafe_sess_session_inbox_release(&s->in);
         return 1;
     }
     const uint8_t *d;
     size_t n, used = 0;
-    session_outbox_peek(&c->out, &d, &n);
+    tsafe_sess_session_outbox_peek(&c->out, &d, &n);
     tsafe_status st = tsafe_session_server_feed(s, d, n, &used);
     (void)st; /* the session keeps it */
-    session_outbox_sent(&c->out, used);
+    tsafe_sess_session_outbox_sent(&c->out, used);
     return used > 0;
 }
 
 static int server_to_client(tsafe_session_server *s, tsafe_session_client *c)
 {
     unsigned cw = tsafe_session_client_wants(c);
-    if (session_outbox_empty(&s->out) || (cw & (TSAFE_SESSION_DONE | TSAFE_SESSION_FAILED)))
+    if (tsafe_sess_session_outbox_empty(&s->out) || (cw & (TSAFE_SESSION_DONE | TSAFE_SESSION_FAILED)))
         return 0;
     size_t before = s->stats.bytes_out;
-    if (session_move_frame(&s->out, &c->in)) {
+    if (tsafe_sess_session_move_frame(&s->out, &c->in)) {
         c->stats.bytes_in += s->stats.bytes_out - before;
-        session_client_took_frame(c);
+        tsafe_sess_session_client_took_frame(c);
         return 1;
     }
     const uint8_t *d;
     size_t n, used = 0;
-    session_outbox_peek(&s->out, &d, &n);
+    tsafe_sess_session_outbox_peek(&s->out, &d, &n);
     tsafe_status st = tsafe_session_client_feed(c, d, n, &used);
     (void)st;
-    session_outbox_sent(&s->out, used);
+    tsafe_sess_session_outbox_sent(&s->out, used);
     return used > 0;
 }
 
@@ -94,7 +94,7 @@ tsafe_status tsafe_session_pump(tsafe_session_server *s, tsafe_session_client *c
 
 /* ----------------------------------------------- the sealed pair's use */
 
-void session_service_for_plan(tsafe_session_service *svc, const tsafe_sealed_plan *plan)
+void tsafe_sess_session_service_for_plan(tsafe_session_service *svc, const tsafe_sealed_plan *plan)
 {
     memset(svc, 0, sizeof *svc);
     svc->opts.protocol = (tsafe_session_protocol)plan->mode;
@@ -105,7 +105,7 @@ void session_service_for_plan(tsafe_session_service *svc, const tsafe_sealed_pla
     svc->plan[0] = *plan;
 }
 
-tsafe_status session_client_open_plan(const tsafe_sealed_plan *plan, tsafe_dp_session *dp,
+tsafe_status tsafe_sess_session_client_open_plan(const tsafe_sealed_plan *plan, tsafe_dp_session *dp,
                                       int allow_no_dp, tsafe_session_client **out)
 {
     tsafe_session_client_opts co = {.protocol = (tsafe_session_protocol)plan->mode,
@@ -130,7 +130,7 @@ tsafe_status session_client_open_plan(const tsafe_sealed_plan *plan, tsafe_dp_se
     return TSAFE_OK;
 }
 
-tsafe_status session_client_submit_shapes(tsafe_session_client *c, size_t n,
+tsafe_status tsafe_sess_session_client_submit_shapes(tsafe_session_client *c, size_t n,
                                           const uint32_t *ranks, const uint32_t *d_outs,
                                           const float *x, float *const *delta)
 {
@@ -145,10 +145,10 @@ tsafe_status session_client_submit_shapes(tsafe_session_client *c, size_t n,
     }
     c->n = n;
     c->w = 0;
-    return client_token_start(c, x);
+    return tsafe_sess_client_token_start(c, x);
 }
 
-void session_client_stats_sink(tsafe_session_client *c, tsafe_lora_stats *sink)
+void tsafe_sess_session_client_stats_sink(tsafe_session_client *c, tsafe_lora_stats *sink)
 {
     c->he_sink = sink;
 }

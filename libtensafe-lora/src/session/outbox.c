@@ -5,7 +5,7 @@
 
 #include "session_internal.h"
 
-tsafe_status session_outbox_push(session_outbox *o, int kind, const uint8_t *prefix,
+tsafe_status tsafe_sess_session_outbox_push(session_outbox *o, int kind, const uint8_t *prefix,
                                  size_t prefix_len, uint8_t *body, size_t body_len,
                                  void (*free_body)(uint8_t *))
 {
@@ -28,14 +28,14 @@ tsafe_status session_outbox_push(session_outbox *o, int kind, const uint8_t *pre
     return TSAFE_OK;
 }
 
-void session_outbox_error(session_outbox *o, tsafe_status st, const char *msg)
+void tsafe_sess_session_outbox_error(session_outbox *o, tsafe_status st, const char *msg)
 {
     uint8_t b[4 + TSAFE_FRAME_ERROR_TEXT];
     size_t n = tsafe_frame_error_put(b, st, msg);
-    (void)session_outbox_push(o, TSAFE_FRAME_ERROR, b, n, NULL, 0, NULL);
+    (void)tsafe_sess_session_outbox_push(o, TSAFE_FRAME_ERROR, b, n, NULL, 0, NULL);
 }
 
-void session_outbox_peek(const session_outbox *o, const uint8_t **data, size_t *len)
+void tsafe_sess_session_outbox_peek(const session_outbox *o, const uint8_t **data, size_t *len)
 {
     *data = NULL;
     *len = 0;
@@ -59,7 +59,7 @@ static void frame_drop(outbox_frame *f)
     f->free_body = NULL;
 }
 
-void session_outbox_sent(session_outbox *o, size_t n)
+void tsafe_sess_session_outbox_sent(session_outbox *o, size_t n)
 {
     while (n && o->count) {
         outbox_frame *f = &o->slot[o->first];
@@ -77,9 +77,9 @@ void session_outbox_sent(session_outbox *o, size_t n)
     }
 }
 
-int session_outbox_empty(const session_outbox *o) { return o->count == 0; }
+int tsafe_sess_session_outbox_empty(const session_outbox *o) { return o->count == 0; }
 
-void session_outbox_free(session_outbox *o)
+void tsafe_sess_session_outbox_free(session_outbox *o)
 {
     while (o->count) {
         frame_drop(&o->slot[o->first]);

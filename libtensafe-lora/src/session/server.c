@@ -25,11 +25,11 @@ tsafe_status tsafe_session_server_create(const tsafe_session_service *svc,
     s->svc = svc;
     if (lim)
         s->lim = *lim;
-    s->max_frame = session_max_frame(lim);
+    s->max_frame = tsafe_sess_session_max_frame(lim);
     s->out.bytes_out = &s->stats.bytes_out;
-    tsafe_status st = sealed(s) ? server_sealed_open(s) : server_plain_open(s);
+    tsafe_status st = sealed(s) ? tsafe_sess_server_sealed_open(s) : tsafe_sess_server_plain_open(s);
     if (st == TSAFE_OK && svc->hello_len) /* the service's bytes outlive the session */
-        st = session_outbox_push(&s->out, TSAFE_FRAME_HELLO, NULL, 0, svc->hello_bytes,
+        st = tsafe_sess_session_outbox_push(&s->out, TSAFE_FRAME_HELLO, NULL, 0, svc->hello_bytes,
                                  svc->hello_len, NULL);
     if (st != TSAFE_OK) {
         tsafe_session_server_free(s);
@@ -44,27 +44,27 @@ void tsafe_session_server_free(tsafe_session_server *s)
     if (!s)
         return;
     if (sealed(s))
-        server_sealed_close(s);
+        tsafe_sess_server_sealed_close(s);
     else
-        server_plain_close(s);
-    session_inbox_free(&s->in);
-    session_outbox_free(&s->out);
+        tsafe_sess_server_plain_close(s);
+    tsafe_sess_session_inbox_free(&s->in);
+    tsafe_sess_session_outbox_free(&s->out);
     free(s);
 }
 
-void server_unexpected(tsafe_session_server *s, const char *want)
+void tsafe_sess_server_unexpected(tsafe_session_server *s, const char *want)
 {
-    session_fail(&s->end, &s->out, TSAFE_E_FORMAT, NULL, "expected %s, got %s", want,
+    tsafe_sess_session_fail(&s->end, &s->out, TSAFE_E_FORMAT, NULL, "expected %s, got %s", want,
                  tsafe_frame_kind_name(s->in.kind));
-    session_outbox_error(&s->out, TSAFE_E_FORMAT, s->end.what);
+    tsafe_sess_session_outbox_error(&s->out, TSAFE_E_FORMAT, s->end.what);
 }
 
-int server_token_allowed(tsafe_session_server *s)
+int tsafe_sess_server_token_allowed(tsafe_session_server *s)
 {
     if (!s->lim.max_tokens || s->stats.tokens < s->lim.max_tokens)
         return 1;
     /* by design, not a failure of this server */
-    session_outbox_error(&s->out, TSAFE_E_STATE, "request limit of this server reached");
+    tsafe_sess_session_outbox_error(&s->out, TSAFE_E_STATE, "request limit of this server reached");
     s->stats.limit_reached = 1;
     s->end.done = 1;
     return 0;
@@ -78,17 +78,17 @@ static void server_frame(tsafe_session_server *s)
     } else if (s->in.kind == TSAFE_FRAME_ERROR) {
         char msg[SESSION_WHAT];
         tsafe_status st = tsafe_frame_error_get(s->in.body, s->in.len, msg, sizeof msg);
-        session_fail(&s->end, &s->out, st, NULL, "client gave up: %s", msg);
+        tsafe_sess_session_fail(&s->end, &s->out, st, NULL, "client gave up: %s", msg);
     } else if (sealed(s)) {
-        server_sealed_frame(s);
+        tsafe_sess_server_sealed_frame(s);
     } else {
-        server_plain_frame(s);
+        tsafe_sess_server_plain_frame(s);
     }
     if (!s->work) /* handled now; a round keeps it until work() */
-        session_inbox_release(&s->in);
+        tsafe_sess_session_inbox_release(&s->in);
 }
 
-int session_server_accepting(const tsafe_session_server *s)
+int tsafe_sess_session_server_accepting(const tsafe_session_server *s)
 {
     /* backpressure: no new frame while a step waits or answers wait to be
      * sent (sealed: up to two, room kept for an ERROR; plain: none, its
@@ -100,14 +100,14 @@ int session_server_accepting(const tsafe_session_server *s)
            (s->in.hdr_got || s->out.count < max_out);
 }
 
-void session_server_took_frame(tsafe_session_server *s)
+void tsafe_sess_session_server_took_frame(tsafe_session_server *s)
 {
     if (s->work == WORK_PREPARE) /* round 2 does what is missing itself */
         s->work = WORK_NONE;
     server_frame(s);
 }
 
-void session_server_stats_sink(tsafe_session_server *s, tsafe_lora_stats *sink)
+void tsafe_sess_session_server_stats_sink(tsafe_session_server *s, tsafe_lora_stats *sink)
 {
     s->he_sink = sink;
 }
@@ -118,20 +118,20 @@ tsafe_status tsafe_session_server_feed(tsafe_session_server *s, const uint8_t *d
     TSAFE_REQUIRE(s && used && (data || !len), TSAFE_E_NULL);
     *used = 0;
     size_t u = 0;
-    while (u < len && session_server_accepting(s)) {
+    while (u < len && tsafe_sess_session_server_accepting(s)) {
         size_t k = 0;
-        tsafe_status st = session_inbox_feed(&s->in, s->max_frame, data + u, len - u, &k,
+        tsafe_status st = tsafe_sess_session_inbox_feed(&s->in, s->max_frame, data + u, len - u, &k,
                                              s->end.what, sizeof s->end.what);
         u += k;
         s->stats.bytes_in += k;
         if (st != TSAFE_OK) {
             char why[SESSION_WHAT];
             memcpy(why, s->end.what, sizeof why);
-            session_fail(&s->end, &s->out, st, why, "%s", why);
+            tsafe_sess_session_fail(&s->end, &s->out, st, why, "%s", why);
             break;
         }
         if (s->in.ready)
-            session_server_took_frame(s);
+            tsafe_sess_session_server_took_frame(s);
     }
     *used = u;
     return s->end.failed ? s->end.st : TSAFE_OK;
@@ -146,13 +146,13 @@ void tsafe_session_server_output(tsafe_session_server *s, const uint8_t **data, 
             *len = 0;
         return;
     }
-    session_outbox_peek(&s->out, data, len);
+    tsafe_sess_session_outbox_peek(&s->out, data, len);
 }
 
 void tsafe_session_server_sent(tsafe_session_server *s, size_t n)
 {
     if (s)
-        session_outbox_sent(&s->out, n);
+        tsafe_sess_session_outbox_sent(&s->out, n);
 }
 
 unsigned tsafe_session_server_wants(const tsafe_session_server *s)
@@ -160,7 +160,7 @@ unsigned tsafe_session_server_wants(const tsafe_session_server *s)
     if (!s)
         return TSAFE_SESSION_FAILED;
     int w = s->work == WORK_NONE ? 0 : s->work == WORK_PREPARE ? 2 : 1;
-    return session_wants(&s->end, &s->out, w, 0);
+    return tsafe_sess_session_wants(&s->end, &s->out, w, 0);
 }
 
 tsafe_status tsafe_session_server_work(tsafe_session_server *s)
@@ -172,7 +172,7 @@ tsafe_status tsafe_session_server_work(tsafe_session_server *s)
         return TSAFE_OK;
     double t0 = tsafe_lora_now_us();
     int ahead = s->work == WORK_PREPARE;
-    tsafe_status st = sealed(s) ? server_sealed_work(s) : server_plain_work(s);
+    tsafe_status st = sealed(s) ? tsafe_sess_server_sealed_work(s) : tsafe_sess_server_plain_work(s);
     double dt = tsafe_lora_now_us() - t0;
     if (ahead)
         s->stats.ahead_us += dt;
@@ -186,7 +186,7 @@ void tsafe_session_server_abort(tsafe_session_server *s, tsafe_status st, const 
     if (!s)
         return;
     const char *w = what ? what : tsafe_strerror(st);
-    session_fail(&s->end, &s->out, st, st == TSAFE_E_IO ? NULL : w, "%s", w);
+    tsafe_sess_session_fail(&s->end, &s->out, st, st == TSAFE_E_IO ? NULL : w, "%s", w);
 }
 
 tsafe_status tsafe_session_server_status(const tsafe_session_server *s)

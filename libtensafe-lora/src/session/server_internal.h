@@ -42,18 +42,18 @@ struct tsafe_session_server {
 
 /* The frame in s->in is of the protocol's kinds: dispatch it (cheap steps
  * at once, rounds left as s->work). */
-void server_sealed_frame(tsafe_session_server *s);
-tsafe_status server_sealed_work(tsafe_session_server *s);
-tsafe_status server_sealed_open(tsafe_session_server *s);
-void server_sealed_close(tsafe_session_server *s);
-void server_plain_frame(tsafe_session_server *s);
-tsafe_status server_plain_work(tsafe_session_server *s);
-tsafe_status server_plain_open(tsafe_session_server *s);
-void server_plain_close(tsafe_session_server *s);
+void tsafe_sess_server_sealed_frame(tsafe_session_server *s);
+tsafe_status tsafe_sess_server_sealed_work(tsafe_session_server *s);
+tsafe_status tsafe_sess_server_sealed_open(tsafe_session_server *s);
+void tsafe_sess_server_sealed_close(tsafe_session_server *s);
+void tsafe_sess_server_plain_frame(tsafe_session_server *s);
+tsafe_status tsafe_sess_server_plain_work(tsafe_session_server *s);
+tsafe_status tsafe_sess_server_plain_open(tsafe_session_server *s);
+void tsafe_sess_server_plain_close(tsafe_session_server *s);
 /* The limit check before a token's first round: 1 when the token may run,
  * else the session ended (DONE) with an ERROR for the peer. */
-int server_token_allowed(tsafe_session_server *s);
+int tsafe_sess_server_token_allowed(tsafe_session_server *s);
 /* A frame that is not expected now (nor ERROR, nor BYE). */
-void server_unexpected(tsafe_session_server *s, const char *want);
+void tsafe_sess_server_unexpected(tsafe_session_server *s, const char *want);
 
 #endif

@@ -7,7 +7,7 @@
 
 #include "server_internal.h"
 
-tsafe_status server_plain_open(tsafe_session_server *s)
+tsafe_status tsafe_sess_server_plain_open(tsafe_session_server *s)
 {
     const session_hello *h = &s->svc->hello;
     size_t total = h->total_out;
@@ -22,7 +22,7 @@ tsafe_status server_plain_open(tsafe_session_server *s)
     return TSAFE_OK;
 }
 
-void server_plain_close(tsafe_session_server *s)
+void tsafe_sess_server_plain_close(tsafe_session_server *s)
 {
     free(s->dflat);
     free(s->dbytes);
@@ -31,19 +31,19 @@ void server_plain_close(tsafe_session_server *s)
     s->dbytes = s->resp = NULL;
 }
 
-void server_plain_frame(tsafe_session_server *s)
+void tsafe_sess_server_plain_frame(tsafe_session_server *s)
 {
     int k = s->in.kind;
     if (s->await_second) {
         if (k == TSAFE_FRAME_UPRIME)
             s->work = WORK_APPLY;
         else
-            server_unexpected(s, "UPRIME");
+            tsafe_sess_server_unexpected(s, "UPRIME");
     } else if (k == TSAFE_FRAME_REQUEST) {
-        if (server_token_allowed(s))
+        if (tsafe_sess_server_token_allowed(s))
             s->work = WORK_PROCESS;
     } else {
-        server_unexpected(s, "REQUEST or BYE");
+        tsafe_sess_server_unexpected(s, "REQUEST or BYE");
     }
 }
 
@@ -64,23 +64,23 @@ static tsafe_status plain_step(tsafe_session_server *s, server_work w, size_t *o
     return st;
 }
 
-tsafe_status server_plain_work(tsafe_session_server *s)
+tsafe_status tsafe_sess_server_plain_work(tsafe_session_server *s)
 {
     server_work w = s->work;
     s->work = WORK_NONE;
     size_t out_len = 0;
     tsafe_status st = plain_step(s, w, &out_len);
-    session_inbox_release(&s->in);
+    tsafe_sess_session_inbox_release(&s->in);
     if (st != TSAFE_OK) {
-        session_fail(&s->end, &s->out, st, NULL, "request %llu: %s rejected",
+        tsafe_sess_session_fail(&s->end, &s->out, st, NULL, "request %llu: %s rejected",
                      (unsigned long long)s->stats.tokens + 1,
                      w == WORK_PROCESS ? "ciphertext" : "u' message");
-        session_outbox_error(&s->out, st, s->end.what);
+        tsafe_sess_session_outbox_error(&s->out, st, s->end.what);
         return st;
     }
     if (w == WORK_PROCESS) {
         s->await_second = 1;
-        st = session_outbox_push(&s->out, TSAFE_FRAME_RESPONSE, NULL, 0, s->resp, out_len, NULL);
+        st = tsafe_sess_session_outbox_push(&s->out, TSAFE_FRAME_RESPONSE, NULL, 0, s->resp, out_len, NULL);
     } else {
         uint32_t total = s->svc->hello.total_out;
         for (uint32_t i = 0; i < total; i++) {
@@ -90,10 +90,10 @@ tsafe_status server_plain_work(tsafe_session_server *s)
         }
         s->await_second = 0;
         s->stats.tokens++;
-        st = session_outbox_push(&s->out, TSAFE_FRAME_DELTA, NULL, 0, s->dbytes,
+        st = tsafe_sess_session_outbox_push(&s->out, TSAFE_FRAME_DELTA, NULL, 0, s->dbytes,
                                  (size_t)total * 4, NULL);
     }
     if (st != TSAFE_OK)
-        session_fail(&s->end, &s->out, st, "server error", "queue the answer");
+        tsafe_sess_session_fail(&s->end, &s->out, st, "server error", "queue the answer");
     return st;
 }

@@ -7,7 +7,7 @@
 
 #include "server_internal.h"
 
-tsafe_status server_sealed_open(tsafe_session_server *s)
+tsafe_status tsafe_sess_server_sealed_open(tsafe_session_server *s)
 {
     const tsafe_session_service *svc = s->svc;
     tsafe_status st = TSAFE_OK;
@@ -19,7 +19,7 @@ tsafe_status server_sealed_open(tsafe_session_server *s)
     return st;
 }
 
-void server_sealed_close(tsafe_session_server *s)
+void tsafe_sess_server_sealed_close(tsafe_session_server *s)
 {
     for (uint32_t w = 0; w < TSAFE_SESSION_MAX_WIDTHS; w++) {
         tsafe_sealed_server_free(s->srv[w]);
@@ -52,18 +52,18 @@ static int read_prefix(tsafe_session_server *s, int query)
     uint32_t w = 0, n = 1;
     int ok = tsafe_rbuf_u32(&r, &w) && (!query || tsafe_rbuf_u32(&r, &n));
     if (!ok || w >= h->n_widths || n == 0 || n > h->n) {
-        session_fail(&s->end, &s->out, TSAFE_E_FORMAT, NULL,
+        tsafe_sess_session_fail(&s->end, &s->out, TSAFE_E_FORMAT, NULL,
                      "%s: width or module count out of range", query ? "QUERY" : "SHELLO");
-        session_outbox_error(&s->out, TSAFE_E_FORMAT, s->end.what);
+        tsafe_sess_session_outbox_error(&s->out, TSAFE_E_FORMAT, s->end.what);
         return -1;
     }
     uint8_t seen[TSAFE_SESSION_MAX_MODULES] = {0};
     for (uint32_t k = 0; query && k < n; k++) {
         uint32_t i = 0;
         if (!tsafe_rbuf_u32(&r, &i) || i >= h->n || h->mod_width[i] != w || seen[i]) {
-            session_fail(&s->end, &s->out, TSAFE_E_FORMAT, NULL,
+            tsafe_sess_session_fail(&s->end, &s->out, TSAFE_E_FORMAT, NULL,
                          "QUERY: module %u is not a distinct module of width %u", i, w);
-            session_outbox_error(&s->out, TSAFE_E_FORMAT, s->end.what);
+            tsafe_sess_session_outbox_error(&s->out, TSAFE_E_FORMAT, s->end.what);
             return -1;
         }
         seen[i] = 1;
@@ -83,31 +83,31 @@ static void sealed_hello(tsafe_session_server *s)
     tsafe_status st = tsafe_sealed_server_accept(s->srv[s->w], s->in.body + s->msg_off,
                                                  s->in.len - s->msg_off);
     if (st != TSAFE_OK) {
-        session_fail(&s->end, &s->out, st, NULL,
+        tsafe_sess_session_fail(&s->end, &s->out, st, NULL,
                      "client hello refused (its plan is not this server's %s plan, or the "
                      "message is malformed)",
                      tsafe_session_protocol_name(s->svc->opts.protocol));
-        session_outbox_error(&s->out, st, s->end.what);
+        tsafe_sess_session_outbox_error(&s->out, st, s->end.what);
         return;
     }
     s->stats.hellos++;
 }
 
-void server_sealed_frame(tsafe_session_server *s)
+void tsafe_sess_server_sealed_frame(tsafe_session_server *s)
 {
     int k = s->in.kind;
     if (s->await_second) {
         if (k == TSAFE_FRAME_SHARE)
             s->work = WORK_ROUND2;
         else
-            server_unexpected(s, "SHARE");
+            tsafe_sess_server_unexpected(s, "SHARE");
     } else if (k == TSAFE_FRAME_SHELLO) {
         sealed_hello(s);
     } else if (k == TSAFE_FRAME_QUERY) {
-        if (read_prefix(s, 1) == 0 && server_token_allowed(s))
+        if (read_prefix(s, 1) == 0 && tsafe_sess_server_token_allowed(s))
             s->work = WORK_ROUND1;
     } else {
-        server_unexpected(s, "SHELLO, QUERY or BYE");
+        tsafe_sess_server_unexpected(s, "SHELLO, QUERY or BYE");
     }
 }
 
@@ -125,21 +125,21 @@ static tsafe_status sealed_round(tsafe_session_server *s, int round)
                                          SESSION_HE(s))
             : tsafe_sealed_server_round2(srv, s->sel, s->n_sel, msg, len, &out, &out_len,
                                          SESSION_HE(s));
-    session_inbox_release(&s->in);
+    tsafe_sess_session_inbox_release(&s->in);
     if (st != TSAFE_OK) {
-        session_fail(&s->end, &s->out, st, NULL, "token %llu: %s rejected",
+        tsafe_sess_session_fail(&s->end, &s->out, st, NULL, "token %llu: %s rejected",
                      (unsigned long long)s->stats.tokens + 1, round == 1 ? "query" : "share");
-        session_outbox_error(&s->out, st, s->end.what);
+        tsafe_sess_session_outbox_error(&s->out, st, s->end.what);
         return st;
     }
-    st = session_outbox_push(&s->out, round == 1 ? TSAFE_FRAME_RESPONSE1 : TSAFE_FRAME_FINAL,
+    st = tsafe_sess_session_outbox_push(&s->out, round == 1 ? TSAFE_FRAME_RESPONSE1 : TSAFE_FRAME_FINAL,
                              NULL, 0, out, out_len, tsafe_lora_bytes_free);
     if (st != TSAFE_OK)
-        session_fail(&s->end, &s->out, st, "server error", "queue the answer");
+        tsafe_sess_session_fail(&s->end, &s->out, st, "server error", "queue the answer");
     return st;
 }
 
-tsafe_status server_sealed_work(tsafe_session_server *s)
+tsafe_status tsafe_sess_server_sealed_work(tsafe_session_server *s)
 {
     server_work w = s->work;
     s->work = WORK_NONE;
@@ -164,12 +164,12 @@ tsafe_status server_sealed_work(tsafe_session_server *s)
     return TSAFE_OK;
 }
 
-tsafe_sealed_server *session_server_sealed(tsafe_session_server *s)
+tsafe_sealed_server *tsafe_sess_session_server_sealed(tsafe_session_server *s)
 {
     return s->srv[0];
 }
 
-void session_server_token_sites(tsafe_session_server *s, const tsafe_sealed_site *const *sites,
+void tsafe_sess_session_server_token_sites(tsafe_session_server *s, const tsafe_sealed_site *const *sites,
                                 size_t n)
 {
     s->token_sites = sites;

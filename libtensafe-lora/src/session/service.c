@@ -36,7 +36,7 @@ static tsafe_status service_shapes(tsafe_session_service *s, const tsafe_session
             return TSAFE_E_ARG;
         h->total_out += m[i].d_out;
     }
-    if (!session_widths(h))
+    if (!tsafe_sess_session_widths(h))
         return TSAFE_E_RANGE;
     h->protocol = s->opts.protocol;
     if (!sealed_protocol(s->opts.protocol))
@@ -62,7 +62,7 @@ static tsafe_status service_sealed(tsafe_session_service *s, const tsafe_session
     const session_hello *h = &s->hello;
     tsafe_status st;
     for (uint32_t w = 0; w < h->n_widths; w++)
-        if ((st = session_width_plan(h, w, &s->opts.sealed, &s->plan[w])) != TSAFE_OK)
+        if ((st = tsafe_sess_session_width_plan(h, w, &s->opts.sealed, &s->plan[w])) != TSAFE_OK)
             return st;
     if (!(s->ssite = calloc(h->n, sizeof *s->ssite)))
         return TSAFE_E_NOMEM;
@@ -126,7 +126,7 @@ tsafe_status tsafe_session_service_create(const tsafe_session_service_opts *opts
         }
     }
     tsafe_wbuf w = {0};
-    if (st == TSAFE_OK && (st = session_hello_encode(&s->hello, &w)) == TSAFE_OK) {
+    if (st == TSAFE_OK && (st = tsafe_sess_session_hello_encode(&s->hello, &w)) == TSAFE_OK) {
         s->hello_bytes = w.buf;
         s->hello_len = w.len;
     } else
@@ -150,7 +150,7 @@ void tsafe_session_service_free(tsafe_session_service *s)
     free(s->ssite);
     free(s->psite);
     tsafe_lora_server_free(s->plain);
-    session_hello_free(&s->hello);
+    tsafe_sess_session_hello_free(&s->hello);
     free(s->hello_bytes);
     pthread_mutex_destroy(&s->plain_lock);
     free(s);

@@ -38,10 +38,10 @@ typedef struct {
 
 /* Takes bytes until a frame is complete (then stops: ready = 1). A bad
  * header fails with its status and description. */
-tsafe_status session_inbox_feed(session_inbox *in, uint32_t max, const uint8_t *data,
+tsafe_status tsafe_sess_session_inbox_feed(session_inbox *in, uint32_t max, const uint8_t *data,
                                 size_t len, size_t *used, char *what, size_t cap);
-void session_inbox_release(session_inbox *in); /* the frame was handled */
-void session_inbox_free(session_inbox *in);
+void tsafe_sess_session_inbox_release(session_inbox *in); /* the frame was handled */
+void tsafe_sess_session_inbox_free(session_inbox *in);
 
 /* ------------------------------------------------------------ outbox */
 
@@ -67,14 +67,14 @@ typedef struct {
 
 /* Queues kind with prefix (copied) then body (taken: free_body, or NULL
  * for a borrowed body that outlives the send). TSAFE_E_STATE when full. */
-tsafe_status session_outbox_push(session_outbox *o, int kind, const uint8_t *prefix,
+tsafe_status tsafe_sess_session_outbox_push(session_outbox *o, int kind, const uint8_t *prefix,
                                  size_t prefix_len, uint8_t *body, size_t body_len,
                                  void (*free_body)(uint8_t *));
-void session_outbox_error(session_outbox *o, tsafe_status st, const char *msg);
-void session_outbox_peek(const session_outbox *o, const uint8_t **data, size_t *len);
-void session_outbox_sent(session_outbox *o, size_t n);
-int session_outbox_empty(const session_outbox *o);
-void session_outbox_free(session_outbox *o);
+void tsafe_sess_session_outbox_error(session_outbox *o, tsafe_status st, const char *msg);
+void tsafe_sess_session_outbox_peek(const session_outbox *o, const uint8_t **data, size_t *len);
+void tsafe_sess_session_outbox_sent(session_outbox *o, size_t n);
+int tsafe_sess_session_outbox_empty(const session_outbox *o);
+void tsafe_sess_session_outbox_free(session_outbox *o);
 
 /* ------------------------------------------------------------- hello */
 
@@ -98,17 +98,17 @@ typedef struct {
 } session_hello;
 
 /* Widths of mod[0..n) by first appearance; 0 when above the maximum. */
-uint32_t session_widths(session_hello *h);
-tsafe_status session_hello_encode(const session_hello *h, tsafe_wbuf *w);
+uint32_t tsafe_sess_session_widths(session_hello *h);
+tsafe_status tsafe_sess_session_hello_encode(const session_hello *h, tsafe_wbuf *w);
 /* Parses an untrusted hello (any version); the caller then checks the
  * version and protocol it accepts. Frees nothing on failure but h->mod. */
-tsafe_status session_hello_decode(const uint8_t *b, size_t len, session_hello *h, char *what,
+tsafe_status tsafe_sess_session_hello_decode(const uint8_t *b, size_t len, session_hello *h, char *what,
                                   size_t cap);
-void session_hello_free(session_hello *h);
+void tsafe_sess_session_hello_free(session_hello *h);
 /* The version and protocol of a hello, read before the rest (0: unknown). */
-uint32_t session_hello_peek(const uint8_t *b, size_t len, uint32_t *protocol);
+uint32_t tsafe_sess_session_hello_peek(const uint8_t *b, size_t len, uint32_t *protocol);
 /* Width w's sealed plan as both sides derive it (PROTOCOL.md, Plan). */
-tsafe_status session_width_plan(const session_hello *h, uint32_t w,
+tsafe_status tsafe_sess_session_width_plan(const session_hello *h, uint32_t w,
                                 const tsafe_sealed_opts *base, tsafe_sealed_plan *plan);
 
 /* ----------------------------------------------------------- service */
@@ -135,10 +135,10 @@ typedef struct {
     char what[SESSION_WHAT];
 } session_end;
 
-void session_fail(session_end *e, session_outbox *o, tsafe_status st, const char *peer_msg,
+void tsafe_sess_session_fail(session_end *e, session_outbox *o, tsafe_status st, const char *peer_msg,
                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-unsigned session_wants(const session_end *e, const session_outbox *o, int work, int ready);
-uint32_t session_max_frame(const tsafe_session_limits *lim);
+unsigned tsafe_sess_session_wants(const session_end *e, const session_outbox *o, int work, int ready);
+uint32_t tsafe_sess_session_max_frame(const tsafe_session_limits *lim);
 
 /* ------------------------------------------------ in-process use */
 
@@ -148,27 +148,27 @@ uint32_t session_max_frame(const tsafe_session_limits *lim);
 
 /* Moves the first queued frame of o into in when it can go whole without
  * a copy (no prefix, an owned body, nothing of it sent); 1 when moved. */
-int session_move_frame(session_outbox *o, session_inbox *in);
+int tsafe_sess_session_move_frame(session_outbox *o, session_inbox *in);
 /* 1 when the server session takes a new frame now (not failed or done,
  * no step pending, its answers sent). */
-int session_server_accepting(const tsafe_session_server *s);
+int tsafe_sess_session_server_accepting(const tsafe_session_server *s);
 /* The machines' handling of a complete frame in their inbox. */
-void session_server_took_frame(tsafe_session_server *s);
-void session_client_took_frame(tsafe_session_client *c);
+void tsafe_sess_session_server_took_frame(tsafe_session_server *s);
+void tsafe_sess_session_client_took_frame(tsafe_session_client *c);
 
 /* In-process sessions of one sealed plan (the sealed pair): no HELLO
  * frame (both ends hold the plan); the sites and their shapes are given
  * per token. The service is the caller's (zeroed, see service_for_plan). */
-void session_service_for_plan(tsafe_session_service *svc, const tsafe_sealed_plan *plan);
-tsafe_sealed_server *session_server_sealed(tsafe_session_server *s);
-void session_server_token_sites(tsafe_session_server *s, const tsafe_sealed_site *const *sites,
+void tsafe_sess_session_service_for_plan(tsafe_session_service *svc, const tsafe_sealed_plan *plan);
+tsafe_sealed_server *tsafe_sess_session_server_sealed(tsafe_session_server *s);
+void tsafe_sess_session_server_token_sites(tsafe_session_server *s, const tsafe_sealed_site *const *sites,
                                 size_t n);
-tsafe_status session_client_open_plan(const tsafe_sealed_plan *plan, tsafe_dp_session *dp,
+tsafe_status tsafe_sess_session_client_open_plan(const tsafe_sealed_plan *plan, tsafe_dp_session *dp,
                                       int allow_no_dp, tsafe_session_client **out);
-tsafe_status session_client_submit_shapes(tsafe_session_client *c, size_t n,
+tsafe_status tsafe_sess_session_client_submit_shapes(tsafe_session_client *c, size_t n,
                                           const uint32_t *ranks, const uint32_t *d_outs,
                                           const float *x, float *const *delta);
-void session_server_stats_sink(tsafe_session_server *s, tsafe_lora_stats *sink);
-void session_client_stats_sink(tsafe_session_client *c, tsafe_lora_stats *sink);
+void tsafe_sess_session_server_stats_sink(tsafe_session_server *s, tsafe_lora_stats *sink);
+void tsafe_sess_session_client_stats_sink(tsafe_session_client *c, tsafe_lora_stats *sink);
 
 #endif
