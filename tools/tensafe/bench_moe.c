@@ -79,9 +79,111 @@ static tsafe_status attach(tsafe_moe_lora *lora, const tsafe_moe_config *cfg,
     return TSAFE_OK;
 }
 
-int bench_moe(bench_report *r, int quick)
+/* The HE side: a plan, a local engine and a two-party pair for the hidden
+ * width (h: gate/up read x of width d) and the expert width (a: down reads
+ * the expert's activation), all on the benchmark's backend. */
+typedef struct {
+    tsafe_lora_plan ph, pa;
+    tsafe_lora_local *lh, *la;
+    tsafe_lora_pair pairh, paira;
+} moe_he;
+
+static tsafe_status he_setup(const tsafe_moe_config *cfg, moe_he *he)
+{
+    tsafe_status st;
+    if ((st = tsafe_lora_plan_auto(cfg->hidden_size, RANK, 8.0, 0.05, 1e-6, &he->ph)) ||
+        (st = tsafe_lora_plan_auto(cfg->expert_intermediate, RANK, 8.0, 0.05, 1e-6, &he->pa)) ||
+        (st = tsafe_lora_local_create(&he->ph, NULL, &he->lh)) ||
+        (st = tsafe_lora_local_create(&he->pa, NULL, &he->la)) ||
+        (st = tsafe_lora_client_create(&he->ph, NULL, &he->pairh.client)) ||
+        (st = tsafe_lora_server_create(&he->ph, &he->pairh.server)) ||
+        (st = tsafe_lora_client_create(&he->pa, NULL, &he->paira.client)) ||
+        (st = tsafe_lora_server_create(&he->pa, &he->paira.server)) ||
+        (st = tsafe_lora_local_use_backend(he->lh, bench_backend)) ||
+        (st = tsafe_lora_local_use_backend(he->la, bench_backend)) ||
+        (st = tsafe_lora_pair_use_backend(&he->pairh, bench_backend)) ||
+        (st = tsafe_lora_pair_use_backend(&he->paira, bench_backend)))
+        return st;
+    return TSAFE_OK;
+}
+
+static void he_free(moe_he *he)
+{
+    tsafe_lora_local_free(he->lh);
+    tsafe_lora_local_free(he->la);
+    tsafe_lora_client_free(he->pairh.client);
+    tsafe_lora_server_free(he->pairh.server);
+    tsafe_lora_client_free(he->paira.client);
+    tsafe_lora_server_free(he->paira.server);
+}
+
+/* Per-token sites: one set on the local engines' contexts, one on the
+ * two-party servers' (3 projections of each expert and the shared one). */
+typedef struct {
+    tsafe_moe_lora *lora_tp;
+    tsafe_lora_site **local, **tp;
+    size_t n;
+} moe_sites;
+
+static void sites_free(moe_sites *ms)
+{
+    for (size_t i = 0; i < ms->n; i++) {
+        tsafe_lora_site_free(ms->local ? ms->local[i] : NULL);
+        tsafe_lora_site_free(ms->tp ? ms->tp[i] : NULL);
+    }
+    free(ms->local);
+    free(ms->tp);
+    tsafe_moe_lora_free(ms->lora_tp);
+}
+
+/* Sums over tokens of each configuration's median (µs). */
+typedef struct {
+    double plain, local, two;
+} moe_sums;
+
+/* Token c->h: route it, attach its experts' sites, then time the plain
+ * layer (after one untimed run that materialises its experts), the layer
+ * with local HE-LoRA and with two-party HE-LoRA. */
+static tsafe_status bench_token(moe_case *c, const tsafe_moe_config *cfg, moe_he *he,
+                                moe_sites *ms, int quick, moe_sums *sum)
+{
+    tsafe_moe_route route;
+    tsafe_status st;
+    if ((st = tsafe_moe_layer_route(c->layer, c->h, 1, &route)) != TSAFE_OK ||
+        (st = attach(c->lora, cfg, &route, tsafe_lora_local_context(he->lh),
+                     tsafe_lora_local_context(he->la), &he->ph, &he->pa, ms->local)) != TSAFE_OK ||
+        (st = attach(ms->lora_tp, cfg, &route, tsafe_lora_server_context(he->pairh.server),
+                     tsafe_lora_server_context(he->paira.server), &he->ph, &he->pa,
+                     ms->tp)) != TSAFE_OK)
+        return st;
+    run_plain_layer(c); /* materialise this token's experts (not timed) */
+    sum->plain += bench_median_us(run_plain_layer, c, 0, quick ? 3 : 7);
+    c->eh = tsafe_lora_engine_local(he->lh);
+    c->ea = tsafe_lora_engine_local(he->la);
+    sum->local += bench_median_us(run_lora_layer, c, 0, quick ? 1 : 3);
+    tsafe_moe_lora *keep = c->lora;
+    c->lora = ms->lora_tp;
+    c->eh = tsafe_lora_engine_two_party(&he->pairh);
+    c->ea = tsafe_lora_engine_two_party(&he->paira);
+    sum->two += bench_median_us(run_lora_layer, c, 0, quick ? 1 : 3);
+    c->lora = keep;
+    return TSAFE_OK;
+}
+
+static void report(bench_report *r, const char *params, const moe_sums *sum, int tokens)
 {
     const char *group = "moe (Qwen3.5-35B-A3B layer, per token)";
+    double plain = sum->plain / tokens, local = sum->local / tokens, two = sum->two / tokens;
+    char note[96];
+    bench_report_add(r, group, "plaintext layer (no LoRA)", params, plain, "OpenBLAS, 1 thread");
+    snprintf(note, sizeof note, "HE share %.0f%%", 100.0 * (local - plain) / local);
+    bench_report_add(r, group, "layer + expert HE-LoRA, local", params, local, note);
+    snprintf(note, sizeof note, "HE share %.0f%%", 100.0 * (two - plain) / two);
+    bench_report_add(r, group, "layer + expert HE-LoRA, plain ZeRo-MOAI", params, two, note);
+}
+
+int bench_moe(bench_report *r, int quick)
+{
     tsafe_moe_config cfg;
     tsafe_status st;
     if ((st = tsafe_moe_config_preset("qwen3.5-35b-a3b", &cfg)) != TSAFE_OK)
@@ -90,96 +192,45 @@ int bench_moe(bench_report *r, int quick)
     tsafe_moe_layer_options lo = {0, TSAFE_MOE_WEIGHTS_LAZY};
     moe_case c;
     memset(&c, 0, sizeof c);
-    tsafe_lora_plan ph, pa;
-    tsafe_lora_local *lh = NULL, *la = NULL;
-    tsafe_lora_pair pairh = {0}, paira = {0};
-    tsafe_lora_site **sites_local = NULL, **sites_tp = NULL;
-    tsafe_moe_lora *lora_tp = NULL;
+    moe_he he;
+    memset(&he, 0, sizeof he);
+    moe_sites ms = {NULL, NULL, NULL, ((size_t)cfg.n_experts + 1) * 3};
     float *hs = det((size_t)tokens * cfg.hidden_size, 2.0, 99);
     c.out = malloc(cfg.hidden_size * sizeof *c.out);
-    size_t nslots = ((size_t)cfg.n_experts + 1) * 3;
-    sites_local = calloc(nslots, sizeof *sites_local);
-    sites_tp = calloc(nslots, sizeof *sites_tp);
+    ms.local = calloc(ms.n, sizeof *ms.local);
+    ms.tp = calloc(ms.n, sizeof *ms.tp);
     int rc = 1;
-    if (!hs || !c.out || !sites_local || !sites_tp) {
+    if (!hs || !c.out || !ms.local || !ms.tp) {
         rc = tool_fail("bench moe", TSAFE_E_NOMEM);
         goto out;
     }
     if ((st = tsafe_moe_layer_create_random_ex(&cfg, 7, &lo, &c.layer)) != TSAFE_OK ||
-        (st = tsafe_lora_plan_auto(cfg.hidden_size, RANK, 8.0, 0.05, 1e-6, &ph)) != TSAFE_OK ||
-        (st = tsafe_lora_plan_auto(cfg.expert_intermediate, RANK, 8.0, 0.05, 1e-6, &pa)) != TSAFE_OK ||
-        (st = tsafe_lora_local_create(&ph, NULL, &lh)) != TSAFE_OK ||
-        (st = tsafe_lora_local_create(&pa, NULL, &la)) != TSAFE_OK ||
-        (st = tsafe_lora_client_create(&ph, NULL, &pairh.client)) != TSAFE_OK ||
-        (st = tsafe_lora_server_create(&ph, &pairh.server)) != TSAFE_OK ||
-        (st = tsafe_lora_client_create(&pa, NULL, &paira.client)) != TSAFE_OK ||
-        (st = tsafe_lora_server_create(&pa, &paira.server)) != TSAFE_OK ||
-        (st = tsafe_lora_local_use_backend(lh, bench_backend)) != TSAFE_OK ||
-        (st = tsafe_lora_local_use_backend(la, bench_backend)) != TSAFE_OK ||
-        (st = tsafe_lora_pair_use_backend(&pairh, bench_backend)) != TSAFE_OK ||
-        (st = tsafe_lora_pair_use_backend(&paira, bench_backend)) != TSAFE_OK ||
+        (st = he_setup(&cfg, &he)) != TSAFE_OK ||
         (st = tsafe_moe_lora_create(c.layer, &c.lora)) != TSAFE_OK ||
-        (st = tsafe_moe_lora_create(c.layer, &lora_tp)) != TSAFE_OK) {
+        (st = tsafe_moe_lora_create(c.layer, &ms.lora_tp)) != TSAFE_OK) {
         rc = tool_fail("bench moe: setup", st);
         goto out;
     }
-    double plain = 0, local = 0, two = 0;
-    char params[96];
-    snprintf(params, sizeof params, "256 experts top-8+shared r=%d %s", RANK, ph.name);
+    moe_sums sum = {0, 0, 0};
     for (int t = 0; t < tokens; t++) {
-        tsafe_moe_route route;
         c.h = hs + (size_t)t * cfg.hidden_size;
-        if ((st = tsafe_moe_layer_route(c.layer, c.h, 1, &route)) != TSAFE_OK ||
-            (st = attach(c.lora, &cfg, &route, tsafe_lora_local_context(lh),
-                         tsafe_lora_local_context(la), &ph, &pa, sites_local)) != TSAFE_OK ||
-            (st = attach(lora_tp, &cfg, &route, tsafe_lora_server_context(pairh.server),
-                         tsafe_lora_server_context(paira.server), &ph, &pa, sites_tp)) != TSAFE_OK) {
+        if ((st = bench_token(&c, &cfg, &he, &ms, quick, &sum)) != TSAFE_OK) {
             rc = tool_fail("bench moe: sites", st);
             goto out;
         }
-        run_plain_layer(&c); /* materialise this token's experts (not timed) */
-        plain += bench_median_us(run_plain_layer, &c, 0, quick ? 3 : 7);
-        c.eh = tsafe_lora_engine_local(lh);
-        c.ea = tsafe_lora_engine_local(la);
-        local += bench_median_us(run_lora_layer, &c, 0, quick ? 1 : 3);
-        tsafe_moe_lora *keep = c.lora;
-        c.lora = lora_tp;
-        c.eh = tsafe_lora_engine_two_party(&pairh);
-        c.ea = tsafe_lora_engine_two_party(&paira);
-        two += bench_median_us(run_lora_layer, &c, 0, quick ? 1 : 3);
-        c.lora = keep;
     }
     if (c.failed) {
         rc = tool_fail("bench moe: forward", TSAFE_E_STATE);
         goto out;
     }
-    plain /= tokens;
-    local /= tokens;
-    two /= tokens;
-    char note[96];
-    bench_report_add(r, group, "plaintext layer (no LoRA)", params, plain, "OpenBLAS, 1 thread");
-    snprintf(note, sizeof note, "HE share %.0f%%", 100.0 * (local - plain) / local);
-    bench_report_add(r, group, "layer + expert HE-LoRA, local", params, local, note);
-    snprintf(note, sizeof note, "HE share %.0f%%", 100.0 * (two - plain) / two);
-    bench_report_add(r, group, "layer + expert HE-LoRA, plain ZeRo-MOAI", params, two, note);
+    char params[96];
+    snprintf(params, sizeof params, "256 experts top-8+shared r=%d %s", RANK, he.ph.name);
+    report(r, params, &sum, tokens);
     rc = 0;
 out:
-    if (sites_local)
-        for (size_t i = 0; i < nslots; i++)
-            tsafe_lora_site_free(sites_local[i]);
-    if (sites_tp)
-        for (size_t i = 0; i < nslots; i++)
-            tsafe_lora_site_free(sites_tp[i]);
-    free(sites_local);
-    free(sites_tp);
+    sites_free(&ms);
     tsafe_moe_lora_free(c.lora);
-    tsafe_moe_lora_free(lora_tp);
-    tsafe_lora_local_free(lh);
-    tsafe_lora_local_free(la);
-    tsafe_lora_client_free(pairh.client);
-    tsafe_lora_server_free(pairh.server);
-    tsafe_lora_client_free(paira.client);
-    tsafe_lora_server_free(paira.server);
+    he_free(&he);
     tsafe_moe_layer_free(c.layer);
     free(hs);
     free(c.out);
