@@ -203,6 +203,54 @@ static int load_keys(const char *dir, keyset *k)
 
 /* ----------------------------------------------------------- encrypt */
 
+/* 1..slots finite values. 0, or 1 after saying why. */
+static int check_values(const char *in, const float *v, size_t count, size_t slots)
+{
+    char what[4200];
+    if (count == 0 || count > slots) {
+        snprintf(what, sizeof what, "input '%s': %zu values, expected 1..%zu (N/2 slots)", in,
+                 count, slots);
+        return tool_fail(what, TSAFE_E_RANGE);
+    }
+    for (size_t i = 0; i < count; i++)
+        if (!isfinite(v[i])) {
+            snprintf(what, sizeof what, "input '%s': value %zu is not finite", in, i);
+            return tool_fail(what, TSAFE_E_VALUE_RANGE);
+        }
+    return 0;
+}
+
+/* The ciphertext file: CT_MAGIC, version 1, three zero bytes, the value
+ * count (u32 LE), the ciphertext's length (u64 LE), the ciphertext. *len:
+ * the file's size. 0, or 1 after saying why. */
+static int write_ct_file(const tsafe_context *ctx, const tsafe_ciphertext *ct, size_t count,
+                         const char *outp, size_t *len)
+{
+    char what[4200];
+    uint8_t *buf = NULL;
+    size_t ctn;
+    tsafe_status st;
+    if ((st = tsafe_ciphertext_serialized_size(ctx, ct, &ctn)) != TSAFE_OK ||
+        (st = (buf = malloc(CT_HEADER + ctn)) ? TSAFE_OK : TSAFE_E_NOMEM) != TSAFE_OK ||
+        (st = tsafe_ciphertext_serialize(ctx, ct, buf + CT_HEADER, ctn, &ctn)) != TSAFE_OK) {
+        free(buf);
+        return tool_fail("serialize ciphertext", st);
+    }
+    memcpy(buf, CT_MAGIC, 4);
+    buf[4] = 1;
+    buf[5] = buf[6] = buf[7] = 0;
+    io_put_u32le(buf + 8, (uint32_t)count);
+    io_put_u64le(buf + 12, ctn);
+    *len = CT_HEADER + ctn;
+    st = io_write_file(outp, buf, *len, 0644);
+    free(buf);
+    if (st != TSAFE_OK) {
+        snprintf(what, sizeof what, "write '%s'", outp);
+        return tool_fail(what, st);
+    }
+    return 0;
+}
+
 int cmd_encrypt(int argc, char **argv)
 {
     const char *keys = NULL, *in = NULL, *outp = NULL;
@@ -234,22 +282,11 @@ int cmd_encrypt(int argc, char **argv)
     }
     size_t slots = tsafe_context_slots(k.ctx);
     double *d = NULL;
-    uint8_t *buf = NULL;
     size_t len = 0;
     tsafe_ciphertext *ct = NULL;
     rc = 1;
-    if (count == 0 || count > slots) {
-        snprintf(what, sizeof what, "input '%s': %zu values, expected 1..%zu (N/2 slots)", in,
-                 count, slots);
-        tool_fail(what, TSAFE_E_RANGE);
+    if (check_values(in, v, count, slots))
         goto out;
-    }
-    for (size_t i = 0; i < count; i++)
-        if (!isfinite(v[i])) {
-            snprintf(what, sizeof what, "input '%s': value %zu is not finite", in, i);
-            tool_fail(what, TSAFE_E_VALUE_RANGE);
-            goto out;
-        }
     if (!(d = malloc(count * sizeof *d))) {
         tool_fail("encrypt", TSAFE_E_NOMEM);
         goto out;
@@ -265,24 +302,8 @@ int cmd_encrypt(int argc, char **argv)
         tool_fail(what, st);
         goto out;
     }
-    size_t ctn;
-    if ((st = tsafe_ciphertext_serialized_size(k.ctx, ct, &ctn)) != TSAFE_OK ||
-        (st = (buf = malloc(CT_HEADER + ctn)) ? TSAFE_OK : TSAFE_E_NOMEM) != TSAFE_OK ||
-        (st = tsafe_ciphertext_serialize(k.ctx, ct, buf + CT_HEADER, ctn, &ctn)) != TSAFE_OK) {
-        tool_fail("serialize ciphertext", st);
+    if (write_ct_file(k.ctx, ct, count, outp, &len))
         goto out;
-    }
-    memcpy(buf, CT_MAGIC, 4);
-    buf[4] = 1;
-    buf[5] = buf[6] = buf[7] = 0;
-    io_put_u32le(buf + 8, (uint32_t)count);
-    io_put_u64le(buf + 12, ctn);
-    len = CT_HEADER + ctn;
-    if ((st = io_write_file(outp, buf, len, 0644)) != TSAFE_OK) {
-        snprintf(what, sizeof what, "write '%s'", outp);
-        tool_fail(what, st);
-        goto out;
-    }
     printf("encrypted %zu values (N=%zu, level %u, scale 2^%.0f) into %s (%zu bytes)\n", count,
            tsafe_context_n(k.ctx), tsafe_context_max_level(k.ctx), log2(p->scale), outp, len);
     rc = 0;
@@ -292,13 +313,73 @@ out:
     sodium_memzero(v, count * sizeof *v);
     free(d);
     free(v);
-    free(buf);
     tsafe_ciphertext_free(ct);
     keyset_free(&k);
     return rc;
 }
 
 /* ----------------------------------------------------------- decrypt */
+
+/* A file written by cmd_encrypt: header checked, *count read from it. 0, or
+ * 1 after saying why. */
+static int read_ct_file(const char *in, uint8_t **b, size_t *n, size_t *count)
+{
+    char what[4200];
+    tsafe_status st = io_read_file(in, IO_MAX_FILE, b, n);
+    if (st != TSAFE_OK) {
+        snprintf(what, sizeof what, "read ciphertext '%s'", in);
+        return tool_fail(what, st);
+    }
+    const uint8_t *h = *b;
+    if (*n < CT_HEADER || memcmp(h, CT_MAGIC, 4) || h[4] != 1 || h[5] || h[6] || h[7] ||
+        io_get_u64le(h + 12) != *n - CT_HEADER) {
+        free(*b);
+        *b = NULL;
+        snprintf(what, sizeof what, "ciphertext file '%s' (not written by 'tensafe encrypt')", in);
+        return tool_fail(what, *n < CT_HEADER ? TSAFE_E_TRUNCATED : TSAFE_E_FORMAT);
+    }
+    *count = io_get_u32le(h + 8);
+    return 0;
+}
+
+/* The first count slots of the serialized ciphertext ct (len bytes) into
+ * f. 0, or 1 after saying why. */
+static int decrypt_values(const keyset *k, const char *in, const uint8_t *ctb, size_t len,
+                          size_t count, float *f)
+{
+    char what[4200];
+    tsafe_ciphertext *ct = NULL;
+    tsafe_plaintext *pt = NULL;
+    double *d = malloc(count * sizeof *d);
+    int rc = 1;
+    tsafe_status st;
+    if (!d) {
+        tool_fail("decrypt", TSAFE_E_NOMEM);
+        goto out;
+    }
+    if ((st = tsafe_ciphertext_deserialize(k->ctx, ctb, len, &ct)) != TSAFE_OK) {
+        snprintf(what, sizeof what, "ciphertext '%s' (wrong keys or corrupt file)", in);
+        tool_fail(what, st);
+        goto out;
+    }
+    if ((st = tsafe_plaintext_create(k->ctx, &pt)) != TSAFE_OK ||
+        (st = tsafe_ckks_decrypt(k->ctx, k->sk, ct, pt)) != TSAFE_OK ||
+        (st = tsafe_ckks_decode(k->ctx, pt, d, count)) != TSAFE_OK) {
+        snprintf(what, sizeof what, "decrypt '%s'", in);
+        tool_fail(what, st);
+        goto out;
+    }
+    for (size_t i = 0; i < count; i++)
+        f[i] = (float)d[i];
+    rc = 0;
+out:
+    if (d)
+        sodium_memzero(d, count * sizeof *d);
+    free(d);
+    tsafe_plaintext_free(pt);
+    tsafe_ciphertext_free(ct);
+    return rc;
+}
 
 int cmd_decrypt(int argc, char **argv)
 {
@@ -319,28 +400,16 @@ int cmd_decrypt(int argc, char **argv)
         return tool_usage("decrypt: --keys, --input and --output are required");
     char what[4200];
     uint8_t *b = NULL;
-    size_t n = 0;
-    tsafe_status st = io_read_file(in, IO_MAX_FILE, &b, &n);
-    if (st != TSAFE_OK) {
-        snprintf(what, sizeof what, "read ciphertext '%s'", in);
-        return tool_fail(what, st);
-    }
-    if (n < CT_HEADER || memcmp(b, CT_MAGIC, 4) || b[4] != 1 || b[5] || b[6] || b[7] ||
-        io_get_u64le(b + 12) != n - CT_HEADER) {
-        free(b);
-        snprintf(what, sizeof what, "ciphertext file '%s' (not written by 'tensafe encrypt')", in);
-        return tool_fail(what, n < CT_HEADER ? TSAFE_E_TRUNCATED : TSAFE_E_FORMAT);
-    }
-    size_t count = io_get_u32le(b + 8);
+    size_t n = 0, count = 0;
+    if ((rc = read_ct_file(in, &b, &n, &count)) != 0)
+        return rc;
     keyset k;
     if ((rc = load_keys(keys, &k)) != 0) {
         free(b);
         return rc;
     }
     rc = 1;
-    tsafe_ciphertext *ct = NULL;
-    tsafe_plaintext *pt = NULL;
-    double *d = NULL;
+    tsafe_status st;
     float *f = NULL;
     size_t slots = tsafe_context_slots(k.ctx);
     if (o[3].seen)
@@ -350,25 +419,12 @@ int cmd_decrypt(int argc, char **argv)
         tool_fail(what, TSAFE_E_RANGE);
         goto out;
     }
-    if ((st = tsafe_ciphertext_deserialize(k.ctx, b + CT_HEADER, n - CT_HEADER, &ct)) !=
-        TSAFE_OK) {
-        snprintf(what, sizeof what, "ciphertext '%s' (wrong keys or corrupt file)", in);
-        tool_fail(what, st);
-        goto out;
-    }
-    if (!(d = malloc(count * sizeof *d)) || !(f = malloc(count * sizeof *f))) {
+    if (!(f = malloc(count * sizeof *f))) {
         tool_fail("decrypt", TSAFE_E_NOMEM);
         goto out;
     }
-    if ((st = tsafe_plaintext_create(k.ctx, &pt)) != TSAFE_OK ||
-        (st = tsafe_ckks_decrypt(k.ctx, k.sk, ct, pt)) != TSAFE_OK ||
-        (st = tsafe_ckks_decode(k.ctx, pt, d, count)) != TSAFE_OK) {
-        snprintf(what, sizeof what, "decrypt '%s'", in);
-        tool_fail(what, st);
+    if (decrypt_values(&k, in, b + CT_HEADER, n - CT_HEADER, count, f))
         goto out;
-    }
-    for (size_t i = 0; i < count; i++)
-        f[i] = (float)d[i];
     if ((st = io_write_f32(outp, f, count)) != TSAFE_OK) {
         snprintf(what, sizeof what, "write '%s'", outp);
         tool_fail(what, st);
@@ -377,15 +433,10 @@ int cmd_decrypt(int argc, char **argv)
     printf("decrypted %zu values into %s\n", count, outp);
     rc = 0;
 out:
-    if (d)
-        sodium_memzero(d, count * sizeof *d);
     if (f)
         sodium_memzero(f, count * sizeof *f);
-    free(d);
     free(f);
     free(b);
-    tsafe_plaintext_free(pt);
-    tsafe_ciphertext_free(ct);
     keyset_free(&k);
     return rc;
 }
