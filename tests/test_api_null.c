@@ -3710,6 +3710,15 @@ CHECK_FN(tsafe_sealed_site_create)
 
 CHECK_FN(tsafe_sealed_site_free) { (void)f; tsafe_sealed_site_free(NULL); }
 
+CHECK_FN(tsafe_sealed_set_rounding_key)
+{
+    (void)f;
+    /* NULL draws a fresh key (valid); a key repeats one adapter's B_q */
+    assert_int_equal(tsafe_sealed_set_rounding_key(NULL), TSAFE_OK);
+    uint8_t key[32] = {7};
+    assert_int_equal(tsafe_sealed_set_rounding_key(key), TSAFE_OK);
+}
+
 CHECK_FN(tsafe_sealed_site_rank)
 {
     (void)f;
@@ -4186,7 +4195,7 @@ static const api_case k_lora_sealed[] = {
     ENTRY(tsafe_sealed_server_backend_name), ENTRY(tsafe_sealed_pair_use_backend),
     ENTRY(tsafe_sealed_plan_derive), ENTRY(tsafe_sealed_plan_check),
     ENTRY(tsafe_sealed_plan_sizes), ENTRY(tsafe_sealed_site_create),
-    ENTRY(tsafe_sealed_site_free), ENTRY(tsafe_sealed_site_rank), ENTRY(tsafe_sealed_site_d_out),
+    ENTRY(tsafe_sealed_site_free), ENTRY(tsafe_sealed_set_rounding_key), ENTRY(tsafe_sealed_site_rank), ENTRY(tsafe_sealed_site_d_out),
     ENTRY(tsafe_sealed_client_create), ENTRY(tsafe_sealed_client_free),
     ENTRY(tsafe_sealed_client_hello), ENTRY(tsafe_sealed_client_needs_hello),
     ENTRY(tsafe_sealed_client_failed),

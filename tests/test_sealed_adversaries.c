@@ -865,7 +865,20 @@ static double attack_same_product(long trials, long *by_fields, long *by_lattice
         token_fields(&w, &t, &fp[a]);
         token_free(&t);
     }
-    const int64_t *bq[2] = {w.site[0]->bq, w.site[1]->bq};
+    /* the attacker's own sites for the two candidates: B_q as the server
+     * would round it under another key (it does not know the server's,
+     * rounding.c). Rounding to nearest gave the server's B_q exactly, and
+     * where a float-rounding difference of the two factorizations moved an
+     * entry across a boundary, the lattice test won every trial. */
+    uint8_t key[32];
+    tsafe_test_seed32(key);
+    assert_int_equal(tsafe_sealed_set_rounding_key(key), TSAFE_OK);
+    tsafe_sealed_site *mine[2];
+    assert_int_equal(tsafe_sealed_site_create(&w.plan, A1, B1, R, F1_D_OUT, 1.0f, &mine[0]),
+                     TSAFE_OK);
+    assert_int_equal(tsafe_sealed_site_create(&w.plan, A2, B2, R, F1_D_OUT, (float)(bmax * amax),
+                                              &mine[1]), TSAFE_OK);
+    const int64_t *bq[2] = {mine[0]->bq, mine[1]->bq};
     long right = 0;
     *by_fields = *by_lattice = *lattice_right = 0;
     for (long k = 0; k < trials; k++) {
@@ -891,6 +904,8 @@ static double attack_same_product(long trials, long *by_fields, long *by_lattice
         right += guess == secret;
         token_free(&t);
     }
+    tsafe_sealed_site_free(mine[0]);
+    tsafe_sealed_site_free(mine[1]);
     free(A2);
     free(B2);
     world_close(&w);

@@ -268,11 +268,23 @@ static void zero_and_sparse(void **state)
 
 /* Two factorizations of one product, (B, A) and (B M, M^-1 A) with M a
  * random rotation, give sites whose public numbers (shift, scale, row
- * exponents) and quantized B_q agree: the client cannot tell them apart,
- * and a malicious client that reads B_q (test_sealed_adversaries F2)
- * learns a function of the product alone. Float rounding of B M and
- * M^-1 A may move an entry of B_q across a rounding boundary: at most
- * 0.1 % of them, by 1. */
+ * exponents) agree, and whose B_q are two stochastic roundings of one
+ * canonical factor (site.c, rounding.c): entries within 1 of each other,
+ * differing about as often as two roundings of one adapter under two
+ * keys do, and neither differs from the real factor by 1 or more. What a
+ * client (or test_sealed_adversaries F2's malicious one) could read of B_q
+ * is then a function of the product and the server's secret rounding. */
+static void count_off(const tsafe_sealed_site *a, const tsafe_sealed_site *b, size_t n,
+                      size_t *off, size_t *big)
+{
+    *off = *big = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t d = a->bq[i] - b->bq[i];
+        *off += d != 0;
+        *big += d > 1 || d < -1;
+    }
+}
+
 static void canonical_sites_depend_on_product_only(void **state)
 {
     (void)state;
@@ -309,26 +321,38 @@ static void canonical_sites_depend_on_product_only(void **state)
         }
     tsafe_sealed_plan p;
     assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED_PRIVATE, DI, R, DO, NULL, &p), TSAFE_OK);
-    tsafe_sealed_site *s1, *s2;
+    tsafe_sealed_site *s1, *s2, *s3, *s4;
     assert_int_equal(tsafe_sealed_site_create(&p, A, B, R, DO, 2.0f, &s1), TSAFE_OK);
     assert_int_equal(tsafe_sealed_site_create(&p, A2, B2, R, DO, 2.0f, &s2), TSAFE_OK);
-    size_t off = 0, big = 0;
-    for (size_t i = 0; i < (size_t)DO * R; i++) {
-        int64_t d = s1->bq[i] - s2->bq[i];
-        off += d != 0;
-        big += d > 1 || d < -1;
-    }
-    int rows_same = memcmp(s1->row_exp, s2->row_exp, DO) == 0;
+    assert_int_equal(tsafe_sealed_site_create(&p, A, B, R, DO, 2.0f, &s4), TSAFE_OK);
+    uint8_t key[32];
+    tsafe_test_seed32(key);
+    assert_int_equal(tsafe_sealed_set_rounding_key(key), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_site_create(&p, A, B, R, DO, 2.0f, &s3), TSAFE_OK);
+    size_t n = (size_t)DO * R, off, big, off_key, big_key, off_same, big_same;
+    count_off(s1, s2, n, &off, &big);
+    count_off(s1, s3, n, &off_key, &big_key);
+    count_off(s1, s4, n, &off_same, &big_same);
+    int rows_same = memcmp(s1->row_exp, s2->row_exp, DO) == 0 &&
+                    memcmp(s1->row_exp, s3->row_exp, DO) == 0;
     printf("# same product, other factors: shift %u/%u, scale %.9g/%.9g, row exponents %s, "
-           "B_q entries off by 1: %zu of %d\n", s1->trunc_bits, s2->trunc_bits, s1->scale_b,
-           s2->scale_b, rows_same ? "equal" : "differ", off, DO * R);
+           "B_q entries off by 1: %zu of %zu (same factors, other key: %zu; same key: %zu)\n",
+           s1->trunc_bits, s2->trunc_bits, s1->scale_b, s2->scale_b,
+           rows_same ? "equal" : "differ", off, n, off_key, off_same);
     assert_int_equal(s1->trunc_bits, s2->trunc_bits);
-    assert_true(s1->scale_b == s2->scale_b);
+    assert_int_equal(s1->trunc_bits, s3->trunc_bits);
+    assert_true(s1->scale_b == s2->scale_b && s1->scale_b == s3->scale_b);
     assert_true(rows_same);
-    assert_int_equal(big, 0);
-    assert_true(off * 1000 <= (size_t)DO * R);
+    assert_int_equal(big + big_key, 0);
+    assert_int_equal(off_same, 0); /* one key, one adapter: one rounding */
+    /* both counts are binomial-like around sum 2 f (1 - f) (~n / 3): a
+     * deterministic rounding would give off ~ 0 and off_key = 0 */
+    assert_true(off_key > n / 6 && off > n / 6);
+    assert_true(off < 2 * off_key && off_key < 2 * off);
     tsafe_sealed_site_free(s1);
     tsafe_sealed_site_free(s2);
+    tsafe_sealed_site_free(s3);
+    tsafe_sealed_site_free(s4);
 }
 
 int main(void)

@@ -46,7 +46,7 @@
 extern "C" {
 #endif
 
-#define TSAFE_SEALED_PLAN_VERSION 4u
+#define TSAFE_SEALED_PLAN_VERSION 5u
 #define TSAFE_SEALED_SESSION_BYTES 16
 
 typedef enum tsafe_sealed_mode {
@@ -142,6 +142,16 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_site_create(
     const tsafe_sealed_plan *plan, const float *A, const float *B,
     uint32_t rank, uint32_t d_out, float scale, tsafe_sealed_site **out);
 TSAFE_API void tsafe_sealed_site_free(tsafe_sealed_site *site);
+/* sealed-private rounds B stochastically, from a stream keyed by a
+ * process-wide secret (32 bytes; by default drawn from the CSPRNG on
+ * first use): the client cannot compute B_q, so two adapters with the same
+ * product cannot be told apart by which lattice the outputs lie on. The
+ * same adapter gives the same B_q under one key. A server that restarts
+ * should set a persistent secret key (kept like a signing key) before it
+ * builds sites, so that a client cannot collect fresh roundings of one
+ * adapter; NULL draws a new one. Applies to sites created after the call;
+ * thread-safe. TSAFE_E_CRYPTO when libsodium cannot start. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_set_rounding_key(const uint8_t *key);
 TSAFE_API uint32_t tsafe_sealed_site_rank(const tsafe_sealed_site *site);
 TSAFE_API uint32_t tsafe_sealed_site_d_out(const tsafe_sealed_site *site);
 

@@ -272,7 +272,7 @@ static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
         tsafe_sealed_layout2(p, rank, d_out_max, &l2);
         p->log2_sd2 = log2((double)d_out_max) + log2(noise2) - flood2;
         /* Per output, relative to delta_j ~ rms(B'_j) ||u||_2: B's rounding
-         * 1/sqrt(12) of a grid of 4 rms / b_max, rounded up to a power of
+         * (stochastic, site.c: variance f(1 - f), 1/6 on average) 1/sqrt(6) of a grid of 4 rms / b_max, rounded up to a power of
          * two (an rms factor of sqrt(3 / ln 4) = 1.47 over a uniform
          * log2); u~ = u / 2^k + ({0, 1} - frac) + z, variance 1/6 + sd^2
          * per coordinate, against a typical |u_i| (random signs)
@@ -293,7 +293,7 @@ static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
             ks++;
         double sd = tsafe_sealed_out_noise_sd(rank);
         double eu = ldexp(1.0, (int)ks) / ut * sqrt(1 / 6.0 + sd * sd);
-        double eb = 1.47 * TSAFE_SEALED_RMS_RATIO / sqrt(12.0) / bb;
+        double eb = 1.47 * TSAFE_SEALED_RMS_RATIO / sqrt(6.0) / bb;
         err2 += eu * eu + eb * eb;
     }
     p->expected_rel_error = sqrt(err2);

@@ -137,6 +137,13 @@ tsafe_status tsafe_sealed_site_build(const tsafe_sealed_plan *plan,
                                      const float *B, uint32_t rank, uint32_t d_out,
                                      float scale, tsafe_sealed_site **out);
 
+/* w[d_out * rank]: the offsets of B_q's stochastic rounding, uniform in
+ * [0, 1), from a stream keyed by the process's rounding key and seeded
+ * by the adapter's inputs (rounding.c). */
+tsafe_status tsafe_sealed_rounding_offsets(const float *A, const float *B, uint32_t rank,
+                                           uint32_t d_in, uint32_t d_out, float scale,
+                                           double *w);
+
 /* A site's plaintexts as operand buffers on a server's backends, cached by
  * site id (an address may be reused after a free; an id never is). On the
  * CPU backend the buffers borrow the site's storage, so an entry must not

@@ -124,10 +124,11 @@ static tsafe_status op_norm(const int64_t *aq, uint32_t rank, uint32_t d_in, dou
 }
 
 /* sealed-private's grid for a row of root mean square rms, on a width
- * whose largest value is qmax: rms / grid = qmax / RMS_RATIO - 1/2, so
- * that the quantized row's rms, at most 1/2 more (the rounding adds a
- * vector of L2 norm <= sqrt(n) / 2), stays within plan.c's qmax /
- * RMS_RATIO. 0 for a zero row.
+ * whose largest value is qmax: rms / grid = qmax / RMS_RATIO - slack, so
+ * that the quantized row's rms, at most slack more (rounding to nearest
+ * adds a vector of L2 norm <= sqrt(n) / 2, B's stochastic rounding one of
+ * L2 norm < sqrt(n)), stays within plan.c's qmax / RMS_RATIO. 0 for a
+ * zero row.
  *
  * Only the rms is bounded, not the largest entry: every bound of the
  * protocol takes a row through its L2 norm (|u_i| <= ||A_q,i||_2 X2, the
@@ -141,10 +142,10 @@ static tsafe_status op_norm(const int64_t *aq, uint32_t rank, uint32_t d_in, dou
  * of such a row that much smaller than the others, which in turn made its
  * column of B' dominate the grid of every output row (issue 19: 0.8-4e-3
  * relative error on heavy-tailed adapters, 2-4e-4 now). */
-static double row_scale_for(double rms, double qmax)
+static double row_scale_for(double rms, double qmax, double slack)
 {
     /* 1 + 2^-20: the float rounding of rms and of the division */
-    return rms > 0 ? rms * (1 + 0x1p-20) / (qmax / TSAFE_SEALED_RMS_RATIO - 0.5) : 0;
+    return rms > 0 ? rms * (1 + 0x1p-20) / (qmax / TSAFE_SEALED_RMS_RATIO - slack) : 0;
 }
 
 /* sealed-private: each row of A on its own scale (the scales never leave
@@ -161,7 +162,7 @@ static double row_scale_for(double rms, double qmax)
  * and k, functions of the product B A only (the factors are canonical:
  * canonical_factors). A zero row or a zero B gives exact zeros. */
 static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const float *B,
-                                     int64_t *aq)
+                                     const double *w, int64_t *aq)
 {
     const tsafe_sealed_plan *p = &s->plan;
     uint32_t rank = s->rank, d_out = s->d_out, d_in = p->d_in;
@@ -181,7 +182,7 @@ static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const
             ss += (double)row[j] * row[j];
         /* the row's rms <= a_max / RMS_RATIO after rounding (which adds at
          * most 1/2 to an rms), and nothing else: see row_scale_for */
-        double sc = row_scale_for(sqrt(ss / d_in), amax), l2 = 0;
+        double sc = row_scale_for(sqrt(ss / d_in), amax, 0.5), l2 = 0;
         if (!(sc > 0))
             sc = 1.0; /* a zero row: A_q = 0 */
         s->row_scale[i] = sc;
@@ -221,7 +222,7 @@ static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const
             double v = (double)s->bprime[(size_t)k * d_out + j];
             acc += v * v;
         }
-        need[j] = row_scale_for(sqrt(acc / rank), bmax);
+        need[j] = row_scale_for(sqrt(acc / rank), bmax, 1.0);
         s->scale_b = fmax(s->scale_b, need[j]);
     }
     if (!(s->scale_b > 0))
@@ -232,6 +233,8 @@ static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const
     int se;
     double sm = frexp(s->scale_b, &se);
     s->scale_b = ldexp(ceil(sm * 256) / 256, se);
+    /* stochastic rounding, offsets w (rounding.c): the client cannot
+     * compute B_q, and its distribution is continuous in the product */
     double row2 = 0;
     for (uint32_t j = 0; j < d_out; j++) {
         int e = 0;
@@ -242,11 +245,14 @@ static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const
         s->row_exp[j] = (uint8_t)e;
         double grid = ldexp(s->scale_b, -e), acc = 0;
         for (uint32_t k = 0; k < rank; k++) {
-            int64_t q = (int64_t)lrint((double)s->bprime[(size_t)k * d_out + j] / grid);
-            s->bq[(size_t)j * rank + k] = q;
-            acc += (double)q * (double)q;
+            double v = (double)s->bprime[(size_t)k * d_out + j] / grid;
+            s->bq[(size_t)j * rank + k] = (int64_t)floor(v + w[(size_t)j * rank + k]);
+            acc += v * v;
         }
-        row2 = fmax(row2, sqrt(acc));
+        /* ||B_q,j||_2 < ||v||_2 + sqrt(r) (each entry moves by < 1): a
+         * bound continuous in the product, so that k (public) is the same
+         * for every factorization and every rounding */
+        row2 = fmax(row2, sqrt(acc) + sqrt((double)rank));
     }
     free(need);
     double t2half = ldexp(1.0, (int)p->r2.t_bits - 1), sr = sqrt((double)rank);
@@ -331,6 +337,7 @@ tsafe_status tsafe_sealed_site_build(const tsafe_sealed_plan *plan,
     tsafe_sealed_site *s = calloc(1, sizeof *s);
     int64_t *aq = malloc(na * sizeof *aq);
     float *Ac = NULL, *Bc = NULL; /* canonical factors: as secret as A, B */
+    double *w = NULL;             /* B's rounding offsets: as secret */
     TSAFE_CHECK(s && aq, TSAFE_E_NOMEM);
     static uint64_t next_id; /* ids start at 1: 0 marks an empty cache entry */
     s->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
@@ -353,8 +360,13 @@ tsafe_status tsafe_sealed_site_build(const tsafe_sealed_plan *plan,
     /* sealed mode (semi-honest peers only) keeps the adapter's own factors:
      * its client learns s B' anyway (THREAT_MODEL.md) */
     if (plan->mode == TSAFE_SEALED_PRIVATE) {
+        /* the rounding offsets are seeded by the adapter's own factors:
+         * another factorization of the product gets independent ones */
+        w = malloc(nb * sizeof *w);
+        TSAFE_CHECK(w, TSAFE_E_NOMEM);
+        TSAFE_TRY(tsafe_sealed_rounding_offsets(A, B, rank, plan->d_in, d_out, scale, w));
         TSAFE_TRY(canonical_factors(A, B, rank, plan->d_in, d_out, Ac, Bc));
-        TSAFE_TRY(quantize_private(s, Ac, Bc, aq));
+        TSAFE_TRY(quantize_private(s, Ac, Bc, w, aq));
     } else {
         quantize_sealed(s, A, B, aq);
     }
@@ -367,9 +379,12 @@ tsafe_status tsafe_sealed_site_build(const tsafe_sealed_plan *plan,
     sodium_memzero(aq, na * sizeof *aq);
     sodium_memzero(Ac, na * sizeof *Ac);
     sodium_memzero(Bc, nb * sizeof *Bc);
+    if (w)
+        sodium_memzero(w, nb * sizeof *w);
     free(aq);
     free(Ac);
     free(Bc);
+    free(w);
     *out = s;
     return TSAFE_OK;
 fail:
@@ -379,9 +394,12 @@ fail:
         sodium_memzero(Ac, na * sizeof *Ac);
     if (Bc)
         sodium_memzero(Bc, nb * sizeof *Bc);
+    if (w)
+        sodium_memzero(w, nb * sizeof *w);
     free(aq);
     free(Ac);
     free(Bc);
+    free(w);
     tsafe_sealed_site_free(s);
     return st;
 }
