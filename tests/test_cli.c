@@ -581,6 +581,10 @@ static void test_usage_errors(void **state)
     r = run("serve --adapter %s --module q_proj --once --requests 2", tmp_path("ad"));
     expect_error(&r, 2, "--once", NULL);
     result_free(&r);
+    r = run("serve --adapter %s --module q_proj --mode sealed --semi-honest --rounding-key k",
+            tmp_path("ad"));
+    expect_error(&r, 2, "--rounding-key", "does not round B");
+    result_free(&r);
     r = run("keygen --out %s", tmp_path("k0"));
     expect_error(&r, 2, "--params", NULL);
     result_free(&r);
@@ -1756,6 +1760,24 @@ static void test_serve_client(void **state)
     assert_non_null(strstr(slog, "warning: serve: serving the UNSIGNED directory"));
     assert_non_null(strstr(slog, "adapter: UNSIGNED directory"));
     free(slog);
+
+    /* --rounding-key: 32 raw bytes or 64 hex digits; anything else is
+     * refused before the adapter is loaded; a good key gets as far as
+     * waiting for a client */
+    spit(tmp_path("rk.bad"), "0123", 4);
+    r = run("serve --adapter %s --module q_proj --allow-unsigned --once --accept-timeout 1 "
+            "--rounding-key %s", tmp_path("ad"), tmp_path("rk.bad"));
+    expect_error(&r, 1, "--rounding-key", "TSAFE_E_FORMAT");
+    result_free(&r);
+    static const char hexkey[] =
+        "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n";
+    spit(tmp_path("rk.hex"), hexkey, sizeof hexkey - 1);
+    char pkg[PATH_MAX];
+    snprintf(pkg, sizeof pkg, "%s", tmp_path("ad.pkg"));
+    r = run("serve --adapter %s --trusted-key %s --module q_proj --once --accept-timeout 1 "
+            "--rounding-key %s", pkg, tmp_path("sign.pub"), tmp_path("rk.hex"));
+    expect_error(&r, 1, "no client connected within 1 s", NULL);
+    result_free(&r);
 
     /* sealed with DP over the SIGNED package: runs, prints the spent
      * budget; the server names the package digest and signer */

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include <jansson.h>
+#include <sodium.h>
 
 #include "commands.h"
 #include "io.h"
@@ -24,6 +25,7 @@ static const char k_serve_help[] =
     "                     [--port P] [--port-file F] [--once | --requests K] [--timeout S]\n"
     "                     [--accept-timeout S] [--allow-unsigned] [--backend cpu|cuda]\n"
     "                     [--x-bits X --a-bits A --b-bits B]           (sealed modes)\n"
+    "                     [--rounding-key FILE]                      (sealed-private)\n"
     "                     [--preset NAME | --precision P] [--max-abs X]   (plain-zero-moai)\n"
     "                     [--json]\n"
     "\n"
@@ -54,13 +56,18 @@ static const char k_serve_help[] =
     "  the same widths, the hello does not carry them):\n"
     "  --x-bits X, --a-bits A, --b-bits B   fixed-point widths of x, A and B\n"
     "                      (default 13, 14, 13: docs/PROTOCOL.md)\n"
+    "  --rounding-key FILE  sealed-private: the secret (32 bytes, raw or 64 hex digits)\n"
+    "                      that keys the server's rounding of B; keep it across restarts\n"
+    "                      so that every run rounds the adapter alike (default: a new\n"
+    "                      random key per run; e.g. head -c 32 /dev/urandom > FILE)\n"
     "  plain-zero-moai only:\n"
     "  --preset NAME       core preset instead of the planner (--precision P, default 1e-6)\n"
     "  --max-abs X         bound on the clients' |x| (default 8)\n"
     "The protocol has no authentication or transport encryption (docs/PROTOCOL.md).\n";
 
 typedef struct {
-    const char *adapter, *key, *modules, *preset, *port_file, *mode_name, *backend_name;
+    const char *adapter, *key, *modules, *preset, *port_file, *mode_name, *backend_name,
+        *rounding_key;
     uint32_t port, requests, x_bits, a_bits, b_bits;
     double precision, max_abs, timeout, accept_timeout;
     int once, allow_unsigned, json, semi_honest, requests_seen, precision_seen, plain_opts,
@@ -71,7 +78,7 @@ typedef struct {
 enum {
     O_ADAPTER = 256, O_KEY, O_MODULE, O_PORT, O_PORT_FILE, O_PRESET, O_PRECISION, O_MAX_ABS,
     O_ONCE, O_REQUESTS, O_TIMEOUT, O_ACCEPT_TIMEOUT, O_UNSIGNED, O_MODE, O_BACKEND, O_JSON,
-    O_SEMI_HONEST, O_X_BITS, O_A_BITS, O_B_BITS
+    O_SEMI_HONEST, O_X_BITS, O_A_BITS, O_B_BITS, O_ROUNDING_KEY
 };
 
 static const struct option k_serve_long[] = {
@@ -95,6 +102,7 @@ static const struct option k_serve_long[] = {
     {"x-bits", required_argument, NULL, O_X_BITS},
     {"a-bits", required_argument, NULL, O_A_BITS},
     {"b-bits", required_argument, NULL, O_B_BITS},
+    {"rounding-key", required_argument, NULL, O_ROUNDING_KEY},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
 
@@ -131,6 +139,7 @@ static int serve_opt(void *ctx, int c, const char *v)
     case O_X_BITS: o->bits_seen = 1; return opts_value(n, "--x-bits", OPT_U32, v, &o->x_bits);
     case O_A_BITS: o->bits_seen = 1; return opts_value(n, "--a-bits", OPT_U32, v, &o->a_bits);
     case O_B_BITS: o->bits_seen = 1; return opts_value(n, "--b-bits", OPT_U32, v, &o->b_bits);
+    case O_ROUNDING_KEY: o->rounding_key = v; return 0;
     }
     return 2;
 }
@@ -160,6 +169,10 @@ static int serve_check(serve_opts *o)
     if (o->mode != IO_MODE_PLAIN_ZERO_MOAI && o->plain_opts)
         return tool_usage("serve: --preset, --precision and --max-abs set the CKKS plan of "
                           "--mode plain-zero-moai; --mode %s derives its plan from the shapes",
+                          o->mode_name);
+    if (o->rounding_key && o->mode != IO_MODE_SEALED_PRIVATE)
+        return tool_usage("serve: --rounding-key keys sealed-private's rounding of B; "
+                          "--mode %s does not round B",
                           o->mode_name);
     if (o->mode == IO_MODE_PLAIN_ZERO_MOAI && o->bits_seen)
         return tool_usage("serve: --x-bits, --a-bits and --b-bits set the sealed plan; "
@@ -199,12 +212,42 @@ typedef struct {
     char what[4200];
 } serve_state;
 
+/* --rounding-key FILE: 32 raw bytes or 64 hex digits (a newline may
+ * follow), set as the process's sealed rounding key. */
+static tsafe_status set_rounding_key(const char *path, char *what, size_t cap)
+{
+    uint8_t *buf = NULL, key[32];
+    size_t len = 0, got = 0;
+    tsafe_status st = io_read_file(path, 256, &buf, &len);
+    if (st == TSAFE_OK) {
+        while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
+            len--;
+        if (len == 32)
+            memcpy(key, buf, 32);
+        else if (len != 64 || sodium_hex2bin(key, 32, (const char *)buf, 64, NULL, &got, NULL) ||
+                 got != 32)
+            st = TSAFE_E_FORMAT;
+    }
+    if (buf)
+        sodium_memzero(buf, len);
+    free(buf);
+    if (st == TSAFE_OK)
+        st = tsafe_sealed_set_rounding_key(key);
+    sodium_memzero(key, sizeof key);
+    if (st != TSAFE_OK)
+        snprintf(what, cap, "serve: --rounding-key '%s' (32 bytes, raw or 64 hex digits)", path);
+    return st;
+}
+
 /* The adapter's modules as a session service. */
 static tsafe_status serve_service(serve_state *S, const tsafe_backend_factory *backend)
 {
     const serve_opts *o = S->o;
     int plain = o->mode == IO_MODE_PLAIN_ZERO_MOAI;
     tsafe_status st;
+    if (o->rounding_key &&
+        (st = set_rounding_key(o->rounding_key, S->what, sizeof S->what)) != TSAFE_OK)
+        return st;
     if ((st = io_load_adapter(o->adapter, o->key, &S->ad, S->what, sizeof S->what)) != TSAFE_OK ||
         (st = io_require_signed(S->ad, "serve", o->allow_unsigned, S->what, sizeof S->what)) !=
             TSAFE_OK ||
