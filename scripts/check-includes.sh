@@ -12,7 +12,9 @@
 # file (the "from") and of the included one (the "to"):
 #   include/tensafe/   may include only public headers;
 #   examples/          only public headers;
-#   tools/             public headers and tools/'s own;
+#   tools/             public headers, the internal common (core's
+#                      src/common/: the tool links the static archives) and
+#                      tools/'s own;
 #   tests/             anything (white-box tests), but nothing includes tests/
 #                      except tests/;
 #   a library's src/   public headers, the internal common (core's
@@ -85,8 +87,8 @@ check() { # from to -> prints a reason when the include is not allowed
   case "$to" in tests/*) echo "only tests include tests/"; return;; esac
   case "$from" in
     tools/*)
-      case "$to" in tools/*) return 0;; esac
-      echo "tools use only public headers and their own"; return;;
+      case "$to" in tools/*|"$COMMON"/*) return 0;; esac
+      echo "tools use only public headers, the internal common and their own"; return;;
   esac
   flib=$(lib_of "$from"); tlib=$(lib_of "$to")
   [ -n "$flib" ] || { echo "unclassified folder"; return; }

@@ -10,8 +10,8 @@
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "cuda_internal.cuh"
 
 namespace {
@@ -21,13 +21,6 @@ struct bench_env {
     cudaEvent_t ev0, ev1;
     uint32_t reps, warmup;
 };
-
-double now_s()
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 int cmp_double(const void *a, const void *b)
 {
@@ -282,17 +275,17 @@ extern "C" TSAFE_API tsafe_status tsafe_cuda_bench(
     /* transfers (host clock around synchronous completion) */
     random_limbs(tb, host, P, L);
     TSAFE_TRY(tsafe_backend_synchronize(be));
-    t0 = now_s();
+    t0 = tsafe_now_s();
     /* the vtable slot: without the dispatcher's host-side range check */
     TSAFE_TRY(be->iface->buffer_upload(be, A->mem, host, words));
     TSAFE_TRY(tsafe_backend_synchronize(be));
-    out->upload_gbps = (double)(words * 8) / (now_s() - t0) / 1e9;
+    out->upload_gbps = (double)(words * 8) / (tsafe_now_s() - t0) / 1e9;
     /* the destination's pages faulted in first: the first GPU run (H100)
      * timed 51 200 first-touch page faults here, not the copy (1.25 GB/s) */
     memset(host2, 0, words * sizeof(uint64_t));
-    t0 = now_s();
+    t0 = tsafe_now_s();
     TSAFE_TRY(tsafe_buffer_download(A, host2, words));
-    out->download_gbps = (double)(words * 8) / (now_s() - t0) / 1e9;
+    out->download_gbps = (double)(words * 8) / (tsafe_now_s() - t0) / 1e9;
     TSAFE_CHECK(memcmp(host, host2, words * 8) == 0, TSAFE_E_DEVICE);
     random_limbs(tb, host2, P, L);
     TSAFE_TRY(tsafe_buffer_upload(B, host2, words));

@@ -7,6 +7,7 @@
 
 #include <sodium.h>
 
+#include "clock.h"
 #include "client_internal.h"
 
 static int plain(const tsafe_session_client *c)
@@ -187,9 +188,9 @@ tsafe_status tsafe_sess_client_token_answer(tsafe_session_client *c)
         return TSAFE_E_FORMAT;
     }
     const char *step = "";
-    double t0 = tsafe_lora_now_us();
+    double t0 = tsafe_now_us();
     tsafe_status st = plain(c) ? plain_answer(c, first, &step) : sealed_answer(c, first, &step);
-    c->stats.work_us += tsafe_lora_now_us() - t0;
+    c->stats.work_us += tsafe_now_us() - t0;
     if (st != TSAFE_OK) {
         tsafe_sess_client_failed(c, st, step);
         return st;

@@ -1,7 +1,8 @@
 /* The wire module (internal): what both two-party protocols put on the
  * wire and every session needs. Message framing and byte codecs here
- * (codec.c), the transport frames of the sessions (frame.c, frame.h) and
- * the clock (clock.c). Formats in docs/PROTOCOL.md.
+ * (codec.c) and the transport frames of the sessions (frame.c, frame.h);
+ * timings use the internal common's clock (clock.h). Formats in
+ * docs/PROTOCOL.md.
  *
  * Library messages:
  *   header: "TSLR" | version u8 (=1) | kind u8 | reserved u16 (=0)
@@ -70,8 +71,5 @@ int tsafe_rbuf_u64(tsafe_rbuf *r, uint64_t *v);
 int tsafe_rbuf_f64(tsafe_rbuf *r, double *v);
 /* Borrow n bytes (0 when fewer remain). */
 const uint8_t *tsafe_rbuf_take(tsafe_rbuf *r, size_t n);
-
-/* Microseconds on CLOCK_MONOTONIC (every timing of the library). */
-double tsafe_lora_now_us(void);
 
 #endif
