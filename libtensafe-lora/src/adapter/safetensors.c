@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "detail.h"
 #include "safetensors_internal.h"
 
@@ -264,9 +265,7 @@ static tsafe_status read_header(tsafe_safetensors *s, const uint8_t **hdr_out, s
     if (s->len < 8)
         return tsafe_detail(err, TSAFE_E_TRUNCATED,
                             "%zu bytes: shorter than the 8-byte header length", s->len);
-    uint64_t n = 0;
-    for (int i = 7; i >= 0; i--)
-        n = (n << 8) | s->bytes[i];
+    uint64_t n = tsafe_load_le64(s->bytes);
     if (n > TSAFE_SAFETENSORS_MAX_HEADER)
         return tsafe_detail(err, TSAFE_E_HEADER_TOO_LARGE,
                             "header length %llu above the cap %u", (unsigned long long)n,

@@ -242,10 +242,10 @@ tsafe_status tsafe_package_create(const tsafe_package_manifest *m,
     pkg = malloc(total);
     TSAFE_CHECK(pkg, TSAFE_E_NOMEM);
     memcpy(pkg, PKG_MAGIC, PKG_MAGIC_BYTES);
-    pkg_put_u16(pkg + PKG_OFF_VERSION, TSAFE_PACKAGE_VERSION);
-    pkg_put_u16(pkg + PKG_OFF_FLAGS, 0);
-    pkg_put_u32(pkg + PKG_OFF_MLEN, (uint32_t)mlen);
-    pkg_put_u64(pkg + PKG_OFF_CLEN, (uint64_t)clen);
+    tsafe_store_le16(pkg + PKG_OFF_VERSION, TSAFE_PACKAGE_VERSION);
+    tsafe_store_le16(pkg + PKG_OFF_FLAGS, 0);
+    tsafe_store_le32(pkg + PKG_OFF_MLEN, (uint32_t)mlen);
+    tsafe_store_le64(pkg + PKG_OFF_CLEN, (uint64_t)clen);
     memcpy(pkg + PKG_HEADER_BYTES, mj, mlen);
     if (clen)
         memcpy(pkg + PKG_HEADER_BYTES + mlen, comp, clen);

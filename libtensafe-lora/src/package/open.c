@@ -302,7 +302,7 @@ tsafe_status tsafe_package_open(const uint8_t *bytes, size_t len,
         return TSAFE_E_FORMAT;
     if (len < PKG_HEADER_BYTES + PKG_TRAILER_BYTES)
         return TSAFE_E_TRUNCATED;
-    if (pkg_get_u16(bytes + PKG_OFF_VERSION) != TSAFE_PACKAGE_VERSION)
+    if (tsafe_load_le16(bytes + PKG_OFF_VERSION) != TSAFE_PACKAGE_VERSION)
         return TSAFE_E_VERSION;
     if (sodium_init() < 0)
         return TSAFE_E_CRYPTO;
@@ -324,10 +324,10 @@ tsafe_status tsafe_package_open(const uint8_t *bytes, size_t len,
     /* 2. only now: framing, manifest, payload */
     tsafe_status st = TSAFE_OK;
     tsafe_package *p = NULL;
-    if (pkg_get_u16(bytes + PKG_OFF_FLAGS) != 0)
+    if (tsafe_load_le16(bytes + PKG_OFF_FLAGS) != 0)
         return TSAFE_E_FORMAT;
-    uint64_t mlen = pkg_get_u32(bytes + PKG_OFF_MLEN);
-    uint64_t clen = pkg_get_u64(bytes + PKG_OFF_CLEN);
+    uint64_t mlen = tsafe_load_le32(bytes + PKG_OFF_MLEN);
+    uint64_t clen = tsafe_load_le64(bytes + PKG_OFF_CLEN);
     if (mlen > TSAFE_PACKAGE_MAX_MANIFEST)
         return TSAFE_E_FORMAT;
     uint64_t room = body - PKG_HEADER_BYTES;

@@ -75,7 +75,7 @@ static tsafe_status push_msg(tsafe_session_client *c, int kind, uint8_t *msg, si
     }
     uint8_t bytes[4 * (2 + TSAFE_SESSION_MAX_MODULES)];
     for (size_t i = 0; i < np; i++)
-        tsafe_wire_put_u32(bytes + 4 * i, pre[i]);
+        tsafe_store_le32(bytes + 4 * i, pre[i]);
     return tsafe_sess_session_outbox_push(&c->out, kind, bytes, 4 * np, msg, len, tsafe_lora_bytes_free);
 }
 
@@ -131,7 +131,7 @@ static tsafe_status plain_delta(tsafe_session_client *c)
     const uint8_t *p = c->in.body;
     for (size_t k = 0; k < c->n; k++)
         for (uint32_t j = 0; j < c->d_outs[k]; j++, p += 4) {
-            uint32_t v = tsafe_wire_get_u32(p);
+            uint32_t v = tsafe_load_le32(p);
             memcpy(&c->delta[k][j], &v, 4);
         }
     return TSAFE_OK;

@@ -46,22 +46,11 @@ uint8_t *tsafe_wbuf_reserve(tsafe_wbuf *w, size_t n)
     return p;
 }
 
-void tsafe_wire_put_u32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-uint32_t tsafe_wire_get_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 void tsafe_wbuf_u32(tsafe_wbuf *w, uint32_t v)
 {
     uint8_t *p = tsafe_wbuf_reserve(w, 4);
     if (p)
-        tsafe_wire_put_u32(p, v);
+        tsafe_store_le32(p, v);
 }
 
 void tsafe_wbuf_f32(tsafe_wbuf *w, float f)
@@ -96,7 +85,7 @@ int tsafe_rbuf_u32(tsafe_rbuf *r, uint32_t *v)
     const uint8_t *p = tsafe_rbuf_take(r, 4);
     if (!p)
         return 0;
-    *v = tsafe_wire_get_u32(p);
+    *v = tsafe_load_le32(p);
     return 1;
 }
 
@@ -127,8 +116,9 @@ tsafe_status tsafe_rbuf_header(tsafe_rbuf *r, uint8_t kind)
 
 void tsafe_wbuf_u64(tsafe_wbuf *w, uint64_t v)
 {
-    tsafe_wbuf_u32(w, (uint32_t)v);
-    tsafe_wbuf_u32(w, (uint32_t)(v >> 32));
+    uint8_t *p = tsafe_wbuf_reserve(w, 8);
+    if (p)
+        tsafe_store_le64(p, v);
 }
 
 void tsafe_wbuf_f64(tsafe_wbuf *w, double d)
@@ -147,10 +137,10 @@ void tsafe_wbuf_bytes(tsafe_wbuf *w, const void *src, size_t n)
 
 int tsafe_rbuf_u64(tsafe_rbuf *r, uint64_t *v)
 {
-    uint32_t lo, hi;
-    if (!tsafe_rbuf_u32(r, &lo) || !tsafe_rbuf_u32(r, &hi))
+    const uint8_t *p = tsafe_rbuf_take(r, 8);
+    if (!p)
         return 0;
-    *v = (uint64_t)hi << 32 | lo;
+    *v = tsafe_load_le64(p);
     return 1;
 }
 
