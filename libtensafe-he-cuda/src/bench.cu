@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "init.h"
 #include "cuda_internal.cuh"
 
 namespace {
@@ -211,7 +212,7 @@ tsafe_status bench_start(const tsafe_cuda_bench_config *cfg, tsafe_cuda_bench_co
     tsafe_status st = bench_config(cfg, c);
     if (st != TSAFE_OK)
         return st;
-    return sodium_init() < 0 ? TSAFE_E_CRYPTO : TSAFE_OK;
+    return tsafe_sodium_ready();
 }
 
 } // namespace

@@ -6,11 +6,6 @@
 #include <openssl/evp.h>
 #include <sodium.h>
 
-tsafe_status tsafe_sodium_ready(void)
-{
-    return sodium_init() < 0 ? TSAFE_E_CRYPTO : TSAFE_OK;
-}
-
 tsafe_status tsafe_seed_fresh(uint8_t seed[32])
 {
     if (tsafe_sodium_ready() != TSAFE_OK)

@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include "format.h"
+#include "init.h"
 #include "tsafe_check.h"
 
 void tsafe_pkg_digest_(const uint8_t *bytes, size_t n, uint8_t out[32])
@@ -29,7 +30,7 @@ tsafe_status tsafe_package_keypair(uint8_t pk[32], uint8_t sk[64])
 {
     if (!pk || !sk)
         return TSAFE_E_NULL;
-    if (sodium_init() < 0)
+    if (tsafe_sodium_ready() != TSAFE_OK)
         return TSAFE_E_CRYPTO;
     return crypto_sign_keypair(pk, sk) == 0 ? TSAFE_OK : TSAFE_E_CRYPTO;
 }
@@ -219,7 +220,7 @@ tsafe_status tsafe_package_create(const tsafe_package_manifest *m,
     tsafe_status st = check_manifest(m);
     if (st != TSAFE_OK)
         return st;
-    if (sodium_init() < 0)
+    if (tsafe_sodium_ready() != TSAFE_OK)
         return TSAFE_E_CRYPTO;
     st = check_secret_key(signer_sk);
     if (st != TSAFE_OK)

@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include "format.h"
+#include "init.h"
 #include "tsafe_check.h"
 
 struct tsafe_package {
@@ -304,7 +305,7 @@ tsafe_status tsafe_package_open(const uint8_t *bytes, size_t len,
         return TSAFE_E_TRUNCATED;
     if (tsafe_load_le16(bytes + PKG_OFF_VERSION) != TSAFE_PACKAGE_VERSION)
         return TSAFE_E_VERSION;
-    if (sodium_init() < 0)
+    if (tsafe_sodium_ready() != TSAFE_OK)
         return TSAFE_E_CRYPTO;
     if (crypto_core_ed25519_is_valid_point(trusted_pk) != 1)
         return TSAFE_E_KEY;
