@@ -10,43 +10,6 @@
 
 #define CONFIG_JSON_CAP (16u << 20)
 
-tsafe_status tsafe_moe_read_file(const char *path, size_t cap, char **buf, size_t *len)
-{
-    tsafe_status st = TSAFE_OK;
-    size_t n = 0, alloc = 4096;
-    char *b = NULL;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return errno == ENOENT ? TSAFE_E_NOT_FOUND : TSAFE_E_IO;
-    b = malloc(alloc);
-    TSAFE_CHECK(b != NULL, TSAFE_E_NOMEM);
-    for (;;) {
-        if (n == alloc - 1) { /* full: grow, keeping room for the NUL */
-            TSAFE_CHECK(n <= cap, TSAFE_E_RANGE);
-            size_t na = alloc * 2;
-            char *nb = realloc(b, na);
-            TSAFE_CHECK(nb != NULL, TSAFE_E_NOMEM);
-            b = nb;
-            alloc = na;
-        }
-        size_t got = fread(b + n, 1, alloc - 1 - n, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    TSAFE_CHECK(!ferror(f), TSAFE_E_IO);
-    TSAFE_CHECK(n <= cap, TSAFE_E_RANGE);
-    b[n] = '\0';
-    fclose(f);
-    *buf = b;
-    *len = n;
-    return TSAFE_OK;
-fail:
-    free(b);
-    fclose(f);
-    return st;
-}
-
 /* Absent and JSON null both read as "not given". */
 static json_t *field(json_t *obj, const char *key)
 {
@@ -181,12 +144,12 @@ tsafe_status tsafe_moe_config_parse_json(const char *text, size_t len, tsafe_moe
 tsafe_status tsafe_moe_config_load_json(const char *path, tsafe_moe_config *out)
 {
     TSAFE_REQUIRE(path != NULL && out != NULL, TSAFE_E_NULL);
-    char *buf = NULL;
+    uint8_t *buf = NULL;
     size_t len = 0;
-    tsafe_status st = tsafe_moe_read_file(path, CONFIG_JSON_CAP, &buf, &len);
+    tsafe_status st = tsafe_read_file(path, CONFIG_JSON_CAP, &buf, &len);
     if (st != TSAFE_OK)
         return st;
-    st = tsafe_moe_config_parse_json(buf, len, out);
+    st = tsafe_moe_config_parse_json((const char *)buf, len, out);
     free(buf);
     return st;
 }

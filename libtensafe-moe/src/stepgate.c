@@ -371,12 +371,12 @@ tsafe_status tsafe_stepgate_load_json(const char *path, tsafe_stepgate **out)
 {
     TSAFE_REQUIRE(path != NULL && out != NULL, TSAFE_E_NULL);
     *out = NULL;
-    char *buf = NULL;
+    uint8_t *buf = NULL;
     size_t len = 0;
-    tsafe_status st = tsafe_moe_read_file(path, SG_MAX_FILE, &buf, &len);
+    tsafe_status st = tsafe_read_file(path, SG_MAX_FILE, &buf, &len);
     if (st != TSAFE_OK)
         return st;
-    st = tsafe_stepgate_create_json(buf, len, out);
+    st = tsafe_stepgate_create_json((const char *)buf, len, out);
     free(buf);
     return st;
 }

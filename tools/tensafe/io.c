@@ -17,6 +17,7 @@
 
 #include "io.h"
 #include "bytes.h"
+#include "file.h"
 #ifdef TSAFE_WITH_CUDA
 #include "tensafe/cuda.h"
 #endif
@@ -119,41 +120,7 @@ tsafe_status io_read_file(const char *path, size_t cap, uint8_t **buf, size_t *l
     *len = 0;
     if (!strcmp(path, "-"))
         return read_stdin(cap, buf, len);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return errno_status(errno);
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return TSAFE_E_IO; /* a directory or a device: not a file to read */
-    }
-    if ((uint64_t)sb.st_size > cap) {
-        close(fd);
-        return TSAFE_E_RANGE;
-    }
-    size_t n = (size_t)sb.st_size;
-    uint8_t *b = malloc(n + 1);
-    if (!b) {
-        close(fd);
-        return TSAFE_E_NOMEM;
-    }
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, b + got, n - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            free(b);
-            close(fd);
-            return TSAFE_E_IO;
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    b[n] = 0;
-    *buf = b;
-    *len = n;
-    return TSAFE_OK;
+    return tsafe_read_file(path, cap, buf, len);
 }
 
 tsafe_status io_write_file(const char *path, const void *buf, size_t len, unsigned mode)

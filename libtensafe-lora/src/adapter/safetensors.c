@@ -457,43 +457,6 @@ tsafe_status tsafe_safetensors_parse(const void *data, size_t len,
     return finish(s, NULL, out);
 }
 
-tsafe_status tsafe_read_file(const char *path, size_t cap, uint8_t **data,
-                             size_t *len)
-{
-    tsafe_status st = TSAFE_OK;
-    uint8_t *buf = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return errno == ENOENT ? TSAFE_E_NOT_FOUND : TSAFE_E_IO;
-    size_t n = 0, capb = 4096;
-    buf = malloc(capb);
-    TSAFE_CHECK(buf, TSAFE_E_NOMEM);
-    for (;;) {
-        if (n == capb) {
-            TSAFE_CHECK(capb <= cap, TSAFE_E_SIZE_OVERFLOW);
-            size_t nc = capb * 2;
-            uint8_t *nb = realloc(buf, nc);
-            TSAFE_CHECK(nb, TSAFE_E_NOMEM);
-            buf = nb;
-            capb = nc;
-        }
-        size_t got = fread(buf + n, 1, capb - n, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    TSAFE_CHECK(!ferror(f), TSAFE_E_IO);
-    TSAFE_CHECK(n <= cap, TSAFE_E_SIZE_OVERFLOW);
-    fclose(f);
-    *data = buf;
-    *len = n;
-    return TSAFE_OK;
-fail:
-    fclose(f);
-    free(buf);
-    return st;
-}
-
 tsafe_status tsafe_write_file(const char *path, const void *data, size_t len)
 {
     FILE *f = fopen(path, "wb");
