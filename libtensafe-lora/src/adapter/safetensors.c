@@ -12,6 +12,7 @@
 
 #include "bytes.h"
 #include "detail.h"
+#include "json_get.h"
 #include "safetensors_internal.h"
 
 typedef struct {
@@ -124,12 +125,11 @@ int tsafe_convert_to_f32(tsafe_dtype dtype, const uint8_t *raw, size_t count,
 
 /* --------------------------------------------------------------- parsing */
 
+/* A non-negative JSON integer (offsets, shape entries). */
 static int json_uint(const json_t *v, uint64_t *out)
 {
-    if (!json_is_integer(v))
-        return 0;
-    json_int_t x = json_integer_value(v);
-    if (x < 0)
+    json_int_t x;
+    if (!tsafe_json_int_in(v, 0, (json_int_t)INT64_MAX, &x))
         return 0;
     *out = (uint64_t)x;
     return 1;

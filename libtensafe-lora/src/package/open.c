@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include "format.h"
+#include "json_get.h"
 #include "init.h"
 #include "tsafe_check.h"
 
@@ -86,13 +87,7 @@ static tsafe_status get_number(json_t *o, const char *key, double *out)
     json_t *v = json_object_get(o, key);
     if (!v)
         return TSAFE_E_MISSING_FIELD;
-    if (!json_is_number(v))
-        return TSAFE_E_FORMAT;
-    double d = json_number_value(v);
-    if (!isfinite(d))
-        return TSAFE_E_FORMAT;
-    *out = d;
-    return TSAFE_OK;
+    return tsafe_json_finite(v, out) ? TSAFE_OK : TSAFE_E_FORMAT;
 }
 
 static tsafe_status get_integer(json_t *o, const char *key, json_int_t lo,
@@ -101,13 +96,7 @@ static tsafe_status get_integer(json_t *o, const char *key, json_int_t lo,
     json_t *v = json_object_get(o, key);
     if (!v)
         return TSAFE_E_MISSING_FIELD;
-    if (!json_is_integer(v))
-        return TSAFE_E_FORMAT;
-    json_int_t x = json_integer_value(v);
-    if (x < lo || x > hi)
-        return TSAFE_E_FORMAT;
-    *out = x;
-    return TSAFE_OK;
+    return tsafe_json_int_in(v, lo, hi, out) ? TSAFE_OK : TSAFE_E_FORMAT;
 }
 
 static tsafe_status expect_string(json_t *o, const char *key, const char *want)
