@@ -91,28 +91,20 @@ int tsafe_convert_to_f32(tsafe_dtype dtype, const uint8_t *raw, size_t count,
 {
     switch (dtype) {
     case TSAFE_DTYPE_F32:
-        for (size_t i = 0; i < count; i++) {
-            uint32_t u = (uint32_t)raw[4 * i] | (uint32_t)raw[4 * i + 1] << 8 |
-                         (uint32_t)raw[4 * i + 2] << 16 |
-                         (uint32_t)raw[4 * i + 3] << 24;
-            memcpy(&out[i], &u, 4);
-        }
+        for (size_t i = 0; i < count; i++)
+            out[i] = tsafe_load_f32le(raw + 4 * i);
         return 1;
     case TSAFE_DTYPE_F16:
         for (size_t i = 0; i < count; i++)
-            out[i] = tsafe_f16_to_f32(
-                (uint16_t)(raw[2 * i] | (uint16_t)raw[2 * i + 1] << 8));
+            out[i] = tsafe_f16_to_f32(tsafe_load_le16(raw + 2 * i));
         return 1;
     case TSAFE_DTYPE_BF16:
         for (size_t i = 0; i < count; i++)
-            out[i] = tsafe_bf16_to_f32(
-                (uint16_t)(raw[2 * i] | (uint16_t)raw[2 * i + 1] << 8));
+            out[i] = tsafe_bf16_to_f32(tsafe_load_le16(raw + 2 * i));
         return 1;
     case TSAFE_DTYPE_F64:
         for (size_t i = 0; i < count; i++) {
-            uint64_t u = 0;
-            for (int b = 7; b >= 0; b--)
-                u = (u << 8) | raw[8 * i + (size_t)b];
+            uint64_t u = tsafe_load_le64(raw + 8 * i);
             double d;
             memcpy(&d, &u, 8);
             out[i] = (float)d;
