@@ -6,6 +6,7 @@
 #include <sodium.h>
 
 #include "clock.h"
+#include "cpu.h"
 #include "server_internal.h"
 #include "tsafe_check.h"
 
@@ -54,7 +55,7 @@ static void bt_times_u(const float *bt, const double *u, uint32_t rank, uint32_t
 {
     uint32_t from = 0;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (__builtin_cpu_supports("avx512f"))
+    if (tsafe_cpu_has_avx512f())
         from = bt_times_u_avx512(bt, u, rank, d_out, out);
 #endif
     bt_times_u_scalar(bt, u, rank, from, d_out, out);
