@@ -37,7 +37,8 @@ allow="${1:-scripts/include-allow.txt}"
 # <- ckks, bfv <- backend, and backend_internal.h is the dispatch hook the
 # schemes call; in lora, adapter objects are built by the package module,
 # both protocols frame through the wire module, every engine keys its
-# prepared forms on modules (engine/) and the in-process pair runs sessions).
+# prepared forms on modules (engine/), the in-process pair runs sessions and
+# the sealed client adds DP noise to its shares itself (dp/dp_release.h).
 INTERFACE='
 libtensafe-he-core/src/ring/ring.h
 libtensafe-he-core/src/ckks/ckks_internal.h
@@ -49,6 +50,7 @@ libtensafe-lora/src/wire/wire.h
 libtensafe-lora/src/wire/frame.h
 libtensafe-lora/src/engine/engine_internal.h
 libtensafe-lora/src/session/session_internal.h
+libtensafe-lora/src/dp/dp_release.h
 '
 COMMON=libtensafe-he-core/src/common
 

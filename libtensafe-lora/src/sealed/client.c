@@ -11,7 +11,7 @@
 #include "clock.h"
 #include "sealed_internal.h"
 #include "tsafe_check.h"
-#include "../dp/dp_internal.h"
+#include "../dp/dp_release.h"
 
 static void drop_keys(tsafe_sealed_client *c)
 {
