@@ -1,8 +1,13 @@
-/* GPU benchmark behind `tensafe bench cuda`: medians of CUDA-event timings
- * of the backend's kernels on buffers larger than L2, a small per-token
- * pipeline with plain launches vs a graph replay, transfer rates, and the
- * sealed path's ring operations (a batched mul_acc call, the modulus
- * switch) on a CKKS ring and on a BFV ring (tsafe_cuda_bench_bfv).
+/* GPU benchmark behind `tensafe bench cuda` (bench_cuda.h): medians of
+ * CUDA-event timings of the backend's kernels on buffers larger than L2, a
+ * small per-token pipeline with plain launches vs a graph replay, transfer
+ * rates, and the sealed path's ring operations (a batched mul_acc call, the
+ * modulus switch) on a CKKS ring and on a BFV ring (cuda_bench_bfv).
+ *
+ * A white-box benchmark: it times the CUDA library's kernel launchers
+ * directly (no dispatcher in between), through the library's private
+ * cuda_internal.cuh; the tool links the static libtensafe-he-cuda, where
+ * those hidden functions resolve.
  *
  * Reached through extern "C": nothing here may throw (no std containers,
  * whose bad_alloc would terminate the host process); memory comes from
@@ -11,9 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_cuda.h"
 #include "clock.h"
 #include "init.h"
-#include "cuda_internal.cuh"
+#include "../../libtensafe-he-cuda/src/cuda_internal.cuh"
 
 namespace {
 
@@ -88,8 +94,8 @@ void random_limbs(const tsafe_cuda_tables &tb, uint64_t *w, size_t n_polys,
 }
 
 /* Defaults filled in, ranges checked. */
-tsafe_status bench_config(const tsafe_cuda_bench_config *cfg,
-                          tsafe_cuda_bench_config *c)
+tsafe_status bench_config(const cuda_bench_config *cfg,
+                          cuda_bench_config *c)
 {
     memset(c, 0, sizeof(*c));
     if (cfg)
@@ -128,7 +134,7 @@ size_t big_polys(size_t min_bytes, uint32_t L, size_t limb_bytes,
  * out_mem (room for P x (L-1)), on any ring. */
 tsafe_status bench_ring_ops(bench_env &env, tsafe_backend *be, uint32_t L,
                             size_t P, const tsafe_buffer *in, void *out_mem,
-                            uint64_t *host, tsafe_cuda_bench_result *out)
+                            uint64_t *host, cuda_bench_result *out)
 {
     tsafe_cuda_backend *cb = env.cb;
     const tsafe_cuda_tables &tb = cb->tables;
@@ -189,7 +195,7 @@ tsafe_status bench_ring_ops(bench_env &env, tsafe_backend *be, uint32_t L,
     return st;
 }
 
-tsafe_status device_info(int device, tsafe_cuda_bench_result *out)
+tsafe_status device_info(int device, cuda_bench_result *out)
 {
     cudaDeviceProp prop;
     cudaError_t e = cudaGetDeviceProperties(&prop, device);
@@ -205,8 +211,8 @@ tsafe_status device_info(int device, tsafe_cuda_bench_result *out)
 
 /* Both benches start alike: a zeroed result, the checked configuration,
  * libsodium ready (the inputs are drawn from it). */
-tsafe_status bench_start(const tsafe_cuda_bench_config *cfg, tsafe_cuda_bench_config *c,
-                         tsafe_cuda_bench_result *out)
+tsafe_status bench_start(const cuda_bench_config *cfg, cuda_bench_config *c,
+                         cuda_bench_result *out)
 {
     memset(out, 0, sizeof(*out));
     tsafe_status st = bench_config(cfg, c);
@@ -215,65 +221,48 @@ tsafe_status bench_start(const tsafe_cuda_bench_config *cfg, tsafe_cuda_bench_co
     return tsafe_sodium_ready();
 }
 
-} // namespace
-
-extern "C" TSAFE_API tsafe_status tsafe_cuda_bench(
-    const tsafe_context *ctx, int device, const tsafe_cuda_bench_config *cfg,
-    tsafe_cuda_bench_result *out)
+/* Device facts, CUDA events, and the size of the big buffers: P
+ * polynomials of L limbs (at least cfg->min_buffer_bytes, default 4 x L2)
+ * of *words words each buffer. */
+tsafe_status size_buffers(bench_env &env, int device, uint32_t L, cuda_bench_config *c,
+                          cuda_bench_result *out, size_t *P, size_t *words)
 {
-    if (!ctx || !out)
-        return TSAFE_E_NULL;
-    tsafe_cuda_bench_config c;
-    tsafe_status st0 = bench_start(cfg, &c, out);
-    if (st0 != TSAFE_OK)
-        return st0;
-
-    tsafe_backend *be = NULL;
-    tsafe_status st = tsafe_backend_cuda_create(ctx, device, &be);
-    if (st != TSAFE_OK)
-        return st;
-    tsafe_cuda_backend *cb = tsafe_cuda_state(be);
-    tsafe_cuda_device_guard g(device);
-    if (g.err != cudaSuccess) {
-        st = tsafe_cuda_fail(g.err, "cudaSetDevice");
-        tsafe_backend_free(be);
-        return st;
-    }
-    bench_env env = {cb, NULL, NULL, c.reps, c.warmup};
-    tsafe_buffer *A = NULL, *B = NULL, *C = NULL, *ct = NULL, *pts = NULL,
-                 *prod = NULL, *res = NULL;
-    uint64_t *host = NULL, *host2 = NULL;
-    const tsafe_cuda_tables &tb = cb->tables;
-    uint32_t L = tsafe_context_max_level(ctx) + 1;
-    size_t limb_bytes = tb.n * sizeof(uint64_t), words, P;
-    const uint32_t n_pt = 8;
-    double t0, us = 0;
+    const tsafe_cuda_tables &tb = env.cb->tables;
     size_t free_b = 0, total_b = 0;
-
+    tsafe_status st = TSAFE_OK;
     TSAFE_TRY(device_info(device, out));
     out->log_n = tb.log_n;
     out->n_limbs = L;
-    out->reps = c.reps;
-    out->ntt_passes = cb->plan.n_passes;
+    out->reps = c->reps;
     TSAFE_CUDA_TRY(cudaEventCreate(&env.ev0));
     TSAFE_CUDA_TRY(cudaEventCreate(&env.ev1));
     TSAFE_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+    if (!c->min_buffer_bytes)
+        c->min_buffer_bytes = out->l2_bytes ? 4 * out->l2_bytes : (256u << 20);
+    *P = big_polys(c->min_buffer_bytes, L, tb.n * sizeof(uint64_t), free_b);
+    out->n_polys = *P;
+    *words = *P * L * tb.n;
+    out->buffer_mib = (double)(*words * sizeof(uint64_t)) / (1 << 20);
+fail:
+    return st;
+}
 
-    if (!c.min_buffer_bytes)
-        c.min_buffer_bytes = out->l2_bytes ? 4 * out->l2_bytes : (256u << 20);
-    P = big_polys(c.min_buffer_bytes, L, limb_bytes, free_b);
-    out->n_polys = P;
-    words = P * L * tb.n;
-    out->buffer_mib = (double)(words * sizeof(uint64_t)) / (1 << 20);
+void events_free(bench_env &env)
+{
+    if (env.ev0)
+        tsafe_cuda_ignore(cudaEventDestroy(env.ev0));
+    if (env.ev1)
+        tsafe_cuda_ignore(cudaEventDestroy(env.ev1));
+}
 
-    TSAFE_TRY(tsafe_buffer_alloc(be, P, L, &A));
-    TSAFE_TRY(tsafe_buffer_alloc(be, P, L, &B));
-    TSAFE_TRY(tsafe_buffer_alloc(be, P, L, &C));
-    host = (uint64_t *)malloc(words * sizeof(uint64_t));
-    host2 = (uint64_t *)malloc(words * sizeof(uint64_t));
-    TSAFE_CHECK(host && host2, TSAFE_E_NOMEM);
-
-    /* transfers (host clock around synchronous completion) */
+/* Transfer rates (host clock around synchronous completion) with A, then
+ * fresh random limbs into B; host keeps A's contents. */
+tsafe_status bench_transfers(tsafe_backend *be, const tsafe_cuda_tables &tb, tsafe_buffer *A,
+                             tsafe_buffer *B, uint64_t *host, uint64_t *host2, size_t P,
+                             uint32_t L, size_t words, cuda_bench_result *out)
+{
+    tsafe_status st = TSAFE_OK;
+    double t0;
     random_limbs(tb, host, P, L);
     TSAFE_TRY(tsafe_backend_synchronize(be));
     t0 = tsafe_now_s();
@@ -290,53 +279,76 @@ extern "C" TSAFE_API tsafe_status tsafe_cuda_bench(
     TSAFE_CHECK(memcmp(host, host2, words * 8) == 0, TSAFE_E_DEVICE);
     random_limbs(tb, host2, P, L);
     TSAFE_TRY(tsafe_buffer_upload(B, host2, words));
+fail:
+    return st;
+}
 
-    /* correctness spot check: inverse(forward(x)) == x */
-    TSAFE_CUDA_TRY(cudaMemcpyAsync(C->mem, A->mem, words * 8,
-                                   cudaMemcpyDeviceToDevice, cb->stream));
+/* Correctness spot check (inverse(forward(x)) == x into C), then the
+ * batched kernels on the big buffers: NTT both ways, mul, add, rescale. */
+tsafe_status bench_kernels(bench_env &env, tsafe_backend *be, tsafe_buffer *A, tsafe_buffer *B,
+                           tsafe_buffer *C, const uint64_t *host, uint64_t *host2, size_t P,
+                           uint32_t L, size_t words, cuda_bench_result *out)
+{
+    tsafe_cuda_backend *cb = env.cb;
+    uint64_t *a = (uint64_t *)A->mem, *b = (uint64_t *)B->mem, *o = (uint64_t *)C->mem;
+    uint64_t stride = (uint64_t)L * cb->tables.n;
+    double limbs = (double)(P * L), us = 0;
+    tsafe_status st = TSAFE_OK;
+    TSAFE_CUDA_TRY(cudaMemcpyAsync(C->mem, A->mem, words * 8, cudaMemcpyDeviceToDevice,
+                                   cb->stream));
     TSAFE_TRY(tsafe_backend_ntt_forward(be, C));
     TSAFE_TRY(tsafe_backend_ntt_inverse(be, C));
     TSAFE_TRY(tsafe_buffer_download(C, host2, words));
     out->roundtrip_ok = memcmp(host, host2, words * 8) == 0;
-
-    {
-        uint64_t *a = (uint64_t *)A->mem, *b = (uint64_t *)B->mem,
-                 *o = (uint64_t *)C->mem;
-        uint64_t stride = (uint64_t)L * tb.n;
-        double limbs = (double)(P * L);
-        TSAFE_TRY(time_op(env, [&] {
-            return tsafe_cuda_ntt_launch(cb, 1, a, stride, a, stride, P, L, 0,
-                                         NULL);
-        }, &us));
-        out->ntt_fwd_us_per_limb = us / limbs;
-        out->ntt_fwd_gbps = 2.0 * cb->plan.n_passes * (double)(words * 8) /
-                            (us * 1e-6) / 1e9;
-        TSAFE_TRY(time_op(env, [&] {
-            return tsafe_cuda_ntt_launch(cb, 0, a, stride, a, stride, P, L, 0,
-                                         NULL);
-        }, &us));
-        out->ntt_inv_us_per_limb = us / limbs;
-        TSAFE_TRY(time_op(env, [&] {
-            return tsafe_cuda_elementwise_launch(cb, TSAFE_OP_MUL, o, a, b, P,
-                                                 P, L);
-        }, &us));
-        out->mul_us_per_limb = us / limbs;
-        out->mul_gbps = 3.0 * (double)(words * 8) / (us * 1e-6) / 1e9;
-        TSAFE_TRY(time_op(env, [&] {
-            return tsafe_cuda_elementwise_launch(cb, TSAFE_OP_ADD, o, a, b, P,
-                                                 P, L);
-        }, &us));
-        out->add_us_per_limb = us / limbs;
-        if (L >= 2) {
-            TSAFE_TRY(time_op(env, [&] {
-                return tsafe_cuda_rescale_launch(cb, o, a, P, L);
-            }, &us));
-            out->rescale_us_per_poly = us / (double)P;
-        }
+    TSAFE_TRY(time_op(env, [&] {
+        return tsafe_cuda_ntt_launch(cb, 1, a, stride, a, stride, P, L, 0, NULL);
+    }, &us));
+    out->ntt_fwd_us_per_limb = us / limbs;
+    out->ntt_fwd_gbps = 2.0 * cb->plan.n_passes * (double)(words * 8) / (us * 1e-6) / 1e9;
+    TSAFE_TRY(time_op(env, [&] {
+        return tsafe_cuda_ntt_launch(cb, 0, a, stride, a, stride, P, L, 0, NULL);
+    }, &us));
+    out->ntt_inv_us_per_limb = us / limbs;
+    TSAFE_TRY(time_op(env, [&] {
+        return tsafe_cuda_elementwise_launch(cb, TSAFE_OP_MUL, o, a, b, P, P, L);
+    }, &us));
+    out->mul_us_per_limb = us / limbs;
+    out->mul_gbps = 3.0 * (double)(words * 8) / (us * 1e-6) / 1e9;
+    TSAFE_TRY(time_op(env, [&] {
+        return tsafe_cuda_elementwise_launch(cb, TSAFE_OP_ADD, o, a, b, P, P, L);
+    }, &us));
+    out->add_us_per_limb = us / limbs;
+    if (L >= 2) {
+        TSAFE_TRY(time_op(env, [&] { return tsafe_cuda_rescale_launch(cb, o, a, P, L); }, &us));
+        out->rescale_us_per_poly = us / (double)P;
     }
-    TSAFE_TRY(bench_ring_ops(env, be, L, P, A, C->mem, host, out));
+fail:
+    return st;
+}
 
-    /* per-token pipeline: ct (2 polys) x n_pt plaintexts, rescale each */
+/* The per-token pipeline: ct (2 polys) x n_pt plaintexts, rescale each;
+ * iters runs with plain launches, then as one captured graph replayed. */
+tsafe_status bench_pipeline(bench_env &env, tsafe_backend *be, uint32_t L, uint64_t *host,
+                            uint32_t iters, cuda_bench_result *out)
+{
+    tsafe_cuda_backend *cb = env.cb;
+    const tsafe_cuda_tables &tb = cb->tables;
+    const uint32_t n_pt = 8;
+    size_t pw = (size_t)L * tb.n; /* words per polynomial */
+    tsafe_buffer *ct = NULL, *pts = NULL, *prod = NULL, *res = NULL;
+    double us = 0;
+    tsafe_status st = TSAFE_OK;
+    auto pipeline = [&]() -> tsafe_status {
+        tsafe_status s2 = TSAFE_OK;
+        for (uint32_t j = 0; j < n_pt && s2 == TSAFE_OK; j++)
+            s2 = tsafe_cuda_elementwise_launch(
+                cb, TSAFE_OP_MUL, (uint64_t *)prod->mem + 2 * j * pw,
+                (const uint64_t *)ct->mem, (const uint64_t *)pts->mem + j * pw, 2, 1, L);
+        if (s2 == TSAFE_OK && res)
+            s2 = tsafe_cuda_rescale_launch(cb, (uint64_t *)res->mem,
+                                           (const uint64_t *)prod->mem, 2 * n_pt, L);
+        return s2;
+    };
     TSAFE_TRY(tsafe_buffer_alloc(be, 2, L, &ct));
     TSAFE_TRY(tsafe_buffer_alloc(be, n_pt, L, &pts));
     TSAFE_TRY(tsafe_buffer_alloc(be, 2 * n_pt, L, &prod));
@@ -346,74 +358,99 @@ extern "C" TSAFE_API tsafe_status tsafe_cuda_bench(
     TSAFE_TRY(tsafe_buffer_upload(ct, host, 2 * L * tb.n));
     random_limbs(tb, host, n_pt, L);
     TSAFE_TRY(tsafe_buffer_upload(pts, host, n_pt * L * tb.n));
+    TSAFE_TRY(time_op(env, [&] {
+        tsafe_status s2 = TSAFE_OK;
+        for (uint32_t it = 0; it < iters && s2 == TSAFE_OK; it++)
+            s2 = pipeline();
+        return s2;
+    }, &us));
+    out->pipeline_plain_us = us / iters;
+    TSAFE_TRY(tsafe_cuda_graph_begin(be));
+    st = pipeline();
     {
-        size_t pw = (size_t)L * tb.n; /* words per polynomial */
-        auto pipeline = [&]() -> tsafe_status {
-            tsafe_status s2 = TSAFE_OK;
-            for (uint32_t j = 0; j < n_pt && s2 == TSAFE_OK; j++)
-                s2 = tsafe_cuda_elementwise_launch(
-                    cb, TSAFE_OP_MUL, (uint64_t *)prod->mem + 2 * j * pw,
-                    (const uint64_t *)ct->mem, (const uint64_t *)pts->mem + j * pw,
-                    2, 1, L);
-            if (s2 == TSAFE_OK && res)
-                s2 = tsafe_cuda_rescale_launch(cb, (uint64_t *)res->mem,
-                                               (const uint64_t *)prod->mem,
-                                               2 * n_pt, L);
-            return s2;
-        };
-        uint32_t iters = c.pipeline_iters;
-        TSAFE_TRY(time_op(env, [&] {
-            tsafe_status s2 = TSAFE_OK;
-            for (uint32_t it = 0; it < iters && s2 == TSAFE_OK; it++)
-                s2 = pipeline();
-            return s2;
-        }, &us));
-        out->pipeline_plain_us = us / iters;
-        TSAFE_TRY(tsafe_cuda_graph_begin(be));
-        st = pipeline();
-        {
-            tsafe_status s_end = tsafe_cuda_graph_end(be);
-            if (st == TSAFE_OK)
-                st = s_end;
-        }
-        if (st != TSAFE_OK)
-            goto fail;
-        TSAFE_TRY(time_op(env, [&] {
-            for (uint32_t it = 0; it < iters; it++) {
-                cudaError_t e = cudaGraphLaunch(cb->graph_exec, cb->stream);
-                if (e != cudaSuccess)
-                    return tsafe_cuda_fail(e, "cudaGraphLaunch");
-            }
-            return TSAFE_OK;
-        }, &us));
-        out->pipeline_graph_us = us / iters;
+        tsafe_status s_end = tsafe_cuda_graph_end(be);
+        if (st == TSAFE_OK)
+            st = s_end;
     }
-    st = TSAFE_OK;
+    if (st != TSAFE_OK)
+        goto fail;
+    TSAFE_TRY(time_op(env, [&] {
+        for (uint32_t it = 0; it < iters; it++) {
+            cudaError_t e = cudaGraphLaunch(cb->graph_exec, cb->stream);
+            if (e != cudaSuccess)
+                return tsafe_cuda_fail(e, "cudaGraphLaunch");
+        }
+        return TSAFE_OK;
+    }, &us));
+    out->pipeline_graph_us = us / iters;
 fail:
     tsafe_buffer_free(res);
     tsafe_buffer_free(prod);
     tsafe_buffer_free(pts);
     tsafe_buffer_free(ct);
+    return st;
+}
+
+} // namespace
+
+extern "C" tsafe_status cuda_bench_ckks(
+    const tsafe_context *ctx, int device, const cuda_bench_config *cfg,
+    cuda_bench_result *out)
+{
+    if (!ctx || !out)
+        return TSAFE_E_NULL;
+    cuda_bench_config c;
+    tsafe_status st0 = bench_start(cfg, &c, out);
+    if (st0 != TSAFE_OK)
+        return st0;
+
+    tsafe_backend *be = NULL;
+    tsafe_status st = tsafe_backend_cuda_create(ctx, device, &be);
+    if (st != TSAFE_OK)
+        return st;
+    tsafe_cuda_backend *cb = tsafe_cuda_state(be);
+    tsafe_cuda_device_guard g(device);
+    if (g.err != cudaSuccess) {
+        st = tsafe_cuda_fail(g.err, "cudaSetDevice");
+        tsafe_backend_free(be);
+        return st;
+    }
+    bench_env env = {cb, NULL, NULL, c.reps, c.warmup};
+    tsafe_buffer *A = NULL, *B = NULL, *C = NULL;
+    uint64_t *host = NULL, *host2 = NULL;
+    uint32_t L = tsafe_context_max_level(ctx) + 1;
+    size_t words = 0, P = 0;
+
+    TSAFE_TRY(size_buffers(env, device, L, &c, out, &P, &words));
+    out->ntt_passes = cb->plan.n_passes;
+    TSAFE_TRY(tsafe_buffer_alloc(be, P, L, &A));
+    TSAFE_TRY(tsafe_buffer_alloc(be, P, L, &B));
+    TSAFE_TRY(tsafe_buffer_alloc(be, P, L, &C));
+    host = (uint64_t *)malloc(words * sizeof(uint64_t));
+    host2 = (uint64_t *)malloc(words * sizeof(uint64_t));
+    TSAFE_CHECK(host && host2, TSAFE_E_NOMEM);
+    TSAFE_TRY(bench_transfers(be, cb->tables, A, B, host, host2, P, L, words, out));
+    TSAFE_TRY(bench_kernels(env, be, A, B, C, host, host2, P, L, words, out));
+    TSAFE_TRY(bench_ring_ops(env, be, L, P, A, C->mem, host, out));
+    TSAFE_TRY(bench_pipeline(env, be, L, host, c.pipeline_iters, out));
+fail:
     tsafe_buffer_free(C);
     tsafe_buffer_free(B);
     tsafe_buffer_free(A);
     free(host);
     free(host2);
-    if (env.ev0)
-        tsafe_cuda_ignore(cudaEventDestroy(env.ev0));
-    if (env.ev1)
-        tsafe_cuda_ignore(cudaEventDestroy(env.ev1));
+    events_free(env);
     tsafe_backend_free(be);
     return st;
 }
 
-extern "C" TSAFE_API tsafe_status tsafe_cuda_bench_bfv(
-    const tsafe_bfv_context *ctx, int device, const tsafe_cuda_bench_config *cfg,
-    tsafe_cuda_bench_result *out)
+extern "C" tsafe_status cuda_bench_bfv(
+    const tsafe_bfv_context *ctx, int device, const cuda_bench_config *cfg,
+    cuda_bench_result *out)
 {
     if (!ctx || !out)
         return TSAFE_E_NULL;
-    tsafe_cuda_bench_config c;
+    cuda_bench_config c;
     tsafe_status st = bench_start(cfg, &c, out);
     if (st != TSAFE_OK)
         return st;
@@ -431,23 +468,11 @@ extern "C" TSAFE_API tsafe_status tsafe_cuda_bench_bfv(
     bench_env env = {cb, NULL, NULL, c.reps, c.warmup};
     const tsafe_cuda_tables &tb = cb->tables;
     const uint32_t L = tb.n_primes; /* 2: q0, q1 */
-    size_t limb_bytes = tb.n * sizeof(uint64_t), free_b = 0, total_b = 0, P, words;
+    size_t P = 0, words = 0;
     tsafe_buffer *A = NULL, *C = NULL;
     uint64_t *host = NULL;
 
-    TSAFE_TRY(device_info(device, out));
-    out->log_n = tb.log_n;
-    out->n_limbs = L;
-    out->reps = c.reps;
-    TSAFE_CUDA_TRY(cudaEventCreate(&env.ev0));
-    TSAFE_CUDA_TRY(cudaEventCreate(&env.ev1));
-    TSAFE_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
-    if (!c.min_buffer_bytes)
-        c.min_buffer_bytes = out->l2_bytes ? 4 * out->l2_bytes : (256u << 20);
-    P = big_polys(c.min_buffer_bytes, L, limb_bytes, free_b);
-    out->n_polys = P;
-    words = P * L * tb.n;
-    out->buffer_mib = (double)(words * sizeof(uint64_t)) / (1 << 20);
+    TSAFE_TRY(size_buffers(env, device, L, &c, out, &P, &words));
     TSAFE_TRY(tsafe_buffer_alloc(be, P, L, &A));
     TSAFE_TRY(tsafe_buffer_alloc(be, P, L, &C));
     host = (uint64_t *)malloc(words * sizeof(uint64_t));
@@ -460,10 +485,7 @@ fail:
     tsafe_buffer_free(C);
     tsafe_buffer_free(A);
     free(host);
-    if (env.ev0)
-        tsafe_cuda_ignore(cudaEventDestroy(env.ev0));
-    if (env.ev1)
-        tsafe_cuda_ignore(cudaEventDestroy(env.ev1));
+    events_free(env);
     tsafe_backend_free(be);
     return st;
 }
