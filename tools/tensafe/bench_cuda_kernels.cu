@@ -391,37 +391,17 @@ fail:
     return st;
 }
 
-} // namespace
-
-extern "C" tsafe_status cuda_bench_ckks(
-    const tsafe_context *ctx, int device, const cuda_bench_config *cfg,
-    cuda_bench_result *out)
+/* The CKKS bench on its backend: transfers, kernels, ring ops, pipeline
+ * over P polynomials of L limbs (P from size_buffers). */
+tsafe_status run_ckks(bench_env &env, tsafe_backend *be, int device, uint32_t L,
+                      cuda_bench_config *c, cuda_bench_result *out)
 {
-    if (!ctx || !out)
-        return TSAFE_E_NULL;
-    cuda_bench_config c;
-    tsafe_status st0 = bench_start(cfg, &c, out);
-    if (st0 != TSAFE_OK)
-        return st0;
-
-    tsafe_backend *be = NULL;
-    tsafe_status st = tsafe_backend_cuda_create(ctx, device, &be);
-    if (st != TSAFE_OK)
-        return st;
-    tsafe_cuda_backend *cb = tsafe_cuda_state(be);
-    tsafe_cuda_device_guard g(device);
-    if (g.err != cudaSuccess) {
-        st = tsafe_cuda_fail(g.err, "cudaSetDevice");
-        tsafe_backend_free(be);
-        return st;
-    }
-    bench_env env = {cb, NULL, NULL, c.reps, c.warmup};
+    tsafe_cuda_backend *cb = env.cb;
     tsafe_buffer *A = NULL, *B = NULL, *C = NULL;
     uint64_t *host = NULL, *host2 = NULL;
-    uint32_t L = tsafe_context_max_level(ctx) + 1;
     size_t words = 0, P = 0;
-
-    TSAFE_TRY(size_buffers(env, device, L, &c, out, &P, &words));
+    tsafe_status st = TSAFE_OK;
+    TSAFE_TRY(size_buffers(env, device, L, c, out, &P, &words));
     out->ntt_passes = cb->plan.n_passes;
     TSAFE_TRY(tsafe_buffer_alloc(be, P, L, &A));
     TSAFE_TRY(tsafe_buffer_alloc(be, P, L, &B));
@@ -432,30 +412,57 @@ extern "C" tsafe_status cuda_bench_ckks(
     TSAFE_TRY(bench_transfers(be, cb->tables, A, B, host, host2, P, L, words, out));
     TSAFE_TRY(bench_kernels(env, be, A, B, C, host, host2, P, L, words, out));
     TSAFE_TRY(bench_ring_ops(env, be, L, P, A, C->mem, host, out));
-    TSAFE_TRY(bench_pipeline(env, be, L, host, c.pipeline_iters, out));
+    TSAFE_TRY(bench_pipeline(env, be, L, host, c->pipeline_iters, out));
 fail:
     tsafe_buffer_free(C);
     tsafe_buffer_free(B);
     tsafe_buffer_free(A);
     free(host);
     free(host2);
-    events_free(env);
-    tsafe_backend_free(be);
     return st;
 }
 
-extern "C" tsafe_status cuda_bench_bfv(
-    const tsafe_bfv_context *ctx, int device, const cuda_bench_config *cfg,
-    cuda_bench_result *out)
+/* The BFV bench: the ring ops (mul_acc batch, mod_switch) only. */
+tsafe_status run_bfv(bench_env &env, tsafe_backend *be, int device, uint32_t L,
+                     cuda_bench_config *c, cuda_bench_result *out)
 {
-    if (!ctx || !out)
-        return TSAFE_E_NULL;
+    const tsafe_cuda_tables &tb = env.cb->tables;
+    size_t P = 0, words = 0;
+    tsafe_buffer *A = NULL, *C = NULL;
+    uint64_t *host = NULL;
+    tsafe_status st = TSAFE_OK;
+    TSAFE_TRY(size_buffers(env, device, L, c, out, &P, &words));
+    TSAFE_TRY(tsafe_buffer_alloc(be, P, L, &A));
+    TSAFE_TRY(tsafe_buffer_alloc(be, P, L, &C));
+    host = (uint64_t *)malloc(words * sizeof(uint64_t));
+    TSAFE_CHECK(host, TSAFE_E_NOMEM);
+    random_limbs(tb, host, P, L);
+    TSAFE_TRY(tsafe_buffer_upload(A, host, words));
+    TSAFE_TRY(bench_ring_ops(env, be, L, P, A, C->mem, host, out));
+fail:
+    tsafe_buffer_free(C);
+    tsafe_buffer_free(A);
+    free(host);
+    return st;
+}
+
+typedef tsafe_status (*bench_body)(bench_env &env, tsafe_backend *be, int device, uint32_t L,
+                                   cuda_bench_config *c, cuda_bench_result *out);
+
+/* Both benches run alike: bench_start, a CUDA backend for exactly one of
+ * ckks / bfv on device (made current for the run), the body on all the
+ * ring's limbs (CKKS: every level; BFV: q0, q1), then the events and the
+ * backend freed. */
+tsafe_status bench_run(const tsafe_context *ckks, const tsafe_bfv_context *bfv, int device,
+                       const cuda_bench_config *cfg, cuda_bench_result *out, bench_body body)
+{
     cuda_bench_config c;
+    tsafe_backend *be = NULL;
     tsafe_status st = bench_start(cfg, &c, out);
     if (st != TSAFE_OK)
         return st;
-    tsafe_backend *be = NULL;
-    st = tsafe_backend_cuda_create_bfv(ctx, device, &be);
+    st = ckks ? tsafe_backend_cuda_create(ckks, device, &be)
+              : tsafe_backend_cuda_create_bfv(bfv, device, &be);
     if (st != TSAFE_OK)
         return st;
     tsafe_cuda_backend *cb = tsafe_cuda_state(be);
@@ -466,26 +473,29 @@ extern "C" tsafe_status cuda_bench_bfv(
         return st;
     }
     bench_env env = {cb, NULL, NULL, c.reps, c.warmup};
-    const tsafe_cuda_tables &tb = cb->tables;
-    const uint32_t L = tb.n_primes; /* 2: q0, q1 */
-    size_t P = 0, words = 0;
-    tsafe_buffer *A = NULL, *C = NULL;
-    uint64_t *host = NULL;
-
-    TSAFE_TRY(size_buffers(env, device, L, &c, out, &P, &words));
-    TSAFE_TRY(tsafe_buffer_alloc(be, P, L, &A));
-    TSAFE_TRY(tsafe_buffer_alloc(be, P, L, &C));
-    host = (uint64_t *)malloc(words * sizeof(uint64_t));
-    TSAFE_CHECK(host, TSAFE_E_NOMEM);
-    random_limbs(tb, host, P, L);
-    TSAFE_TRY(tsafe_buffer_upload(A, host, words));
-    TSAFE_TRY(bench_ring_ops(env, be, L, P, A, C->mem, host, out));
-    st = TSAFE_OK;
-fail:
-    tsafe_buffer_free(C);
-    tsafe_buffer_free(A);
-    free(host);
+    uint32_t L = ckks ? tsafe_context_max_level(ckks) + 1 : cb->tables.n_primes;
+    st = body(env, be, device, L, &c, out);
     events_free(env);
     tsafe_backend_free(be);
     return st;
+}
+
+} // namespace
+
+extern "C" tsafe_status cuda_bench_ckks(
+    const tsafe_context *ctx, int device, const cuda_bench_config *cfg,
+    cuda_bench_result *out)
+{
+    if (!ctx || !out)
+        return TSAFE_E_NULL;
+    return bench_run(ctx, NULL, device, cfg, out, run_ckks);
+}
+
+extern "C" tsafe_status cuda_bench_bfv(
+    const tsafe_bfv_context *ctx, int device, const cuda_bench_config *cfg,
+    cuda_bench_result *out)
+{
+    if (!ctx || !out)
+        return TSAFE_E_NULL;
+    return bench_run(NULL, ctx, device, cfg, out, run_bfv);
 }
