@@ -55,9 +55,9 @@ void tsafe_wbuf_u32(tsafe_wbuf *w, uint32_t v)
 
 void tsafe_wbuf_f32(tsafe_wbuf *w, float f)
 {
-    uint32_t v;
-    memcpy(&v, &f, 4);
-    tsafe_wbuf_u32(w, v);
+    uint8_t *p = tsafe_wbuf_reserve(w, 4);
+    if (p)
+        tsafe_store_f32le(p, f);
 }
 
 void tsafe_wbuf_header(tsafe_wbuf *w, uint8_t kind)
@@ -83,19 +83,13 @@ const uint8_t *tsafe_rbuf_take(tsafe_rbuf *r, size_t n)
 int tsafe_rbuf_u32(tsafe_rbuf *r, uint32_t *v)
 {
     const uint8_t *p = tsafe_rbuf_take(r, 4);
-    if (!p)
-        return 0;
-    *v = tsafe_load_le32(p);
-    return 1;
+    return p ? (*v = tsafe_load_le32(p), 1) : 0;
 }
 
 int tsafe_rbuf_f32(tsafe_rbuf *r, float *f)
 {
-    uint32_t v;
-    if (!tsafe_rbuf_u32(r, &v))
-        return 0;
-    memcpy(f, &v, 4);
-    return 1;
+    const uint8_t *p = tsafe_rbuf_take(r, 4);
+    return p ? (*f = tsafe_load_f32le(p), 1) : 0;
 }
 
 tsafe_status tsafe_rbuf_header(tsafe_rbuf *r, uint8_t kind)
@@ -138,17 +132,14 @@ void tsafe_wbuf_bytes(tsafe_wbuf *w, const void *src, size_t n)
 int tsafe_rbuf_u64(tsafe_rbuf *r, uint64_t *v)
 {
     const uint8_t *p = tsafe_rbuf_take(r, 8);
-    if (!p)
-        return 0;
-    *v = tsafe_load_le64(p);
-    return 1;
+    return p ? (*v = tsafe_load_le64(p), 1) : 0;
 }
 
 int tsafe_rbuf_f64(tsafe_rbuf *r, double *d)
 {
     uint64_t v;
-    if (!tsafe_rbuf_u64(r, &v))
-        return 0;
-    memcpy(d, &v, 8);
-    return 1;
+    int ok = tsafe_rbuf_u64(r, &v);
+    if (ok)
+        memcpy(d, &v, 8);
+    return ok;
 }
