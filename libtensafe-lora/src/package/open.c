@@ -137,17 +137,17 @@ static tsafe_status get_patterns(json_t *o, const char *name, int is_rank,
     for (size_t i = 0; i < n; i++) {
         json_t *pair = json_array_get(a, i), *k = json_array_get(pair, 0),
                *v = json_array_get(pair, 1);
+        json_int_t rank = 0;
+        double value = 0;
         TSAFE_CHECK(json_is_array(pair) && json_array_size(pair) == 2 && json_is_string(k) &&
-                        (is_rank ? json_is_integer(v) : json_is_number(v)),
+                        (is_rank ? tsafe_json_int_in(v, 1, PKG_MAX_PATTERN_RANK, &rank)
+                                 : tsafe_json_finite(v, &value)),
                     TSAFE_E_FORMAT);
         size_t kl = json_string_length(k);
         TSAFE_CHECK(kl > 0 && kl <= TSAFE_PACKAGE_MAX_STRING &&
                         !memchr(json_string_value(k), '\0', kl),
                     TSAFE_E_FORMAT);
-        TSAFE_CHECK(!is_rank || (json_integer_value(v) >= 1 &&
-                                 json_integer_value(v) <= (json_int_t)PKG_MAX_PATTERN_RANK),
-                    TSAFE_E_FORMAT);
-        p[i].value = json_number_value(v);
+        p[i].value = is_rank ? (double)rank : value;
         p[i].key = dup_n(json_string_value(k), kl);
         TSAFE_CHECK(p[i].key, TSAFE_E_NOMEM);
     }
