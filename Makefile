@@ -89,6 +89,8 @@ CUDA_C_SRC := $(shell find libtensafe-he-cuda/src -name '*.c' 2>/dev/null | sort
 CUDA_CU_SRC := $(shell find libtensafe-he-cuda/src -name '*.cu' 2>/dev/null | sort)
 TOOL_SRC := $(shell find tools/tensafe -name '*.c' 2>/dev/null | sort)
 TOOL_CXX_SRC := $(shell find tools/tensafe -name '*.cpp' 2>/dev/null | sort)
+# the GPU side of `tensafe bench cuda`: built only with the CUDA library
+TOOL_CU_SRC := $(if $(filter 1,$(WITH_CUDA)),$(shell find tools/tensafe -name '*.cu' 2>/dev/null | sort))
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
@@ -99,7 +101,9 @@ MOE_OBJ := $(call obj,$(MOE_SRC))
 CUDA_OBJ := $(call obj,$(CUDA_C_SRC)) $(patsubst %.cu,$(BUILD)/obj/%.o,$(CUDA_CU_SRC))
 # tool and test objects see TSAFE_WITH_CUDA: keep each setting's objects apart
 TOBJ = $(BUILD)/obj-cuda$(WITH_CUDA)
-TOOL_OBJ = $(patsubst %.c,$(TOBJ)/%.o,$(TOOL_SRC)) $(patsubst %.cpp,$(TOBJ)/%.o,$(TOOL_CXX_SRC))
+TOOL_CU_OBJ = $(patsubst %.cu,$(TOBJ)/%.o,$(TOOL_CU_SRC))
+TOOL_OBJ = $(patsubst %.c,$(TOBJ)/%.o,$(TOOL_SRC)) $(patsubst %.cpp,$(TOBJ)/%.o,$(TOOL_CXX_SRC)) \
+           $(TOOL_CU_OBJ)
 # `tensafe generate` tokenizes with SentencePiece (C++, libsentencepiece-dev)
 TOOL_LIBS := -lsentencepiece -lstdc++
 
@@ -168,6 +172,10 @@ $(TOBJ)/tools/%.o: tools/%.cpp
 	@mkdir -p $(@D)
 	$(CXX) -std=c++17 $(OPT) -g -fPIC -Wall -Wextra -Iinclude $(SAN_FLAGS) -MMD -MP -c $< -o $@
 
+$(TOBJ)/tools/%.o: tools/%.cu
+	@mkdir -p $(@D)
+	$(NVCC) -O3 -std=c++17 -Xcompiler -fPIC $(TEST_CFLAGS) -Iinclude $(INTERNAL_INC) $(CUDA_ARCH) -MMD -MP -c $< -o $@
+
 $(TOBJ)/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) $(TEST_CFLAGS) $(INTERNAL_INC) -Itests -MMD -MP -c $< -o $@
@@ -222,7 +230,13 @@ $(TOOL): $(TOOL_OBJ) $(LIBS_A)
 tests: $(TESTS)
 $(BUILD)/tests/%: $(TOBJ)/tests/%.o $(TEST_SUPPORT_OBJ) $(LIBS_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS_ALL) -o $@ $< $(TEST_SUPPORT_OBJ) $(LINK_STATIC) $(TEST_EXTRA) -lcmocka
+	$(CC) $(LDFLAGS_ALL) -o $@ $< $(TEST_SUPPORT_OBJ) $(TEST_OBJ_EXTRA) $(LINK_STATIC) $(TEST_EXTRA) -lcmocka
+
+# test_cuda_conformance runs the tool's GPU benchmark (small) on a GPU
+ifeq ($(WITH_CUDA),1)
+$(BUILD)/tests/test_cuda_conformance: $(TOOL_CU_OBJ)
+$(BUILD)/tests/test_cuda_conformance: TEST_OBJ_EXTRA = $(TOOL_CU_OBJ)
+endif
 
 # test_sealed_adversaries runs its lattice attacks through fplll's C++ LLL
 ADV_LLL_OBJ = $(TOBJ)/tests/adversaries/lll_fplll.o

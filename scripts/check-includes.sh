@@ -12,7 +12,9 @@
 # file (the "from") and of the included one (the "to"):
 #   include/tensafe/   may include only public headers;
 #   examples/          only public headers;
-#   tools/             public headers and tools/'s own;
+#   tools/             public headers, the internal common (core's
+#                      src/common/: the tool links the static archives) and
+#                      tools/'s own;
 #   tests/             anything (white-box tests), but nothing includes tests/
 #                      except tests/;
 #   a library's src/   public headers, the internal common (core's
@@ -35,7 +37,8 @@ allow="${1:-scripts/include-allow.txt}"
 # <- ckks, bfv <- backend, and backend_internal.h is the dispatch hook the
 # schemes call; in lora, adapter objects are built by the package module,
 # both protocols frame through the wire module, every engine keys its
-# prepared forms on modules (engine/) and the in-process pair runs sessions).
+# prepared forms on modules (engine/), the in-process pair runs sessions and
+# the sealed client adds DP noise to its shares itself (dp/dp_release.h).
 INTERFACE='
 libtensafe-he-core/src/ring/ring.h
 libtensafe-he-core/src/ckks/ckks_internal.h
@@ -47,6 +50,7 @@ libtensafe-lora/src/wire/wire.h
 libtensafe-lora/src/wire/frame.h
 libtensafe-lora/src/engine/engine_internal.h
 libtensafe-lora/src/session/session_internal.h
+libtensafe-lora/src/dp/dp_release.h
 '
 COMMON=libtensafe-he-core/src/common
 
@@ -85,8 +89,8 @@ check() { # from to -> prints a reason when the include is not allowed
   case "$to" in tests/*) echo "only tests include tests/"; return;; esac
   case "$from" in
     tools/*)
-      case "$to" in tools/*) return 0;; esac
-      echo "tools use only public headers and their own"; return;;
+      case "$to" in tools/*|"$COMMON"/*) return 0;; esac
+      echo "tools use only public headers, the internal common and their own"; return;;
   esac
   flib=$(lib_of "$from"); tlib=$(lib_of "$to")
   [ -n "$flib" ] || { echo "unclassified folder"; return; }

@@ -2802,19 +2802,6 @@ CHECK_FN(tsafe_moe_layer_reset_counters)
     tsafe_moe_layer_reset_counters(NULL);
 }
 
-CHECK_FN(tsafe_moe_bench_layer)
-{
-    tsafe_moe_bench_result r;
-    tsafe_moe_config c = f->moecfg;
-    ERR(tsafe_moe_bench_layer(NULL, 1, NULL, 1, 1, &r));
-    ERR(tsafe_moe_bench_layer(&c, 1, NULL, 1, 1, NULL));
-    ERR(tsafe_moe_bench_layer(&c, 1, NULL, 0, 1, &r));
-    ERR(tsafe_moe_bench_layer(&c, 1, NULL, 1, 0, &r));
-    ERR(tsafe_moe_bench_layer(&c, 1, NULL, SIZE_MAX, 1, &r));
-    c.hidden_size = 0;
-    ERR(tsafe_moe_bench_layer(&c, 1, NULL, 1, 1, &r));
-}
-
 CHECK_FN(tsafe_stepgate_create_default)
 {
     ERR(tsafe_stepgate_create_default(NULL));
@@ -2955,7 +2942,7 @@ static const api_case k_moe[] = {
     ENTRY(tsafe_moe_layer_config), ENTRY(tsafe_moe_layer_route),
     ENTRY(tsafe_moe_layer_forward), ENTRY(tsafe_moe_layer_forward_hooked),
     ENTRY(tsafe_moe_layer_get_stats), ENTRY(tsafe_moe_layer_expert_hits),
-    ENTRY(tsafe_moe_layer_reset_counters), ENTRY(tsafe_moe_bench_layer),
+    ENTRY(tsafe_moe_layer_reset_counters),
     ENTRY(tsafe_stepgate_create_default), ENTRY(tsafe_stepgate_create_json),
     ENTRY(tsafe_stepgate_load_json), ENTRY(tsafe_stepgate_free),
     ENTRY(tsafe_stepgate_domain_count), ENTRY(tsafe_stepgate_domain_name),
@@ -3163,34 +3150,12 @@ CHECK_FN(tsafe_cuda_last_error)
     assert_non_null(tsafe_cuda_last_error());
 }
 
-CHECK_FN(tsafe_cuda_bench)
-{
-    tsafe_cuda_bench_result r;
-    ERR(tsafe_cuda_bench(NULL, 0, NULL, &r));
-    ERR(tsafe_cuda_bench(f->ctx, 0, NULL, NULL));
-    ERR(tsafe_cuda_bench(f->ctx, -1, NULL, &r));
-}
-
-CHECK_FN(tsafe_cuda_bench_bfv)
-{
-    (void)f;
-    tsafe_cuda_bench_result r;
-    ERR(tsafe_cuda_bench_bfv(NULL, 0, NULL, &r));
-    tsafe_bfv_params p = {12, 49, 60, 37, 0};
-    tsafe_bfv_context *c = NULL;
-    OK(tsafe_bfv_context_create(&p, &c));
-    ERR(tsafe_cuda_bench_bfv(c, 0, NULL, NULL));
-    ERR(tsafe_cuda_bench_bfv(c, -1, NULL, &r));
-    tsafe_bfv_context_free(c);
-}
-
 static const api_case k_cuda[] = {
     ENTRY(tsafe_cuda_device_count), ENTRY(tsafe_cuda_device_name), ENTRY(tsafe_cuda_mem_info),
     ENTRY(tsafe_backend_cuda_create), ENTRY(tsafe_backend_cuda_create_bfv),
     ENTRY(tsafe_backend_cuda_factory), ENTRY(tsafe_backend_is_cuda),
     ENTRY(tsafe_cuda_buffer_device_pointer), ENTRY(tsafe_cuda_graph_begin),
     ENTRY(tsafe_cuda_graph_end), ENTRY(tsafe_cuda_graph_launch), ENTRY(tsafe_cuda_last_error),
-    ENTRY(tsafe_cuda_bench), ENTRY(tsafe_cuda_bench_bfv),
 };
 #define CUDA_TABLE {"cuda.h", k_cuda, sizeof k_cuda / sizeof k_cuda[0], 0}
 #else

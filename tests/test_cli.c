@@ -43,6 +43,7 @@
 #include <jansson.h>
 
 #include "tensafe/tensafe.h"
+#include "file.h"
 
 #define DIM 64
 #define RANK 4
@@ -65,26 +66,15 @@ static double rnd_unit(void) { return (double)(rnd64() >> 11) * 0x1p-53 * 2.0 - 
 
 /* ------------------------------------------------------------ helpers */
 
+/* A whole file, NUL-terminated (the libraries' reader); NULL on error. */
 static char *slurp(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    if (b) {
-        b[n] = 0;
-        if (len)
-            *len = (size_t)n;
-    }
-    return b;
+    uint8_t *b = NULL;
+    size_t n = 0;
+    tsafe_status st = tsafe_read_file(path, (size_t)1 << 30, &b, &n);
+    if (len)
+        *len = n;
+    return st == TSAFE_OK ? (char *)b : NULL;
 }
 
 static void spit(const char *path, const void *data, size_t n)

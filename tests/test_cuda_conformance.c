@@ -37,6 +37,7 @@
 #include "tensafe/cuda.h"
 #include "../libtensafe-he-cuda/src/emulate.h"
 #include "../libtensafe-he-cuda/src/pool.h"
+#include "../tools/tensafe/bench_cuda.h" /* the tool's GPU benchmark, linked in */
 
 static int g_devices; /* CUDA devices present */
 
@@ -491,8 +492,8 @@ static void test_device_discovery(void **state)
     char name[64];
     assert_int_equal(tsafe_cuda_device_name(count, name, sizeof name, NULL, NULL),
                      TSAFE_E_NO_DEVICE);
-    tsafe_cuda_bench_result r;
-    assert_int_equal(tsafe_cuda_bench(ctx, count, NULL, &r), TSAFE_E_NO_DEVICE);
+    cuda_bench_result r;
+    assert_int_equal(cuda_bench_ckks(ctx, count, NULL, &r), TSAFE_E_NO_DEVICE);
     /* the BFV constructors and the factory degrade the same way */
     tsafe_bfv_params bp = {12, 49, 60, 37, 0};
     tsafe_bfv_context *bfv = NULL;
@@ -500,7 +501,7 @@ static void test_device_discovery(void **state)
     b = (tsafe_backend *)(void *)&sentinel;
     assert_int_equal(tsafe_backend_cuda_create_bfv(bfv, count, &b), TSAFE_E_NO_DEVICE);
     assert_null(b);
-    assert_int_equal(tsafe_cuda_bench_bfv(bfv, count, NULL, &r), TSAFE_E_NO_DEVICE);
+    assert_int_equal(cuda_bench_bfv(bfv, count, NULL, &r), TSAFE_E_NO_DEVICE);
     if (count == 0) { /* the factory uses device 0 */
         assert_int_equal(tsafe_backend_create(tsafe_backend_cuda_factory(), NULL, bfv,
                                               &b),
@@ -1365,7 +1366,7 @@ static void test_gpu_graph(void **state)
     }
 }
 
-static void print_ring_ops(const tsafe_cuda_bench_result *r)
+static void print_ring_ops(const cuda_bench_result *r)
 {
     printf("  mul_acc %u jobs x %u terms: %.2f us (%.4f us/term-limb, %.0f GB/s)  "
            "mod_switch %.3f us/poly\n",
@@ -1373,7 +1374,7 @@ static void print_ring_ops(const tsafe_cuda_bench_result *r)
            r->mac_gbps, r->mod_switch_us_per_poly);
 }
 
-static void print_bench(const char *preset, const tsafe_cuda_bench_result *r)
+static void print_bench(const char *preset, const cuda_bench_result *r)
 {
     printf("bench %s on %s (sm_%d%d, %d SMs, L2 %zu MiB): N=2^%u, %u limbs x "
            "%zu polys (%.0f MiB/buffer), NTT %u pass(es)\n",
@@ -1418,11 +1419,11 @@ static void test_gpu_bench(void **state)
         if (!full && pi != 1)
             continue;
         tsafe_context *ctx = make_ctx(PRESETS[pi]);
-        tsafe_cuda_bench_config small = {.min_buffer_bytes = 8u << 20,
+        cuda_bench_config small = {.min_buffer_bytes = 8u << 20,
                                          .reps = 3, .warmup = 1,
                                          .pipeline_iters = 5};
-        tsafe_cuda_bench_result r;
-        tsafe_status st = tsafe_cuda_bench(ctx, 0, full ? NULL : &small, &r);
+        cuda_bench_result r;
+        tsafe_status st = cuda_bench_ckks(ctx, 0, full ? NULL : &small, &r);
         if (st != TSAFE_OK)
             print_error("bench: %s\n", tsafe_cuda_last_error());
         assert_int_equal(st, TSAFE_OK);
@@ -1437,10 +1438,10 @@ static void test_gpu_bench(void **state)
     tsafe_bfv_params bp = {12, 49, 60, 37, 0};
     tsafe_bfv_context *bfv = NULL;
     assert_int_equal(tsafe_bfv_context_create(&bp, &bfv), TSAFE_OK);
-    tsafe_cuda_bench_config small = {.min_buffer_bytes = 8u << 20, .reps = 3,
+    cuda_bench_config small = {.min_buffer_bytes = 8u << 20, .reps = 3,
                                      .warmup = 1};
-    tsafe_cuda_bench_result r;
-    tsafe_status st = tsafe_cuda_bench_bfv(bfv, 0, full ? NULL : &small, &r);
+    cuda_bench_result r;
+    tsafe_status st = cuda_bench_bfv(bfv, 0, full ? NULL : &small, &r);
     if (st != TSAFE_OK)
         print_error("bench (BFV): %s\n", tsafe_cuda_last_error());
     assert_int_equal(st, TSAFE_OK);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "file.h" /* the libraries' whole-file reader */
 #include "fuzz/targets.c"
 
 typedef int (*fuzz_fn)(const uint8_t *data, size_t size);
@@ -35,41 +36,6 @@ static const char *corpus_root(void)
 {
     const char *env = getenv("TSAFE_CORPUS_DIR");
     return env && *env ? env : "tests/corpus";
-}
-
-/* Reads a whole file; returns NULL on error. *len receives the size. */
-static uint8_t *read_file(const char *path, size_t *len)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return NULL;
-    uint8_t *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n == cap) {
-            size_t ncap = cap ? 2 * cap : 4096;
-            uint8_t *nb = realloc(buf, ncap);
-            if (!nb) {
-                free(buf);
-                fclose(fp);
-                return NULL;
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        size_t got = fread(buf + n, 1, cap - n, fp);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    int err = ferror(fp);
-    fclose(fp);
-    if (err) {
-        free(buf);
-        return NULL;
-    }
-    *len = n;
-    return buf;
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -108,8 +74,8 @@ static void replay_one(const replay_target *t)
         char path[8192];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         size_t len = 0;
-        uint8_t *buf = read_file(path, &len);
-        if (!buf)
+        uint8_t *buf = NULL;
+        if (tsafe_read_file(path, (size_t)1 << 26, &buf, &len) != TSAFE_OK)
             fail_msg("cannot read %s", path);
         /* an exact-size copy, so ASan sees reads past the end */
         uint8_t *exact = malloc(len ? len : 1);

@@ -32,6 +32,8 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "file.h" /* the libraries' whole-file reader */
+
 #define MODEL_DIR "../shared/models/stories260K"
 
 static char g_tool[PATH_MAX + 64];
@@ -41,26 +43,15 @@ static json_t *g_ref;
 
 /* ------------------------------------------------------------ helpers */
 
+/* A whole file, NUL-terminated (the libraries' reader); NULL on error. */
 static char *slurp(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    if (b) {
-        b[n] = 0;
-        if (len)
-            *len = (size_t)n;
-    }
-    return b;
+    uint8_t *b = NULL;
+    size_t n = 0;
+    tsafe_status st = tsafe_read_file(path, (size_t)1 << 30, &b, &n);
+    if (len)
+        *len = n;
+    return st == TSAFE_OK ? (char *)b : NULL;
 }
 
 /* Every line "<hex>  <file>" of SHA256SUMS against the file's SHA-256

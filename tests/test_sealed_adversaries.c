@@ -47,22 +47,15 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "tensafe/lora_dp.h"
 #include "tensafe/lora_sealed.h"
 #include "support/tsafe_test_rng.h"
 #include "adversaries/lll_fplll.h"
+#include "clock.h"
 #include "../libtensafe-he-core/src/bfv/bfv_internal.h"
 #include "../libtensafe-lora/src/sealed/sealed_internal.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static long env_long(const char *name, long dflt)
 {
@@ -704,9 +697,9 @@ static void f1_lattice_recovers_no_column(void **state)
 {
     (void)state;
     long tokens = env_long("TSAFE_ADV_F1_TOKENS", 2000), all;
-    double t0 = now_s();
+    double t0 = tsafe_now_s();
     size_t ff, found = attack_lattice(tokens, &ff, &all);
-    printf("# F1 lattice: %.1f s\n", now_s() - t0);
+    printf("# F1 lattice: %.1f s\n", tsafe_now_s() - t0);
     assert_int_equal(found, 0);
     assert_int_equal(ff, 0);
 }
@@ -916,12 +909,12 @@ static void f1_same_product_indistinguishable(void **state)
 {
     (void)state;
     long trials = env_long("TSAFE_ADV_F1_TRIALS", 1000), bf, bl, lr;
-    double t0 = now_s();
+    double t0 = tsafe_now_s();
     double acc = attack_same_product(trials, &bf, &bl, &lr);
     double lacc = (double)lr / (double)trials;
     printf("# F1 same product: %.1f%% right over %ld trials (decided by fields %ld, by lattice "
            "membership %ld; the lattice test alone %.1f%%), %.1f s\n", 100 * acc, trials, bf, bl,
-           100 * lacc, now_s() - t0);
+           100 * lacc, tsafe_now_s() - t0);
     assert_true(acc <= 0.55);
     assert_true(lacc <= 0.55);
 }
@@ -1018,12 +1011,12 @@ static size_t attack_share_offsets(int *applicable)
 static void f2_share_offsets_reveal_only_the_product(void **state)
 {
     (void)state;
-    double t0 = now_s();
+    double t0 = tsafe_now_s();
     int app;
     size_t found = attack_share_offsets(&app);
     printf("# F2 share offsets (known residual leak): columns of the canonical B_q read "
            "exactly %zu/8 in 9 tokens%s, %.1f s\n", found,
-           app ? "" : " (share layout not parsed: update SHARE_CT_FIELDS)", now_s() - t0);
+           app ? "" : " (share layout not parsed: update SHARE_CT_FIELDS)", tsafe_now_s() - t0);
     assert_true(app);
     assert_true(found <= 8);
 }
@@ -1125,7 +1118,7 @@ static double attack_own_noise(long *used, long *allowed)
 static void f3_own_noise_reveals_nothing(void **state)
 {
     (void)state;
-    double t0 = now_s();
+    double t0 = tsafe_now_s();
     long used, allowed;
     double err = attack_own_noise(&used, &allowed);
     if (err == -1) {
@@ -1133,7 +1126,7 @@ static void f3_own_noise_reveals_nothing(void **state)
         return;
     }
     printf("# F3 own DP noise: s B' recovered to relative error %.3g from %ld repeats of one x "
-           "(budget eps 8: %ld releases), %.1f s\n", err, used, allowed, now_s() - t0);
+           "(budget eps 8: %ld releases), %.1f s\n", err, used, allowed, tsafe_now_s() - t0);
     /* the attack needs rank + 1 releases; fewer (a refusing client) or a
      * useless estimate is the property */
     assert_true(err < 0 || err > 0.1);
@@ -1297,7 +1290,7 @@ static double attack_decryption_oracle(double scale_mult, long *tokens, double *
 static void f4_no_decryption_oracle(void **state)
 {
     (void)state;
-    double t0 = now_s();
+    double t0 = tsafe_now_s();
     long tokens, budget, rotate;
     double correct, prior;
     size_t n;
@@ -1310,7 +1303,7 @@ static void f4_no_decryption_oracle(void **state)
            "(%.1f%% of those read right, blind guess %.1f%%); %ld tokens run, key of %zu "
            "coefficients needs %.0f tokens; DP budget %ld tokens, rotation after %ld; %.1f s\n",
            per, 100 * correct, 100 * prior, tokens, n, per > 0 ? ceil((double)n / per) : INFINITY,
-           budget, rotate, now_s() - t0);
+           budget, rotate, tsafe_now_s() - t0);
     assert_true(correct <= prior + 0.05);
 }
 
@@ -1363,7 +1356,7 @@ static double noise_sd(world *w, double mult, int tokens, int *refused)
 static void f5_server_scale_does_not_drive_noise(void **state)
 {
     (void)state;
-    double t0 = now_s();
+    double t0 = tsafe_now_s();
     tsafe_sealed_plan p;
     if (tsafe_sealed_plan_derive(TSAFE_SEALED, 128, 8, 64, NULL, &p) != TSAFE_OK) {
         printf("# F5: sealed mode retired\n");
@@ -1394,7 +1387,7 @@ static void f5_server_scale_does_not_drive_noise(void **state)
     int crashed = WIFSIGNALED(status);
     printf("# F5 scale field near 1e295: client %s%s, %.1f s\n",
            crashed ? "killed by signal " : "survived", crashed ? strsignal(WTERMSIG(status)) : "",
-           now_s() - t0);
+           tsafe_now_s() - t0);
     world_close(&w);
     assert_false(crashed);
     if (isfinite(sd0) && isfinite(sd1))
@@ -1531,12 +1524,12 @@ static double attack_reaction(int trials, int *shift_used, int *second_accepted)
 static void f6_no_reaction_channel(void **state)
 {
     (void)state;
-    double t0 = now_s();
+    double t0 = tsafe_now_s();
     int ks, second;
     double leak = attack_reaction(200, &ks, &second);
     printf("# F6 reaction: the abort tells the chosen bit with advantage %.2f over 200 tokens "
            "(F7: %d later responses to a failed token accepted), %.1f s\n", leak, second,
-           now_s() - t0);
+           tsafe_now_s() - t0);
     assert_true(leak < 0.25);
 }
 
@@ -1646,7 +1639,7 @@ static void f11_zero_and_sparse_adapters(void **state)
     uint32_t DI = (uint32_t)env_long("TSAFE_ADV_F11_D_IN", 1024), R = 8, DO = 1024;
     R = (uint32_t)env_long("TSAFE_ADV_F11_RANK", R);
     DO = (uint32_t)env_long("TSAFE_ADV_F11_D_OUT", DO);
-    double t0 = now_s();
+    double t0 = tsafe_now_s();
     world w;
     world_open(&w, TSAFE_SEALED_PRIVATE, DI, R, DO, 1, 1);
     float *A = malloc(sizeof(float) * R * DI), *B = malloc(sizeof(float) * DO * R);
@@ -1672,7 +1665,7 @@ static void f11_zero_and_sparse_adapters(void **state)
          * bound for that case is the precision test's 5e-3 */
         bad += st != TSAFE_OK || (zref ? err != 0 : err > (c == 2 ? 5e-3 : 1e-3));
     }
-    printf("# F11: %.1f s\n", now_s() - t0);
+    printf("# F11: %.1f s\n", tsafe_now_s() - t0);
     free(A);
     free(B);
     world_close(&w);

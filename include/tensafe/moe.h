@@ -277,31 +277,6 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_moe_layer_expert_hits(const tsafe_m
                                                                   uint64_t *counts, size_t n);
 TSAFE_API void tsafe_moe_layer_reset_counters(tsafe_moe_layer *layer);
 
-/* ---------------------------------------------------------------- bench */
-
-typedef struct tsafe_moe_bench_result {
-    double create_s;          /* layer creation (weight generation) */
-    double us_per_token;      /* median over reps of (batch time / batch) */
-    double us_per_token_min;
-    double route_us_per_token; /* median of the routing-only share */
-    size_t n_tokens;          /* tokens per rep (the batch) */
-    size_t reps;
-    uint64_t weight_bytes;
-} tsafe_moe_bench_result;
-
-/* Time one generated layer (options as tsafe_moe_layer_create_random_ex,
- * NULL = eager, all experts) on batches of `batch` (1..65536) fresh random
- * tokens (unit variance), `reps` (1..100000) times after one warm-up batch;
- * each rep times tsafe_moe_layer_route and tsafe_moe_layer_forward
- * separately (forward includes its own routing). Wall-clock time; OpenBLAS
- * threads as configured by the caller (OPENBLAS_NUM_THREADS). Numbers are
- * for reports, never for tests. */
-TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_moe_bench_layer(const tsafe_moe_config *cfg,
-                                                            uint64_t seed,
-                                                            const tsafe_moe_layer_options *opt,
-                                                            size_t batch, size_t reps,
-                                                            tsafe_moe_bench_result *out);
-
 /* ---------------------------------------------------------------- step-gate */
 
 /* Domain step-gate: picks a domain LoRA adapter for a request from keyword

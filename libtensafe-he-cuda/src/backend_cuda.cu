@@ -1,4 +1,5 @@
-/* The CUDA backend: vtable, creation, buffers and transfers, devices. */
+/* The CUDA backend: vtable, creation and teardown, the kernels' dispatch
+ * and graphs. Devices in device.cu, buffers and transfers in memory.cu. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,238 +20,6 @@ tsafe_cuda_backend *tsafe_cuda_state(const tsafe_backend *b)
 static tsafe_cuda_backend *state(tsafe_backend *b)
 {
     return (tsafe_cuda_backend *)b->ctx;
-}
-
-/* ------------------------------------------------------------ devices */
-
-extern "C" TSAFE_API tsafe_status tsafe_cuda_device_count(int *count)
-{
-    if (!count)
-        return TSAFE_E_NULL;
-    int c = 0;
-    cudaError_t e = cudaGetDeviceCount(&c);
-    if (e != cudaSuccess) {
-        /* no device is not a failure: keep the message (fail also clears
-         * the runtime's last error) and report 0 */
-        (void)tsafe_cuda_fail(e, "no CUDA device: cudaGetDeviceCount");
-        c = 0;
-    }
-    *count = c;
-    return TSAFE_OK;
-}
-
-static tsafe_status check_device(int device)
-{
-    int count = 0;
-    tsafe_status st = tsafe_cuda_device_count(&count);
-    if (st != TSAFE_OK)
-        return st;
-    if (device < 0)
-        return tsafe_cuda_fail_msg(TSAFE_E_ARG, "negative device index %d",
-                                   device);
-    if (device >= count)
-        return count == 0 ? TSAFE_E_NO_DEVICE /* message already set */
-                          : tsafe_cuda_fail_msg(TSAFE_E_NO_DEVICE,
-                                                "device %d requested, %d present",
-                                                device, count);
-    return TSAFE_OK;
-}
-
-extern "C" TSAFE_API tsafe_status tsafe_cuda_device_name(int device, char *buf,
-                                                         size_t cap,
-                                                         int *cc_major,
-                                                         int *cc_minor)
-{
-    tsafe_status st = check_device(device);
-    if (st != TSAFE_OK)
-        return st;
-    cudaDeviceProp prop;
-    cudaError_t e = cudaGetDeviceProperties(&prop, device);
-    if (e != cudaSuccess)
-        return tsafe_cuda_fail(e, "cudaGetDeviceProperties");
-    if (buf && cap) {
-        strncpy(buf, prop.name, cap - 1);
-        buf[cap - 1] = 0;
-    }
-    if (cc_major)
-        *cc_major = prop.major;
-    if (cc_minor)
-        *cc_minor = prop.minor;
-    return TSAFE_OK;
-}
-
-extern "C" TSAFE_API tsafe_status tsafe_cuda_mem_info(int device,
-                                                      size_t *free_bytes,
-                                                      size_t *total_bytes)
-{
-    if (!free_bytes || !total_bytes)
-        return TSAFE_E_NULL;
-    tsafe_status st = check_device(device);
-    if (st != TSAFE_OK)
-        return st;
-    tsafe_cuda_device_guard g(device);
-    if (g.err != cudaSuccess)
-        return tsafe_cuda_fail(g.err, "cudaSetDevice");
-    cudaError_t e = cudaMemGetInfo(free_bytes, total_bytes);
-    return e == cudaSuccess ? TSAFE_OK : tsafe_cuda_fail(e, "cudaMemGetInfo");
-}
-
-/* ------------------------------------------------------------- buffers */
-
-static tsafe_status slab_alloc(void *user, size_t bytes, void **ptr)
-{
-    (void)user;
-    cudaError_t e = cudaMalloc(ptr, bytes);
-    return e == cudaSuccess ? TSAFE_OK : tsafe_cuda_fail(e, "cudaMalloc(pool slab)");
-}
-
-static void slab_free(void *user, void *ptr)
-{
-    (void)user;
-    tsafe_cuda_ignore(cudaFree(ptr));
-}
-
-static tsafe_status refuse_in_capture(const tsafe_cuda_backend *cb,
-                                      const char *what)
-{
-    if (!cb->capturing)
-        return TSAFE_OK;
-    return tsafe_cuda_fail_msg(TSAFE_E_STATE,
-                               "%s is not allowed while a graph is captured",
-                               what);
-}
-
-static tsafe_status cuda_buffer_alloc(tsafe_backend *b, size_t words,
-                                      void **mem)
-{
-    tsafe_cuda_backend *cb = state(b);
-    tsafe_status st = refuse_in_capture(cb, "buffer allocation");
-    if (st != TSAFE_OK)
-        return st;
-    if (words > SIZE_MAX / sizeof(uint64_t))
-        return TSAFE_E_SIZE_OVERFLOW;
-    tsafe_cuda_device_guard g(cb->device);
-    if (g.err != cudaSuccess)
-        return tsafe_cuda_fail(g.err, "cudaSetDevice");
-    /* Growth calls cudaMalloc, which is not a stream operation and must
-     * never run while the stream is captured (refused above already; the
-     * pool refuses it too, with TSAFE_E_STATE, should a path ever reach
-     * it during a capture). */
-    st = tsafe_cuda_pool_alloc(&cb->pool, words ? words * sizeof(uint64_t) : 1,
-                               !cb->capturing, mem);
-    if (st == TSAFE_E_STATE)
-        return tsafe_cuda_fail_msg(st, "device pool growth during a graph capture");
-    if (st == TSAFE_E_NOMEM && !strstr(tsafe_cuda_last_error(), "cudaMalloc"))
-        (void)tsafe_cuda_fail_msg(st, "buffer pool bookkeeping: out of memory");
-    if (st != TSAFE_OK)
-        return st;
-    /* zero, as the CPU backend's fresh buffers */
-    cudaError_t e = cudaMemsetAsync(*mem, 0, words * sizeof(uint64_t),
-                                    cb->stream);
-    if (e != cudaSuccess) {
-        (void)tsafe_cuda_pool_free(&cb->pool, *mem);
-        *mem = NULL;
-        return tsafe_cuda_fail(e, "cudaMemsetAsync(new buffer)");
-    }
-    return TSAFE_OK;
-}
-
-static void cuda_buffer_free(tsafe_backend *b, void *mem)
-{
-    tsafe_cuda_backend *cb = state(b);
-    /* Freed memory is reused only by later work on the same stream; a
-     * buffer freed during a capture would be reused under the graph, so
-     * it is then kept (leaked into the pool) instead. */
-    if (!mem || cb->capturing)
-        return;
-    (void)tsafe_cuda_pool_free(&cb->pool, mem);
-}
-
-static tsafe_status cuda_buffer_upload(tsafe_backend *b, void *mem,
-                                       const uint64_t *src, size_t words)
-{
-    tsafe_cuda_backend *cb = state(b);
-    tsafe_status st = refuse_in_capture(cb, "upload");
-    if (st != TSAFE_OK)
-        return st;
-    tsafe_cuda_device_guard g(cb->device);
-    if (g.err != cudaSuccess)
-        return tsafe_cuda_fail(g.err, "cudaSetDevice");
-    uint64_t *dst = (uint64_t *)mem;
-    while (words) {
-        size_t chunk = words < TSAFE_CUDA_STAGING_WORDS ? words
-                                                        : TSAFE_CUDA_STAGING_WORDS;
-        int h = cb->staging_next;
-        cb->staging_next ^= 1;
-        /* the previous copy out of this half must be done */
-        cudaError_t e = cudaEventSynchronize(cb->staging_ev[h]);
-        if (e != cudaSuccess)
-            return tsafe_cuda_fail(e, "cudaEventSynchronize(staging)");
-        memcpy(cb->staging[h], src, chunk * sizeof(uint64_t));
-        e = cudaMemcpyAsync(dst, cb->staging[h], chunk * sizeof(uint64_t),
-                            cudaMemcpyHostToDevice, cb->stream);
-        if (e != cudaSuccess)
-            return tsafe_cuda_fail(e, "cudaMemcpyAsync(upload)");
-        e = cudaEventRecord(cb->staging_ev[h], cb->stream);
-        if (e != cudaSuccess)
-            return tsafe_cuda_fail(e, "cudaEventRecord(upload staging)");
-        src += chunk;
-        dst += chunk;
-        words -= chunk;
-    }
-    return TSAFE_OK;
-}
-
-static tsafe_status cuda_buffer_download(tsafe_backend *b, const void *mem,
-                                         uint64_t *dst, size_t words)
-{
-    tsafe_cuda_backend *cb = state(b);
-    tsafe_status st = refuse_in_capture(cb, "download");
-    if (st != TSAFE_OK)
-        return st;
-    tsafe_cuda_device_guard g(cb->device);
-    if (g.err != cudaSuccess)
-        return tsafe_cuda_fail(g.err, "cudaSetDevice");
-    const uint64_t *src = (const uint64_t *)mem;
-    const size_t CH = TSAFE_CUDA_STAGING_WORDS;
-    size_t n_chunks = (words + CH - 1) / CH;
-    int h0 = cb->staging_next;
-    /* chunk c goes through staging half (h0 + c) & 1; two in flight, so the
-     * device copies chunk c+1 while the host drains chunk c */
-    for (size_t c = 0; c < n_chunks + 2; c++) {
-        if (c >= 2) { /* drain chunk c-2 */
-            size_t d = c - 2;
-            if (d >= n_chunks)
-                break;
-            int h = (int)((h0 + d) & 1);
-            cudaError_t e = cudaEventSynchronize(cb->staging_ev[h]);
-            if (e != cudaSuccess)
-                return tsafe_cuda_fail(e, "download (queued work failed)");
-            size_t len = words - d * CH < CH ? words - d * CH : CH;
-            memcpy(dst + d * CH, cb->staging[h], len * sizeof(uint64_t));
-        }
-        if (c < n_chunks) { /* queue chunk c (its half is free now) */
-            int h = (int)((h0 + c) & 1);
-            size_t len = words - c * CH < CH ? words - c * CH : CH;
-            cudaError_t e = cudaEventSynchronize(cb->staging_ev[h]);
-            if (e != cudaSuccess)
-                return tsafe_cuda_fail(e, "cudaEventSynchronize(staging)");
-            e = cudaMemcpyAsync(cb->staging[h], src + c * CH,
-                                len * sizeof(uint64_t), cudaMemcpyDeviceToHost,
-                                cb->stream);
-            if (e != cudaSuccess)
-                return tsafe_cuda_fail(e, "cudaMemcpyAsync(download)");
-            e = cudaEventRecord(cb->staging_ev[h], cb->stream);
-            if (e != cudaSuccess)
-                return tsafe_cuda_fail(e, "cudaEventRecord(download staging)");
-        }
-    }
-    cb->staging_next = (int)((h0 + n_chunks) & 1);
-    /* surface asynchronous faults of earlier work even for empty copies */
-    cudaError_t e = cudaStreamSynchronize(cb->stream);
-    if (e != cudaSuccess)
-        return tsafe_cuda_fail(e, "download (queued work failed)");
-    return TSAFE_OK;
 }
 
 /* --------------------------------------------------------------- ops */
@@ -368,7 +137,7 @@ static tsafe_status cuda_mod_switch(tsafe_backend *b, void *out, const void *in,
 static tsafe_status cuda_synchronize(tsafe_backend *b)
 {
     tsafe_cuda_backend *cb = state(b);
-    tsafe_status st = refuse_in_capture(cb, "synchronize");
+    tsafe_status st = tsafe_cuda_refuse_in_capture(cb, "synchronize");
     if (st != TSAFE_OK)
         return st;
     tsafe_cuda_device_guard g(cb->device);
@@ -543,13 +312,7 @@ static void destroy_state(tsafe_cuda_backend *cb)
         tsafe_cuda_ignore(cudaStreamSynchronize(cb->stream));
     if (cb->graph_exec)
         tsafe_cuda_ignore(cudaGraphExecDestroy(cb->graph_exec));
-    for (int h = 0; h < 2; h++) {
-        if (cb->staging_ev[h])
-            tsafe_cuda_ignore(cudaEventDestroy(cb->staging_ev[h]));
-        if (cb->staging[h])
-            tsafe_cuda_ignore(cudaFreeHost(cb->staging[h]));
-    }
-    tsafe_cuda_pool_destroy(&cb->pool);
+    tsafe_cuda_memory_teardown(cb);
     tsafe_cuda_ignore(cudaFree(cb->d_tw_fwd));
     tsafe_cuda_ignore(cudaFree(cb->d_tw_inv));
     tsafe_cuda_ignore(cudaFree(cb->d_primes));
@@ -566,10 +329,10 @@ namespace {
 const struct tsafe_backend_i tsafe_cuda_iface = {
     .get_name = cuda_get_name,
     .destroy = cuda_destroy,
-    .buffer_alloc = cuda_buffer_alloc,
-    .buffer_free = cuda_buffer_free,
-    .buffer_upload = cuda_buffer_upload,
-    .buffer_download = cuda_buffer_download,
+    .buffer_alloc = tsafe_cuda_buffer_alloc,
+    .buffer_free = tsafe_cuda_buffer_free,
+    .buffer_upload = tsafe_cuda_buffer_upload,
+    .buffer_download = tsafe_cuda_buffer_download,
     .ntt_forward = cuda_ntt_forward,
     .ntt_inverse = cuda_ntt_inverse,
     .elementwise = cuda_elementwise,
@@ -601,7 +364,7 @@ static tsafe_status cuda_create(const tsafe_context *ckks,
                                 const tsafe_bfv_context *bfv, int device,
                                 tsafe_backend **out)
 {
-    tsafe_status st = check_device(device);
+    tsafe_status st = tsafe_cuda_check_device(device);
     if (st != TSAFE_OK)
         return st;
     tsafe_cuda_device_guard g(device);
@@ -654,15 +417,7 @@ static tsafe_status cuda_create(const tsafe_context *ckks,
         (st = upload_table((void **)&cb->d_rescale, cb->tables.rescale,
                            sizeof(cb->tables.rescale))))
         goto fail;
-    for (int h = 0; h < 2; h++) {
-        TSAFE_CUDA_TRY(cudaHostAlloc((void **)&cb->staging[h],
-                                     TSAFE_CUDA_STAGING_WORDS * sizeof(uint64_t),
-                                     cudaHostAllocDefault));
-        TSAFE_CUDA_TRY(cudaEventCreateWithFlags(&cb->staging_ev[h],
-                                                cudaEventDisableTiming));
-    }
-    st = tsafe_cuda_pool_init(&cb->pool, slab_alloc, slab_free, NULL,
-                              TSAFE_CUDA_POOL_INITIAL, TSAFE_CUDA_POOL_INITIAL);
+    st = tsafe_cuda_memory_setup(cb);
     if (st != TSAFE_OK)
         goto fail;
     *out = be;

@@ -128,6 +128,34 @@ tsafe_status tsafe_cuda_mod_switch_launch(tsafe_cuda_backend *cb, uint64_t *out,
                                           const uint64_t *in, size_t n_polys,
                                           uint32_t n_limbs_in);
 
+/* --------------------------------------------- devices, memory (vtable) */
+
+/* TSAFE_OK when device is an index of a present device; else TSAFE_E_ARG
+ * (negative) or TSAFE_E_NO_DEVICE, message recorded (device.cu). */
+tsafe_status tsafe_cuda_check_device(int device);
+
+/* Buffers, uploads, downloads and synchronize are refused (TSAFE_E_STATE,
+ * message recorded) while the stream is captured into a graph. */
+static inline tsafe_status tsafe_cuda_refuse_in_capture(const tsafe_cuda_backend *cb,
+                                                        const char *what)
+{
+    if (!cb->capturing)
+        return TSAFE_OK;
+    return tsafe_cuda_fail_msg(TSAFE_E_STATE, "%s is not allowed while a graph is captured",
+                               what);
+}
+
+/* memory.cu: staging and pool made at creation, freed at teardown (the
+ * teardown takes a partly made state), and the vtable's buffer slots. */
+tsafe_status tsafe_cuda_memory_setup(tsafe_cuda_backend *cb);
+void tsafe_cuda_memory_teardown(tsafe_cuda_backend *cb);
+tsafe_status tsafe_cuda_buffer_alloc(tsafe_backend *b, size_t words, void **mem);
+void tsafe_cuda_buffer_free(tsafe_backend *b, void *mem);
+tsafe_status tsafe_cuda_buffer_upload(tsafe_backend *b, void *mem, const uint64_t *src,
+                                      size_t words);
+tsafe_status tsafe_cuda_buffer_download(tsafe_backend *b, const void *mem, uint64_t *dst,
+                                        size_t words);
+
 /* The backend state behind a handle, or NULL when b is not a CUDA backend. */
 tsafe_cuda_backend *tsafe_cuda_state(const tsafe_backend *b);
 

@@ -6,91 +6,27 @@
 
 #include <jansson.h>
 
+#include "json_get.h"
 #include "moe_internal.h"
 
 #define CONFIG_JSON_CAP (16u << 20)
 
-tsafe_status tsafe_moe_read_file(const char *path, size_t cap, char **buf, size_t *len)
-{
-    tsafe_status st = TSAFE_OK;
-    size_t n = 0, alloc = 4096;
-    char *b = NULL;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return errno == ENOENT ? TSAFE_E_NOT_FOUND : TSAFE_E_IO;
-    b = malloc(alloc);
-    TSAFE_CHECK(b != NULL, TSAFE_E_NOMEM);
-    for (;;) {
-        if (n == alloc - 1) { /* full: grow, keeping room for the NUL */
-            TSAFE_CHECK(n <= cap, TSAFE_E_RANGE);
-            size_t na = alloc * 2;
-            char *nb = realloc(b, na);
-            TSAFE_CHECK(nb != NULL, TSAFE_E_NOMEM);
-            b = nb;
-            alloc = na;
-        }
-        size_t got = fread(b + n, 1, alloc - 1 - n, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    TSAFE_CHECK(!ferror(f), TSAFE_E_IO);
-    TSAFE_CHECK(n <= cap, TSAFE_E_RANGE);
-    b[n] = '\0';
-    fclose(f);
-    *buf = b;
-    *len = n;
-    return TSAFE_OK;
-fail:
-    free(b);
-    fclose(f);
-    return st;
-}
-
-/* Absent and JSON null both read as "not given". */
-static json_t *field(json_t *obj, const char *key)
-{
-    json_t *v = json_object_get(obj, key);
-    return json_is_null(v) ? NULL : v;
-}
-
-static tsafe_status get_u32(json_t *obj, const char *key, int required, uint32_t dflt,
-                            uint32_t *out)
-{
-    json_t *v = field(obj, key);
-    if (v == NULL) {
-        if (required)
-            return TSAFE_E_MISSING_FIELD;
-        *out = dflt;
-        return TSAFE_OK;
-    }
-    if (!json_is_integer(v))
-        return TSAFE_E_JSON;
-    json_int_t x = json_integer_value(v);
-    if (x < 0 || (unsigned long long)x > UINT32_MAX)
-        return TSAFE_E_PARAMS;
-    *out = (uint32_t)x;
-    return TSAFE_OK;
-}
-
+/* Absent and JSON null both read as "not given" (dflt). */
 static tsafe_status get_bool(json_t *obj, const char *key, int dflt, int *out)
 {
-    json_t *v = field(obj, key);
+    json_t *v = tsafe_json_member(obj, key);
     if (v == NULL) {
         *out = dflt;
         return TSAFE_OK;
     }
-    if (!json_is_boolean(v))
-        return TSAFE_E_JSON;
-    *out = json_is_true(v) ? 1 : 0;
-    return TSAFE_OK;
+    return tsafe_json_bool(v, out) ? TSAFE_OK : TSAFE_E_JSON;
 }
 
 static const char *get_str(json_t *a, json_t *b, const char *key)
 {
-    json_t *v = field(a, key);
+    json_t *v = tsafe_json_member(a, key);
     if (!json_is_string(v) && b != NULL)
-        v = field(b, key);
+        v = tsafe_json_member(b, key);
     return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
@@ -126,27 +62,27 @@ static tsafe_status parse_root(json_t *root, tsafe_moe_config *out)
     TSAFE_CHECK(json_is_object(root), TSAFE_E_JSON);
 
     json_t *src = root, *outer = NULL;
-    json_t *tc = field(root, "text_config");
+    json_t *tc = tsafe_json_member(root, "text_config");
     if (tc != NULL) {
         TSAFE_CHECK(json_is_object(tc), TSAFE_E_JSON);
         src = tc;
         outer = root;
     }
 
-    TSAFE_TRY(get_u32(src, "hidden_size", 1, 0, &c.hidden_size));
-    TSAFE_TRY(get_u32(src, "num_hidden_layers", 1, 0, &c.n_layers));
-    TSAFE_TRY(get_u32(src, "num_attention_heads", 1, 0, &c.n_heads));
-    TSAFE_TRY(get_u32(src, "num_key_value_heads", 0, c.n_heads, &c.n_kv_heads));
-    TSAFE_TRY(get_u32(src, "head_dim", 0, 0, &c.head_dim));
-    TSAFE_TRY(get_u32(src, "num_experts", 0, 0, &c.n_experts));
-    TSAFE_TRY(get_u32(src, "intermediate_size", c.n_experts == 0, 0, &c.intermediate_size));
-    TSAFE_TRY(get_u32(src, "full_attention_interval", 0, 1, &c.full_attention_interval));
-    TSAFE_TRY(get_u32(src, "vocab_size", 0, 0, &c.vocab_size));
+    TSAFE_TRY(tsafe_json_u32(src, "hidden_size", 1, 0, &c.hidden_size));
+    TSAFE_TRY(tsafe_json_u32(src, "num_hidden_layers", 1, 0, &c.n_layers));
+    TSAFE_TRY(tsafe_json_u32(src, "num_attention_heads", 1, 0, &c.n_heads));
+    TSAFE_TRY(tsafe_json_u32(src, "num_key_value_heads", 0, c.n_heads, &c.n_kv_heads));
+    TSAFE_TRY(tsafe_json_u32(src, "head_dim", 0, 0, &c.head_dim));
+    TSAFE_TRY(tsafe_json_u32(src, "num_experts", 0, 0, &c.n_experts));
+    TSAFE_TRY(tsafe_json_u32(src, "intermediate_size", c.n_experts == 0, 0, &c.intermediate_size));
+    TSAFE_TRY(tsafe_json_u32(src, "full_attention_interval", 0, 1, &c.full_attention_interval));
+    TSAFE_TRY(tsafe_json_u32(src, "vocab_size", 0, 0, &c.vocab_size));
     if (c.n_experts > 0) {
         const char *mt = get_str(src, outer, "model_type");
-        TSAFE_TRY(get_u32(src, "num_experts_per_tok", 1, 0, &c.top_k));
-        TSAFE_TRY(get_u32(src, "moe_intermediate_size", 1, 0, &c.expert_intermediate));
-        TSAFE_TRY(get_u32(src, "shared_expert_intermediate_size", 0, 0,
+        TSAFE_TRY(tsafe_json_u32(src, "num_experts_per_tok", 1, 0, &c.top_k));
+        TSAFE_TRY(tsafe_json_u32(src, "moe_intermediate_size", 1, 0, &c.expert_intermediate));
+        TSAFE_TRY(tsafe_json_u32(src, "shared_expert_intermediate_size", 0, 0,
                         &c.shared_expert_intermediate));
         TSAFE_TRY(get_bool(src, "norm_topk_prob", default_norm_topk(mt), &c.norm_topk_prob));
         c.shared_expert_gate = c.shared_expert_intermediate > 0;
@@ -181,12 +117,12 @@ tsafe_status tsafe_moe_config_parse_json(const char *text, size_t len, tsafe_moe
 tsafe_status tsafe_moe_config_load_json(const char *path, tsafe_moe_config *out)
 {
     TSAFE_REQUIRE(path != NULL && out != NULL, TSAFE_E_NULL);
-    char *buf = NULL;
+    uint8_t *buf = NULL;
     size_t len = 0;
-    tsafe_status st = tsafe_moe_read_file(path, CONFIG_JSON_CAP, &buf, &len);
+    tsafe_status st = tsafe_read_file(path, CONFIG_JSON_CAP, &buf, &len);
     if (st != TSAFE_OK)
         return st;
-    st = tsafe_moe_config_parse_json(buf, len, out);
+    st = tsafe_moe_config_parse_json((const char *)buf, len, out);
     free(buf);
     return st;
 }

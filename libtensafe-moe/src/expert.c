@@ -8,6 +8,7 @@
 #include <sodium.h>
 #include <sys/mman.h>
 
+#include "bytes.h"
 #include "moe_internal.h"
 
 void tsafe_moe_derive_key(uint64_t seed, uint8_t key[32])
@@ -15,8 +16,7 @@ void tsafe_moe_derive_key(uint64_t seed, uint8_t key[32])
     static const char tag[] = "tensafe-moe-synthetic-weights-v1";
     uint8_t in[sizeof tag - 1 + 8];
     memcpy(in, tag, sizeof tag - 1);
-    for (int i = 0; i < 8; i++)
-        in[sizeof tag - 1 + i] = (uint8_t)(seed >> (8 * i));
+    tsafe_store_le64(in + sizeof tag - 1, seed);
     crypto_generichash(key, 32, in, sizeof in, NULL, 0);
 }
 
@@ -33,8 +33,7 @@ void tsafe_moe_fill_uniform(float *dst, size_t n, float bound, const uint8_t key
     unsigned char buf[MOE_GEN_CHUNK];
     uint8_t nonce[8];
     uint64_t nv = ((uint64_t)kind << 56) | ((uint64_t)(id + 1) & 0x00FFFFFFFFFFFFFFull);
-    for (int i = 0; i < 8; i++)
-        nonce[i] = (uint8_t)(nv >> (8 * i));
+    tsafe_store_le64(nonce, nv);
     const float scale = bound / 2147483648.0f;
     uint64_t block = 0;
     for (size_t done = 0; done < n;) {
@@ -43,9 +42,7 @@ void tsafe_moe_fill_uniform(float *dst, size_t n, float bound, const uint8_t key
         crypto_stream_chacha20_xor_ic(buf, zeros, bytes, nonce, block, key);
         block += bytes / 64;
         for (size_t i = 0; i < m; i++) {
-            const unsigned char *b = buf + 4 * i;
-            uint32_t u = (uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) |
-                         ((uint32_t)b[3] << 24);
+            uint32_t u = tsafe_load_le32(buf + 4 * i);
             dst[done + i] = (float)((int64_t)u - 2147483648LL) * scale;
         }
         done += m;

@@ -4,12 +4,12 @@
  * expert's down adapter on its activation. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <sodium.h>
 
 #include "tensafe/lora_engine.h"
 #include "tensafe/moe_lora.h"
+#include "clock.h"
 
 #define MAX_SITES_PER_TOKEN (2 * (TSAFE_MOE_MAX_TOPK + 1))
 
@@ -27,13 +27,6 @@ typedef struct moe_engine {
     const tsafe_lora_module_engine *modules;
     const tsafe_lora_engine *sites;
 } moe_engine;
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
 
 static int slot_of(const tsafe_moe_lora *l, int32_t expert)
 {
@@ -227,7 +220,7 @@ static tsafe_status hook(void *user, tsafe_moe_hook_stage stage, int32_t expert,
         return has;
     for (size_t r = 0; r < m; r++) {
         float *outs[1] = {hs->down};
-        double t0 = now_us();
+        double t0 = tsafe_now_us();
         tsafe_status st = engine_call(hs->lora, &hs->engine_act, &k, 1, in + r * in_cols, outs,
                                       hs->stats ? &hs->stats->he : NULL);
         if (st != TSAFE_OK)
@@ -236,7 +229,7 @@ static tsafe_status hook(void *user, tsafe_moe_hook_stage stage, int32_t expert,
             io[r * io_cols + i] += hs->down[i];
         hs->lora->uses[(size_t)slot * 3 + TSAFE_MOE_PROJ_DOWN]++;
         if (hs->stats) {
-            hs->stats->lora_us += now_us() - t0;
+            hs->stats->lora_us += tsafe_now_us() - t0;
             hs->stats->engine_calls_act++;
         }
     }
@@ -278,13 +271,13 @@ static tsafe_status gate_up_pass(hook_state *hs, const moe_engine *engine_h, con
         }
         if (n == 0)
             continue;
-        double t0 = now_us();
+        double t0 = tsafe_now_us();
         tsafe_status st = engine_call(l, engine_h, ks, n, h + t * d, outs,
                                       hs->stats ? &hs->stats->he : NULL);
         if (st != TSAFE_OK)
             return st;
         if (hs->stats) {
-            hs->stats->lora_us += now_us() - t0;
+            hs->stats->lora_us += tsafe_now_us() - t0;
             hs->stats->engine_calls_h++;
         }
     }
@@ -332,7 +325,7 @@ static tsafe_status forward(tsafe_moe_layer *layer, tsafe_moe_lora *lora,
         return TSAFE_E_ARG;
     if (n_tokens == 0 || n_tokens > 4096)
         return TSAFE_E_RANGE;
-    double t0 = now_us();
+    double t0 = tsafe_now_us();
     const tsafe_moe_config *cfg = tsafe_moe_layer_config(layer);
     hook_state hs;
     memset(&hs, 0, sizeof hs);
@@ -358,7 +351,7 @@ static tsafe_status forward(tsafe_moe_layer *layer, tsafe_moe_lora *lora,
     st = tsafe_moe_layer_forward_hooked(layer, h, n_tokens, out, rt, hook, &hs);
     if (st == TSAFE_OK && stats) {
         stats->tokens += n_tokens;
-        stats->total_us += now_us() - t0;
+        stats->total_us += tsafe_now_us() - t0;
     }
 out:
     if (rt != routes)

@@ -7,6 +7,7 @@
 
 #include <sodium.h>
 
+#include "init.h"
 #include "moe_internal.h"
 
 #define MOE_MAX_TOKENS (1u << 24) /* per forward call; keeps BLAS ints safe */
@@ -112,7 +113,7 @@ tsafe_status tsafe_moe_layer_create_random_ex(const tsafe_moe_config *cfg, uint6
         o = *opt;
     TSAFE_REQUIRE(o.mode == TSAFE_MOE_WEIGHTS_EAGER || o.mode == TSAFE_MOE_WEIGHTS_LAZY,
                 TSAFE_E_ARG);
-    TSAFE_REQUIRE(sodium_init() >= 0, TSAFE_E_CRYPTO);
+    TSAFE_REQUIRE(tsafe_sodium_ready() == TSAFE_OK, TSAFE_E_CRYPTO);
     TSAFE_TRY(layer_alloc(cfg, o.n_experts_override, &L));
     L->generated = 1;
     L->mode = o.mode;

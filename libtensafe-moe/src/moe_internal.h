@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "tensafe/moe.h"
+#include "file.h" /* tsafe_read_file: configs and step-gate files */
 #include "tsafe_check.h"
 
 /* Kinds of generated tensors; part of each ChaCha20 nonce. */
@@ -44,11 +45,6 @@ struct tsafe_moe_layer {
     uint32_t materialised;
     uint64_t weight_bytes;
 };
-
-/* ---- files (config_json.c) */
-/* Read a whole file of at most cap bytes into a malloc'd buffer (+ NUL).
- * TSAFE_E_NOT_FOUND, TSAFE_E_IO, TSAFE_E_RANGE (larger than cap). */
-tsafe_status tsafe_moe_read_file(const char *path, size_t cap, char **buf, size_t *len);
 
 /* ---- weights (expert.c) */
 void tsafe_moe_derive_key(uint64_t seed, uint8_t key[32]);

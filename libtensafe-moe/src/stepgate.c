@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 
+#include "json_get.h"
 #include "moe_internal.h"
 
 #define SG_MAX_DOMAINS 256u
@@ -258,22 +259,6 @@ static tsafe_status normalise_keyword(json_t *v, sg_keyword *kw)
     return TSAFE_OK;
 }
 
-static tsafe_status get_u32_opt(json_t *root, const char *key, uint32_t dflt, uint32_t *out)
-{
-    json_t *v = json_object_get(root, key);
-    if (v == NULL || json_is_null(v)) {
-        *out = dflt;
-        return TSAFE_OK;
-    }
-    if (!json_is_integer(v))
-        return TSAFE_E_JSON;
-    json_int_t x = json_integer_value(v);
-    if (x < 0 || (unsigned long long)x > UINT32_MAX)
-        return TSAFE_E_PARAMS;
-    *out = (uint32_t)x;
-    return TSAFE_OK;
-}
-
 static tsafe_status parse_domain(json_t *o, sg_domain *d)
 {
     tsafe_status st;
@@ -343,9 +328,9 @@ static tsafe_status parse_gate(json_t *root, tsafe_stepgate *g)
     }
     if (st != TSAFE_OK)
         return st;
-    if ((st = get_u32_opt(root, "decide_every", 0, &g->decide_every)) != TSAFE_OK)
+    if ((st = tsafe_json_u32(root, "decide_every", 0, 0, &g->decide_every)) != TSAFE_OK)
         return st;
-    return get_u32_opt(root, "hysteresis", 1, &g->hysteresis);
+    return tsafe_json_u32(root, "hysteresis", 0, 1, &g->hysteresis);
 }
 
 tsafe_status tsafe_stepgate_create_json(const char *text, size_t len, tsafe_stepgate **out)
@@ -371,12 +356,12 @@ tsafe_status tsafe_stepgate_load_json(const char *path, tsafe_stepgate **out)
 {
     TSAFE_REQUIRE(path != NULL && out != NULL, TSAFE_E_NULL);
     *out = NULL;
-    char *buf = NULL;
+    uint8_t *buf = NULL;
     size_t len = 0;
-    tsafe_status st = tsafe_moe_read_file(path, SG_MAX_FILE, &buf, &len);
+    tsafe_status st = tsafe_read_file(path, SG_MAX_FILE, &buf, &len);
     if (st != TSAFE_OK)
         return st;
-    st = tsafe_stepgate_create_json(buf, len, out);
+    st = tsafe_stepgate_create_json((const char *)buf, len, out);
     free(buf);
     return st;
 }

@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <jansson.h>
 
+#include "clock.h"
 #include "commands.h"
 #include "io.h"
 
@@ -15,9 +15,7 @@ const struct tsafe_backend_factory *bench_backend;
 
 double bench_now_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+    return tsafe_now_us();
 }
 
 static int cmp_double(const void *a, const void *b)

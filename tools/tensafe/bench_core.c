@@ -17,6 +17,7 @@
 #include <sodium.h>
 
 #include "commands.h"
+#include "init.h"
 #include "tensafe/ckks.h"
 /* internal ring/context layout: the tool links the static libraries, so the
  * hidden NTT entry points resolve */
@@ -372,7 +373,7 @@ int bench_core(bench_report *r, int quick)
 {
     static const char *presets[] = {"seed-n16384", "seed-n32768", "ifma-n16384",
                                     "ifma-n4096"};
-    if (sodium_init() < 0)
+    if (tsafe_sodium_ready() != TSAFE_OK)
         return tool_fail("bench core", TSAFE_E_CRYPTO);
     bench_report_add_value(r, GROUP, "cpu has AVX-512 IFMA", "runtime detection",
                            (double)tsafe_cpu_has_ifma(), "bool");

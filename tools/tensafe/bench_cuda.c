@@ -11,11 +11,12 @@
 #include "tensafe/lora_sealed.h"
 
 #ifdef TSAFE_WITH_CUDA
+#include "bench_cuda.h"
 #include "tensafe/cuda.h"
 
 /* mul_acc (one call of jobs x terms, ct x pt each) and the modulus switch. */
 static void add_ring_ops(bench_report *r, const char *group, const char *params,
-                         const tsafe_cuda_bench_result *res)
+                         const cuda_bench_result *res)
 {
     char note[96];
     snprintf(note, sizeof note, "%u jobs x %u terms, one call; %.4f us per term-limb",
@@ -38,13 +39,13 @@ int bench_cuda(bench_report *r, int quick)
     for (int i = 0; i < 3; i++) {
         tsafe_params p;
         tsafe_context *ctx = NULL;
-        tsafe_cuda_bench_result res;
-        tsafe_cuda_bench_config cfg = {.reps = quick ? 5u : 21u};
+        cuda_bench_result res;
+        cuda_bench_config cfg = {.reps = quick ? 5u : 21u};
         tsafe_status st = tsafe_params_preset(presets[i], &p);
         if (st == TSAFE_OK)
             st = tsafe_context_create(&p, &ctx);
         if (st == TSAFE_OK)
-            st = tsafe_cuda_bench(ctx, 0, &cfg, &res);
+            st = cuda_bench_ckks(ctx, 0, &cfg, &res);
         tsafe_context_free(ctx);
         if (st != TSAFE_OK)
             return tool_fail("bench cuda", st);
@@ -61,14 +62,14 @@ int bench_cuda(bench_report *r, int quick)
     /* the sealed path's ring: round 1 of a plan for d_in 4096, rank 16 */
     tsafe_sealed_plan plan;
     tsafe_bfv_context *bfv = NULL;
-    tsafe_cuda_bench_result res;
-    tsafe_cuda_bench_config cfg = {.reps = quick ? 5u : 21u};
+    cuda_bench_result res;
+    cuda_bench_config cfg = {.reps = quick ? 5u : 21u};
     tsafe_status st = tsafe_sealed_plan_derive(TSAFE_SEALED_PRIVATE, 4096, 16, 4096, NULL,
                                                &plan);
     if (st == TSAFE_OK)
         st = tsafe_bfv_context_create(&plan.r1, &bfv);
     if (st == TSAFE_OK)
-        st = tsafe_cuda_bench_bfv(bfv, 0, &cfg, &res);
+        st = cuda_bench_bfv(bfv, 0, &cfg, &res);
     tsafe_bfv_context_free(bfv);
     if (st != TSAFE_OK)
         return tool_fail("bench cuda (BFV ring)", st);

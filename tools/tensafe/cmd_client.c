@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "clock.h"
 #include "commands.h"
 #include "io.h"
 #include "net_socket.h"
@@ -333,7 +334,7 @@ static int client_tokens(client_run *R, double *ms)
 {
     size_t n = tsafe_session_client_modules(R->s);
     float *deltas[IO_MAX_MODULES];
-    double t0 = net_now_ms();
+    double t0 = tsafe_now_ms();
     for (size_t r = 0; r < R->rows; r++) {
         float *o = R->out + r * R->total_out;
         for (size_t i = 0; i < n; i++) {
@@ -353,7 +354,7 @@ static int client_tokens(client_run *R, double *ms)
         }
         io_progress("client: rows", r + 1, R->rows);
     }
-    *ms = net_now_ms() - t0;
+    *ms = tsafe_now_ms() - t0;
     return 0;
 }
 

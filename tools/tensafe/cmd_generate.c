@@ -8,11 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <jansson.h>
 #include <sodium.h>
 
+#include "clock.h"
 #include "commands.h"
 #include "io.h"
 #include "llama2.h"
@@ -80,13 +80,6 @@ typedef struct {
     tsafe_lora_stats stats;
     char what[4200];
 } gen_lora;
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 /* "layers.<L>.<...>.<proj>" -> layer and projection; -1 when the name is
  * not one of the seven adapter targets of a layer. */
@@ -271,7 +264,7 @@ static tsafe_status lora_hook(void *user, uint32_t layer, l2_group grp, const fl
     const tsafe_lora_site *sites[3];
     for (uint32_t k = 0; g->kind != GEN_REMOTE && k < n; k++)
         sites[k] = g->sites[mods[k]];
-    double t0 = now_ms();
+    double t0 = tsafe_now_ms();
     tsafe_status st;
     switch (g->kind) {
     case GEN_PLAIN:
@@ -290,7 +283,7 @@ static tsafe_status lora_hook(void *user, uint32_t layer, l2_group grp, const fl
         st = net_remote_delta(g->remote, mods, n, x, g->scratch, &g->stats, g->what,
                               sizeof g->what);
     }
-    g->he_ms += now_ms() - t0;
+    g->he_ms += tsafe_now_ms() - t0;
     g->sites_run += n;
     g->queries++;
     if (st != TSAFE_OK) {
@@ -374,7 +367,7 @@ static tsafe_status generate(const gen_opts *o, const l2_model *m, const spm_tok
     tsafe_status st = l2_state_create(m, &s);
     const l2_config *c = l2_model_config(m);
     size_t total = r->n_prompt + o->tokens;
-    double t0 = now_ms();
+    double t0 = tsafe_now_ms();
     for (uint32_t pos = 0; st == TSAFE_OK && r->n < total; pos++) {
         const float *logits = NULL;
         if (pos >= c->seq_len) {
@@ -392,7 +385,7 @@ static tsafe_status generate(const gen_opts *o, const l2_model *m, const spm_tok
         r->all[r->n++] = next_token(logits, c->vocab_size, o->temperature);
         st = stream(tok, r, o->json);
     }
-    r->total_ms = now_ms() - t0;
+    r->total_ms = tsafe_now_ms() - t0;
     l2_state_free(s);
     return st;
 }

@@ -17,6 +17,7 @@
 #include <sodium.h>
 
 #include "commands.h"
+#include "bytes.h"
 #include "io.h"
 
 #define PARAMS_FILE "params.bin"
@@ -239,8 +240,8 @@ static int write_ct_file(const tsafe_context *ctx, const tsafe_ciphertext *ct, s
     memcpy(buf, CT_MAGIC, 4);
     buf[4] = 1;
     buf[5] = buf[6] = buf[7] = 0;
-    io_put_u32le(buf + 8, (uint32_t)count);
-    io_put_u64le(buf + 12, ctn);
+    tsafe_store_le32(buf + 8, (uint32_t)count);
+    tsafe_store_le64(buf + 12, ctn);
     *len = CT_HEADER + ctn;
     st = io_write_file(outp, buf, *len, 0644);
     free(buf);
@@ -332,13 +333,13 @@ static int read_ct_file(const char *in, uint8_t **b, size_t *n, size_t *count)
     }
     const uint8_t *h = *b;
     if (*n < CT_HEADER || memcmp(h, CT_MAGIC, 4) || h[4] != 1 || h[5] || h[6] || h[7] ||
-        io_get_u64le(h + 12) != *n - CT_HEADER) {
+        tsafe_load_le64(h + 12) != *n - CT_HEADER) {
         free(*b);
         *b = NULL;
         snprintf(what, sizeof what, "ciphertext file '%s' (not written by 'tensafe encrypt')", in);
         return tool_fail(what, *n < CT_HEADER ? TSAFE_E_TRUNCATED : TSAFE_E_FORMAT);
     }
-    *count = io_get_u32le(h + 8);
+    *count = tsafe_load_le32(h + 8);
     return 0;
 }
 

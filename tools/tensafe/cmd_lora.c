@@ -5,11 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <jansson.h>
 #include <sodium.h>
 
+#include "clock.h"
 #include "commands.h"
 #include "io.h"
 
@@ -59,13 +59,6 @@ static const char k_help[] =
     "\n"
     "'-' as a file is standard input (--input, compare's files) or standard output\n"
     "(--output, --out: the summary line then goes to standard error).\n";
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 typedef struct {
     const char *adapter, *key, *modules, *input, *output, *mode_name, *params;
@@ -233,7 +226,7 @@ static int apply(const apply_opts *a)
             eng = local ? tsafe_lora_engine_local(local) : tsafe_lora_engine_two_party(&pair);
         }
     }
-    double t0 = now_ms();
+    double t0 = tsafe_now_ms();
     for (size_t r = 0; r < rows; r++) {
         const float *xr = x + r * m->d_in;
         float *o = out + r * m->total_out;
@@ -276,7 +269,7 @@ static int apply(const apply_opts *a)
         }
         io_progress("lora apply: rows", r + 1, rows);
     }
-    double ms = now_ms() - t0;
+    double ms = tsafe_now_ms() - t0;
     if ((st = io_write_f32(a->output, out, rows * m->total_out)) != TSAFE_OK) {
         snprintf(what, sizeof what, "write '%s'", a->output);
         tool_fail(what, st);

@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "clock.h"
 #include "commands.h"
 #include "io.h"
 #include "net_socket.h"
@@ -315,7 +316,7 @@ static int serve_one(serve_state *S, int fd, unsigned session)
     tsafe_session_server *s = NULL;
     net_conn c = {fd, 0, 0};
     tsafe_session_transport t = net_transport(&c);
-    double t0 = net_now_ms();
+    double t0 = tsafe_now_ms();
     tsafe_status st = tsafe_session_server_create(S->svc, &lim, &s);
     if (st == TSAFE_OK)
         st = tsafe_session_server_run(s, &t);
@@ -342,14 +343,14 @@ static int serve_one(serve_state *S, int fd, unsigned session)
                "total\n",
                session, (unsigned long long)ss.tokens, ss.tokens == 1 ? unit : units,
                (double)c.bytes_in / 1024.0, (double)c.bytes_out / 1024.0, per, unit,
-               net_now_ms() - t0);
+               tsafe_now_ms() - t0);
     else
         printf("session %u (%s): %llu %s, %.1f KiB in, %.1f KiB out, %.3f ms/%s of HE work "
                "(+%.3f done while waiting for the client), %.1f ms total\n",
                session, S->o->mode_name, (unsigned long long)ss.tokens,
                ss.tokens == 1 ? unit : units, (double)c.bytes_in / 1024.0,
                (double)c.bytes_out / 1024.0, per, unit,
-               ss.tokens ? ss.ahead_us / 1e3 / (double)ss.tokens : 0.0, net_now_ms() - t0);
+               ss.tokens ? ss.ahead_us / 1e3 / (double)ss.tokens : 0.0, tsafe_now_ms() - t0);
     fflush(stdout);
     tsafe_session_server_free(s);
     return 0;

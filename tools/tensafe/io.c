@@ -16,6 +16,8 @@
 #include <sodium.h>
 
 #include "io.h"
+#include "bytes.h"
+#include "file.h"
 #ifdef TSAFE_WITH_CUDA
 #include "tensafe/cuda.h"
 #endif
@@ -118,41 +120,7 @@ tsafe_status io_read_file(const char *path, size_t cap, uint8_t **buf, size_t *l
     *len = 0;
     if (!strcmp(path, "-"))
         return read_stdin(cap, buf, len);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return errno_status(errno);
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return TSAFE_E_IO; /* a directory or a device: not a file to read */
-    }
-    if ((uint64_t)sb.st_size > cap) {
-        close(fd);
-        return TSAFE_E_RANGE;
-    }
-    size_t n = (size_t)sb.st_size;
-    uint8_t *b = malloc(n + 1);
-    if (!b) {
-        close(fd);
-        return TSAFE_E_NOMEM;
-    }
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, b + got, n - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            free(b);
-            close(fd);
-            return TSAFE_E_IO;
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    b[n] = 0;
-    *buf = b;
-    *len = n;
-    return TSAFE_OK;
+    return tsafe_read_file(path, cap, buf, len);
 }
 
 tsafe_status io_write_file(const char *path, const void *buf, size_t len, unsigned mode)
@@ -210,46 +178,6 @@ tsafe_status io_join(char *out, size_t cap, const char *dir, const char *name)
     return n < 0 || (size_t)n >= cap ? TSAFE_E_RANGE : TSAFE_OK;
 }
 
-void io_put_u32le(uint8_t *d, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        d[i] = (uint8_t)(v >> (8 * i));
-}
-
-uint32_t io_get_u32le(const uint8_t *s)
-{
-    return (uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24;
-}
-
-void io_put_u64le(uint8_t *d, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        d[i] = (uint8_t)(v >> (8 * i));
-}
-
-uint64_t io_get_u64le(const uint8_t *s)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | s[i];
-    return v;
-}
-
-void io_put_f32le(uint8_t *d, float v)
-{
-    uint32_t u;
-    memcpy(&u, &v, 4);
-    io_put_u32le(d, u);
-}
-
-float io_get_f32le(const uint8_t *s)
-{
-    uint32_t u = io_get_u32le(s);
-    float v;
-    memcpy(&v, &u, 4);
-    return v;
-}
-
 tsafe_status io_read_f32(const char *path, float **v, size_t *count)
 {
     *v = NULL;
@@ -269,7 +197,7 @@ tsafe_status io_read_f32(const char *path, float **v, size_t *count)
         return TSAFE_E_NOMEM;
     }
     for (size_t i = 0; i < n / 4; i++)
-        f[i] = io_get_f32le(b + 4 * i);
+        f[i] = tsafe_load_f32le(b + 4 * i);
     free(b);
     *v = f;
     *count = n / 4;
@@ -284,7 +212,7 @@ tsafe_status io_write_f32(const char *path, const float *v, size_t count)
     if (!b)
         return TSAFE_E_NOMEM;
     for (size_t i = 0; i < count; i++)
-        io_put_f32le(b + 4 * i, v[i]);
+        tsafe_store_f32le(b + 4 * i, v[i]);
     tsafe_status st = io_write_file(path, b, count * 4, 0644);
     free(b);
     return st;

@@ -47,12 +47,6 @@ tsafe_status io_join(char *out, size_t cap, const char *dir, const char *name);
  * rows); *count may be 0 for an empty file. */
 tsafe_status io_read_f32(const char *path, float **v, size_t *count);
 tsafe_status io_write_f32(const char *path, const float *v, size_t count);
-void io_put_f32le(uint8_t *dst, float v);
-float io_get_f32le(const uint8_t *src);
-void io_put_u32le(uint8_t *dst, uint32_t v);
-uint32_t io_get_u32le(const uint8_t *src);
-void io_put_u64le(uint8_t *dst, uint64_t v);
-uint64_t io_get_u64le(const uint8_t *src);
 
 /* ----------------------------------------------------------- options */
 

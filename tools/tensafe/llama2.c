@@ -7,6 +7,7 @@
 
 #include <cblas.h>
 
+#include "bytes.h"
 #include "io.h"
 
 #define L2_HEADER_INTS 7
@@ -128,7 +129,7 @@ tsafe_status l2_model_load(const char *path, l2_model **out)
         return TSAFE_E_TRUNCATED;
     }
     for (int i = 0; i < L2_HEADER_INTS; i++)
-        h[i] = (int32_t)io_get_u32le(buf + 4 * i);
+        h[i] = (int32_t)tsafe_load_le32(buf + 4 * i);
     if ((st = config_check(h, &c)) != TSAFE_OK) {
         free(buf);
         return st;
@@ -147,7 +148,7 @@ tsafe_status l2_model_load(const char *path, l2_model **out)
         return TSAFE_E_NOMEM;
     }
     for (uint64_t i = 0; i < n; i++) {
-        data[i] = io_get_f32le(buf + sizeof h + 4 * i);
+        data[i] = tsafe_load_f32le(buf + sizeof h + 4 * i);
         if (!isfinite(data[i]))
             st = TSAFE_E_VALUE_RANGE;
     }

@@ -122,10 +122,3 @@ tsafe_session_transport net_transport(net_conn *c)
     tsafe_session_transport t = {c, conn_send, conn_recv};
     return t;
 }
-
-double net_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}

@@ -30,7 +30,4 @@ int net_connect_local(uint32_t port, double timeout, int *fd, char *what, size_t
 /* The session transport over c (send/recv that retry EINTR unless
  * net_stop, count bytes). */
 tsafe_session_transport net_transport(net_conn *c);
-/* Milliseconds on CLOCK_MONOTONIC, for the tools' own timings. */
-double net_now_ms(void);
-
 #endif

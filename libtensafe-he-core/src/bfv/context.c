@@ -7,6 +7,7 @@
 #include <sodium.h>
 
 #include "bfv_internal.h"
+#include "bytes.h"
 #include "tensafe/ckks.h" /* tsafe_params_max_log_q: one security table */
 #include "tsafe_check.h"
 #include "../common/prng.h"
@@ -84,8 +85,7 @@ tsafe_status tsafe_bfv_context_create(const tsafe_bfv_params *p,
     uint64_t words[9] = {0x3156464253545354ull /* "TSTSBFV1" */, p->log_n,
                          p->resp_bits, p->gap_bits, p->t_bits, c->L, q[0], q[1], q[2]};
     for (int w = 0; w < 9; w++)
-        for (int b = 0; b < 8; b++)
-            buf[8 * w + b] = (uint8_t)(words[w] >> (8 * b));
+        tsafe_store_le64(buf + 8 * w, words[w]);
     crypto_generichash_update(&h, buf, sizeof buf);
     crypto_generichash_final(&h, c->fingerprint, TSAFE_BFV_FINGERPRINT_BYTES);
     *out = c;

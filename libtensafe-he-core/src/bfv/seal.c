@@ -12,6 +12,7 @@
 #include "tensafe/backend_impl.h"
 #include "tensafe/bfv_backend.h"
 #include "tsafe_check.h"
+#include "../common/bytes.h"
 #include "../common/prng.h"
 
 /* Uniform integer in [-2^bits, 2^bits] (bits <= 100) as residues mod every
@@ -420,8 +421,7 @@ tsafe_status tsafe_bfv_sealer_prepare(tsafe_bfv_sealer *s, const tsafe_buffer *p
         uint8_t master[32];
         if (seed) { /* tests: entry i's seed from (seed, i) */
             uint8_t ctr[8];
-            for (int i = 0; i < 8; i++)
-                ctr[i] = (uint8_t)((uint64_t)s->ready >> (8 * i));
+            tsafe_store_le64(ctr, (uint64_t)s->ready);
             crypto_generichash(master, 32, ctr, sizeof ctr, seed, 32);
         } else if ((st = tsafe_seed_fresh(master)) != TSAFE_OK)
             break;

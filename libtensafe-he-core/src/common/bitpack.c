@@ -13,24 +13,6 @@ static int vector_width(uint32_t bits)
     return bits >= 8 && bits <= 57 && tsafe_cpu_has_avx512_sampling();
 }
 
-static inline void store_le64(uint8_t *p, uint64_t v)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    memcpy(p, &v, 8); /* one store */
-#else
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-#endif
-}
-
-static inline uint64_t load_le64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define TSAFE_BITPACK_WORDS 1
 #else
@@ -109,7 +91,7 @@ void tsafe_pack_bits(tsafe_writer *w, const uint64_t *v, size_t n,
         acc |= x << have;
         uint32_t next = have + bits;
         if (next >= 64) {
-            store_le64(out + o, acc);
+            tsafe_store_le64(out + o, acc);
             o += 8;
             acc = have ? x >> (64 - have) : 0;
             next -= 64;
@@ -153,7 +135,7 @@ tsafe_status tsafe_unpack_bits(tsafe_reader *r, uint64_t *v, size_t n,
             uint64_t word = 0;
             uint32_t got = 0;
             if (len - byte >= 8) {
-                word = load_le64(p + byte);
+                word = tsafe_load_le64(p + byte);
                 byte += 8;
                 got = 64;
             } else {

@@ -1,12 +1,75 @@
-/* Bounds-checked little-endian byte readers and writers (internal). Readers
- * return 0 instead of reading past the end. Writers assume the caller has
- * checked capacity (they still never write past it). */
+/* Little-endian byte codecs (internal to the libraries and the tool): the
+ * one place that turns integers into wire and file bytes. tsafe_load_le* /
+ * tsafe_store_le* read and write at a pointer the caller has checked; the
+ * tsafe_reader / tsafe_writer cursors are bounds-checked: readers return 0
+ * instead of reading past the end, writers never write past the capacity
+ * (they poison the position instead). */
 #ifndef TSAFE_BYTES_H
 #define TSAFE_BYTES_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+static inline void tsafe_store_le16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static inline void tsafe_store_le32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+static inline void tsafe_store_le64(uint8_t *p, uint64_t v)
+{
+    /* written out so that compilers merge it into one store */
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+    p[4] = (uint8_t)(v >> 32);
+    p[5] = (uint8_t)(v >> 40);
+    p[6] = (uint8_t)(v >> 48);
+    p[7] = (uint8_t)(v >> 56);
+}
+
+static inline void tsafe_store_f32le(uint8_t *p, float f)
+{
+    uint32_t v;
+    memcpy(&v, &f, 4);
+    tsafe_store_le32(p, v);
+}
+
+static inline uint16_t tsafe_load_le16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static inline uint32_t tsafe_load_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t tsafe_load_le64(const uint8_t *p)
+{
+    /* written out so that compilers merge it into one load */
+    return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
+           (uint64_t)p[3] << 24 | (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 |
+           (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
+}
+
+static inline float tsafe_load_f32le(const uint8_t *p)
+{
+    uint32_t v = tsafe_load_le32(p);
+    float f;
+    memcpy(&f, &v, 4);
+    return f;
+}
 
 typedef struct {
     uint8_t *buf;
@@ -38,16 +101,14 @@ static inline void tsafe_put_u8(tsafe_writer *w, uint8_t v)
 static inline void tsafe_put_u32(tsafe_writer *w, uint32_t v)
 {
     uint8_t b[4];
-    for (int i = 0; i < 4; i++)
-        b[i] = (uint8_t)(v >> (8 * i));
+    tsafe_store_le32(b, v);
     tsafe_put_bytes(w, b, 4);
 }
 
 static inline void tsafe_put_u64(tsafe_writer *w, uint64_t v)
 {
     uint8_t b[8];
-    for (int i = 0; i < 8; i++)
-        b[i] = (uint8_t)(v >> (8 * i));
+    tsafe_store_le64(b, v);
     tsafe_put_bytes(w, b, 8);
 }
 
@@ -77,8 +138,7 @@ static inline int tsafe_get_u32(tsafe_reader *r, uint32_t *v)
     uint8_t b[4];
     if (!tsafe_get_bytes(r, b, 4))
         return 0;
-    *v = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-         (uint32_t)b[3] << 24;
+    *v = tsafe_load_le32(b);
     return 1;
 }
 
@@ -87,10 +147,7 @@ static inline int tsafe_get_u64(tsafe_reader *r, uint64_t *v)
     uint8_t b[8];
     if (!tsafe_get_bytes(r, b, 8))
         return 0;
-    uint64_t x = 0;
-    for (int i = 7; i >= 0; i--)
-        x = (x << 8) | b[i];
-    *v = x;
+    *v = tsafe_load_le64(b);
     return 1;
 }
 

@@ -6,6 +6,10 @@
 #ifndef TSAFE_CPU_H
 #define TSAFE_CPU_H
 
+#ifdef __cplusplus
+extern "C" { /* also called from the tool's CUDA C++ */
+#endif
+
 /* AVX-512 F, DQ, BW, VL and IFMA with OS support: the IFMA NTT and vector
  * kernels. TSAFE_DISABLE_IFMA=1 in the environment forces 0. */
 int tsafe_cpu_has_ifma(void);
@@ -17,5 +21,9 @@ int tsafe_cpu_has_avx512_sampling(void);
 /* AVX-512F with OS support, nothing more (for code that needs only the
  * foundation instructions). */
 int tsafe_cpu_has_avx512f(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

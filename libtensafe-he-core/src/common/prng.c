@@ -1,15 +1,12 @@
 #include "prng.h"
 
+#include "bytes.h"
+
 #include <pthread.h>
 #include <string.h>
 
 #include <openssl/evp.h>
 #include <sodium.h>
-
-tsafe_status tsafe_sodium_ready(void)
-{
-    return sodium_init() < 0 ? TSAFE_E_CRYPTO : TSAFE_OK;
-}
 
 tsafe_status tsafe_seed_fresh(uint8_t seed[32])
 {
@@ -29,8 +26,7 @@ void tsafe_seed_derive(uint8_t out[32], const uint8_t seed[32],
 void tsafe_prng_init(tsafe_prng *p, const uint8_t seed[32], uint64_t stream)
 {
     memcpy(p->key, seed, 32);
-    for (int i = 0; i < 8; i++)
-        p->nonce[i] = (uint8_t)(stream >> (8 * i));
+    tsafe_store_le64(p->nonce, stream);
     p->block = 0;
     p->pos = sizeof p->buf;
 }
@@ -89,8 +85,7 @@ static int openssl_keystream(const tsafe_prng *p, uint8_t *out, size_t len)
     if (!c || len > sizeof zeros)
         return 0;
     uint8_t iv[16];
-    for (int i = 0; i < 8; i++)
-        iv[i] = (uint8_t)(p->block >> (8 * i));
+    tsafe_store_le64(iv, p->block);
     memcpy(iv + 8, p->nonce, 8);
     int n = 0;
     int ok = EVP_EncryptInit_ex(c, NULL, NULL, p->key, iv) == 1 &&
@@ -128,23 +123,16 @@ void tsafe_prng_bytes(tsafe_prng *p, uint8_t *out, size_t len)
     }
 }
 
-static inline uint64_t load_le64(const uint8_t *b)
-{
-    return (uint64_t)b[0] | (uint64_t)b[1] << 8 | (uint64_t)b[2] << 16 |
-           (uint64_t)b[3] << 24 | (uint64_t)b[4] << 32 | (uint64_t)b[5] << 40 |
-           (uint64_t)b[6] << 48 | (uint64_t)b[7] << 56;
-}
-
 uint64_t tsafe_prng_u64(tsafe_prng *p)
 {
     if (p->pos + 8 <= sizeof p->buf) { /* fast path: whole word buffered */
-        uint64_t v = load_le64(p->buf + p->pos);
+        uint64_t v = tsafe_load_le64(p->buf + p->pos);
         p->pos += 8;
         return v;
     }
     uint8_t b[8];
     tsafe_prng_bytes(p, b, 8);
-    return load_le64(b);
+    return tsafe_load_le64(b);
 }
 
 void tsafe_prng_uniform_mod(tsafe_prng *p, uint64_t q, uint64_t *out,
@@ -177,12 +165,12 @@ void tsafe_prng_uniform_mod_tight(tsafe_prng *p, uint64_t q, uint64_t *out,
         }
         uint64_t v;
         if (p->pos + 8 <= sizeof p->buf) { /* an 8-byte load, nb bytes used */
-            v = load_le64(p->buf + p->pos);
+            v = tsafe_load_le64(p->buf + p->pos);
             p->pos += nb;
         } else {
             uint8_t b[8] = {0};
             tsafe_prng_bytes(p, b, nb);
-            v = load_le64(b);
+            v = tsafe_load_le64(b);
         }
         v &= mask;
         if (v < q)
@@ -246,12 +234,12 @@ void tsafe_prng_cbd_tight(tsafe_prng *p, int8_t *out, size_t n)
         }
         uint64_t v;
         if (p->pos + 8 <= sizeof p->buf) { /* 6 bytes: the 42 bits used */
-            v = load_le64(p->buf + p->pos);
+            v = tsafe_load_le64(p->buf + p->pos);
             p->pos += 6;
         } else {
             uint8_t b[8] = {0};
             tsafe_prng_bytes(p, b, 6);
-            v = load_le64(b);
+            v = tsafe_load_le64(b);
         }
         out[i] = cbd21(v);
     }

@@ -17,7 +17,8 @@
 #include <stdint.h>
 
 #include "tensafe/status.h"
-#include "cpu.h" /* the AVX-512 samplers run only after tsafe_cpu_has_avx512_sampling() */
+#include "cpu.h"  /* the AVX-512 samplers run only after tsafe_cpu_has_avx512_sampling() */
+#include "init.h" /* tsafe_sodium_ready */
 
 typedef struct tsafe_prng {
     uint8_t key[32];
@@ -27,8 +28,6 @@ typedef struct tsafe_prng {
     size_t pos;           /* bytes of buf consumed */
 } tsafe_prng;
 
-/* libsodium ready (idempotent, thread-safe). */
-tsafe_status tsafe_sodium_ready(void);
 
 /* Fresh 32-byte seed from the OS CSPRNG. */
 tsafe_status tsafe_seed_fresh(uint8_t seed[32]);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "detail.h"
+#include "json_get.h"
 #include "peft_internal.h"
 #include "safetensors_internal.h"
 
@@ -19,35 +20,20 @@ void tsafe_peft_config_clear(tsafe_peft_config *c)
 /* Optional boolean: absent or null -> 0. */
 static tsafe_status opt_bool(json_t *root, const char *field, int *out)
 {
-    json_t *v = json_object_get(root, field);
+    json_t *v = tsafe_json_member(root, field);
     *out = 0;
-    if (!v || json_is_null(v))
+    if (!v)
         return TSAFE_OK;
-    if (!json_is_boolean(v))
-        return TSAFE_E_FORMAT;
-    *out = json_is_true(v);
-    return TSAFE_OK;
+    return tsafe_json_bool(v, out) ? TSAFE_OK : TSAFE_E_FORMAT;
 }
 
+/* PEFT's r: an integer in [1, 2^24]. */
 static int positive_rank(json_t *v, size_t *out)
 {
-    if (!json_is_integer(v))
-        return 0;
-    json_int_t x = json_integer_value(v);
-    if (x < 1 || x > (json_int_t)(1 << 24))
+    json_int_t x;
+    if (!tsafe_json_int_in(v, 1, (json_int_t)(1 << 24), &x))
         return 0;
     *out = (size_t)x;
-    return 1;
-}
-
-static int finite_number(json_t *v, double *out)
-{
-    if (!json_is_number(v))
-        return 0;
-    double d = json_number_value(v);
-    if (!isfinite(d))
-        return 0;
-    *out = d;
     return 1;
 }
 
@@ -100,7 +86,7 @@ static tsafe_status parse_patterns(json_t *root, tsafe_error_info *err, tsafe_pe
             double av;
             if (k[0] == '\0')
                 CFG_FAIL(TSAFE_E_FORMAT, "\"%s\" has an empty key", names[p]);
-            if (!(p == 0 ? positive_rank(v, &rv) : finite_number(v, &av)))
+            if (!(p == 0 ? positive_rank(v, &rv) : tsafe_json_finite(v, &av)))
                 CFG_FAIL(TSAFE_E_FORMAT, "\"%s\"[\"%s\"] is not %s", names[p], k,
                          p == 0 ? "an integer in [1, 2^24]" : "a finite number");
         }
@@ -150,7 +136,7 @@ tsafe_status tsafe_peft_config_parse(const char *text, size_t len,
         CFG_FAIL(TSAFE_E_MISSING_FIELD, "no \"%s\"", !r ? "r" : "lora_alpha");
     if (!positive_rank(r, &c->cfg.r))
         CFG_FAIL(TSAFE_E_FORMAT, "\"r\" is not an integer in [1, 2^24]");
-    if (!finite_number(alpha, &c->cfg.lora_alpha))
+    if (!tsafe_json_finite(alpha, &c->cfg.lora_alpha))
         CFG_FAIL(TSAFE_E_FORMAT, "\"lora_alpha\" is not a finite number");
 
     const char *bools[4] = {"use_rslora", "fan_in_fan_out", "lora_bias", "use_qalora"};

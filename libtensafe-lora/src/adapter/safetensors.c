@@ -10,7 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "detail.h"
+#include "json_get.h"
 #include "safetensors_internal.h"
 
 typedef struct {
@@ -89,28 +91,20 @@ int tsafe_convert_to_f32(tsafe_dtype dtype, const uint8_t *raw, size_t count,
 {
     switch (dtype) {
     case TSAFE_DTYPE_F32:
-        for (size_t i = 0; i < count; i++) {
-            uint32_t u = (uint32_t)raw[4 * i] | (uint32_t)raw[4 * i + 1] << 8 |
-                         (uint32_t)raw[4 * i + 2] << 16 |
-                         (uint32_t)raw[4 * i + 3] << 24;
-            memcpy(&out[i], &u, 4);
-        }
+        for (size_t i = 0; i < count; i++)
+            out[i] = tsafe_load_f32le(raw + 4 * i);
         return 1;
     case TSAFE_DTYPE_F16:
         for (size_t i = 0; i < count; i++)
-            out[i] = tsafe_f16_to_f32(
-                (uint16_t)(raw[2 * i] | (uint16_t)raw[2 * i + 1] << 8));
+            out[i] = tsafe_f16_to_f32(tsafe_load_le16(raw + 2 * i));
         return 1;
     case TSAFE_DTYPE_BF16:
         for (size_t i = 0; i < count; i++)
-            out[i] = tsafe_bf16_to_f32(
-                (uint16_t)(raw[2 * i] | (uint16_t)raw[2 * i + 1] << 8));
+            out[i] = tsafe_bf16_to_f32(tsafe_load_le16(raw + 2 * i));
         return 1;
     case TSAFE_DTYPE_F64:
         for (size_t i = 0; i < count; i++) {
-            uint64_t u = 0;
-            for (int b = 7; b >= 0; b--)
-                u = (u << 8) | raw[8 * i + (size_t)b];
+            uint64_t u = tsafe_load_le64(raw + 8 * i);
             double d;
             memcpy(&d, &u, 8);
             out[i] = (float)d;
@@ -123,12 +117,11 @@ int tsafe_convert_to_f32(tsafe_dtype dtype, const uint8_t *raw, size_t count,
 
 /* --------------------------------------------------------------- parsing */
 
+/* A non-negative JSON integer (offsets, shape entries). */
 static int json_uint(const json_t *v, uint64_t *out)
 {
-    if (!json_is_integer(v))
-        return 0;
-    json_int_t x = json_integer_value(v);
-    if (x < 0)
+    json_int_t x;
+    if (!tsafe_json_int_in(v, 0, (json_int_t)INT64_MAX, &x))
         return 0;
     *out = (uint64_t)x;
     return 1;
@@ -264,9 +257,7 @@ static tsafe_status read_header(tsafe_safetensors *s, const uint8_t **hdr_out, s
     if (s->len < 8)
         return tsafe_detail(err, TSAFE_E_TRUNCATED,
                             "%zu bytes: shorter than the 8-byte header length", s->len);
-    uint64_t n = 0;
-    for (int i = 7; i >= 0; i--)
-        n = (n << 8) | s->bytes[i];
+    uint64_t n = tsafe_load_le64(s->bytes);
     if (n > TSAFE_SAFETENSORS_MAX_HEADER)
         return tsafe_detail(err, TSAFE_E_HEADER_TOO_LARGE,
                             "header length %llu above the cap %u", (unsigned long long)n,
@@ -456,43 +447,6 @@ tsafe_status tsafe_safetensors_parse(const void *data, size_t len,
     s->bytes = s->owned;
     s->len = len;
     return finish(s, NULL, out);
-}
-
-tsafe_status tsafe_read_file(const char *path, size_t cap, uint8_t **data,
-                             size_t *len)
-{
-    tsafe_status st = TSAFE_OK;
-    uint8_t *buf = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return errno == ENOENT ? TSAFE_E_NOT_FOUND : TSAFE_E_IO;
-    size_t n = 0, capb = 4096;
-    buf = malloc(capb);
-    TSAFE_CHECK(buf, TSAFE_E_NOMEM);
-    for (;;) {
-        if (n == capb) {
-            TSAFE_CHECK(capb <= cap, TSAFE_E_SIZE_OVERFLOW);
-            size_t nc = capb * 2;
-            uint8_t *nb = realloc(buf, nc);
-            TSAFE_CHECK(nb, TSAFE_E_NOMEM);
-            buf = nb;
-            capb = nc;
-        }
-        size_t got = fread(buf + n, 1, capb - n, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    TSAFE_CHECK(!ferror(f), TSAFE_E_IO);
-    TSAFE_CHECK(n <= cap, TSAFE_E_SIZE_OVERFLOW);
-    fclose(f);
-    *data = buf;
-    *len = n;
-    return TSAFE_OK;
-fail:
-    fclose(f);
-    free(buf);
-    return st;
 }
 
 tsafe_status tsafe_write_file(const char *path, const void *data, size_t len)

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "tensafe/safetensors.h"
+#include "file.h"
 #include "tsafe_check.h"
 
 /* The public parse_borrowed / open_file, filling err (may be NULL) with
@@ -24,10 +25,7 @@ int tsafe_utf8_valid(const uint8_t *s, size_t n);
 int tsafe_convert_to_f32(tsafe_dtype dtype, const uint8_t *raw, size_t count,
                          float *out);
 
-/* Reads a whole file into malloc'd memory (max `cap` bytes, else
- * TSAFE_E_SIZE_OVERFLOW). *len may be 0 (then *data is non-NULL anyway). */
-tsafe_status tsafe_read_file(const char *path, size_t cap, uint8_t **data,
-                             size_t *len);
+/* Whole files are read with tsafe_read_file (common/file.h). */
 /* Writes (create/truncate) a whole file. */
 tsafe_status tsafe_write_file(const char *path, const void *data, size_t len);
 

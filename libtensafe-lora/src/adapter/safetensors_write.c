@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "safetensors_internal.h"
 
 typedef struct {
@@ -179,8 +180,12 @@ tsafe_status tsafe_safetensors_writer_add_f32(tsafe_safetensors_writer *w,
         } else {
             bits = tsafe_f32_to_bf16(values[i]);
         }
-        for (size_t b = 0; b < es; b++)
-            buf[i * es + b] = (uint8_t)(bits >> (8 * b));
+        if (es == 2)
+            tsafe_store_le16(buf + i * es, (uint16_t)bits);
+        else if (es == 4)
+            tsafe_store_le32(buf + i * es, (uint32_t)bits);
+        else
+            tsafe_store_le64(buf + i * es, bits);
     }
     st = append(w, name, dtype, shape, ndim, buf, nbytes);
     if (st != TSAFE_OK)
@@ -265,8 +270,7 @@ tsafe_status tsafe_safetensors_writer_serialize(
     total += off;
     buf = malloc(total);
     TSAFE_CHECK(buf, TSAFE_E_NOMEM);
-    for (int i = 0; i < 8; i++)
-        buf[i] = (uint8_t)((uint64_t)padded >> (8 * i));
+    tsafe_store_le64(buf, (uint64_t)padded);
     memcpy(buf + 8, hdr, hl);
     memset(buf + 8 + hl, ' ', padded - hl);
     size_t pos = 8 + padded;

@@ -10,6 +10,7 @@
 #include <sodium.h>
 
 #include "dp_internal.h"
+#include "init.h"
 
 /* uniform integer in [0, n), n >= 1, by rejection on bit_length(n) bits */
 static void uniform_below(mpz_t out, const mpz_t n)
@@ -122,7 +123,7 @@ tsafe_status tsafe_dp_discrete_gaussian(double sigma, int64_t *out)
         return TSAFE_E_NULL;
     if (!(sigma > 0) || !isfinite(sigma) || sigma > 0x1p50)
         return TSAFE_E_ARG;
-    if (sodium_init() < 0)
+    if (tsafe_sodium_ready() != TSAFE_OK)
         return TSAFE_E_CRYPTO;
     mpq_t s2, g, tq;
     mpz_t t, y, ay;

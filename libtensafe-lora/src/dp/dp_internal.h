@@ -1,10 +1,12 @@
-/* Internal helpers shared by the DP files (hidden symbols). */
+/* Internal helpers shared by the DP files (hidden symbols); the part other
+ * modules may call is dp_release.h. */
 #ifndef TSAFE_LORA_DP_INTERNAL_H
 #define TSAFE_LORA_DP_INTERNAL_H
 
 #include <stdint.h>
 
 #include "tensafe/lora_dp.h"
+#include "dp_release.h" /* what other modules may call */
 
 /* log delta(eps; mu) for mu-GDP / one Gaussian release with Delta/sigma = mu:
  * log[Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu)]; -INFINITY when the
@@ -17,14 +19,5 @@ double tsafe_dp_gdp_eps_(double mu, double delta);
 /* RDP (Gaussian, rho = T Delta^2 / (2 sigma^2)) -> eps at delta, improved
  * conversion minimised over alpha > 1; >= 0. */
 double tsafe_dp_rdp_eps_(double rho, double delta);
-
-/* One sample of the discrete Gaussian N_Z(0, sigma^2), exact (CKS 2020),
- * randomness from the CSPRNG. sigma in (0, 2^50]. */
-tsafe_status tsafe_dp_discrete_gaussian(double sigma, int64_t *out);
-
-/* Charge one release to the session (TSAFE_E_BUDGET when spent) and give
- * its sigma, for callers that add the noise themselves (the sealed
- * client adds discrete-Gaussian noise to integer shares). */
-tsafe_status tsafe_dp_session_charge(tsafe_dp_session *s, double *sigma);
 
 #endif

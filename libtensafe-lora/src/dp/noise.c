@@ -4,6 +4,7 @@
 #include <sodium.h>
 
 #include "dp_internal.h"
+#include "init.h"
 
 #define NOISE_BLOCK 128 /* uint64 draws per randombytes_buf call (even) */
 
@@ -70,7 +71,7 @@ tsafe_status tsafe_dp_gaussian_fill(double *out, size_t n, double sigma)
         return TSAFE_E_NULL;
     if (!(sigma >= 0.0) || !isfinite(sigma))
         return TSAFE_E_ARG;
-    if (sodium_init() < 0)
+    if (tsafe_sodium_ready() != TSAFE_OK)
         return TSAFE_E_CRYPTO;
     double z[NOISE_BLOCK];
     for (size_t i = 0; i < n; i += NOISE_BLOCK) {
@@ -89,7 +90,7 @@ tsafe_status tsafe_dp_add_gaussian_noise(float *vec, size_t n, double sigma)
         return TSAFE_E_NULL;
     if (!(sigma >= 0.0) || !isfinite(sigma))
         return TSAFE_E_ARG;
-    if (sodium_init() < 0)
+    if (tsafe_sodium_ready() != TSAFE_OK)
         return TSAFE_E_CRYPTO;
     double z[NOISE_BLOCK];
     for (size_t i = 0; i < n; i += NOISE_BLOCK) {

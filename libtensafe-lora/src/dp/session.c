@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "dp_internal.h"
+#include "init.h"
 
 struct tsafe_dp_session {
     tsafe_dp_params p;
@@ -41,7 +42,7 @@ tsafe_status tsafe_dp_session_create(const tsafe_dp_params *p,
         return TSAFE_E_ARG;
     if (p->sigma != 0.0 && !pos_finite(p->sigma))
         return TSAFE_E_ARG;
-    if (sodium_init() < 0)
+    if (tsafe_sodium_ready() != TSAFE_OK)
         return TSAFE_E_CRYPTO;
 
     double sens = p->sensitivity != 0.0 ? p->sensitivity : 2.0 * p->clip_norm;

@@ -2,10 +2,8 @@
  * engines live with their schemes (he/engine.c, sealed/pair.c). */
 #include <stdlib.h>
 
+#include "clock.h"
 #include "engine_internal.h"
-
-/* Microseconds on CLOCK_MONOTONIC (he/engine.c). */
-double tsafe_lora_now_us(void);
 
 tsafe_status tsafe_lora_module_engine_run(const tsafe_lora_module_engine *e,
                                           const tsafe_lora_module *const *modules, size_t n,
@@ -37,7 +35,7 @@ static tsafe_status plain_fn(void *user, const tsafe_lora_module *const *modules
     tsafe_status st = tsafe_lora_module_check_call(modules, n, x, delta);
     if (st != TSAFE_OK)
         return st;
-    double t0 = tsafe_lora_now_us();
+    double t0 = tsafe_now_us();
     for (size_t i = 0; i < n; i++) {
         const tsafe_lora_module *m = modules[i];
         float *u = malloc(tsafe_lora_module_rank(m) * sizeof *u);
@@ -50,7 +48,7 @@ static tsafe_status plain_fn(void *user, const tsafe_lora_module *const *modules
         free(u);
     }
     if (stats) {
-        stats->bu_us += tsafe_lora_now_us() - t0;
+        stats->bu_us += tsafe_now_us() - t0;
         stats->tokens += 1;
     }
     return TSAFE_OK;

@@ -7,6 +7,7 @@
 #include <sodium.h>
 
 #include "tensafe/lora_two_party.h"
+#include "clock.h"
 #include "he_internal.h"
 #include "../wire/wire.h"
 
@@ -90,7 +91,7 @@ tsafe_status tsafe_lora_client_encrypt(tsafe_lora_client *c, const float *x,
         return TSAFE_E_NULL;
     *request = NULL;
     *len = 0;
-    double t0 = tsafe_lora_now_us();
+    double t0 = tsafe_now_us();
     tsafe_status st;
     if ((st = tsafe_lora_encrypt_x(c->ctx, &c->plan, c->sk, x, c->re, c->im,
                                     c->ct)) != TSAFE_OK)
@@ -116,7 +117,7 @@ tsafe_status tsafe_lora_client_encrypt(tsafe_lora_client *c, const float *x,
     *request = w.buf;
     *len = w.len;
     if (stats) {
-        stats->encrypt_us += tsafe_lora_now_us() - t0;
+        stats->encrypt_us += tsafe_now_us() - t0;
         stats->bytes_up += w.len;
         stats->tokens += 1;
     }
@@ -147,7 +148,7 @@ static tsafe_status decode_sites(tsafe_lora_client *c, tsafe_rbuf *rb, size_t n_
             const uint8_t *blob;
             if (!tsafe_rbuf_u32(&r, &clen) || !(blob = tsafe_rbuf_take(&r, clen)))
                 return TSAFE_E_TRUNCATED;
-            double t0 = tsafe_lora_now_us();
+            double t0 = tsafe_now_us();
             tsafe_ciphertext *ct = c->ct; /* reused: no allocation per batch */
             if ((st = tsafe_ciphertext_deserialize_into(c->ctx, blob, clen, ct)) != TSAFE_OK)
                 return st;
@@ -157,9 +158,9 @@ static tsafe_status decode_sites(tsafe_lora_client *c, tsafe_rbuf *rb, size_t n_
             if ((st = tsafe_ckks_decrypt_coeffs_strided(c->ctx, c->sk, ct, stride, c->y, K)) !=
                 TSAFE_OK)
                 return st;
-            double t1 = tsafe_lora_now_us();
+            double t1 = tsafe_now_us();
             tsafe_lora_read_batch(c->ctx, &p, b, c->y, u[s]);
-            sum_t += tsafe_lora_now_us() - t1;
+            sum_t += tsafe_now_us() - t1;
             dec_t += t1 - t0;
         }
     }
@@ -220,7 +221,7 @@ tsafe_status tsafe_lora_client_release(tsafe_lora_client *c, size_t n_sites,
             return TSAFE_E_RANGE;
         total += ranks[s];
     }
-    double t0 = tsafe_lora_now_us();
+    double t0 = tsafe_now_us();
     if (dp) { /* one release (one budget charge) per token over all sites */
         float *all = malloc(total * sizeof *all);
         if (!all)
@@ -250,7 +251,7 @@ tsafe_status tsafe_lora_client_release(tsafe_lora_client *c, size_t n_sites,
     *msg = w.buf;
     *len = w.len;
     if (stats) {
-        stats->sums_us += tsafe_lora_now_us() - t0;
+        stats->sums_us += tsafe_now_us() - t0;
         stats->bytes_up += w.len;
     }
     return TSAFE_OK;

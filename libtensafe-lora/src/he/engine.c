@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "tensafe/lora_two_party.h"
+#include "clock.h"
 #include "he_internal.h"
 #include "../engine/engine_internal.h"
 
@@ -13,14 +14,14 @@ static tsafe_status plain_fn(void *user, const tsafe_lora_site *const *sites,
     (void)user;
     if (!sites || !x || !delta)
         return TSAFE_E_NULL;
-    double t0 = tsafe_lora_now_us();
+    double t0 = tsafe_now_us();
     for (size_t s = 0; s < n; s++) {
         tsafe_status st = tsafe_lora_site_plain_delta(sites[s], x, delta[s]);
         if (st != TSAFE_OK)
             return st;
     }
     if (stats) {
-        stats->bu_us += tsafe_lora_now_us() - t0;
+        stats->bu_us += tsafe_now_us() - t0;
         stats->tokens += 1;
     }
     return TSAFE_OK;

@@ -42,7 +42,7 @@ tsafe_lora_sitecache *tsafe_lora_local_sitecache_(tsafe_lora_local *l,
 tsafe_lora_sitecache *tsafe_lora_server_sitecache_(tsafe_lora_server *s,
                                                    const tsafe_lora_plan **plan);
 
-/* tsafe_lora_now_us: the wire module's clock (../wire/wire.h). */
+/* The wire module (framing, byte codecs) for the two-party messages. */
 #include "../wire/wire.h"
 
 /* Same packing parameters (the site fits the plan). */

@@ -5,6 +5,7 @@
 #include <sodium.h>
 
 #include "tensafe/ckks_buffer.h"
+#include "clock.h"
 #include "he_internal.h"
 
 struct tsafe_lora_local {
@@ -126,25 +127,25 @@ static tsafe_status run_sites(tsafe_lora_local *l, const tsafe_lora_site *const 
     tsafe_status st = check_sites(l, sites, n_sites);
     if (st != TSAFE_OK)
         return st;
-    double t0 = tsafe_lora_now_us();
+    double t0 = tsafe_now_us();
     if ((st = tsafe_lora_encrypt_x(l->ctx, &l->plan, l->sk, x, l->re, l->im,
                                     l->x_ct)) != TSAFE_OK)
         return st;
-    double t1 = tsafe_lora_now_us(), prod_us = 0, dec_us = 0, sum_us = 0;
+    double t1 = tsafe_now_us(), prod_us = 0, dec_us = 0, sum_us = 0;
     size_t stride = tsafe_lora_read_stride(l->ctx, &l->plan), K = 2 * l->plan.cols;
     uint64_t ops = 0;
     size_t job = 0, total = 0, chunk = tsafe_lora_exec_chunk(l->exec);
     for (size_t s = 0; s < n_sites; s++)
         total += sites[s]->plan.n_batches;
-    double t_load = tsafe_lora_now_us();
+    double t_load = tsafe_now_us();
     st = tsafe_lora_exec_load_x(l->exec, l->x_ct);
-    prod_us += tsafe_lora_now_us() - t_load;
+    prod_us += tsafe_now_us() - t_load;
     if (st != TSAFE_OK)
         return st;
     for (size_t s = 0; s < n_sites; s++) {
         const tsafe_lora_site *site = sites[s];
         for (uint32_t b = 0; b < site->plan.n_batches; b++, job++) {
-            double a = tsafe_lora_now_us();
+            double a = tsafe_now_us();
             const tsafe_buffer *res = NULL;
             double scale = 0;
             if (job % chunk == 0) /* the next `chunk` jobs in one backend call */
@@ -154,14 +155,14 @@ static tsafe_status run_sites(tsafe_lora_local *l, const tsafe_lora_site *const 
                 st = tsafe_lora_exec_result(l->exec, job, l->plan.level, &res, &scale);
             if (st != TSAFE_OK)
                 return st;
-            double m = tsafe_lora_now_us();
+            double m = tsafe_now_us();
             st = tsafe_ckks_decrypt_coeffs_strided_buffer(l->ctx, l->sk, res, scale, stride,
                                                           l->y, K);
             if (st != TSAFE_OK)
                 return st;
-            double d = tsafe_lora_now_us();
+            double d = tsafe_now_us();
             tsafe_lora_read_batch(l->ctx, &site->plan, b, l->y, u_out[s]);
-            double e = tsafe_lora_now_us();
+            double e = tsafe_now_us();
             prod_us += m - a;
             dec_us += d - m;
             sum_us += e - d;
@@ -236,11 +237,11 @@ tsafe_status tsafe_lora_local_delta(tsafe_lora_local *l,
         u_ptrs[s] = l->u + off;
     tsafe_status st = run(l, sites, n_sites, x, u_ptrs, stats);
     if (st == TSAFE_OK) {
-        double t = tsafe_lora_now_us();
+        double t = tsafe_now_us();
         for (size_t s = 0; s < n_sites; s++)
             tsafe_lora_apply_b(sites[s], u_ptrs[s], delta[s]);
         if (stats)
-            stats->bu_us += tsafe_lora_now_us() - t;
+            stats->bu_us += tsafe_now_us() - t;
     }
     if (l->u) /* u = A x, partly written on error */
         sodium_memzero(l->u, total * sizeof *l->u);

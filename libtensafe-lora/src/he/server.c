@@ -6,6 +6,7 @@
 
 #include "tensafe/ckks_buffer.h"
 #include "tensafe/lora_two_party.h"
+#include "clock.h"
 #include "he_internal.h"
 #include "../wire/wire.h"
 
@@ -156,9 +157,9 @@ static tsafe_status process(tsafe_lora_server *s, const tsafe_lora_site *const *
     size_t job = 0, total = 0, chunk = tsafe_lora_exec_chunk(s->exec);
     for (size_t i = 0; i < n_sites; i++)
         total += sites[i]->plan.n_batches;
-    double t_load = tsafe_lora_now_us();
+    double t_load = tsafe_now_us();
     st = tsafe_lora_exec_load_x(s->exec, x);
-    prod_us += tsafe_lora_now_us() - t_load;
+    prod_us += tsafe_now_us() - t_load;
     if (st != TSAFE_OK)
         return st;
     tsafe_wbuf_header(w, TSAFE_MSG_RESPONSE);
@@ -168,7 +169,7 @@ static tsafe_status process(tsafe_lora_server *s, const tsafe_lora_site *const *
         tsafe_wbuf_u32(w, site->plan.rank);
         tsafe_wbuf_u32(w, site->plan.n_batches);
         for (uint32_t b = 0; b < site->plan.n_batches && st == TSAFE_OK; b++, job++) {
-            double t0 = tsafe_lora_now_us();
+            double t0 = tsafe_now_us();
             const tsafe_buffer *res = NULL;
             double scale = 0;
             /* every batch of the next `chunk` jobs in one backend call */
@@ -178,7 +179,7 @@ static tsafe_status process(tsafe_lora_server *s, const tsafe_lora_site *const *
             if (st == TSAFE_OK)
                 st = tsafe_lora_exec_result(s->exec, job, s->plan.response_level, &res,
                                             &scale);
-            double t1 = tsafe_lora_now_us();
+            double t1 = tsafe_now_us();
             size_t n = 0, wr = 0;
             if (st == TSAFE_OK)
                 st = tsafe_ciphertext_serialized_size_at(s->ctx, s->plan.response_level, &n);
@@ -191,7 +192,7 @@ static tsafe_status process(tsafe_lora_server *s, const tsafe_lora_site *const *
                        : TSAFE_E_STATE;
             }
             prod_us += t1 - t0;
-            ser_us += tsafe_lora_now_us() - t1;
+            ser_us += tsafe_now_us() - t1;
             ops++;
         }
     }
@@ -342,10 +343,10 @@ tsafe_status tsafe_lora_server_apply(tsafe_lora_server *s,
                     return TSAFE_E_FORMAT;
             }
             if (pass == 1) {
-                double t0 = tsafe_lora_now_us();
+                double t0 = tsafe_now_us();
                 tsafe_lora_apply_b(sites[i], s->u, delta[i]);
                 if (stats)
-                    stats->bu_us += tsafe_lora_now_us() - t0;
+                    stats->bu_us += tsafe_now_us() - t0;
             }
         }
         if (r.pos != len)

@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include "format.h"
+#include "init.h"
 #include "tsafe_check.h"
 
 void tsafe_pkg_digest_(const uint8_t *bytes, size_t n, uint8_t out[32])
@@ -29,7 +30,7 @@ tsafe_status tsafe_package_keypair(uint8_t pk[32], uint8_t sk[64])
 {
     if (!pk || !sk)
         return TSAFE_E_NULL;
-    if (sodium_init() < 0)
+    if (tsafe_sodium_ready() != TSAFE_OK)
         return TSAFE_E_CRYPTO;
     return crypto_sign_keypair(pk, sk) == 0 ? TSAFE_OK : TSAFE_E_CRYPTO;
 }
@@ -219,7 +220,7 @@ tsafe_status tsafe_package_create(const tsafe_package_manifest *m,
     tsafe_status st = check_manifest(m);
     if (st != TSAFE_OK)
         return st;
-    if (sodium_init() < 0)
+    if (tsafe_sodium_ready() != TSAFE_OK)
         return TSAFE_E_CRYPTO;
     st = check_secret_key(signer_sk);
     if (st != TSAFE_OK)
@@ -242,10 +243,10 @@ tsafe_status tsafe_package_create(const tsafe_package_manifest *m,
     pkg = malloc(total);
     TSAFE_CHECK(pkg, TSAFE_E_NOMEM);
     memcpy(pkg, PKG_MAGIC, PKG_MAGIC_BYTES);
-    pkg_put_u16(pkg + PKG_OFF_VERSION, TSAFE_PACKAGE_VERSION);
-    pkg_put_u16(pkg + PKG_OFF_FLAGS, 0);
-    pkg_put_u32(pkg + PKG_OFF_MLEN, (uint32_t)mlen);
-    pkg_put_u64(pkg + PKG_OFF_CLEN, (uint64_t)clen);
+    tsafe_store_le16(pkg + PKG_OFF_VERSION, TSAFE_PACKAGE_VERSION);
+    tsafe_store_le16(pkg + PKG_OFF_FLAGS, 0);
+    tsafe_store_le32(pkg + PKG_OFF_MLEN, (uint32_t)mlen);
+    tsafe_store_le64(pkg + PKG_OFF_CLEN, (uint64_t)clen);
     memcpy(pkg + PKG_HEADER_BYTES, mj, mlen);
     if (clen)
         memcpy(pkg + PKG_HEADER_BYTES + mlen, comp, clen);

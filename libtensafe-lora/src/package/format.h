@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "tensafe/lora_package.h"
+#include "bytes.h" /* tsafe_load_le* / tsafe_store_le* for the header fields */
 
 #define PKG_MAGIC "TSPKG\0\r\n"
 #define PKG_MAGIC_BYTES 8u
@@ -29,45 +30,6 @@
 
 /* zlib is fed at most this many bytes per call (its counters are uInt). */
 #define PKG_ZCHUNK ((size_t)1 << 30)
-
-static inline void pkg_put_u16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static inline void pkg_put_u32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static inline void pkg_put_u64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static inline uint16_t pkg_get_u16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static inline uint32_t pkg_get_u32(const uint8_t *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static inline uint64_t pkg_get_u64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
 
 /* Largest rank a rank_pattern entry may give (PEFT loader's cap). */
 #define PKG_MAX_PATTERN_RANK 16777216.0

@@ -7,6 +7,8 @@
 #include <zlib.h>
 
 #include "format.h"
+#include "json_get.h"
+#include "init.h"
 #include "tsafe_check.h"
 
 struct tsafe_package {
@@ -85,13 +87,7 @@ static tsafe_status get_number(json_t *o, const char *key, double *out)
     json_t *v = json_object_get(o, key);
     if (!v)
         return TSAFE_E_MISSING_FIELD;
-    if (!json_is_number(v))
-        return TSAFE_E_FORMAT;
-    double d = json_number_value(v);
-    if (!isfinite(d))
-        return TSAFE_E_FORMAT;
-    *out = d;
-    return TSAFE_OK;
+    return tsafe_json_finite(v, out) ? TSAFE_OK : TSAFE_E_FORMAT;
 }
 
 static tsafe_status get_integer(json_t *o, const char *key, json_int_t lo,
@@ -100,13 +96,7 @@ static tsafe_status get_integer(json_t *o, const char *key, json_int_t lo,
     json_t *v = json_object_get(o, key);
     if (!v)
         return TSAFE_E_MISSING_FIELD;
-    if (!json_is_integer(v))
-        return TSAFE_E_FORMAT;
-    json_int_t x = json_integer_value(v);
-    if (x < lo || x > hi)
-        return TSAFE_E_FORMAT;
-    *out = x;
-    return TSAFE_OK;
+    return tsafe_json_int_in(v, lo, hi, out) ? TSAFE_OK : TSAFE_E_FORMAT;
 }
 
 static tsafe_status expect_string(json_t *o, const char *key, const char *want)
@@ -147,17 +137,17 @@ static tsafe_status get_patterns(json_t *o, const char *name, int is_rank,
     for (size_t i = 0; i < n; i++) {
         json_t *pair = json_array_get(a, i), *k = json_array_get(pair, 0),
                *v = json_array_get(pair, 1);
+        json_int_t rank = 0;
+        double value = 0;
         TSAFE_CHECK(json_is_array(pair) && json_array_size(pair) == 2 && json_is_string(k) &&
-                        (is_rank ? json_is_integer(v) : json_is_number(v)),
+                        (is_rank ? tsafe_json_int_in(v, 1, PKG_MAX_PATTERN_RANK, &rank)
+                                 : tsafe_json_finite(v, &value)),
                     TSAFE_E_FORMAT);
         size_t kl = json_string_length(k);
         TSAFE_CHECK(kl > 0 && kl <= TSAFE_PACKAGE_MAX_STRING &&
                         !memchr(json_string_value(k), '\0', kl),
                     TSAFE_E_FORMAT);
-        TSAFE_CHECK(!is_rank || (json_integer_value(v) >= 1 &&
-                                 json_integer_value(v) <= (json_int_t)PKG_MAX_PATTERN_RANK),
-                    TSAFE_E_FORMAT);
-        p[i].value = json_number_value(v);
+        p[i].value = is_rank ? (double)rank : value;
         p[i].key = dup_n(json_string_value(k), kl);
         TSAFE_CHECK(p[i].key, TSAFE_E_NOMEM);
     }
@@ -302,9 +292,9 @@ tsafe_status tsafe_package_open(const uint8_t *bytes, size_t len,
         return TSAFE_E_FORMAT;
     if (len < PKG_HEADER_BYTES + PKG_TRAILER_BYTES)
         return TSAFE_E_TRUNCATED;
-    if (pkg_get_u16(bytes + PKG_OFF_VERSION) != TSAFE_PACKAGE_VERSION)
+    if (tsafe_load_le16(bytes + PKG_OFF_VERSION) != TSAFE_PACKAGE_VERSION)
         return TSAFE_E_VERSION;
-    if (sodium_init() < 0)
+    if (tsafe_sodium_ready() != TSAFE_OK)
         return TSAFE_E_CRYPTO;
     if (crypto_core_ed25519_is_valid_point(trusted_pk) != 1)
         return TSAFE_E_KEY;
@@ -324,10 +314,10 @@ tsafe_status tsafe_package_open(const uint8_t *bytes, size_t len,
     /* 2. only now: framing, manifest, payload */
     tsafe_status st = TSAFE_OK;
     tsafe_package *p = NULL;
-    if (pkg_get_u16(bytes + PKG_OFF_FLAGS) != 0)
+    if (tsafe_load_le16(bytes + PKG_OFF_FLAGS) != 0)
         return TSAFE_E_FORMAT;
-    uint64_t mlen = pkg_get_u32(bytes + PKG_OFF_MLEN);
-    uint64_t clen = pkg_get_u64(bytes + PKG_OFF_CLEN);
+    uint64_t mlen = tsafe_load_le32(bytes + PKG_OFF_MLEN);
+    uint64_t clen = tsafe_load_le64(bytes + PKG_OFF_CLEN);
     if (mlen > TSAFE_PACKAGE_MAX_MANIFEST)
         return TSAFE_E_FORMAT;
     uint64_t room = body - PKG_HEADER_BYTES;

@@ -8,9 +8,10 @@
 
 #include <sodium.h>
 
+#include "clock.h"
 #include "sealed_internal.h"
 #include "tsafe_check.h"
-#include "../dp/dp_internal.h"
+#include "../dp/dp_release.h"
 
 static void drop_keys(tsafe_sealed_client *c)
 {
@@ -165,7 +166,7 @@ tsafe_status tsafe_sealed_client_query(tsafe_sealed_client *c, const float *x,
     *len = 0;
     TSAFE_REQUIRE(!c->needs_hello && c->state == IDLE, TSAFE_E_STATE);
     const tsafe_sealed_plan *p = &c->plan;
-    double t0 = tsafe_lora_now_us(), l2 = 0;
+    double t0 = tsafe_now_us(), l2 = 0;
     for (uint32_t j = 0; j < p->d_in; j++) {
         TSAFE_REQUIRE(isfinite(x[j]), TSAFE_E_VALUE_RANGE);
         l2 += (double)x[j] * (double)x[j];
@@ -204,7 +205,7 @@ tsafe_status tsafe_sealed_client_query(tsafe_sealed_client *c, const float *x,
     *msg = w.buf;
     *len = w.len;
     if (stats) {
-        stats->encrypt_us += tsafe_lora_now_us() - t0;
+        stats->encrypt_us += tsafe_now_us() - t0;
         stats->bytes_up += w.len;
         stats->tokens += 1;
     }
@@ -289,7 +290,7 @@ static tsafe_status respond(tsafe_sealed_client *c,
     for (size_t i = 0; i < n_sites; i++)
         TSAFE_REQUIRE(ranks[i] >= 1 && ranks[i] <= c->plan.rank && d_outs[i] >= 1 &&
                           d_outs[i] <= c->plan.d_out_max, TSAFE_E_RANGE);
-    double t0 = tsafe_lora_now_us(), dec_us = 0;
+    double t0 = tsafe_now_us(), dec_us = 0;
     tsafe_rbuf r = {response, len, 0};
     tsafe_status st;
     uint32_t ns;
@@ -327,10 +328,10 @@ static tsafe_status respond(tsafe_sealed_client *c,
             st = TSAFE_E_FORMAT;
             break;
         }
-        double d0 = tsafe_lora_now_us();
+        double d0 = tsafe_now_us();
         if ((st = decrypt_site(c, &r, rank)) != TSAFE_OK)
             break;
-        dec_us += tsafe_lora_now_us() - d0;
+        dec_us += tsafe_now_us() - d0;
         if (priv) {
             st = share_ct(c, rank, d_out, ks, &w);
             continue;
@@ -369,7 +370,7 @@ static tsafe_status respond(tsafe_sealed_client *c,
     *out_len = w.len;
     if (stats) {
         stats->decrypt_us += dec_us;
-        stats->sums_us += tsafe_lora_now_us() - t0 - dec_us;
+        stats->sums_us += tsafe_now_us() - t0 - dec_us;
         stats->bytes_down += len;
         stats->bytes_up += w.len;
     }
@@ -423,7 +424,7 @@ static tsafe_status finish(tsafe_sealed_client *c, const uint8_t *msg,
     TSAFE_REQUIRE(c->state == RESPONDED, TSAFE_E_STATE);
     TSAFE_REQUIRE(n_sites == c->n_sites, TSAFE_E_RANGE);
     int priv = c->plan.mode == TSAFE_SEALED_PRIVATE;
-    double t0 = tsafe_lora_now_us();
+    double t0 = tsafe_now_us();
     tsafe_rbuf r = {msg, len, 0};
     tsafe_status st;
     uint32_t ns;
@@ -479,7 +480,7 @@ static tsafe_status finish(tsafe_sealed_client *c, const uint8_t *msg,
             return st;
     }
     if (stats) {
-        stats->decrypt_us += tsafe_lora_now_us() - t0;
+        stats->decrypt_us += tsafe_now_us() - t0;
         stats->bytes_down += len;
     }
     return TSAFE_OK;

@@ -5,6 +5,7 @@
 
 #include <sodium.h>
 
+#include "bytes.h"
 #include "server_internal.h"
 
 const uint8_t *tsafe_sealed_next_seed(tsafe_sealed_draws *d, uint8_t out[32])
@@ -12,8 +13,7 @@ const uint8_t *tsafe_sealed_next_seed(tsafe_sealed_draws *d, uint8_t out[32])
     if (!d->seeded)
         return NULL;
     uint8_t ctr[8];
-    for (int i = 0; i < 8; i++)
-        ctr[i] = (uint8_t)(d->n >> (8 * i));
+    tsafe_store_le64(ctr, d->n);
     d->n++;
     crypto_generichash(out, 32, ctr, sizeof ctr, d->seed, 32);
     return out;

@@ -22,6 +22,8 @@
 
 #include <sodium.h>
 
+#include "bytes.h"
+#include "init.h"
 #include "sealed_internal.h"
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -30,7 +32,7 @@ static int g_have_key;
 
 tsafe_status tsafe_sealed_set_rounding_key(const uint8_t *key)
 {
-    if (sodium_init() < 0)
+    if (tsafe_sodium_ready() != TSAFE_OK)
         return TSAFE_E_CRYPTO;
     pthread_mutex_lock(&g_lock);
     if (key)
@@ -44,7 +46,8 @@ tsafe_status tsafe_sealed_set_rounding_key(const uint8_t *key)
 
 static void put_u32(crypto_generichash_state *h, uint32_t v)
 {
-    uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    uint8_t b[4];
+    tsafe_store_le32(b, v);
     crypto_generichash_update(h, b, 4);
 }
 
@@ -52,7 +55,7 @@ tsafe_status tsafe_sealed_rounding_offsets(const float *A, const float *B, uint3
                                            uint32_t d_in, uint32_t d_out, float scale,
                                            double *w)
 {
-    if (sodium_init() < 0)
+    if (tsafe_sodium_ready() != TSAFE_OK)
         return TSAFE_E_CRYPTO;
     uint8_t seed[randombytes_SEEDBYTES];
     crypto_generichash_state h;

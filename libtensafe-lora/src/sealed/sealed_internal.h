@@ -228,7 +228,4 @@ void tsafe_sealed_put_tag(tsafe_wbuf *w, const tsafe_sealed_tag *t);
 /* Reads the tag and refuses (TSAFE_E_REPLAY) one that is not `want`. */
 tsafe_status tsafe_sealed_get_tag(tsafe_rbuf *r, const tsafe_sealed_tag *want);
 
-/* Microseconds on CLOCK_MONOTONIC (he/engine). */
-double tsafe_lora_now_us(void);
-
 #endif

@@ -6,6 +6,7 @@
 
 #include <sodium.h>
 
+#include "clock.h"
 #include "server_internal.h"
 #include "tsafe_check.h"
 
@@ -137,7 +138,7 @@ tsafe_status tsafe_sealed_server_refill(tsafe_sealed_server *s, tsafe_lora_stats
     TSAFE_REQUIRE(s, TSAFE_E_NULL);
     if (!s->have_session || !s->pkb1)
         return TSAFE_OK; /* nothing to prepare for */
-    double t0 = tsafe_lora_now_us();
+    double t0 = tsafe_now_us();
     uint8_t sd[32];
     tsafe_status st = tsafe_bfv_sealer_prepare(s->sealer1, s->pkb1, s->seals1,
                                                tsafe_sealed_next_seed(&s->draws, sd));
@@ -145,7 +146,7 @@ tsafe_status tsafe_sealed_server_refill(tsafe_sealed_server *s, tsafe_lora_stats
         st = tsafe_bfv_sealer_prepare(s->sealer2, s->pkb2, s->seals2,
                                       tsafe_sealed_next_seed(&s->draws, sd));
     if (stats)
-        stats->offline_us += tsafe_lora_now_us() - t0;
+        stats->offline_us += tsafe_now_us() - t0;
     return st;
 }
 

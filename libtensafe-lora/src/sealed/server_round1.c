@@ -2,6 +2,7 @@
  * on the backend, masked by fresh R, flooded and sealed (response 1). */
 #include <stdlib.h>
 
+#include "clock.h"
 #include "server_internal.h"
 #include "tsafe_check.h"
 
@@ -117,19 +118,19 @@ static tsafe_status round1(tsafe_sealed_server *s, const tsafe_sealed_site *cons
                            size_t n_sites, const uint8_t *query, size_t len,
                            uint8_t **response, size_t *out_len, tsafe_lora_stats *stats)
 {
-    double t0 = tsafe_lora_now_us();
+    double t0 = tsafe_now_us();
     tsafe_status st = read_query(s, query, len);
     if (st == TSAFE_OK)
         st = draw_round_masks(s, sites, n_sites);
     const tsafe_sealed_operands *ops[TSAFE_MSG_MAX_SITES];
-    double p0 = tsafe_lora_now_us();
+    double p0 = tsafe_now_us();
     for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++)
         st = tsafe_sealed_opcache_get(&s->cache, s->be1, s->be2, sites[i], &ops[i]);
     if (st == TSAFE_OK)
         st = round1_products(s, sites, n_sites, ops);
     if (st != TSAFE_OK)
         return st;
-    double prod_us = tsafe_lora_now_us() - p0;
+    double prod_us = tsafe_now_us() - p0;
     tsafe_wbuf w = {0};
     size_t seals = 0;
     if ((st = write_response1(s, sites, n_sites, &w, &seals)) != TSAFE_OK) {
@@ -144,7 +145,7 @@ static tsafe_status round1(tsafe_sealed_server *s, const tsafe_sealed_site *cons
     *out_len = w.len;
     if (stats) {
         stats->products_us += prod_us;
-        stats->reduce_us += tsafe_lora_now_us() - t0 - prod_us;
+        stats->reduce_us += tsafe_now_us() - t0 - prod_us;
         stats->he_ops += (uint64_t)n_sites * s->plan.n_chunks1;
     }
     return TSAFE_OK;

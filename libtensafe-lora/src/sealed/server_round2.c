@@ -5,6 +5,8 @@
 
 #include <sodium.h>
 
+#include "clock.h"
+#include "cpu.h"
 #include "server_internal.h"
 #include "tsafe_check.h"
 
@@ -53,7 +55,7 @@ static void bt_times_u(const float *bt, const double *u, uint32_t rank, uint32_t
 {
     uint32_t from = 0;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (__builtin_cpu_supports("avx512f"))
+    if (tsafe_cpu_has_avx512f())
         from = bt_times_u_avx512(bt, u, rank, d_out, out);
 #endif
     bt_times_u_scalar(bt, u, rank, from, d_out, out);
@@ -168,7 +170,7 @@ tsafe_status tsafe_sealed_server_prepare_round2(tsafe_sealed_server *s,
         return st;
     if (s->plan.mode != TSAFE_SEALED_PRIVATE || s->prepared)
         return TSAFE_OK; /* nothing to prepare, or done */
-    double t0 = tsafe_lora_now_us();
+    double t0 = tsafe_now_us();
     size_t total = 0;
     for (size_t i = 0; i < n_sites; i++) {
         const tsafe_sealed_site *site = sites[i];
@@ -188,7 +190,7 @@ tsafe_status tsafe_sealed_server_prepare_round2(tsafe_sealed_server *s,
      * on 127.0.0.1: the share then waits for the server). */
     s->prepared = st == TSAFE_OK;
     if (stats)
-        stats->offline_us += tsafe_lora_now_us() - t0;
+        stats->offline_us += tsafe_now_us() - t0;
     return st;
 }
 
@@ -215,7 +217,7 @@ static tsafe_status round2_site(tsafe_sealed_server *s, const tsafe_sealed_site 
         tsafe_sealed_band_and_c(&s->plan, site, s->R + s->off[i], band_here, C_here);
     tsafe_sealed_put_site2(w, site);
     tsafe_sealed_draw_out_noise(&s->draws, site, s->noise);
-    double p0 = tsafe_lora_now_us();
+    double p0 = tsafe_now_us();
     const tsafe_sealed_operands *ops;
     st = tsafe_sealed_opcache_get(&s->cache, s->be1, s->be2, site, &ops);
     if (st == TSAFE_OK && !prepared) {
@@ -226,7 +228,7 @@ static tsafe_status round2_site(tsafe_sealed_server *s, const tsafe_sealed_site 
     }
     if (st == TSAFE_OK)
         st = round2_products(s, site, ops, prepared ? s->pfirst[i] : 0);
-    *prod_us += tsafe_lora_now_us() - p0;
+    *prod_us += tsafe_now_us() - p0;
     uint32_t flood2 = tsafe_sealed_flood2(&s->plan);
     for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++) {
         tsafe_sealed_round2_masks(&s->plan, site, b, C, s->noise, s->mask);
@@ -291,7 +293,7 @@ static tsafe_status round2(tsafe_sealed_server *s, const tsafe_sealed_site *cons
                            size_t n_sites, const uint8_t *msg, size_t len, uint8_t **out,
                            size_t *out_len, tsafe_lora_stats *stats)
 {
-    double t0 = tsafe_lora_now_us(), prod_us = 0;
+    double t0 = tsafe_now_us(), prod_us = 0;
     int priv = s->plan.mode == TSAFE_SEALED_PRIVATE;
     tsafe_rbuf r = {msg, len, 0};
     tsafe_status st = read_share_head(s, &r, n_sites);
@@ -325,7 +327,7 @@ static tsafe_status round2(tsafe_sealed_server *s, const tsafe_sealed_site *cons
     *out_len = w.len;
     if (stats) {
         stats->products_us += prod_us;
-        stats->bu_us += tsafe_lora_now_us() - t0 - prod_us;
+        stats->bu_us += tsafe_now_us() - t0 - prod_us;
     }
     return TSAFE_OK;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "client_internal.h"
 #include "tsafe_check.h"
 
@@ -270,9 +271,9 @@ tsafe_status tsafe_session_client_submit(tsafe_session_client *c, const uint32_t
         c->delta[k] = delta[k];
     }
     c->end.what[0] = 0;
-    double t0 = tsafe_lora_now_us();
+    double t0 = tsafe_now_us();
     st = tsafe_sess_client_token_start(c, x);
-    c->stats.work_us += tsafe_lora_now_us() - t0;
+    c->stats.work_us += tsafe_now_us() - t0;
     return st;
 }
 

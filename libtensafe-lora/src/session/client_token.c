@@ -7,6 +7,7 @@
 
 #include <sodium.h>
 
+#include "clock.h"
 #include "client_internal.h"
 
 static int plain(const tsafe_session_client *c)
@@ -74,7 +75,7 @@ static tsafe_status push_msg(tsafe_session_client *c, int kind, uint8_t *msg, si
     }
     uint8_t bytes[4 * (2 + TSAFE_SESSION_MAX_MODULES)];
     for (size_t i = 0; i < np; i++)
-        tsafe_wire_put_u32(bytes + 4 * i, pre[i]);
+        tsafe_store_le32(bytes + 4 * i, pre[i]);
     return tsafe_sess_session_outbox_push(&c->out, kind, bytes, 4 * np, msg, len, tsafe_lora_bytes_free);
 }
 
@@ -130,7 +131,7 @@ static tsafe_status plain_delta(tsafe_session_client *c)
     const uint8_t *p = c->in.body;
     for (size_t k = 0; k < c->n; k++)
         for (uint32_t j = 0; j < c->d_outs[k]; j++, p += 4) {
-            uint32_t v = tsafe_wire_get_u32(p);
+            uint32_t v = tsafe_load_le32(p);
             memcpy(&c->delta[k][j], &v, 4);
         }
     return TSAFE_OK;
@@ -187,9 +188,9 @@ tsafe_status tsafe_sess_client_token_answer(tsafe_session_client *c)
         return TSAFE_E_FORMAT;
     }
     const char *step = "";
-    double t0 = tsafe_lora_now_us();
+    double t0 = tsafe_now_us();
     tsafe_status st = plain(c) ? plain_answer(c, first, &step) : sealed_answer(c, first, &step);
-    c->stats.work_us += tsafe_lora_now_us() - t0;
+    c->stats.work_us += tsafe_now_us() - t0;
     if (st != TSAFE_OK) {
         tsafe_sess_client_failed(c, st, step);
         return st;

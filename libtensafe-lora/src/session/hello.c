@@ -233,12 +233,12 @@ static tsafe_status decode_modules(reader *d, session_hello *h, uint32_t d_in,
 
 uint32_t tsafe_sess_session_hello_peek(const uint8_t *b, size_t len, uint32_t *protocol)
 {
-    uint32_t v = len >= 4 ? tsafe_wire_get_u32(b) : 0;
+    uint32_t v = len >= 4 ? tsafe_load_le32(b) : 0;
     *protocol = 0;
     if (v == 1)
         *protocol = TSAFE_SESSION_PLAIN_ZERO_MOAI;
     else if ((v == 2 || v == 3) && len >= 8) {
-        uint32_t m = tsafe_wire_get_u32(b + 4);
+        uint32_t m = tsafe_load_le32(b + 4);
         *protocol = m == TSAFE_SESSION_SEALED || m == TSAFE_SESSION_SEALED_PRIVATE ? m : 0;
     }
     return v >= 1 && v <= 3 ? v : 0;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "server_internal.h"
 #include "tsafe_check.h"
 
@@ -170,10 +171,10 @@ tsafe_status tsafe_session_server_work(tsafe_session_server *s)
         return s->end.st;
     if (s->work == WORK_NONE)
         return TSAFE_OK;
-    double t0 = tsafe_lora_now_us();
+    double t0 = tsafe_now_us();
     int ahead = s->work == WORK_PREPARE;
     tsafe_status st = sealed(s) ? tsafe_sess_server_sealed_work(s) : tsafe_sess_server_plain_work(s);
-    double dt = tsafe_lora_now_us() - t0;
+    double dt = tsafe_now_us() - t0;
     if (ahead)
         s->stats.ahead_us += dt;
     else

@@ -86,7 +86,7 @@ tsafe_status tsafe_sess_server_plain_work(tsafe_session_server *s)
         for (uint32_t i = 0; i < total; i++) {
             uint32_t v;
             memcpy(&v, &s->dflat[i], 4);
-            tsafe_wire_put_u32(s->dbytes + 4 * i, v);
+            tsafe_store_le32(s->dbytes + 4 * i, v);
         }
         s->await_second = 0;
         s->stats.tokens++;

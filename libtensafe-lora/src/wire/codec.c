@@ -46,29 +46,18 @@ uint8_t *tsafe_wbuf_reserve(tsafe_wbuf *w, size_t n)
     return p;
 }
 
-void tsafe_wire_put_u32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-uint32_t tsafe_wire_get_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 void tsafe_wbuf_u32(tsafe_wbuf *w, uint32_t v)
 {
     uint8_t *p = tsafe_wbuf_reserve(w, 4);
     if (p)
-        tsafe_wire_put_u32(p, v);
+        tsafe_store_le32(p, v);
 }
 
 void tsafe_wbuf_f32(tsafe_wbuf *w, float f)
 {
-    uint32_t v;
-    memcpy(&v, &f, 4);
-    tsafe_wbuf_u32(w, v);
+    uint8_t *p = tsafe_wbuf_reserve(w, 4);
+    if (p)
+        tsafe_store_f32le(p, f);
 }
 
 void tsafe_wbuf_header(tsafe_wbuf *w, uint8_t kind)
@@ -94,19 +83,13 @@ const uint8_t *tsafe_rbuf_take(tsafe_rbuf *r, size_t n)
 int tsafe_rbuf_u32(tsafe_rbuf *r, uint32_t *v)
 {
     const uint8_t *p = tsafe_rbuf_take(r, 4);
-    if (!p)
-        return 0;
-    *v = tsafe_wire_get_u32(p);
-    return 1;
+    return p ? (*v = tsafe_load_le32(p), 1) : 0;
 }
 
 int tsafe_rbuf_f32(tsafe_rbuf *r, float *f)
 {
-    uint32_t v;
-    if (!tsafe_rbuf_u32(r, &v))
-        return 0;
-    memcpy(f, &v, 4);
-    return 1;
+    const uint8_t *p = tsafe_rbuf_take(r, 4);
+    return p ? (*f = tsafe_load_f32le(p), 1) : 0;
 }
 
 tsafe_status tsafe_rbuf_header(tsafe_rbuf *r, uint8_t kind)
@@ -127,8 +110,9 @@ tsafe_status tsafe_rbuf_header(tsafe_rbuf *r, uint8_t kind)
 
 void tsafe_wbuf_u64(tsafe_wbuf *w, uint64_t v)
 {
-    tsafe_wbuf_u32(w, (uint32_t)v);
-    tsafe_wbuf_u32(w, (uint32_t)(v >> 32));
+    uint8_t *p = tsafe_wbuf_reserve(w, 8);
+    if (p)
+        tsafe_store_le64(p, v);
 }
 
 void tsafe_wbuf_f64(tsafe_wbuf *w, double d)
@@ -147,18 +131,15 @@ void tsafe_wbuf_bytes(tsafe_wbuf *w, const void *src, size_t n)
 
 int tsafe_rbuf_u64(tsafe_rbuf *r, uint64_t *v)
 {
-    uint32_t lo, hi;
-    if (!tsafe_rbuf_u32(r, &lo) || !tsafe_rbuf_u32(r, &hi))
-        return 0;
-    *v = (uint64_t)hi << 32 | lo;
-    return 1;
+    const uint8_t *p = tsafe_rbuf_take(r, 8);
+    return p ? (*v = tsafe_load_le64(p), 1) : 0;
 }
 
 int tsafe_rbuf_f64(tsafe_rbuf *r, double *d)
 {
     uint64_t v;
-    if (!tsafe_rbuf_u64(r, &v))
-        return 0;
-    memcpy(d, &v, 8);
-    return 1;
+    int ok = tsafe_rbuf_u64(r, &v);
+    if (ok)
+        memcpy(d, &v, 8);
+    return ok;
 }

@@ -19,7 +19,7 @@ void tsafe_frame_header_put(uint8_t h[TSAFE_FRAME_HEADER], int kind, uint32_t le
     h[4] = 1;
     h[5] = (uint8_t)kind;
     h[6] = h[7] = 0;
-    tsafe_wire_put_u32(h + 8, len);
+    tsafe_store_le32(h + 8, len);
 }
 
 tsafe_status tsafe_frame_header_get(const uint8_t h[TSAFE_FRAME_HEADER], uint32_t max,
@@ -37,7 +37,7 @@ tsafe_status tsafe_frame_header_get(const uint8_t h[TSAFE_FRAME_HEADER], uint32_
         snprintf(what, cap, "unknown message kind %u", h[5]);
         return TSAFE_E_FORMAT;
     }
-    uint32_t n = tsafe_wire_get_u32(h + 8);
+    uint32_t n = tsafe_load_le32(h + 8);
     if (n > max) {
         snprintf(what, cap, "%s message of %u bytes is above the %u-byte cap",
                  tsafe_frame_kind_name(h[5]), n, max);
@@ -53,7 +53,7 @@ size_t tsafe_frame_error_put(uint8_t *out, tsafe_status st, const char *msg)
     size_t n = strlen(msg);
     if (n > TSAFE_FRAME_ERROR_TEXT)
         n = TSAFE_FRAME_ERROR_TEXT;
-    tsafe_wire_put_u32(out, (uint32_t)(int32_t)st);
+    tsafe_store_le32(out, (uint32_t)(int32_t)st);
     memcpy(out + 4, msg, n);
     return 4 + n;
 }
@@ -64,7 +64,7 @@ tsafe_status tsafe_frame_error_get(const uint8_t *b, size_t n, char *what, size_
         snprintf(what, cap, "peer sent a malformed error message");
         return TSAFE_E_FORMAT;
     }
-    int32_t s = (int32_t)tsafe_wire_get_u32(b);
+    int32_t s = (int32_t)tsafe_load_le32(b);
     char msg[TSAFE_FRAME_ERROR_TEXT + 1];
     size_t m = n - 4 > TSAFE_FRAME_ERROR_TEXT ? TSAFE_FRAME_ERROR_TEXT : n - 4;
     for (size_t i = 0; i < m; i++)

@@ -1,7 +1,9 @@
 /* The wire module (internal): what both two-party protocols put on the
- * wire and every session needs. Message framing and byte codecs here
- * (codec.c), the transport frames of the sessions (frame.c, frame.h) and
- * the clock (clock.c). Formats in docs/PROTOCOL.md.
+ * wire and every session needs. Message framing and the growable
+ * message buffers here (codec.c), the transport frames of the sessions
+ * (frame.c, frame.h). Every integer goes through the internal common's
+ * little-endian codec (bytes.h: tsafe_store_le32, tsafe_load_le32 ...);
+ * timings use its clock (clock.h). Formats in docs/PROTOCOL.md.
  *
  * Library messages:
  *   header: "TSLR" | version u8 (=1) | kind u8 | reserved u16 (=0)
@@ -17,6 +19,7 @@
 #include <stdint.h>
 
 #include "tensafe/status.h"
+#include "bytes.h"
 
 enum {
     TSAFE_MSG_REQUEST = 1, TSAFE_MSG_RESPONSE = 2, TSAFE_MSG_U = 3,
@@ -38,11 +41,6 @@ typedef struct {
     int failed;
     int fixed;
 } tsafe_wbuf;
-
-/* Little-endian u32 at p (the one byte codec: every reader and writer of
- * the library's messages, frames and hellos goes through these). */
-void tsafe_wire_put_u32(uint8_t *p, uint32_t v);
-uint32_t tsafe_wire_get_u32(const uint8_t *p);
 
 void tsafe_wbuf_header(tsafe_wbuf *w, uint8_t kind);
 void tsafe_wbuf_u32(tsafe_wbuf *w, uint32_t v);
@@ -70,8 +68,5 @@ int tsafe_rbuf_u64(tsafe_rbuf *r, uint64_t *v);
 int tsafe_rbuf_f64(tsafe_rbuf *r, double *v);
 /* Borrow n bytes (0 when fewer remain). */
 const uint8_t *tsafe_rbuf_take(tsafe_rbuf *r, size_t n);
-
-/* Microseconds on CLOCK_MONOTONIC (every timing of the library). */
-double tsafe_lora_now_us(void);
 
 #endif
