@@ -1755,8 +1755,8 @@ static void test_serve_client(void **state)
      * refused before the adapter is loaded; a good key gets as far as
      * waiting for a client */
     spit(tmp_path("rk.bad"), "0123", 4);
-    r = run("serve --adapter %s --module q_proj --allow-unsigned --once --accept-timeout 1 "
-            "--rounding-key %s", tmp_path("ad"), tmp_path("rk.bad"));
+    r = run("serve --adapter %s --module q_proj --allow-unsigned --port 0 --once "
+            "--accept-timeout 1 --rounding-key %s", tmp_path("ad"), tmp_path("rk.bad"));
     expect_error(&r, 1, "--rounding-key", "TSAFE_E_FORMAT");
     result_free(&r);
     static const char hexkey[] =
@@ -1764,8 +1764,8 @@ static void test_serve_client(void **state)
     spit(tmp_path("rk.hex"), hexkey, sizeof hexkey - 1);
     char pkg[PATH_MAX];
     snprintf(pkg, sizeof pkg, "%s", tmp_path("ad.pkg"));
-    r = run("serve --adapter %s --trusted-key %s --module q_proj --once --accept-timeout 1 "
-            "--rounding-key %s", pkg, tmp_path("sign.pub"), tmp_path("rk.hex"));
+    r = run("serve --adapter %s --trusted-key %s --module q_proj --port 0 --once "
+            "--accept-timeout 1 --rounding-key %s", pkg, tmp_path("sign.pub"), tmp_path("rk.hex"));
     expect_error(&r, 1, "no client connected within 1 s", NULL);
     result_free(&r);
 
