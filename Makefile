@@ -222,7 +222,13 @@ $(TOOL): $(TOOL_OBJ) $(LIBS_A)
 tests: $(TESTS)
 $(BUILD)/tests/%: $(TOBJ)/tests/%.o $(TEST_SUPPORT_OBJ) $(LIBS_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS_ALL) -o $@ $< $(TEST_SUPPORT_OBJ) $(LINK_STATIC) $(TEST_EXTRA) -lcmocka
+	$(CC) $(LDFLAGS_ALL) -o $@ $< $(TEST_SUPPORT_OBJ) $(TEST_OBJ_EXTRA) $(LINK_STATIC) $(TEST_EXTRA) -lcmocka
+
+# the test_api_null_<header> suites share their fixture and driver
+API_NULL_OBJ = $(TOBJ)/tests/api_null/support.o
+API_NULL_BINS := $(filter $(BUILD)/tests/test_api_null_%,$(TESTS))
+$(API_NULL_BINS): $(API_NULL_OBJ)
+$(API_NULL_BINS): TEST_OBJ_EXTRA = $(API_NULL_OBJ)
 
 # test_sealed_adversaries runs its lattice attacks through fplll's C++ LLL
 ADV_LLL_OBJ = $(TOBJ)/tests/adversaries/lll_fplll.o
