@@ -351,30 +351,52 @@ static tsafe_status canonical_factors(const float *A, const float *B, uint32_t r
     return TSAFE_OK;
 }
 
-/* Wipes and frees a site build's scratch (each as secret as A and B; any
- * may be NULL): aq and Ac of na entries, Bc and w of nb. */
-static void scratch_free(int64_t *aq, float *Ac, float *Bc, double *w, size_t na, size_t nb)
-{
-    if (aq)
-        sodium_memzero(aq, na * sizeof *aq);
-    if (Ac)
-        sodium_memzero(Ac, na * sizeof *Ac);
-    if (Bc)
-        sodium_memzero(Bc, nb * sizeof *Bc);
-    if (w)
-        sodium_memzero(w, nb * sizeof *w);
-    free(aq);
-    free(Ac);
-    free(Bc);
-    free(w);
-}
-
 tsafe_status tsafe_sealed_site_create(const tsafe_sealed_plan *plan,
                                       const float *A, const float *B,
                                       uint32_t rank, uint32_t d_out, float scale,
                                       tsafe_sealed_site **out)
 {
     return tsafe_sealed_site_build(plan, NULL, NULL, A, B, rank, d_out, scale, out);
+}
+
+/* Wipes and frees a site build's secret scratch (each may be NULL). */
+static void free_scratch(void *p, size_t bytes)
+{
+    if (p)
+        sodium_memzero(p, bytes);
+    free(p);
+}
+
+/* The site's quantized factors: aq (A_q, rank x d_in, scratch) and, in
+ * sealed-private, s->bq through the canonical factors of the product and
+ * B's keyed stochastic rounding. */
+static tsafe_status quantize_site(tsafe_sealed_site *s, const float *A, const float *B,
+                                  int64_t *aq)
+{
+    const tsafe_sealed_plan *plan = &s->plan;
+    /* sealed mode (semi-honest peers only) keeps the adapter's own factors:
+     * its client learns s B' anyway (THREAT_MODEL.md) */
+    if (plan->mode != TSAFE_SEALED_PRIVATE) {
+        quantize_sealed(s, A, B, aq);
+        return TSAFE_OK;
+    }
+    size_t na = (size_t)s->rank * plan->d_in, nb = (size_t)s->d_out * s->rank;
+    float *Ac = malloc(na * sizeof *Ac); /* canonical factors: as secret as A, B */
+    float *Bc = malloc(nb * sizeof *Bc);
+    double *w = malloc(nb * sizeof *w);  /* B's rounding offsets: as secret */
+    tsafe_status st = Ac && Bc && w ? TSAFE_OK : TSAFE_E_NOMEM;
+    /* the rounding offsets are seeded by the adapter's own factors:
+     * another factorization of the product gets independent ones */
+    if (st == TSAFE_OK)
+        st = tsafe_sealed_rounding_offsets(A, B, s->rank, plan->d_in, s->d_out, s->scale, w);
+    if (st == TSAFE_OK)
+        st = canonical_factors(A, B, s->rank, plan->d_in, s->d_out, Ac, Bc);
+    if (st == TSAFE_OK)
+        st = quantize_private(s, Ac, Bc, w, aq);
+    free_scratch(Ac, na * sizeof *Ac);
+    free_scratch(Bc, nb * sizeof *Bc);
+    free_scratch(w, nb * sizeof *w);
+    return st;
 }
 
 tsafe_status tsafe_sealed_site_build(const tsafe_sealed_plan *plan,
@@ -395,9 +417,7 @@ tsafe_status tsafe_sealed_site_build(const tsafe_sealed_plan *plan,
         TSAFE_REQUIRE(isfinite(B[i]), TSAFE_E_VALUE_RANGE);
     tsafe_status st;
     tsafe_sealed_site *s = calloc(1, sizeof *s);
-    int64_t *aq = malloc(na * sizeof *aq);
-    float *Ac = NULL, *Bc = NULL; /* canonical factors: as secret as A, B */
-    double *w = NULL;             /* B's rounding offsets: as secret */
+    int64_t *aq = malloc(na * sizeof *aq); /* A_q: as secret as A */
     TSAFE_CHECK(s && aq, TSAFE_E_NOMEM);
     static uint64_t next_id; /* ids start at 1: 0 marks an empty cache entry */
     s->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
@@ -414,33 +434,18 @@ tsafe_status tsafe_sealed_site_build(const tsafe_sealed_plan *plan,
     } else {
         TSAFE_TRY(tsafe_sealed_contexts(plan, &s->ctx1, &s->ctx2));
     }
-    Ac = malloc(na * sizeof *Ac);
-    Bc = malloc(nb * sizeof *Bc);
-    TSAFE_CHECK(Ac && Bc, TSAFE_E_NOMEM);
-    /* sealed mode (semi-honest peers only) keeps the adapter's own factors:
-     * its client learns s B' anyway (THREAT_MODEL.md) */
-    if (plan->mode == TSAFE_SEALED_PRIVATE) {
-        /* the rounding offsets are seeded by the adapter's own factors:
-         * another factorization of the product gets independent ones */
-        w = malloc(nb * sizeof *w);
-        TSAFE_CHECK(w, TSAFE_E_NOMEM);
-        TSAFE_TRY(tsafe_sealed_rounding_offsets(A, B, rank, plan->d_in, d_out, scale, w));
-        TSAFE_TRY(canonical_factors(A, B, rank, plan->d_in, d_out, Ac, Bc));
-        TSAFE_TRY(quantize_private(s, Ac, Bc, w, aq));
-    } else {
-        quantize_sealed(s, A, B, aq);
-    }
+    TSAFE_TRY(quantize_site(s, A, B, aq));
     tsafe_sealed_layout1(plan, rank, &s->l1);
     TSAFE_TRY(build_plains(s->ctx1, &s->l1, aq, plan->d_in, &s->p1));
     if (plan->mode == TSAFE_SEALED_PRIVATE) {
         tsafe_sealed_layout2(plan, rank, d_out, &s->l2);
         TSAFE_TRY(build_plains(s->ctx2, &s->l2, s->bq, rank, &s->p2));
     }
-    scratch_free(aq, Ac, Bc, w, na, nb);
+    free_scratch(aq, na * sizeof *aq);
     *out = s;
     return TSAFE_OK;
 fail:
-    scratch_free(aq, Ac, Bc, w, na, nb);
+    free_scratch(aq, na * sizeof *aq);
     tsafe_sealed_site_free(s);
     return st;
 }
