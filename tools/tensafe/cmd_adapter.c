@@ -75,6 +75,19 @@ static json_t *module_json(const tsafe_lora_module_info *m)
                      m->alpha, "scale", m->scale, "max_abs_a", io_module_max_abs_a(m));
 }
 
+/* Prints j (taken: NULL after a failed build) indented on stdout; 0, or 1
+ * after saying what failed. */
+static int print_json(json_t *j, const char *what)
+{
+    char *s = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+    json_decref(j);
+    int rc = s ? 0 : tool_fail(what, TSAFE_E_NOMEM);
+    if (s)
+        printf("%s\n", s);
+    free(s);
+    return rc;
+}
+
 static int inspect(const char *path, const char *key, int json)
 {
     tsafe_lora_adapter *ad = NULL;
@@ -102,13 +115,7 @@ static int inspect(const char *path, const char *key, int json)
                               io_is_dir(path) == 1 ? "peft" : "package", "r", (json_int_t)cfg.r,
                               "lora_alpha", cfg.lora_alpha, "use_rslora", cfg.use_rslora,
                               "target_modules", targets, "modules", mods);
-        char *s = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
-        json_decref(j);
-        if (s)
-            printf("%s\n", s);
-        else
-            rc = tool_fail("adapter inspect: JSON output", TSAFE_E_NOMEM);
-        free(s);
+        rc = print_json(j, "adapter inspect: JSON output");
     } else {
         printf("adapter %s (%s): %zu modules, r=%zu, lora_alpha=%g%s\n", path,
                io_is_dir(path) == 1 ? "PEFT directory" : "verified package", n, cfg.r,
@@ -475,7 +482,6 @@ out:
 static int print_manifest_json(const tsafe_package_manifest *m, const char *khex, size_t plen,
                                const char *dhex)
 {
-    int rc = 0;
     json_t *t = json_array();
     for (size_t i = 0; i < m->n_targets; i++)
         json_array_append_new(t, json_string(m->targets[i]));
@@ -497,14 +503,7 @@ static int print_manifest_json(const tsafe_package_manifest *m, const char *khex
         json_decref(j);
         j = NULL;
     }
-    char *s = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
-    json_decref(j);
-    if (s)
-        printf("%s\n", s);
-    else
-        rc = tool_fail("adapter verify: JSON output", TSAFE_E_NOMEM);
-    free(s);
-    return rc;
+    return print_json(j, "adapter verify: JSON output");
 }
 
 /* The verified manifest as text on stdout. */
