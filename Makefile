@@ -238,6 +238,12 @@ $(BUILD)/tests/test_cuda_conformance: $(TOOL_CU_OBJ)
 $(BUILD)/tests/test_cuda_conformance: TEST_OBJ_EXTRA = $(TOOL_CU_OBJ)
 endif
 
+# the test_api_null_<header> suites share their fixture and driver
+API_NULL_OBJ = $(TOBJ)/tests/api_null/support.o
+API_NULL_BINS := $(filter $(BUILD)/tests/test_api_null_%,$(TESTS))
+$(API_NULL_BINS): $(API_NULL_OBJ)
+$(API_NULL_BINS): TEST_OBJ_EXTRA = $(API_NULL_OBJ)
+
 # test_sealed_adversaries runs its lattice attacks through fplll's C++ LLL
 ADV_LLL_OBJ = $(TOBJ)/tests/adversaries/lll_fplll.o
 $(ADV_LLL_OBJ): tests/adversaries/lll_fplll.cpp tests/adversaries/lll_fplll.h

@@ -136,6 +136,79 @@ static int sealed_measure(sealed_case *c, int reps, sealed_medians *out)
     return 0;
 }
 
+/* The plan, client, server (on the bench's backend) and site of one sealed
+ * mode for c's rank and d_out; c->delta allocated. */
+static tsafe_status sealed_setup(sealed_case *c, tsafe_sealed_mode mode, const float *A,
+                                 const float *B, uint32_t d, tsafe_sealed_plan *plan)
+{
+    c->delta = malloc(c->d_out * sizeof *c->delta);
+    tsafe_status st = c->delta ? TSAFE_OK : TSAFE_E_NOMEM;
+    /* sealed mode runs here for its figures only: the opt-in is ours, and
+     * its rows say so (semi-honest) */
+    tsafe_sealed_opts so = {.semi_honest = mode == TSAFE_SEALED};
+    if (st == TSAFE_OK)
+        st = tsafe_sealed_plan_derive(mode, d, c->rank, c->d_out, &so, plan);
+    if (st == TSAFE_OK)
+        st = tsafe_sealed_client_create(plan, NULL, &c->client);
+    if (st == TSAFE_OK)
+        st = tsafe_sealed_server_create(plan, &c->server);
+    if (st == TSAFE_OK)
+        st = tsafe_sealed_server_use_backend(c->server, bench_backend);
+    if (st == TSAFE_OK)
+        st = tsafe_sealed_site_create(plan, A, B, c->rank, c->d_out, 1.0f, &c->site);
+    return st;
+}
+
+/* The rows of one sealed mode's times: the token (with its ratios), each
+ * party's share, and (mz: the server refilled between tokens) the
+ * server's online time and the time moved out of it. */
+static void sealed_report_times(bench_report *r, const char *group, const char *params,
+                                tsafe_sealed_mode mode, const sealed_medians *m,
+                                const sealed_medians *mz, double plain, double local,
+                                double two)
+{
+    const char *name = mode == TSAFE_SEALED ? "sealed" : "sealed-private";
+    double t = m->token;
+    char label[96], note[160];
+    snprintf(label, sizeof label, "HE-LoRA %s (bytes)", name);
+    snprintf(note, sizeof note, "%sHE/plain %.1fx, /local %.1fx, /plain-ZeRo-MOAI %.2fx",
+             mode == TSAFE_SEALED ? "semi-honest only; " : "", t / plain, t / local, t / two);
+    bench_report_add(r, group, label, params, t, note);
+    snprintf(label, sizeof label, "  %s: client encrypt x (shared)", name);
+    bench_report_add(r, group, label, params, m->encrypt, NULL);
+    snprintf(label, sizeof label, "  %s: client rest (decrypt, shares)", name);
+    bench_report_add(r, group, label, params, m->rest, NULL);
+    snprintf(label, sizeof label, "  %s: server (both rounds)", name);
+    bench_report_add(r, group, label, params, m->server, NULL);
+    /* the same loop with the server's offline part after every token
+     * (tsafe_sealed_server_refill): its online time and the time it moved
+     * out, apart */
+    snprintf(label, sizeof label, "  %s: server online, zeros prepared", name);
+    bench_report_add(r, group, label, params, mz->server,
+                     "encryptions of zero prepared between tokens");
+    snprintf(label, sizeof label, "  %s: server between tokens", name);
+    bench_report_add(r, group, label, params, mz->offline, "tsafe_sealed_server_refill");
+}
+
+/* The rows of one sealed mode's message sizes at the plan's shape. */
+static void sealed_report_sizes(bench_report *r, const char *group, const char *params,
+                                const char *name, const tsafe_sealed_plan *plan,
+                                uint32_t rank, uint32_t dout)
+{
+    tsafe_sealed_sizes z;
+    if (tsafe_sealed_plan_sizes(plan, rank, dout, &z) != TSAFE_OK)
+        return;
+    char label[96];
+    snprintf(label, sizeof label, "  %s: bytes query (shared by sites)", name);
+    bench_report_add_value(r, group, label, params, (double)z.query, "B");
+    snprintf(label, sizeof label, "  %s: bytes response 1", name);
+    bench_report_add_value(r, group, label, params, (double)z.response1, "B");
+    snprintf(label, sizeof label, "  %s: bytes client share", name);
+    bench_report_add_value(r, group, label, params, (double)z.share, "B");
+    snprintf(label, sizeof label, "  %s: bytes final", name);
+    bench_report_add_value(r, group, label, params, (double)z.response2, "B");
+}
+
 /* sealed and sealed-private at the plan's shape: median per token, the
  * client's and the server's share, bytes per message, ratios. */
 static int bench_sealed(bench_report *r, const char *group, const char *params,
@@ -148,23 +221,8 @@ static int bench_sealed(bench_report *r, const char *group, const char *params,
     c.rank = rank;
     c.d_out = dout;
     c.x = x;
-    c.delta = malloc(dout * sizeof *c.delta);
     tsafe_sealed_plan plan;
-    tsafe_status st = c.delta ? TSAFE_OK : TSAFE_E_NOMEM;
-    /* sealed mode runs here for its figures only: the opt-in is ours, and
-     * its rows say so (semi-honest) */
-    tsafe_sealed_opts so = {.semi_honest = mode == TSAFE_SEALED};
-    if (st == TSAFE_OK)
-        st = tsafe_sealed_plan_derive(mode, d, rank, dout, &so, &plan);
-    if (st == TSAFE_OK)
-        st = tsafe_sealed_client_create(&plan, NULL, &c.client);
-    if (st == TSAFE_OK)
-        st = tsafe_sealed_server_create(&plan, &c.server);
-    if (st == TSAFE_OK)
-        st = tsafe_sealed_server_use_backend(c.server, bench_backend);
-    if (st == TSAFE_OK)
-        st = tsafe_sealed_site_create(&plan, A, B, rank, dout, 1.0f, &c.site);
-    const char *name = mode == TSAFE_SEALED ? "sealed" : "sealed-private";
+    tsafe_status st = sealed_setup(&c, mode, A, B, d, &plan);
     int rc = 0;
     if (st != TSAFE_OK) {
         rc = tool_fail("bench lora: sealed setup", st);
@@ -179,37 +237,9 @@ static int bench_sealed(bench_report *r, const char *group, const char *params,
         goto out;
     }
     c.refill = 0;
-    double t = m.token;
-    char label[96], note[160];
-    snprintf(label, sizeof label, "HE-LoRA %s (bytes)", name);
-    snprintf(note, sizeof note, "%sHE/plain %.1fx, /local %.1fx, /plain-ZeRo-MOAI %.2fx",
-             mode == TSAFE_SEALED ? "semi-honest only; " : "", t / plain, t / local, t / two);
-    bench_report_add(r, group, label, params, t, note);
-    snprintf(label, sizeof label, "  %s: client encrypt x (shared)", name);
-    bench_report_add(r, group, label, params, m.encrypt, NULL);
-    snprintf(label, sizeof label, "  %s: client rest (decrypt, shares)", name);
-    bench_report_add(r, group, label, params, m.rest, NULL);
-    snprintf(label, sizeof label, "  %s: server (both rounds)", name);
-    bench_report_add(r, group, label, params, m.server, NULL);
-    /* the same loop with the server's offline part after every token
-     * (tsafe_sealed_server_refill): its online time and the time it moved
-     * out, apart */
-    snprintf(label, sizeof label, "  %s: server online, zeros prepared", name);
-    bench_report_add(r, group, label, params, mz.server,
-                     "encryptions of zero prepared between tokens");
-    snprintf(label, sizeof label, "  %s: server between tokens", name);
-    bench_report_add(r, group, label, params, mz.offline, "tsafe_sealed_server_refill");
-    tsafe_sealed_sizes z;
-    if (tsafe_sealed_plan_sizes(&plan, rank, dout, &z) == TSAFE_OK) {
-        snprintf(label, sizeof label, "  %s: bytes query (shared by sites)", name);
-        bench_report_add_value(r, group, label, params, (double)z.query, "B");
-        snprintf(label, sizeof label, "  %s: bytes response 1", name);
-        bench_report_add_value(r, group, label, params, (double)z.response1, "B");
-        snprintf(label, sizeof label, "  %s: bytes client share", name);
-        bench_report_add_value(r, group, label, params, (double)z.share, "B");
-        snprintf(label, sizeof label, "  %s: bytes final", name);
-        bench_report_add_value(r, group, label, params, (double)z.response2, "B");
-    }
+    sealed_report_times(r, group, params, mode, &m, &mz, plain, local, two);
+    sealed_report_sizes(r, group, params, mode == TSAFE_SEALED ? "sealed" : "sealed-private",
+                        &plan, rank, dout);
     if (c.failed)
         rc = tool_fail("bench lora: sealed run", TSAFE_E_STATE);
 out:

@@ -75,6 +75,19 @@ static json_t *module_json(const tsafe_lora_module_info *m)
                      m->alpha, "scale", m->scale, "max_abs_a", io_module_max_abs_a(m));
 }
 
+/* Prints j (taken: NULL after a failed build) indented on stdout; 0, or 1
+ * after saying what failed. */
+static int print_json(json_t *j, const char *what)
+{
+    char *s = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+    json_decref(j);
+    int rc = s ? 0 : tool_fail(what, TSAFE_E_NOMEM);
+    if (s)
+        printf("%s\n", s);
+    free(s);
+    return rc;
+}
+
 static int inspect(const char *path, const char *key, int json)
 {
     tsafe_lora_adapter *ad = NULL;
@@ -102,13 +115,7 @@ static int inspect(const char *path, const char *key, int json)
                               io_is_dir(path) == 1 ? "peft" : "package", "r", (json_int_t)cfg.r,
                               "lora_alpha", cfg.lora_alpha, "use_rslora", cfg.use_rslora,
                               "target_modules", targets, "modules", mods);
-        char *s = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
-        json_decref(j);
-        if (s)
-            printf("%s\n", s);
-        else
-            rc = tool_fail("adapter inspect: JSON output", TSAFE_E_NOMEM);
-        free(s);
+        rc = print_json(j, "adapter inspect: JSON output");
     } else {
         printf("adapter %s (%s): %zu modules, r=%zu, lora_alpha=%g%s\n", path,
                io_is_dir(path) == 1 ? "PEFT directory" : "verified package", n, cfg.r,
@@ -307,6 +314,104 @@ static int same_adapter(const tsafe_lora_adapter *a, const tsafe_lora_adapter *b
     return 1;
 }
 
+/* Borrowed by the manifest while it is packed; freed by pack_parts_free. */
+typedef struct {
+    json_t *cfg_json;                 /* owns the pattern keys */
+    tsafe_package_pattern *pat[2];    /* rank_pattern, alpha_pattern */
+    const char **targets;             /* module projections, borrowed from the adapter */
+} pack_parts;
+
+static void pack_parts_free(pack_parts *pp)
+{
+    json_decref(pp->cfg_json);
+    free(pp->pat[0]);
+    free(pp->pat[1]);
+    free(pp->targets);
+}
+
+/* The manifest carries PEFT's r, lora_alpha, use_rslora and patterns as
+ * the config has them, and each projection the adapter targets once: the
+ * package reloads as the same adapter (checked before anything is
+ * written). 0, or 1 after saying why. */
+static int fill_manifest(const char *dir, const tsafe_lora_adapter *ad,
+                         tsafe_package_manifest *m, pack_parts *pp)
+{
+    char what[4200];
+    tsafe_lora_config cfg;
+    size_t n = tsafe_lora_adapter_module_count(ad), n_pat[2] = {0, 0};
+    tsafe_status st;
+    if ((st = tsafe_lora_adapter_config(ad, &cfg)) != TSAFE_OK)
+        return tool_fail("adapter config", st);
+    if ((st = config_patterns(dir, &pp->cfg_json, pp->pat, n_pat)) != TSAFE_OK) {
+        snprintf(what, sizeof what, "pack '%s': rank_pattern / alpha_pattern of its "
+                 "adapter_config.json", dir);
+        return tool_fail(what, st);
+    }
+    m->rank_pattern = pp->pat[0];
+    m->n_rank_pattern = n_pat[0];
+    m->alpha_pattern = pp->pat[1];
+    m->n_alpha_pattern = n_pat[1];
+    m->use_rslora = cfg.use_rslora != 0;
+    if (!(pp->targets = calloc(n ? n : 1, sizeof *pp->targets)))
+        return tool_fail("pack", TSAFE_E_NOMEM);
+    m->n_targets = 0;
+    for (size_t i = 0; i < n; i++) {
+        tsafe_lora_module_info mi;
+        if ((st = tsafe_lora_adapter_module(ad, i, &mi)) != TSAFE_OK)
+            return tool_fail("adapter module", st);
+        size_t k = 0;
+        while (k < m->n_targets && strcmp(pp->targets[k], mi.proj))
+            k++;
+        if (k == m->n_targets)
+            pp->targets[m->n_targets++] = mi.proj;
+    }
+    m->targets = pp->targets;
+    m->rank = (uint32_t)cfg.r;
+    m->alpha = cfg.lora_alpha;
+    return 0;
+}
+
+/* The Ed25519 signing key: 64 raw bytes or 128 hex characters. kb (the
+ * file's bytes, wiped and freed by the caller) and sk hold secrets. 0, or 1
+ * after saying why. */
+static int read_signing_key(const char *key_file, uint8_t sk[64], uint8_t **kb, size_t *kn)
+{
+    char what[4200];
+    tsafe_status st = io_read_file(key_file, 4096, kb, kn);
+    if (st != TSAFE_OK) {
+        snprintf(what, sizeof what, "read signing key '%s'", key_file);
+        return tool_fail(what, st);
+    }
+    if (*kn == 64)
+        memcpy(sk, *kb, 64);
+    else if (io_hex_decode((const char *)*kb, sk, 64) != TSAFE_OK) {
+        snprintf(what, sizeof what, "signing key '%s' (128 hex characters from 'adapter keygen')",
+                 key_file);
+        return tool_fail(what, TSAFE_E_KEY);
+    }
+    return 0;
+}
+
+/* Reloads the package through the verified path: it must give back the
+ * same modules. 0, or 1 after saying why. */
+static int check_reload(const char *dir, const tsafe_lora_adapter *ad, const uint8_t *pkg,
+                        size_t pkg_len, const uint8_t pk[32])
+{
+    char what[4200];
+    tsafe_lora_adapter *back = NULL;
+    tsafe_error_info err = {0};
+    tsafe_lora_load_options lo = {TSAFE_LORA_FUSED_IN_OUT, &err};
+    char diff[1024] = "";
+    tsafe_status st = tsafe_lora_adapter_load_package(pkg, pkg_len, pk, &lo, &back);
+    int same = st == TSAFE_OK && same_adapter(ad, back, diff, sizeof diff);
+    tsafe_lora_adapter_free(back);
+    if (same)
+        return 0;
+    snprintf(what, sizeof what, "pack '%s': the package does not reload as the same adapter: %s",
+             dir, st ? err.detail : diff);
+    return tool_fail(what, st ? st : TSAFE_E_ADAPTER);
+}
+
 static int pack(const char *dir, const char *key_file, tsafe_package_manifest *m,
                 const char *out)
 {
@@ -314,10 +419,7 @@ static int pack(const char *dir, const char *key_file, tsafe_package_manifest *m
     tsafe_lora_adapter *ad = NULL;
     uint8_t *st_bytes = NULL, *kb = NULL, *pkg = NULL, sk[64];
     size_t st_len = 0, kn = 0, pkg_len = 0;
-    const char **targets = NULL;
-    json_t *cfg_json = NULL;
-    tsafe_package_pattern *pat[2] = {NULL, NULL};
-    size_t n_pat[2] = {0, 0};
+    pack_parts pp = {NULL, {NULL, NULL}, NULL};
     int rc = 1;
     tsafe_status st;
     int have_sk = 0;
@@ -327,66 +429,18 @@ static int pack(const char *dir, const char *key_file, tsafe_package_manifest *m
     }
     if ((st = io_load_adapter(dir, NULL, &ad, what, sizeof what)) != TSAFE_OK)
         return tool_fail(what, st);
-    tsafe_lora_config cfg;
     size_t n = tsafe_lora_adapter_module_count(ad);
-    if ((st = tsafe_lora_adapter_config(ad, &cfg)) != TSAFE_OK) {
-        tool_fail("adapter config", st);
+    if (fill_manifest(dir, ad, m, &pp))
         goto out;
-    }
-    /* the manifest carries PEFT's r, lora_alpha, use_rslora and patterns as
-     * the config has them: the package reloads as the same adapter
-     * (checked below, before anything is written) */
-    if ((st = config_patterns(dir, &cfg_json, pat, n_pat)) != TSAFE_OK) {
-        snprintf(what, sizeof what, "pack '%s': rank_pattern / alpha_pattern of its "
-                 "adapter_config.json", dir);
-        tool_fail(what, st);
-        goto out;
-    }
-    m->rank_pattern = pat[0];
-    m->n_rank_pattern = n_pat[0];
-    m->alpha_pattern = pat[1];
-    m->n_alpha_pattern = n_pat[1];
-    m->use_rslora = cfg.use_rslora != 0;
-    if (!(targets = calloc(n ? n : 1, sizeof *targets))) {
-        tool_fail("pack", TSAFE_E_NOMEM);
-        goto out;
-    }
-    m->n_targets = 0;
-    for (size_t i = 0; i < n; i++) {
-        tsafe_lora_module_info mi;
-        if ((st = tsafe_lora_adapter_module(ad, i, &mi)) != TSAFE_OK) {
-            tool_fail("adapter module", st);
-            goto out;
-        }
-        size_t k = 0;
-        while (k < m->n_targets && strcmp(targets[k], mi.proj))
-            k++;
-        if (k == m->n_targets)
-            targets[m->n_targets++] = mi.proj;
-    }
-    m->targets = targets;
-    m->rank = (uint32_t)cfg.r;
-    m->alpha = cfg.lora_alpha;
     if ((st = io_join(path, sizeof path, dir, "adapter_model.safetensors")) != TSAFE_OK ||
         (st = io_read_file(path, IO_MAX_FILE, &st_bytes, &st_len)) != TSAFE_OK) {
         snprintf(what, sizeof what, "read '%s'", path);
         tool_fail(what, st);
         goto out;
     }
-    if ((st = io_read_file(key_file, 4096, &kb, &kn)) != TSAFE_OK) {
-        snprintf(what, sizeof what, "read signing key '%s'", key_file);
-        tool_fail(what, st);
-        goto out;
-    }
     have_sk = 1;
-    if (kn == 64)
-        memcpy(sk, kb, 64);
-    else if (io_hex_decode((const char *)kb, sk, 64) != TSAFE_OK) {
-        snprintf(what, sizeof what, "signing key '%s' (128 hex characters from 'adapter keygen')",
-                 key_file);
-        tool_fail(what, TSAFE_E_KEY);
+    if (read_signing_key(key_file, sk, &kb, &kn))
         goto out;
-    }
     if ((st = tsafe_package_create(m, st_bytes, st_len, sk, &pkg, &pkg_len)) != TSAFE_OK) {
         snprintf(what, sizeof what, "pack '%s': create package (manifest: id, rank %u, alpha %g, "
                  "%zu targets, %zu rank / %zu alpha patterns, price %g)", dir, m->rank, m->alpha,
@@ -394,21 +448,8 @@ static int pack(const char *dir, const char *key_file, tsafe_package_manifest *m
         tool_fail(what, st);
         goto out;
     }
-    /* reload through the verified path before writing: the package must
-     * give back the same modules */
-    tsafe_lora_adapter *back = NULL;
-    tsafe_error_info err = {0};
-    tsafe_lora_load_options lo = {TSAFE_LORA_FUSED_IN_OUT, &err};
-    char diff[1024] = "";
-    if ((st = tsafe_lora_adapter_load_package(pkg, pkg_len, sk + 32, &lo, &back)) != TSAFE_OK ||
-        !same_adapter(ad, back, diff, sizeof diff)) {
-        tsafe_lora_adapter_free(back);
-        snprintf(what, sizeof what, "pack '%s': the package does not reload as the same adapter: %s",
-                 dir, st ? err.detail : diff);
-        tool_fail(what, st ? st : TSAFE_E_ADAPTER);
+    if (check_reload(dir, ad, pkg, pkg_len, sk + 32))
         goto out;
-    }
-    tsafe_lora_adapter_free(back);
     if ((st = io_write_file(out, pkg, pkg_len, 0644)) != TSAFE_OK) {
         snprintf(what, sizeof what, "write '%s'", out);
         tool_fail(what, st);
@@ -428,16 +469,70 @@ out:
         sodium_memzero(kb, kn);
     free(kb);
     free(st_bytes);
-    free(targets);
-    free(pat[0]);
-    free(pat[1]);
-    json_decref(cfg_json);
+    pack_parts_free(&pp);
     tsafe_package_bytes_free(pkg);
     tsafe_lora_adapter_free(ad);
     return rc;
 }
 
 /* ------------------------------------------------------------- verify */
+
+/* The verified manifest as one JSON object on stdout. 0, or 1 after saying
+ * why. */
+static int print_manifest_json(const tsafe_package_manifest *m, const char *khex, size_t plen,
+                               const char *dhex)
+{
+    json_t *t = json_array();
+    for (size_t i = 0; i < m->n_targets; i++)
+        json_array_append_new(t, json_string(m->targets[i]));
+    json_t *j = json_pack("{s:b, s:s, s:s, s:s, s:I, s:f, s:o, s:f, s:s, s:I, s:s}",
+                          "verified", 1, "signer", khex, "adapter_id", m->adapter_id, "domain",
+                          m->domain, "rank", (json_int_t)m->rank, "alpha", m->alpha, "targets",
+                          t, "price_per_1k_tokens", m->price_per_1k_tokens, "creator",
+                          m->creator, "payload_bytes", (json_int_t)plen, "payload_blake2b",
+                          dhex);
+    json_t *rp = json_object(), *ap = json_object();
+    for (size_t i = 0; rp && i < m->n_rank_pattern; i++)
+        json_object_set_new(rp, m->rank_pattern[i].key,
+                            json_integer((json_int_t)m->rank_pattern[i].value));
+    for (size_t i = 0; ap && i < m->n_alpha_pattern; i++)
+        json_object_set_new(ap, m->alpha_pattern[i].key, json_real(m->alpha_pattern[i].value));
+    if (j && (json_object_set_new(j, "rank_pattern", rp) ||
+              json_object_set_new(j, "alpha_pattern", ap) ||
+              json_object_set_new(j, "use_rslora", json_boolean(m->use_rslora)))) {
+        json_decref(j);
+        j = NULL;
+    }
+    return print_json(j, "adapter verify: JSON output");
+}
+
+/* The verified manifest as text on stdout. */
+static void print_manifest_text(const char *path, const tsafe_package_manifest *m,
+                                const char *khex, size_t plen, const char *dhex)
+{
+    printf("package %s: signature OK (trusted key %s)\n", path, khex);
+    printf("  adapter_id  %s\n  domain      %s\n  rank        %u\n  alpha       %g\n",
+           m->adapter_id, m->domain, m->rank, m->alpha);
+    printf("  targets    ");
+    for (size_t i = 0; i < m->n_targets; i++)
+        printf(" %s", m->targets[i]);
+    printf("\n");
+    if (m->use_rslora)
+        printf("  use_rslora  true\n");
+    for (int k = 0; k < 2; k++) {
+        const tsafe_package_pattern *pt = k ? m->alpha_pattern : m->rank_pattern;
+        size_t np = k ? m->n_alpha_pattern : m->n_rank_pattern;
+        if (np)
+            printf("  %s", k ? "alpha_pattern" : "rank_pattern ");
+        for (size_t i = 0; i < np; i++)
+            printf(" %s=%g", pt[i].key, pt[i].value);
+        if (np)
+            printf("\n");
+    }
+    printf("  price       %g per 1k tokens\n  creator     %s\n", m->price_per_1k_tokens,
+           m->creator);
+    printf("  payload     %zu bytes, BLAKE2b-256 %s\n", plen, dhex);
+}
 
 static int verify(const char *path, const char *key, int json)
 {
@@ -473,60 +568,9 @@ static int verify(const char *path, const char *key, int json)
     }
     io_hex_encode(dig, 32, dhex);
     io_hex_encode(pk, 32, khex);
-    int rc = 0;
-    if (json) {
-        json_t *t = json_array();
-        for (size_t i = 0; i < m.n_targets; i++)
-            json_array_append_new(t, json_string(m.targets[i]));
-        json_t *j = json_pack("{s:b, s:s, s:s, s:s, s:I, s:f, s:o, s:f, s:s, s:I, s:s}",
-                              "verified", 1, "signer", khex, "adapter_id", m.adapter_id, "domain",
-                              m.domain, "rank", (json_int_t)m.rank, "alpha", m.alpha, "targets",
-                              t, "price_per_1k_tokens", m.price_per_1k_tokens, "creator",
-                              m.creator, "payload_bytes", (json_int_t)plen, "payload_blake2b",
-                              dhex);
-        json_t *rp = json_object(), *ap = json_object();
-        for (size_t i = 0; rp && i < m.n_rank_pattern; i++)
-            json_object_set_new(rp, m.rank_pattern[i].key,
-                                json_integer((json_int_t)m.rank_pattern[i].value));
-        for (size_t i = 0; ap && i < m.n_alpha_pattern; i++)
-            json_object_set_new(ap, m.alpha_pattern[i].key, json_real(m.alpha_pattern[i].value));
-        if (j && (json_object_set_new(j, "rank_pattern", rp) ||
-                  json_object_set_new(j, "alpha_pattern", ap) ||
-                  json_object_set_new(j, "use_rslora", json_boolean(m.use_rslora)))) {
-            json_decref(j);
-            j = NULL;
-        }
-        char *s = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
-        json_decref(j);
-        if (s)
-            printf("%s\n", s);
-        else
-            rc = tool_fail("adapter verify: JSON output", TSAFE_E_NOMEM);
-        free(s);
-    } else {
-        printf("package %s: signature OK (trusted key %s)\n", path, khex);
-        printf("  adapter_id  %s\n  domain      %s\n  rank        %u\n  alpha       %g\n",
-               m.adapter_id, m.domain, m.rank, m.alpha);
-        printf("  targets    ");
-        for (size_t i = 0; i < m.n_targets; i++)
-            printf(" %s", m.targets[i]);
-        printf("\n");
-        if (m.use_rslora)
-            printf("  use_rslora  true\n");
-        for (int k = 0; k < 2; k++) {
-            const tsafe_package_pattern *pt = k ? m.alpha_pattern : m.rank_pattern;
-            size_t np = k ? m.n_alpha_pattern : m.n_rank_pattern;
-            if (np)
-                printf("  %s", k ? "alpha_pattern" : "rank_pattern ");
-            for (size_t i = 0; i < np; i++)
-                printf(" %s=%g", pt[i].key, pt[i].value);
-            if (np)
-                printf("\n");
-        }
-        printf("  price       %g per 1k tokens\n  creator     %s\n", m.price_per_1k_tokens,
-               m.creator);
-        printf("  payload     %zu bytes, BLAKE2b-256 %s\n", plen, dhex);
-    }
+    int rc = json ? print_manifest_json(&m, khex, plen, dhex) : 0;
+    if (!json)
+        print_manifest_text(path, &m, khex, plen, dhex);
     tsafe_package_free(p);
     return rc;
 }
@@ -685,6 +729,152 @@ out:
 
 /* --------------------------------------------------------------- main */
 
+/* Every option of every subcommand; the enum names their slots in
+ * adapter_opts' table and seen[]. */
+enum {
+    O_TRUSTED_KEY, O_JSON, O_RANK, O_ENERGY, O_MAX_RANK, O_OUT, O_DTYPE, O_KEY, O_ID, O_DOMAIN,
+    O_PRICE, O_CREATOR, O_DIM, O_OUT_DIM, O_MODULES, O_ALPHA, O_SEED, O_AMP_A, O_RANK_PAT,
+    O_ALPHA_PAT, O_DIST, O_COUNT
+};
+
+typedef struct {
+    const char *key, *out, *dtype_s, *id, *domain, *creator, *modules, *pos, *rank_pat,
+        *alpha_pat, *dist_s;
+    int json;
+    uint32_t rank, max_rank, dim, out_dim, seed_u;
+    double energy, price, alpha, amp_a;
+    int seen[O_COUNT];
+    char cmdname[64];
+} adapter_args;
+
+#define OPT(o) (1u << (o))
+/* Which options each subcommand accepts: a set of the enum's slots. */
+static const struct {
+    const char *name;
+    int npos;
+    uint32_t allowed;
+} k_subs[] = {
+    {"inspect", 1, OPT(O_TRUSTED_KEY) | OPT(O_JSON)},
+    {"reduce", 1, OPT(O_TRUSTED_KEY) | OPT(O_RANK) | OPT(O_ENERGY) | OPT(O_MAX_RANK) | OPT(O_OUT) |
+                      OPT(O_DTYPE)},
+    {"keygen", 0, OPT(O_OUT)},
+    {"pack", 1, OPT(O_OUT) | OPT(O_KEY) | OPT(O_ID) | OPT(O_DOMAIN) | OPT(O_PRICE) |
+                    OPT(O_CREATOR)},
+    {"verify", 1, OPT(O_TRUSTED_KEY) | OPT(O_JSON)},
+    {"make-random", 0, OPT(O_RANK) | OPT(O_OUT) | OPT(O_DTYPE) | OPT(O_DIM) | OPT(O_OUT_DIM) |
+                           OPT(O_MODULES) | OPT(O_ALPHA) | OPT(O_SEED) | OPT(O_AMP_A) |
+                           OPT(O_RANK_PAT) | OPT(O_ALPHA_PAT) | OPT(O_DIST)},
+};
+
+/* Parses argv[2..] for subcommand si into a; OPTS_HELP after printing the
+ * help, else 0 or a usage status. */
+static int parse_adapter_args(int argc, char **argv, int si, adapter_args *a)
+{
+    tool_opt o[O_COUNT] = {
+        [O_TRUSTED_KEY] = {"--trusted-key", OPT_STR, &a->key, 0},
+        [O_JSON] = {"--json", OPT_FLAG, &a->json, 0},
+        [O_RANK] = {"--rank", OPT_U32, &a->rank, 0},
+        [O_ENERGY] = {"--energy", OPT_DOUBLE, &a->energy, 0},
+        [O_MAX_RANK] = {"--max-rank", OPT_U32, &a->max_rank, 0},
+        [O_OUT] = {"--out", OPT_STR, &a->out, 0},
+        [O_DTYPE] = {"--dtype", OPT_STR, &a->dtype_s, 0},
+        [O_KEY] = {"--key", OPT_STR, &a->key, 0},
+        [O_ID] = {"--id", OPT_STR, &a->id, 0},
+        [O_DOMAIN] = {"--domain", OPT_STR, &a->domain, 0},
+        [O_PRICE] = {"--price", OPT_DOUBLE, &a->price, 0},
+        [O_CREATOR] = {"--creator", OPT_STR, &a->creator, 0},
+        [O_DIM] = {"--dim", OPT_U32, &a->dim, 0},
+        [O_OUT_DIM] = {"--out-dim", OPT_U32, &a->out_dim, 0},
+        [O_MODULES] = {"--modules", OPT_STR, &a->modules, 0},
+        [O_ALPHA] = {"--alpha", OPT_DOUBLE, &a->alpha, 0},
+        [O_SEED] = {"--seed", OPT_U32, &a->seed_u, 0},
+        [O_AMP_A] = {"--amp-a", OPT_DOUBLE, &a->amp_a, 0},
+        [O_RANK_PAT] = {"--rank-pattern", OPT_STR, &a->rank_pat, 0},
+        [O_ALPHA_PAT] = {"--alpha-pattern", OPT_STR, &a->alpha_pat, 0},
+        [O_DIST] = {"--dist", OPT_STR, &a->dist_s, 0},
+    };
+    tool_opt allowed[O_COUNT];
+    size_t na = 0, npos = 0;
+    for (int i = 0; i < O_COUNT; i++)
+        if (k_subs[si].allowed & OPT(i))
+            allowed[na++] = o[i];
+    const char *pos[1] = {NULL};
+    int rc = opts_parse(a->cmdname, argc, argv, 2, allowed, na, pos, (size_t)k_subs[si].npos,
+                        &npos);
+    if (rc == OPTS_HELP) {
+        fputs(strcmp(k_subs[si].name, "make-random") ? k_help : k_make_random_help, stdout);
+        return OPTS_HELP;
+    }
+    if (rc)
+        return rc;
+    na = 0;
+    for (int i = 0; i < O_COUNT; i++)
+        if (k_subs[si].allowed & OPT(i))
+            a->seen[i] = allowed[na++].seen;
+    a->pos = pos[0];
+    if (k_subs[si].npos && npos != 1)
+        return tool_usage("%s: missing the adapter path", a->cmdname);
+    return 0;
+}
+
+static int run_reduce(const adapter_args *a, tsafe_dtype dtype)
+{
+    if (!a->out)
+        return tool_usage("adapter reduce: --out DIR2 is required");
+    int by_rank = a->seen[O_RANK];
+    if (by_rank == a->seen[O_ENERGY])
+        return tool_usage("adapter reduce: give exactly one of --rank K and --energy E");
+    tsafe_svd_options so = {by_rank ? TSAFE_SVD_FIXED_RANK : TSAFE_SVD_ENERGY, a->rank, a->energy,
+                            a->max_rank};
+    if (by_rank && a->rank == 0)
+        return tool_usage("adapter reduce: --rank must be at least 1");
+    if (a->seen[O_ENERGY] && !(a->energy > 0 && a->energy <= 1))
+        return tool_usage("adapter reduce: --energy must be in (0, 1]");
+    return reduce(a->pos, a->key, &so, a->out, dtype);
+}
+
+static int run_pack(const adapter_args *a)
+{
+    if (!a->key || !a->id || !a->out)
+        return tool_usage("adapter pack: --key SK_FILE, --id ID and --out PKG are required");
+    tsafe_package_manifest m;
+    memset(&m, 0, sizeof m);
+    m.adapter_id = a->id;
+    m.domain = a->domain;
+    m.creator = a->creator;
+    m.price_per_1k_tokens = a->price;
+    return pack(a->pos, a->key, &m, a->out);
+}
+
+static int run_make_random(const adapter_args *a, tsafe_dtype dtype)
+{
+    if (!a->out)
+        return tool_usage("adapter make-random: --out DIR is required");
+    uint32_t rank = a->seen[O_RANK] ? a->rank : 4;
+    if (a->dim == 0 || rank == 0)
+        return tool_usage("adapter make-random: --dim and --rank must be at least 1");
+    uint32_t out_dim = a->seen[O_OUT_DIM] ? a->out_dim : a->dim;
+    if (out_dim == 0 || !(a->amp_a > 0))
+        return tool_usage("adapter make-random: --out-dim and --amp-a must be positive");
+    double alpha = a->seen[O_ALPHA] ? a->alpha : 2.0 * rank;
+    uint64_t seed;
+    if (a->seen[O_SEED])
+        seed = a->seed_u;
+    else
+        randombytes_buf(&seed, sizeof seed);
+    dist_kind dist = DIST_UNIFORM;
+    if (!strcmp(a->dist_s, "gaussian"))
+        dist = DIST_GAUSSIAN;
+    else if (!strcmp(a->dist_s, "heavy"))
+        dist = DIST_HEAVY;
+    else if (strcmp(a->dist_s, "uniform"))
+        return tool_usage("adapter make-random: --dist must be uniform, gaussian or heavy, not "
+                          "'%s'",
+                          a->dist_s);
+    return make_random(a->out, a->dim, out_dim, rank, alpha, a->modules, seed, a->amp_a, dtype,
+                       a->rank_pat, a->alpha_pat, dist);
+}
+
 int cmd_adapter(int argc, char **argv)
 {
     if (argc < 2)
@@ -695,128 +885,38 @@ int cmd_adapter(int argc, char **argv)
         fputs(k_help, stdout);
         return 0;
     }
-    const char *key = NULL, *out = NULL, *dtype_s = "F32", *id = NULL, *domain = "",
-               *creator = "", *modules = "q_proj,v_proj", *pos[1] = {NULL},
-               *rank_pat = NULL, *alpha_pat = NULL, *dist_s = "uniform";
-    int json = 0;
-    uint32_t rank = 0, max_rank = 0, dim = 64, out_dim = 0;
-    double energy = 0, price = 0, alpha = 0, amp_a = 0.05;
-    uint32_t seed_u = 0;
-    char cmdname[64];
-    snprintf(cmdname, sizeof cmdname, "adapter %s", sub);
-    tool_opt o[] = {{"--trusted-key", OPT_STR, &key, 0}, {"--json", OPT_FLAG, &json, 0},
-                    {"--rank", OPT_U32, &rank, 0},       {"--energy", OPT_DOUBLE, &energy, 0},
-                    {"--max-rank", OPT_U32, &max_rank, 0}, {"--out", OPT_STR, &out, 0},
-                    {"--dtype", OPT_STR, &dtype_s, 0},   {"--key", OPT_STR, &key, 0},
-                    {"--id", OPT_STR, &id, 0},           {"--domain", OPT_STR, &domain, 0},
-                    {"--price", OPT_DOUBLE, &price, 0},  {"--creator", OPT_STR, &creator, 0},
-                    {"--dim", OPT_U32, &dim, 0},         {"--out-dim", OPT_U32, &out_dim, 0},
-                    {"--modules", OPT_STR, &modules, 0}, {"--alpha", OPT_DOUBLE, &alpha, 0},
-                    {"--seed", OPT_U32, &seed_u, 0},  {"--amp-a", OPT_DOUBLE, &amp_a, 0},
-                    {"--rank-pattern", OPT_STR, &rank_pat, 0},
-                    {"--alpha-pattern", OPT_STR, &alpha_pat, 0},
-                    {"--dist", OPT_STR, &dist_s, 0}};
-    /* which options each subcommand accepts (indices into o) */
-    static const struct {
-        const char *name;
-        int npos;
-        const char *allowed;
-    } subs[] = {{"inspect", 1, "01"},         {"reduce", 1, "023456"},
-                {"keygen", 0, "5"},           {"pack", 1, "5789ab"},
-                {"verify", 1, "01"},          {"make-random", 0, "256cdefghijk"}};
     int si = -1;
-    for (int i = 0; i < (int)(sizeof subs / sizeof subs[0]); i++)
-        if (!strcmp(sub, subs[i].name))
+    for (int i = 0; i < (int)(sizeof k_subs / sizeof k_subs[0]); i++)
+        if (!strcmp(sub, k_subs[i].name))
             si = i;
     if (si < 0)
         return tool_usage("adapter: unknown subcommand '%s' (inspect, reduce, keygen, pack, verify, "
                           "make-random)",
                           sub);
-    tool_opt allowed[sizeof o / sizeof o[0]];
-    size_t na = 0;
-    for (const char *c = subs[si].allowed; *c; c++)
-        allowed[na++] = o[*c <= '9' ? *c - '0' : *c - 'a' + 10];
-    size_t npos = 0;
-    int rc = opts_parse(cmdname, argc, argv, 2, allowed, na, pos, (size_t)subs[si].npos, &npos);
-    if (rc == OPTS_HELP) {
-        fputs(strcmp(sub, "make-random") ? k_help : k_make_random_help, stdout);
-        return 0;
-    }
+    adapter_args a = {.dtype_s = "F32", .domain = "", .creator = "", .modules = "q_proj,v_proj",
+                      .dist_s = "uniform", .dim = 64, .amp_a = 0.05};
+    snprintf(a.cmdname, sizeof a.cmdname, "adapter %s", sub);
+    int rc = parse_adapter_args(argc, argv, si, &a);
     if (rc)
-        return rc;
-    int seen[sizeof o / sizeof o[0]] = {0};
-    na = 0;
-    for (const char *c = subs[si].allowed; *c; c++)
-        seen[*c <= '9' ? *c - '0' : *c - 'a' + 10] = allowed[na++].seen;
-    if (subs[si].npos && npos != 1)
-        return tool_usage("%s: missing the adapter path", cmdname);
-
+        return rc == OPTS_HELP ? 0 : rc;
     if (!strcmp(sub, "inspect"))
-        return inspect(pos[0], key, json);
+        return inspect(a.pos, a.key, a.json);
     if (!strcmp(sub, "verify")) {
-        if (!key)
+        if (!a.key)
             return tool_usage("adapter verify: --trusted-key HEX|FILE is required");
-        return verify(pos[0], key, json);
+        return verify(a.pos, a.key, a.json);
     }
     if (!strcmp(sub, "keygen")) {
-        if (!out)
+        if (!a.out)
             return tool_usage("adapter keygen: --out PREFIX is required");
-        return keygen(out);
+        return keygen(a.out);
     }
-    tsafe_dtype dtype = parse_dtype(dtype_s);
+    tsafe_dtype dtype = parse_dtype(a.dtype_s);
     if (dtype == TSAFE_DTYPE_INVALID)
-        return tool_usage("%s: --dtype must be F32, F16 or BF16", cmdname);
-    if (!strcmp(sub, "reduce")) {
-        if (!out)
-            return tool_usage("adapter reduce: --out DIR2 is required");
-        if (seen[2] == seen[3])
-            return tool_usage("adapter reduce: give exactly one of --rank K and --energy E");
-        tsafe_svd_options so = {seen[2] ? TSAFE_SVD_FIXED_RANK : TSAFE_SVD_ENERGY, rank, energy,
-                                max_rank};
-        if (seen[2] && rank == 0)
-            return tool_usage("adapter reduce: --rank must be at least 1");
-        if (seen[3] && !(energy > 0 && energy <= 1))
-            return tool_usage("adapter reduce: --energy must be in (0, 1]");
-        return reduce(pos[0], key, &so, out, dtype);
-    }
-    if (!strcmp(sub, "pack")) {
-        if (!key || !id || !out)
-            return tool_usage("adapter pack: --key SK_FILE, --id ID and --out PKG are required");
-        tsafe_package_manifest m;
-        memset(&m, 0, sizeof m);
-        m.adapter_id = id;
-        m.domain = domain;
-        m.creator = creator;
-        m.price_per_1k_tokens = price;
-        return pack(pos[0], key, &m, out);
-    }
-    /* make-random */
-    if (!out)
-        return tool_usage("adapter make-random: --out DIR is required");
-    if (!seen[2])
-        rank = 4;
-    if (dim == 0 || rank == 0)
-        return tool_usage("adapter make-random: --dim and --rank must be at least 1");
-    if (!seen[13])
-        out_dim = dim;
-    if (out_dim == 0 || !(amp_a > 0))
-        return tool_usage("adapter make-random: --out-dim and --amp-a must be positive");
-    if (!seen[15])
-        alpha = 2.0 * rank;
-    uint64_t seed;
-    if (seen[16])
-        seed = seed_u;
-    else
-        randombytes_buf(&seed, sizeof seed);
-    dist_kind dist = DIST_UNIFORM;
-    if (!strcmp(dist_s, "gaussian"))
-        dist = DIST_GAUSSIAN;
-    else if (!strcmp(dist_s, "heavy"))
-        dist = DIST_HEAVY;
-    else if (strcmp(dist_s, "uniform"))
-        return tool_usage("adapter make-random: --dist must be uniform, gaussian or heavy, not "
-                          "'%s'",
-                          dist_s);
-    return make_random(out, dim, out_dim, rank, alpha, modules, seed, amp_a, dtype, rank_pat,
-                       alpha_pat, dist);
+        return tool_usage("%s: --dtype must be F32, F16 or BF16", a.cmdname);
+    if (!strcmp(sub, "reduce"))
+        return run_reduce(&a, dtype);
+    if (!strcmp(sub, "pack"))
+        return run_pack(&a);
+    return run_make_random(&a, dtype);
 }

@@ -72,6 +72,101 @@ typedef struct {
     const tsafe_backend_factory *backend; /* its factory */
 } apply_opts;
 
+/* What one `lora apply` run holds; freed by run_free. */
+typedef struct {
+    tsafe_lora_adapter *ad;
+    io_modules *m;
+    float *x, *out;
+    size_t count, rows;
+    double xmax, bound;               /* max |x| of the input, the plan's bound */
+    tsafe_lora_site *sites[IO_MAX_MODULES];
+    size_t n_sites;
+    tsafe_lora_local *local;
+    tsafe_lora_pair pair;
+    tsafe_sealed_pair *sealed;
+    tsafe_lora_plan plan;
+    tsafe_sealed_plan sealed_plan; /* sealed modes: for the summary */
+    tsafe_lora_engine eng;
+    tsafe_lora_stats stats;
+    const char *mode;
+} apply_run;
+
+static void run_free(apply_run *r)
+{
+    tsafe_sealed_pair_free(r->sealed); /* before the sites it points to */
+    io_free_sites(r->sites, r->n_sites);
+    tsafe_lora_local_free(r->local);
+    tsafe_lora_client_free(r->pair.client);
+    tsafe_lora_server_free(r->pair.server);
+    free(r->x);
+    free(r->out);
+    free(r->m);
+    tsafe_lora_adapter_free(r->ad);
+}
+
+/* The adapter's modules and the input rows: finite, within --max-abs (or
+ * bounded by their own max |x|). 0, or 1 after saying why. */
+static int load_inputs(const apply_opts *a, apply_run *r)
+{
+    char what[4200];
+    tsafe_status st;
+    if ((st = io_load_adapter(a->adapter, a->key, &r->ad, what, sizeof what)) != TSAFE_OK ||
+        (st = io_resolve_modules(r->ad, a->modules, r->m, what, sizeof what)) != TSAFE_OK)
+        return tool_fail(what, st);
+    const io_modules *m = r->m;
+    if ((st = io_read_f32(a->input, &r->x, &r->count)) != TSAFE_OK || r->count % m->d_in ||
+        !r->count) {
+        if (st == TSAFE_OK || st == TSAFE_E_SHAPE)
+            snprintf(what, sizeof what,
+                     "input '%s': size is not a positive multiple of %zu bytes (rows of d_in=%u "
+                     "float32)",
+                     a->input, (size_t)4 * m->d_in, m->d_in);
+        else
+            snprintf(what, sizeof what, "read input '%s'", a->input);
+        return tool_fail(what, st == TSAFE_OK ? TSAFE_E_SHAPE : st);
+    }
+    r->rows = r->count / m->d_in;
+    for (size_t i = 0; i < r->count; i++) {
+        if (!isfinite(r->x[i])) {
+            snprintf(what, sizeof what, "input '%s': row %zu has a non-finite value", a->input,
+                     i / m->d_in);
+            return tool_fail(what, TSAFE_E_VALUE_RANGE);
+        }
+        r->xmax = fmax(r->xmax, fabs((double)r->x[i]));
+    }
+    r->bound = a->max_abs_seen ? a->max_abs : (r->xmax > 0 ? r->xmax : 1.0);
+    if (r->xmax > r->bound) {
+        snprintf(what, sizeof what, "input '%s': max |x| = %g exceeds --max-abs %g", a->input,
+                 r->xmax, r->bound);
+        return tool_fail(what, TSAFE_E_VALUE_RANGE);
+    }
+    if (!(r->out = malloc(r->rows * m->total_out * sizeof *r->out)))
+        return tool_fail("lora apply", TSAFE_E_NOMEM);
+    return 0;
+}
+
+/* The HE context that holds the sites: a local engine's, or the two-party
+ * server's (public data only; the sealed modes read A, B and the scale
+ * from there too). 0, or 1 after saying why. */
+static int make_context(const apply_opts *a, apply_run *r, const tsafe_context **ctx)
+{
+    tsafe_status st;
+    if (a->mode == IO_MODE_LOCAL) {
+        if ((st = tsafe_lora_local_create(&r->plan, NULL, &r->local)) != TSAFE_OK ||
+            (st = tsafe_lora_local_use_backend(r->local, a->backend)) != TSAFE_OK)
+            return tool_fail("lora apply: local HE context and backend", st);
+        *ctx = tsafe_lora_local_context(r->local);
+        return 0;
+    }
+    if ((a->mode == IO_MODE_PLAIN_ZERO_MOAI &&
+         (st = tsafe_lora_client_create(&r->plan, NULL, &r->pair.client)) != TSAFE_OK) ||
+        (st = tsafe_lora_server_create(&r->plan, &r->pair.server)) != TSAFE_OK ||
+        (st = tsafe_lora_pair_use_backend(&r->pair, a->backend)) != TSAFE_OK)
+        return tool_fail("lora apply: two-party client, server and backend", st);
+    *ctx = tsafe_lora_server_context(r->pair.server);
+    return 0;
+}
+
 /* The plan the sealed pair will derive (the same call: its widths go in the
  * summary), with a clear message when the given widths do not fit. */
 static tsafe_status sealed_widths(const apply_opts *a, const io_modules *m, size_t n_sites,
@@ -100,156 +195,97 @@ static tsafe_status sealed_widths(const apply_opts *a, const io_modules *m, size
     return st;
 }
 
-static int apply(const apply_opts *a)
+/* The plan, the sites and the engine of the chosen mode. 0, or 1 after
+ * saying why. */
+static int make_engine(const apply_opts *a, apply_run *r)
 {
     char what[4200];
-    tsafe_lora_adapter *ad = NULL;
-    io_modules *m = calloc(1, sizeof *m);
-    float *x = NULL, *out = NULL;
-    size_t count = 0;
-    tsafe_lora_site *sites[IO_MAX_MODULES];
-    size_t n_sites = 0;
-    tsafe_lora_local *local = NULL;
-    tsafe_lora_pair pair = {NULL, NULL, NULL};
-    tsafe_sealed_pair *sealed = NULL;
-    tsafe_lora_stats stats;
-    memset(&stats, 0, sizeof stats);
-    int rc = 1;
-    tsafe_status st;
-    if (!m)
-        return tool_fail("lora apply", TSAFE_E_NOMEM);
-    if ((st = io_load_adapter(a->adapter, a->key, &ad, what, sizeof what)) != TSAFE_OK ||
-        (st = io_resolve_modules(ad, a->modules, m, what, sizeof what)) != TSAFE_OK) {
-        tool_fail(what, st);
-        goto out;
-    }
-    if ((st = io_read_f32(a->input, &x, &count)) != TSAFE_OK || count % m->d_in || !count) {
-        if (st == TSAFE_OK || st == TSAFE_E_SHAPE)
-            snprintf(what, sizeof what,
-                     "input '%s': size is not a positive multiple of %zu bytes (rows of d_in=%u "
-                     "float32)",
-                     a->input, (size_t)4 * m->d_in, m->d_in);
-        else
-            snprintf(what, sizeof what, "read input '%s'", a->input);
-        tool_fail(what, st == TSAFE_OK ? TSAFE_E_SHAPE : st);
-        goto out;
-    }
-    size_t rows = count / m->d_in;
-    double xmax = 0;
-    for (size_t i = 0; i < count; i++) {
-        if (!isfinite(x[i])) {
-            snprintf(what, sizeof what, "input '%s': row %zu has a non-finite value", a->input,
-                     i / m->d_in);
-            tool_fail(what, TSAFE_E_VALUE_RANGE);
-            goto out;
-        }
-        xmax = fmax(xmax, fabs((double)x[i]));
-    }
-    double bound = a->max_abs_seen ? a->max_abs : (xmax > 0 ? xmax : 1.0);
-    if (xmax > bound) {
-        snprintf(what, sizeof what, "input '%s': max |x| = %g exceeds --max-abs %g", a->input,
-                 xmax, bound);
-        tool_fail(what, TSAFE_E_VALUE_RANGE);
-        goto out;
-    }
-    if (!(out = malloc(rows * m->total_out * sizeof *out))) {
-        tool_fail("lora apply", TSAFE_E_NOMEM);
-        goto out;
-    }
-    float *deltas[IO_MAX_MODULES];
-    tsafe_lora_plan plan;
-    tsafe_sealed_plan sealed_plan; /* sealed modes: for the summary */
-    memset(&sealed_plan, 0, sizeof sealed_plan);
-    const char *mode = a->plain ? "plain" : io_mode_name(a->mode);
-    tsafe_lora_engine eng = {NULL, NULL};
+    const io_modules *m = r->m;
     int sealed_mode = a->mode == IO_MODE_SEALED || a->mode == IO_MODE_SEALED_PRIVATE;
-    if (!a->plain) {
-        /* the sealed modes keep A, B and the scale in CKKS sites, but
-         * their own protocol scales x per token: plan those sites for
-         * |x| <= 1, and say what failed in the sealed mode's terms */
-        if ((st = io_make_plan(a->params, m, sealed_mode ? 1.0 : bound, a->precision, &plan, what,
-                               sizeof what)) != TSAFE_OK) {
-            if (sealed_mode)
-                snprintf(what, sizeof what,
-                         "lora apply (%s): max |A| = %g is too large for the HE sites that "
-                         "hold the adapter (d_in %u, rank %u)",
-                         mode, m->max_abs_a, m->d_in, m->max_rank);
-            tool_fail(what, st);
-            goto out;
-        }
-        const tsafe_context *ctx;
-        if (a->mode == IO_MODE_LOCAL) {
-            if ((st = tsafe_lora_local_create(&plan, NULL, &local)) != TSAFE_OK ||
-                (st = tsafe_lora_local_use_backend(local, a->backend)) != TSAFE_OK) {
-                tool_fail("lora apply: local HE context and backend", st);
-                goto out;
-            }
-            ctx = tsafe_lora_local_context(local);
-        } else {
-            /* the sealed modes read A, B and the scale from CKKS sites: the
-             * server's context (public data only) holds them */
-            if ((a->mode == IO_MODE_PLAIN_ZERO_MOAI &&
-                 (st = tsafe_lora_client_create(&plan, NULL, &pair.client)) != TSAFE_OK) ||
-                (st = tsafe_lora_server_create(&plan, &pair.server)) != TSAFE_OK ||
-                (st = tsafe_lora_pair_use_backend(&pair, a->backend)) != TSAFE_OK) {
-                tool_fail("lora apply: two-party client, server and backend", st);
-                goto out;
-            }
-            ctx = tsafe_lora_server_context(pair.server);
-        }
-        if ((st = io_make_sites(ctx, &plan, m, sites, what, sizeof what)) != TSAFE_OK) {
-            tool_fail(what, st);
-            goto out;
-        }
-        n_sites = m->n;
-        if (sealed_mode) {
-            /* one process plays both parties: DP noise would protect u from
-             * ourselves, so sealed runs exact here (allow_no_dp) */
-            tsafe_sealed_opts so = a->sealed_opts; /* --x-bits, --a-bits, --b-bits */
-            so.semi_honest = (uint32_t)a->semi_honest;      /* --semi-honest */
-            if ((st = sealed_widths(a, m, n_sites, &so, &sealed_plan)) != TSAFE_OK)
-                goto out;
-            if ((st = tsafe_sealed_pair_create(a->mode == IO_MODE_SEALED ? TSAFE_SEALED
-                                                                         : TSAFE_SEALED_PRIVATE,
-                                               &so, NULL, 1, &sealed)) != TSAFE_OK ||
-                (st = tsafe_sealed_pair_use_backend(sealed, a->backend)) != TSAFE_OK ||
-                (st = tsafe_sealed_pair_prepare(sealed, (const tsafe_lora_site *const *)sites,
-                                                n_sites)) != TSAFE_OK) {
-                snprintf(what, sizeof what,
-                         "lora apply: %s plan and sites for d_in %u, rank %u, %zu module%s", mode,
-                         m->d_in, m->max_rank, m->n, m->n == 1 ? "" : "s");
-                tool_fail(what, st);
-                goto out;
-            }
-            eng = tsafe_lora_engine_sealed(sealed);
-        } else {
-            eng = local ? tsafe_lora_engine_local(local) : tsafe_lora_engine_two_party(&pair);
-        }
+    tsafe_status st;
+    /* the sealed modes keep A, B and the scale in CKKS sites, but their
+     * own protocol scales x per token: plan those sites for |x| <= 1, and
+     * say what failed in the sealed mode's terms */
+    if ((st = io_make_plan(a->params, m, sealed_mode ? 1.0 : r->bound, a->precision, &r->plan,
+                           what, sizeof what)) != TSAFE_OK) {
+        if (sealed_mode)
+            snprintf(what, sizeof what,
+                     "lora apply (%s): max |A| = %g is too large for the HE sites that "
+                     "hold the adapter (d_in %u, rank %u)",
+                     r->mode, m->max_abs_a, m->d_in, m->max_rank);
+        return tool_fail(what, st);
     }
+    const tsafe_context *ctx = NULL;
+    if (make_context(a, r, &ctx))
+        return 1;
+    if ((st = io_make_sites(ctx, &r->plan, m, r->sites, what, sizeof what)) != TSAFE_OK)
+        return tool_fail(what, st);
+    r->n_sites = m->n;
+    if (!sealed_mode) {
+        r->eng = r->local ? tsafe_lora_engine_local(r->local)
+                          : tsafe_lora_engine_two_party(&r->pair);
+        return 0;
+    }
+    /* one process plays both parties: DP noise would protect u from
+     * ourselves, so sealed runs exact here (allow_no_dp) */
+    tsafe_sealed_opts so = a->sealed_opts;     /* --x-bits, --a-bits, --b-bits */
+    so.semi_honest = (uint32_t)a->semi_honest; /* --semi-honest */
+    if (sealed_widths(a, m, r->n_sites, &so, &r->sealed_plan) != TSAFE_OK)
+        return 1;
+    if ((st = tsafe_sealed_pair_create(a->mode == IO_MODE_SEALED ? TSAFE_SEALED
+                                                                 : TSAFE_SEALED_PRIVATE,
+                                       &so, NULL, 1, &r->sealed)) != TSAFE_OK ||
+        (st = tsafe_sealed_pair_use_backend(r->sealed, a->backend)) != TSAFE_OK ||
+        (st = tsafe_sealed_pair_prepare(r->sealed, (const tsafe_lora_site *const *)r->sites,
+                                        r->n_sites)) != TSAFE_OK) {
+        snprintf(what, sizeof what,
+                 "lora apply: %s plan and sites for d_in %u, rank %u, %zu module%s", r->mode,
+                 m->d_in, m->max_rank, m->n, m->n == 1 ? "" : "s");
+        return tool_fail(what, st);
+    }
+    r->eng = tsafe_lora_engine_sealed(r->sealed);
+    return 0;
+}
+
+/* Row row's deltas (each module's block of out) in plaintext or through
+ * the engine; *bad: the module whose delta is not finite, else m->n. */
+static tsafe_status apply_row(const apply_opts *a, apply_run *r, size_t row, size_t *bad)
+{
+    const io_modules *m = r->m;
+    const float *xr = r->x + row * m->d_in;
+    float *o = r->out + row * m->total_out, *deltas[IO_MAX_MODULES];
+    for (size_t i = 0; i < m->n; i++) {
+        deltas[i] = o;
+        o += m->info[i].out_dim;
+    }
+    tsafe_status st = TSAFE_OK;
+    *bad = m->n;
+    if (a->plain) {
+        for (size_t i = 0; i < m->n && st == TSAFE_OK; i++)
+            if ((st = tsafe_lora_module_apply(&m->info[i], xr, deltas[i])) != TSAFE_OK)
+                *bad = i;
+        return st;
+    }
+    st = r->eng.fn(r->eng.user, (const tsafe_lora_site *const *)r->sites, r->n_sites, xr, deltas,
+                   &r->stats);
+    for (size_t i = 0; i < m->n && st == TSAFE_OK; i++)
+        for (size_t k = 0; k < m->info[i].out_dim; k++)
+            if (!isfinite(deltas[i][k])) {
+                *bad = i;
+                return TSAFE_E_VALUE_RANGE;
+            }
+    return st;
+}
+
+/* Every row; *ms: the time they took. 0, or 1 after saying why. */
+static int apply_rows(const apply_opts *a, apply_run *r, double *ms)
+{
+    char what[4200];
+    const io_modules *m = r->m;
     double t0 = tsafe_now_ms();
-    for (size_t r = 0; r < rows; r++) {
-        const float *xr = x + r * m->d_in;
-        float *o = out + r * m->total_out;
-        for (size_t i = 0; i < m->n; i++) {
-            deltas[i] = o;
-            o += m->info[i].out_dim;
-        }
-        size_t bad = m->n; /* the module whose delta is not finite */
-        if (a->plain) {
-            for (size_t i = 0; i < m->n && st == TSAFE_OK; i++)
-                if ((st = tsafe_lora_module_apply(&m->info[i], xr, deltas[i])) != TSAFE_OK)
-                    bad = i;
-        } else {
-            st = eng.fn(eng.user, (const tsafe_lora_site *const *)sites, n_sites, xr, deltas,
-                        &stats);
-            for (size_t i = 0; i < m->n && st == TSAFE_OK; i++)
-                for (size_t k = 0; k < m->info[i].out_dim; k++)
-                    if (!isfinite(deltas[i][k])) {
-                        st = TSAFE_E_VALUE_RANGE;
-                        bad = i;
-                        break;
-                    }
-        }
+    for (size_t row = 0; row < r->rows; row++) {
+        size_t bad;
+        tsafe_status st = apply_row(a, r, row, &bad);
         if (st == TSAFE_E_VALUE_RANGE) {
             char who[600] = "a module";
             if (bad < m->n)
@@ -258,75 +294,93 @@ static int apply(const apply_opts *a)
                          io_module_max_abs_a(&m->info[bad]));
             snprintf(what, sizeof what,
                      "lora apply (%s) on row %zu: %s gives a delta that is not finite in "
-                     "float32 (max |x| %g): refused", mode, r, who, xmax);
-            tool_fail(what, st);
-            goto out;
+                     "float32 (max |x| %g): refused", r->mode, row, who, r->xmax);
+            return tool_fail(what, st);
         }
         if (st != TSAFE_OK) {
-            snprintf(what, sizeof what, "lora apply (%s) on row %zu", mode, r);
-            tool_fail(what, st);
-            goto out;
+            snprintf(what, sizeof what, "lora apply (%s) on row %zu", r->mode, row);
+            return tool_fail(what, st);
         }
-        io_progress("lora apply: rows", r + 1, rows);
+        io_progress("lora apply: rows", row + 1, r->rows);
     }
-    double ms = tsafe_now_ms() - t0;
-    if ((st = io_write_f32(a->output, out, rows * m->total_out)) != TSAFE_OK) {
+    *ms = tsafe_now_ms() - t0;
+    return 0;
+}
+
+static void report_json(const apply_opts *a, const apply_run *r, double ms)
+{
+    const io_modules *m = r->m;
+    double rows = (double)r->rows;
+    json_t *names = json_array();
+    for (size_t i = 0; i < m->n; i++)
+        json_array_append_new(names, json_string(m->info[i].name));
+    json_t *j = json_pack("{s:I, s:o, s:i, s:i, s:s, s:s, s:s}", "rows", (json_int_t)r->rows,
+                          "modules", names, "d_in", (int)m->d_in, "d_out", (int)m->total_out,
+                          "mode", r->mode, "output", a->output, "plan",
+                          !a->plain && !r->sealed ? r->plan.name : "");
+    const tsafe_sealed_plan *sp = &r->sealed_plan;
+    if (j && sp->x_bits) {
+        json_object_set_new(j, "x_bits", json_integer(sp->x_bits));
+        json_object_set_new(j, "a_bits", json_integer(sp->a_bits));
+        if (sp->b_bits)
+            json_object_set_new(j, "b_bits", json_integer(sp->b_bits));
+    }
+    if (j && !a->plain) {
+        json_object_set_new(j, "ms_per_row", json_real(ms / rows));
+        json_object_set_new(j, "bytes_up_per_row", json_real((double)r->stats.bytes_up / rows));
+        json_object_set_new(j, "bytes_down_per_row",
+                            json_real((double)r->stats.bytes_down / rows));
+    }
+    io_json_emit(j);
+}
+
+static void report_text(const apply_opts *a, const apply_run *r, double ms)
+{
+    const io_modules *m = r->m;
+    size_t rows = r->rows;
+    printf("lora apply: %zu row%s x %zu module%s (d_in %u -> %u values per row), mode %s", rows,
+           rows == 1 ? "" : "s", m->n, m->n == 1 ? "" : "s", m->d_in, m->total_out, r->mode);
+    if (!a->plain && !r->sealed)
+        printf(", plan %s", r->plan.name);
+    const tsafe_sealed_plan *sp = &r->sealed_plan;
+    if (sp->x_bits && sp->b_bits)
+        printf(", widths x %u a %u b %u bits", sp->x_bits, sp->a_bits, sp->b_bits);
+    else if (sp->x_bits)
+        printf(", widths x %u a %u bits", sp->x_bits, sp->a_bits);
+    if (!a->plain)
+        printf(", %.3f ms/row", ms / (double)rows);
+    if (!a->plain && !r->local)
+        printf(", %.1f KiB up + %.1f KiB down per row",
+               (double)r->stats.bytes_up / 1024.0 / (double)rows,
+               (double)r->stats.bytes_down / 1024.0 / (double)rows);
+    printf(" -> %s\n", a->output);
+}
+
+static int apply(const apply_opts *a)
+{
+    char what[4200];
+    apply_run r;
+    memset(&r, 0, sizeof r);
+    r.mode = a->plain ? "plain" : io_mode_name(a->mode);
+    if (!(r.m = calloc(1, sizeof *r.m)))
+        return tool_fail("lora apply", TSAFE_E_NOMEM);
+    int rc = 1;
+    double ms = 0;
+    tsafe_status st;
+    if (load_inputs(a, &r) || (!a->plain && make_engine(a, &r)) || apply_rows(a, &r, &ms))
+        goto out;
+    if ((st = io_write_f32(a->output, r.out, r.rows * r.m->total_out)) != TSAFE_OK) {
         snprintf(what, sizeof what, "write '%s'", a->output);
         tool_fail(what, st);
         goto out;
     }
-    if (a->json) {
-        json_t *names = json_array();
-        for (size_t i = 0; i < m->n; i++)
-            json_array_append_new(names, json_string(m->info[i].name));
-        json_t *j = json_pack("{s:I, s:o, s:i, s:i, s:s, s:s, s:s}", "rows", (json_int_t)rows,
-                              "modules", names, "d_in", (int)m->d_in, "d_out", (int)m->total_out,
-                              "mode", mode, "output", a->output, "plan",
-                              !a->plain && !sealed ? plan.name : "");
-        if (j && sealed_plan.x_bits) {
-            json_object_set_new(j, "x_bits", json_integer(sealed_plan.x_bits));
-            json_object_set_new(j, "a_bits", json_integer(sealed_plan.a_bits));
-            if (sealed_plan.b_bits)
-                json_object_set_new(j, "b_bits", json_integer(sealed_plan.b_bits));
-        }
-        if (j && !a->plain) {
-            json_object_set_new(j, "ms_per_row", json_real(ms / (double)rows));
-            json_object_set_new(j, "bytes_up_per_row",
-                                json_real((double)stats.bytes_up / (double)rows));
-            json_object_set_new(j, "bytes_down_per_row",
-                                json_real((double)stats.bytes_down / (double)rows));
-        }
-        io_json_emit(j);
-        rc = 0;
-        goto out;
-    }
-    printf("lora apply: %zu row%s x %zu module%s (d_in %u -> %u values per row), mode %s", rows,
-           rows == 1 ? "" : "s", m->n, m->n == 1 ? "" : "s", m->d_in, m->total_out, mode);
-    if (!a->plain && !sealed)
-        printf(", plan %s", plan.name);
-    if (sealed_plan.x_bits && sealed_plan.b_bits)
-        printf(", widths x %u a %u b %u bits", sealed_plan.x_bits, sealed_plan.a_bits,
-               sealed_plan.b_bits);
-    else if (sealed_plan.x_bits)
-        printf(", widths x %u a %u bits", sealed_plan.x_bits, sealed_plan.a_bits);
-    if (!a->plain)
-        printf(", %.3f ms/row", ms / (double)rows);
-    if (!a->plain && !local)
-        printf(", %.1f KiB up + %.1f KiB down per row",
-               (double)stats.bytes_up / 1024.0 / (double)rows,
-               (double)stats.bytes_down / 1024.0 / (double)rows);
-    printf(" -> %s\n", a->output);
+    if (a->json)
+        report_json(a, &r, ms);
+    else
+        report_text(a, &r, ms);
     rc = 0;
 out:
-    tsafe_sealed_pair_free(sealed); /* before the sites it points to */
-    io_free_sites(sites, n_sites);
-    tsafe_lora_local_free(local);
-    tsafe_lora_client_free(pair.client);
-    tsafe_lora_server_free(pair.server);
-    free(x);
-    free(out);
-    free(m);
-    tsafe_lora_adapter_free(ad);
+    run_free(&r);
     return rc;
 }
 
@@ -406,6 +460,129 @@ static int make_input(const char *out, uint32_t dim, uint32_t rows, double max_a
     return 0;
 }
 
+/* `lora apply`'s options; the enum names their slots. */
+enum { A_ADAPTER, A_KEY, A_MODULE, A_INPUT, A_OUTPUT, A_MODE, A_PARAMS, A_MAX_ABS, A_PRECISION,
+       A_PLAIN, A_BACKEND, A_JSON, A_SEMI_HONEST, A_X_BITS, A_A_BITS, A_B_BITS, A_COUNT };
+
+/* The combinations `lora apply` refuses, and the backend by name. */
+static int check_apply_opts(apply_opts *a, const tool_opt *o)
+{
+    if (!a->adapter || !a->modules || !a->input || !a->output)
+        return tool_usage("lora apply: --adapter, --module, --input and --output are required");
+    if (a->plain && (o[A_MODE].seen || o[A_PARAMS].seen || o[A_PRECISION].seen ||
+                     o[A_BACKEND].seen || o[A_X_BITS].seen || o[A_A_BITS].seen ||
+                     o[A_B_BITS].seen))
+        return tool_usage("lora apply: --plain is the plaintext reference, not a mode: it "
+                          "takes no --mode, --params, --precision, --backend or --x/a/b-bits");
+    if (a->json && !strcmp(a->output, "-"))
+        return tool_usage("lora apply: --output - and --json both want standard output");
+    if (!strcmp(a->mode_name, "two-party"))
+        return tool_usage("lora apply: --mode two-party was renamed plain-zero-moai (it lets "
+                          "the client read the adapter); the default is sealed-private");
+    if (io_mode_parse(a->mode_name, &a->mode))
+        return tool_usage("lora apply: --mode must be sealed-private, sealed, local or "
+                          "plain-zero-moai, not '%s'",
+                          a->mode_name);
+    int rc = io_mode_consent("lora apply", a->mode, a->semi_honest);
+    if (rc != 0)
+        return rc;
+    /* the three width options, consecutive in the table */
+    if ((rc = io_sealed_widths("lora apply", a->mode, &o[A_X_BITS], &a->sealed_opts)) != 0)
+        return rc;
+    if ((o[A_PARAMS].seen || o[A_PRECISION].seen) &&
+        (a->mode == IO_MODE_SEALED || a->mode == IO_MODE_SEALED_PRIVATE))
+        return tool_usage("lora apply: --params and --precision set the CKKS plan of --mode "
+                          "local and plain-zero-moai; --mode %s derives its own",
+                          a->mode_name);
+    a->max_abs_seen = o[A_MAX_ABS].seen;
+    if (a->max_abs_seen && !(a->max_abs > 0))
+        return tool_usage("lora apply: --max-abs must be positive");
+    if (!(a->precision > 0))
+        return tool_usage("lora apply: --precision must be positive");
+    char what[256];
+    tsafe_status bst = io_backend_factory(a->backend_name, &a->backend, what, sizeof what);
+    if (bst != TSAFE_OK)
+        return bst == TSAFE_E_ARG ? tool_usage("lora apply: %s", what) : tool_fail(what, bst);
+    return 0;
+}
+
+static int cmd_lora_apply(int argc, char **argv)
+{
+    apply_opts a = {.mode_name = "sealed-private",
+                    .params = "auto",
+                    .precision = 1e-6,
+                    .mode = IO_MODE_SEALED_PRIVATE,
+                    .backend_name = "cpu"};
+    tool_opt o[A_COUNT] = {[A_ADAPTER] = {"--adapter", OPT_STR, &a.adapter, 0},
+                           [A_KEY] = {"--trusted-key", OPT_STR, &a.key, 0},
+                           [A_MODULE] = {"--module", OPT_STR, &a.modules, 0},
+                           [A_INPUT] = {"--input", OPT_STR, &a.input, 0},
+                           [A_OUTPUT] = {"--output", OPT_STR, &a.output, 0},
+                           [A_MODE] = {"--mode", OPT_STR, &a.mode_name, 0},
+                           [A_PARAMS] = {"--params", OPT_STR, &a.params, 0},
+                           [A_MAX_ABS] = {"--max-abs", OPT_DOUBLE, &a.max_abs, 0},
+                           [A_PRECISION] = {"--precision", OPT_DOUBLE, &a.precision, 0},
+                           [A_PLAIN] = {"--plain", OPT_FLAG, &a.plain, 0},
+                           [A_BACKEND] = {"--backend", OPT_STR, &a.backend_name, 0},
+                           [A_JSON] = {"--json", OPT_FLAG, &a.json, 0},
+                           [A_SEMI_HONEST] = {"--semi-honest", OPT_FLAG, &a.semi_honest, 0},
+                           [A_X_BITS] = {"--x-bits", OPT_U32, &a.bits[0], 0},
+                           [A_A_BITS] = {"--a-bits", OPT_U32, &a.bits[1], 0},
+                           [A_B_BITS] = {"--b-bits", OPT_U32, &a.bits[2], 0}};
+    int rc = opts_parse("lora apply", argc, argv, 2, o, A_COUNT, NULL, 0, NULL);
+    if (rc == OPTS_HELP) {
+        fputs(k_help, stdout);
+        return 0;
+    }
+    if (rc || (rc = check_apply_opts(&a, o)) != 0)
+        return rc;
+    return apply(&a);
+}
+
+static int cmd_lora_compare(int argc, char **argv)
+{
+    double tol = 0;
+    int json = 0;
+    const char *pos[2];
+    size_t npos = 0;
+    tool_opt o[] = {{"--tol", OPT_DOUBLE, &tol, 0}, {"--json", OPT_FLAG, &json, 0}};
+    int rc = opts_parse("lora compare", argc, argv, 2, o, 2, pos, 2, &npos);
+    if (rc == OPTS_HELP) {
+        fputs(k_help, stdout);
+        return 0;
+    }
+    if (rc)
+        return rc;
+    if (npos != 2)
+        return tool_usage("lora compare: needs two float32 files");
+    return compare(pos[0], pos[1], o[0].seen, tol, json);
+}
+
+static int cmd_lora_make_input(int argc, char **argv)
+{
+    uint32_t dim = 0, rows = 1;
+    double max_abs = 1.0;
+    const char *out = NULL;
+    tool_opt o[] = {{"--dim", OPT_U32, &dim, 0},
+                    {"--rows", OPT_U32, &rows, 0},
+                    {"--max-abs", OPT_DOUBLE, &max_abs, 0},
+                    {"--out", OPT_STR, &out, 0}};
+    int rc = opts_parse("lora make-input", argc, argv, 2, o, sizeof o / sizeof o[0], NULL, 0, NULL);
+    if (rc == OPTS_HELP) {
+        printf("usage: tensafe lora make-input --dim D [--rows K] [--max-abs X] --out X.f32\n"
+               "\n"
+               "K rows (default 1) of D float32 values drawn uniformly from [-X, X]\n"
+               "(default X 1) with libsodium's CSPRNG: test inputs for 'lora apply' and\n"
+               "'tensafe client', not secret. --out - writes them to standard output.\n");
+        return 0;
+    }
+    if (rc)
+        return rc;
+    if (!out || dim == 0 || rows == 0 || !(max_abs > 0) || (uint64_t)dim * rows > (1u << 28))
+        return tool_usage("lora make-input: needs --dim D >= 1, --rows K >= 1, --out FILE");
+    return make_input(out, dim, rows, max_abs);
+}
+
 int cmd_lora(int argc, char **argv)
 {
     if (argc < 2)
@@ -415,110 +592,11 @@ int cmd_lora(int argc, char **argv)
         fputs(k_help, stdout);
         return 0;
     }
-    apply_opts a = {.mode_name = "sealed-private",
-                    .params = "auto",
-                    .precision = 1e-6,
-                    .mode = IO_MODE_SEALED_PRIVATE,
-                    .backend_name = "cpu"};
-    uint32_t dim = 0, rows = 1;
-    double tol = 0;
-    const char *pos[2];
-    size_t npos = 0;
-    int rc;
-    if (!strcmp(sub, "apply")) {
-        tool_opt o[] = {{"--adapter", OPT_STR, &a.adapter, 0},
-                        {"--trusted-key", OPT_STR, &a.key, 0},
-                        {"--module", OPT_STR, &a.modules, 0},
-                        {"--input", OPT_STR, &a.input, 0},
-                        {"--output", OPT_STR, &a.output, 0},
-                        {"--mode", OPT_STR, &a.mode_name, 0},
-                        {"--params", OPT_STR, &a.params, 0},
-                        {"--max-abs", OPT_DOUBLE, &a.max_abs, 0},
-                        {"--precision", OPT_DOUBLE, &a.precision, 0},
-                        {"--plain", OPT_FLAG, &a.plain, 0},
-                        {"--backend", OPT_STR, &a.backend_name, 0},
-                        {"--json", OPT_FLAG, &a.json, 0},
-                        {"--semi-honest", OPT_FLAG, &a.semi_honest, 0},
-                        {"--x-bits", OPT_U32, &a.bits[0], 0},
-                        {"--a-bits", OPT_U32, &a.bits[1], 0},
-                        {"--b-bits", OPT_U32, &a.bits[2], 0}};
-        rc = opts_parse("lora apply", argc, argv, 2, o, sizeof o / sizeof o[0], NULL, 0, NULL);
-        if (rc == OPTS_HELP) {
-            fputs(k_help, stdout);
-            return 0;
-        }
-        if (rc)
-            return rc;
-        if (!a.adapter || !a.modules || !a.input || !a.output)
-            return tool_usage("lora apply: --adapter, --module, --input and --output are required");
-        if (a.plain && (o[5].seen || o[6].seen || o[8].seen || o[10].seen || o[13].seen ||
-                        o[14].seen || o[15].seen))
-            return tool_usage("lora apply: --plain is the plaintext reference, not a mode: it "
-                              "takes no --mode, --params, --precision, --backend or --x/a/b-bits");
-        if (a.json && !strcmp(a.output, "-"))
-            return tool_usage("lora apply: --output - and --json both want standard output");
-        if (!strcmp(a.mode_name, "two-party"))
-            return tool_usage("lora apply: --mode two-party was renamed plain-zero-moai (it lets "
-                              "the client read the adapter); the default is sealed-private");
-        if (io_mode_parse(a.mode_name, &a.mode))
-            return tool_usage("lora apply: --mode must be sealed-private, sealed, local or "
-                              "plain-zero-moai, not '%s'",
-                              a.mode_name);
-        if ((rc = io_mode_consent("lora apply", a.mode, a.semi_honest)) != 0)
-            return rc;
-        if ((rc = io_sealed_widths("lora apply", a.mode, &o[13], &a.sealed_opts)) != 0)
-            return rc;
-        if ((o[6].seen || o[8].seen) &&
-            (a.mode == IO_MODE_SEALED || a.mode == IO_MODE_SEALED_PRIVATE))
-            return tool_usage("lora apply: --params and --precision set the CKKS plan of --mode "
-                              "local and plain-zero-moai; --mode %s derives its own",
-                              a.mode_name);
-        a.max_abs_seen = o[7].seen;
-        if (a.max_abs_seen && !(a.max_abs > 0))
-            return tool_usage("lora apply: --max-abs must be positive");
-        if (!(a.precision > 0))
-            return tool_usage("lora apply: --precision must be positive");
-        char what[256];
-        tsafe_status bst = io_backend_factory(a.backend_name, &a.backend, what, sizeof what);
-        if (bst != TSAFE_OK)
-            return bst == TSAFE_E_ARG ? tool_usage("lora apply: %s", what) : tool_fail(what, bst);
-        return apply(&a);
-    }
-    if (!strcmp(sub, "compare")) {
-        int json = 0;
-        tool_opt o[] = {{"--tol", OPT_DOUBLE, &tol, 0}, {"--json", OPT_FLAG, &json, 0}};
-        rc = opts_parse("lora compare", argc, argv, 2, o, 2, pos, 2, &npos);
-        if (rc == OPTS_HELP) {
-            fputs(k_help, stdout);
-            return 0;
-        }
-        if (rc)
-            return rc;
-        if (npos != 2)
-            return tool_usage("lora compare: needs two float32 files");
-        return compare(pos[0], pos[1], o[0].seen, tol, json);
-    }
-    if (!strcmp(sub, "make-input")) {
-        double max_abs = 1.0;
-        const char *out = NULL;
-        tool_opt o[] = {{"--dim", OPT_U32, &dim, 0},
-                        {"--rows", OPT_U32, &rows, 0},
-                        {"--max-abs", OPT_DOUBLE, &max_abs, 0},
-                        {"--out", OPT_STR, &out, 0}};
-        rc = opts_parse("lora make-input", argc, argv, 2, o, sizeof o / sizeof o[0], NULL, 0, NULL);
-        if (rc == OPTS_HELP) {
-            printf("usage: tensafe lora make-input --dim D [--rows K] [--max-abs X] --out X.f32\n"
-                   "\n"
-                   "K rows (default 1) of D float32 values drawn uniformly from [-X, X]\n"
-                   "(default X 1) with libsodium's CSPRNG: test inputs for 'lora apply' and\n"
-                   "'tensafe client', not secret. --out - writes them to standard output.\n");
-            return 0;
-        }
-        if (rc)
-            return rc;
-        if (!out || dim == 0 || rows == 0 || !(max_abs > 0) || (uint64_t)dim * rows > (1u << 28))
-            return tool_usage("lora make-input: needs --dim D >= 1, --rows K >= 1, --out FILE");
-        return make_input(out, dim, rows, max_abs);
-    }
+    if (!strcmp(sub, "apply"))
+        return cmd_lora_apply(argc, argv);
+    if (!strcmp(sub, "compare"))
+        return cmd_lora_compare(argc, argv);
+    if (!strcmp(sub, "make-input"))
+        return cmd_lora_make_input(argc, argv);
     return tool_usage("lora: unknown subcommand '%s' (apply, compare or make-input)", sub);
 }

@@ -13,7 +13,9 @@
  *   encryption of h for all gate/up adapters, one per routed expert's down).
  * Everything is checked against the plaintext LoRA computed from the same
  * loaded adapter. */
+#include <ctype.h>
 #include <errno.h>
+#include <getopt.h> /* struct option: opts_getopt runs getopt_long */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -508,78 +510,105 @@ static int compare_modes(const demo_opts *main_o, const demo_result *m)
     return 0;
 }
 
+static const char k_demo_help[] =
+    "usage: tensafe demo [--tokens N] [--mode MODE [--semi-honest]]\n"
+    "                    [--params auto|PRESET] [--seed S] [--backend cpu|cuda]\n"
+    "                    [--compare] [--json]\n"
+    "Runs HE-LoRA on q, k, v, o and the routed experts of one\n"
+    "Qwen3.5-35B-A3B-shaped layer and compares with plaintext LoRA.\n"
+    "MODE: sealed-private (default; the client learns only delta, the server\n"
+    "nothing), sealed (the server learns u; run here without DP noise;\n"
+    "it protects only against peers that follow the protocol, so it needs\n"
+    "--semi-honest: docs/THREAT_MODEL.md),\n"
+    "local (one process holds the key: protects nothing), plain-zero-moai\n"
+    "(the seeds' two-party algorithm: the client reads the adapter).\n"
+    "--params applies to local and plain-zero-moai (CKKS); the sealed\n"
+    "modes derive their own parameters. --backend: where the servers' ring\n"
+    "work runs (default cpu; cuda needs a CUDA build and a device).\n"
+    "--compare: then run the same tokens in local and plain-zero-moai\n"
+    "mode and print the ratios (text output only; make demo does this).\n";
+
+enum {
+    D_TOKENS = 256, D_MODE, D_SEMI_HONEST, D_LOCAL, D_PARAMS, D_SEED, D_BACKEND, D_COMPARE,
+    D_JSON
+};
+
+static const struct option k_demo_long[] = {
+    {"tokens", required_argument, NULL, D_TOKENS},
+    {"mode", required_argument, NULL, D_MODE},
+    {"semi-honest", no_argument, NULL, D_SEMI_HONEST},
+    {"local", no_argument, NULL, D_LOCAL}, /* the old spelling of --mode local */
+    {"params", required_argument, NULL, D_PARAMS},
+    {"seed", required_argument, NULL, D_SEED},
+    {"backend", required_argument, NULL, D_BACKEND},
+    {"compare", no_argument, NULL, D_COMPARE},
+    {"json", no_argument, NULL, D_JSON},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0}};
+
+/* One option's value into o (0, 2 after a usage line on a bad value). */
+static int demo_opt(void *ctx, int c, const char *v)
+{
+    demo_opts *o = ctx;
+    char *end = NULL;
+    switch (c) {
+    case D_TOKENS: {
+        errno = 0;
+        long t = strtol(v, &end, 10);
+        if (errno || end == v || *end || t < 1 || t > 4096)
+            return tool_usage("demo: --tokens must be 1..4096");
+        o->tokens = (int)t;
+        return 0;
+    }
+    case D_MODE:
+        for (int k = 0; k < 4; k++)
+            if (!strcmp(v, k_mode_names[k])) {
+                o->mode = k;
+                return 0;
+            }
+        return tool_usage("demo: --mode must be sealed-private, sealed, local or "
+                          "plain-zero-moai, not '%s'",
+                          v);
+    case D_SEMI_HONEST: o->semi_honest = 1; return 0;
+    case D_LOCAL: o->mode = MODE_LOCAL; return 0;
+    case D_PARAMS: o->params = v; return 0;
+    case D_SEED:
+        /* decimal or 0x hex, the whole of it */
+        errno = 0;
+        o->seed = isdigit((unsigned char)v[0]) ? strtoull(v, &end, 0) : 0;
+        if (!isdigit((unsigned char)v[0]) || errno || *end)
+            return tool_usage("demo: --seed must be a non-negative integer, not '%s'", v);
+        return 0;
+    case D_BACKEND: o->backend = v; return 0;
+    case D_COMPARE: o->compare = 1; return 0;
+    case D_JSON: o->json = 1; return 0;
+    }
+    return 2;
+}
+
 int cmd_demo(int argc, char **argv)
 {
-    demo D;
-    memset(&D, 0, sizeof D);
-    D.o.tokens = 24;
-    D.o.params = "auto";
-    D.o.seed = 2026;
-    D.o.backend = "cpu";
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json"))
-            D.o.json = 1;
-        else if (!strcmp(argv[i], "--compare"))
-            D.o.compare = 1;
-        else if (!strcmp(argv[i], "--semi-honest"))
-            D.o.semi_honest = 1;
-        else if (!strcmp(argv[i], "--local"))
-            D.o.mode = MODE_LOCAL;
-        else if (!strcmp(argv[i], "--mode") && i + 1 < argc) {
-            const char *m = argv[++i];
-            int found = -1;
-            for (int k = 0; k < 4; k++)
-                if (!strcmp(m, k_mode_names[k]))
-                    found = k;
-            if (found < 0)
-                return tool_usage("demo: --mode must be sealed-private, sealed, local or "
-                                  "plain-zero-moai, not '%s'", m);
-            D.o.mode = found;
-        } else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) {
-            D.o.tokens = atoi(argv[++i]);
-            if (D.o.tokens < 1 || D.o.tokens > 4096)
-                return tool_usage("demo: --tokens must be 1..4096");
-        } else if (!strcmp(argv[i], "--params") && i + 1 < argc)
-            D.o.params = argv[++i];
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-            D.o.seed = strtoull(argv[++i], NULL, 0);
-        else if (!strcmp(argv[i], "--backend") && i + 1 < argc)
-            D.o.backend = argv[++i];
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: tensafe demo [--tokens N] [--mode MODE [--semi-honest]]\n"
-                   "                    [--params auto|PRESET] [--seed S] [--backend cpu|cuda]\n"
-                   "                    [--compare] [--json]\n"
-                   "Runs HE-LoRA on q, k, v, o and the routed experts of one\n"
-                   "Qwen3.5-35B-A3B-shaped layer and compares with plaintext LoRA.\n"
-                   "MODE: sealed-private (default; the client learns only delta, the server\n"
-                   "nothing), sealed (the server learns u; run here without DP noise;\n"
-                   "it protects only against peers that follow the protocol, so it needs\n"
-                   "--semi-honest: docs/THREAT_MODEL.md),\n"
-                   "local (one process holds the key: protects nothing), plain-zero-moai\n"
-                   "(the seeds' two-party algorithm: the client reads the adapter).\n"
-                   "--params applies to local and plain-zero-moai (CKKS); the sealed\n"
-                   "modes derive their own parameters. --backend: where the servers' ring\n"
-                   "work runs (default cpu; cuda needs a CUDA build and a device).\n"
-                   "--compare: then run the same tokens in local and plain-zero-moai\n"
-                   "mode and print the ratios (text output only; make demo does this).\n");
-            return 0;
-        } else
-            return tool_usage("demo: unknown option '%s'", argv[i]);
+    demo_opts o = {.tokens = 24, .params = "auto", .seed = 2026, .backend = "cpu"};
+    int rc = opts_getopt("demo", argc, argv, k_demo_long, demo_opt, &o);
+    if (rc == OPTS_HELP) {
+        fputs(k_demo_help, stdout);
+        return 0;
     }
-    int crc = io_mode_consent("demo",
-                              D.o.mode == MODE_SEALED ? IO_MODE_SEALED : IO_MODE_SEALED_PRIVATE,
-                              D.o.semi_honest);
-    if (crc)
-        return crc;
+    if (rc)
+        return rc;
+    rc = io_mode_consent("demo", o.mode == MODE_SEALED ? IO_MODE_SEALED : IO_MODE_SEALED_PRIVATE,
+                         o.semi_honest);
+    if (rc)
+        return rc;
     char bwhat[256];
-    tsafe_status bst = io_backend_factory(D.o.backend, &D.o.factory, bwhat, sizeof bwhat);
+    tsafe_status bst = io_backend_factory(o.backend, &o.factory, bwhat, sizeof bwhat);
     if (bst != TSAFE_OK)
         return bst == TSAFE_E_ARG ? tool_usage("demo: %s", bwhat) : tool_fail(bwhat, bst);
     demo_result main_r;
-    int rc = demo_run(&D.o, &main_r);
-    if (rc != 0 || !D.o.compare || D.o.json)
+    rc = demo_run(&o, &main_r);
+    if (rc != 0 || !o.compare || o.json)
         return rc;
-    return compare_modes(&D.o, &main_r);
+    return compare_modes(&o, &main_r);
 }
 
 /* The q, k, v, o modules (prepared by their parties' engines), and room

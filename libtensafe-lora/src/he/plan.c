@@ -91,6 +91,61 @@ static int check_bounds(double max_abs_x, double max_abs_a)
            max_abs_a > 0 && max_abs_x < 1e12 && max_abs_a < 1e12;
 }
 
+/* The plan at ring degree 2^log_n on one modulus chain (prime bits
+ * chain[0], and chain[1] when two primes), its cost on this CPU; 0 when
+ * the shape or the scales do not fit or the error model misses target. */
+static int plan_candidate(uint32_t log_n, uint32_t maxq, const uint32_t chain[2], uint32_t d_in,
+                          uint32_t rank, double max_abs_x, double max_abs_a,
+                          double target_error, int ifma_cpu, tsafe_lora_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    uint32_t limbs = chain[1] ? 2 : 1;
+    if (chain[0] < 20 || (limbs == 2 && chain[1] < 20))
+        return 0;
+    p->d_in = d_in;
+    p->rank = rank;
+    p->max_abs_x = max_abs_x;
+    p->max_abs_a = max_abs_a;
+    if (!shape(log_n, d_in, rank, p))
+        return 0;
+    double q_bits = 0;
+    for (uint32_t i = 0; i < limbs; i++)
+        q_bits += chain[i] - 0.01; /* primes sit just below 2^bits */
+    if (!choose_scales(p, q_bits))
+        return 0;
+    double n = (double)(1u << log_n);
+    p->expected_error = model_error(p, n);
+    if (p->expected_error > target_error)
+        return 0;
+    int ifma = ifma_cpu && chain[0] <= 50 && (limbs == 1 || chain[1] <= 50);
+    p->cost = plan_cost(p, n, limbs, ifma);
+    p->params.log_n = log_n;
+    p->params.n_primes = limbs;
+    p->params.prime_bits[0] = chain[0];
+    p->params.prime_bits[1] = chain[1];
+    p->params.scale = p->scale_x;
+    p->level = limbs - 1;
+    p->log2_q = q_bits;
+    p->max_log2_q = maxq;
+    snprintf(p->name, sizeof p->name, "auto-n%u-%ux%u", 1u << log_n, limbs, chain[0]);
+    return 1;
+}
+
+/* Two-party responses: with two primes below 2^50 (IFMA), rescaling a
+ * product by the second prime halves its bytes for less CPU than
+ * serializing the extra limb, and keeps ample precision when the rescaled
+ * scale stays >= 2^30 with the values' headroom below q0/2. */
+static void choose_response_level(tsafe_lora_plan *p)
+{
+    p->response_level = p->level;
+    if (p->level == 1 && p->params.prime_bits[1] <= 50) {
+        double after = log2(p->scale_x) + log2(p->scale_a) - p->params.prime_bits[1];
+        if (after >= 30 && after + log2(2.0 * p->max_abs_x * p->max_abs_a) + MARGIN_BITS + 1 <=
+                               p->params.prime_bits[0] - 0.01)
+            p->response_level = 0;
+    }
+}
+
 tsafe_status tsafe_lora_plan_auto(uint32_t d_in, uint32_t rank,
                                   double max_abs_x, double max_abs_a,
                                   double target_error, tsafe_lora_plan *out)
@@ -111,37 +166,9 @@ tsafe_status tsafe_lora_plan_auto(uint32_t d_in, uint32_t rank,
                                  {maxq / 2 < 61 ? maxq / 2 : 61, maxq / 2 < 61 ? maxq / 2 : 61}};
         for (int ci = 0; ci < 3; ci++) {
             tsafe_lora_plan p;
-            memset(&p, 0, sizeof p);
-            uint32_t limbs = chains[ci][1] ? 2 : 1;
-            if (chains[ci][0] < 20 || (limbs == 2 && chains[ci][1] < 20))
+            if (!plan_candidate(log_n, maxq, chains[ci], d_in, rank, max_abs_x, max_abs_a,
+                                target_error, ifma_cpu, &p))
                 continue;
-            p.d_in = d_in;
-            p.rank = rank;
-            p.max_abs_x = max_abs_x;
-            p.max_abs_a = max_abs_a;
-            if (!shape(log_n, d_in, rank, &p))
-                continue;
-            double q_bits = 0;
-            for (uint32_t i = 0; i < limbs; i++)
-                q_bits += chains[ci][i] - 0.01; /* primes sit just below 2^bits */
-            if (!choose_scales(&p, q_bits))
-                continue;
-            double n = (double)(1u << log_n);
-            p.expected_error = model_error(&p, n);
-            if (p.expected_error > target_error)
-                continue;
-            int ifma = ifma_cpu && chains[ci][0] <= 50 && (limbs == 1 || chains[ci][1] <= 50);
-            p.cost = plan_cost(&p, n, limbs, ifma);
-            p.params.log_n = log_n;
-            p.params.n_primes = limbs;
-            p.params.prime_bits[0] = chains[ci][0];
-            p.params.prime_bits[1] = chains[ci][1];
-            p.params.scale = p.scale_x;
-            p.level = limbs - 1;
-            p.log2_q = q_bits;
-            p.max_log2_q = maxq;
-            snprintf(p.name, sizeof p.name, "auto-n%u-%ux%u", 1u << log_n, limbs,
-                     chains[ci][0]);
             if (!found || p.cost < best.cost) {
                 best = p;
                 found = 1;
@@ -150,17 +177,7 @@ tsafe_status tsafe_lora_plan_auto(uint32_t d_in, uint32_t rank,
     }
     if (!found)
         return TSAFE_E_VALUE_RANGE;
-    /* Two-party responses: with two primes below 2^50 (IFMA), rescaling a
-     * product by the second prime halves its bytes for less CPU than
-     * serializing the extra limb, and keeps ample precision when the
-     * rescaled scale stays >= 2^30 with the values' headroom below q0/2. */
-    best.response_level = best.level;
-    if (best.level == 1 && best.params.prime_bits[1] <= 50) {
-        double after = log2(best.scale_x) + log2(best.scale_a) - best.params.prime_bits[1];
-        if (after >= 30 &&
-            after + log2(2.0 * max_abs_x * max_abs_a) + MARGIN_BITS + 1 <= best.params.prime_bits[0] - 0.01)
-            best.response_level = 0;
-    }
+    choose_response_level(&best);
     /* fix the primes so client and server build the same context */
     tsafe_context *ctx = NULL;
     tsafe_status st = tsafe_context_create(&best.params, &ctx);

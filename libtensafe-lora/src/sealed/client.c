@@ -271,13 +271,65 @@ static tsafe_status share_ct(tsafe_sealed_client *c, uint32_t rank, uint32_t d_o
     return st;
 }
 
-static tsafe_status respond(tsafe_sealed_client *c,
-                                         const uint8_t *response, size_t len,
-                                         size_t n_sites, const uint32_t *ranks,
-                                         const uint32_t *d_outs,
-                                         tsafe_dp_session *dp, int allow_no_dp,
-                                         uint8_t **msg, size_t *out_len,
-                                         tsafe_lora_stats *stats)
+/* sealed: u + n in the clear, n drawn for one DP release per site (sites
+ * share x but each reveals its u). */
+static tsafe_status share_noised(tsafe_sealed_client *c, uint32_t rank, double scale_a,
+                                 tsafe_dp_session *dp, tsafe_wbuf *w)
+{
+    uint64_t t = 1ull << c->plan.r1.t_bits;
+    double sigma = 0;
+    tsafe_status st;
+    if (dp && (st = tsafe_dp_session_charge(dp, &sigma)) != TSAFE_OK)
+        return st;
+    tsafe_wbuf_u32(w, rank);
+    /* in integer units of the scales; the server's scale_a is trusted
+     * (sealed mode assumes a semi-honest server, THREAT_MODEL.md), but
+     * clamped so that no field can make the sampler fail or vanish */
+    double sig_int = sigma > 0 ? fmin(fmax(sigma / (c->sx * scale_a), 1.0), 0x1p40) : 0;
+    st = TSAFE_OK;
+    for (uint32_t k = 0; k < rank && st == TSAFE_OK; k++) {
+        int64_t noise = 0;
+        if (sig_int > 0)
+            st = tsafe_dp_discrete_gaussian(sig_int, &noise);
+        uint64_t v = (c->m[k] + (uint64_t)noise) & (t - 1);
+        tsafe_wbuf_u64(w, v);
+    }
+    return st;
+}
+
+/* One site's part of response 1: its public fields checked against the
+ * rank and d_out the caller expects, its blocks decrypted (*dec_us: the
+ * time that took), then its share written to w: re-encrypted
+ * (sealed-private) or noised (sealed). */
+static tsafe_status respond_site(tsafe_sealed_client *c, tsafe_rbuf *r, tsafe_wbuf *w,
+                                 uint32_t want_rank, uint32_t want_d_out, tsafe_dp_session *dp,
+                                 double *dec_us)
+{
+    int priv = c->plan.mode == TSAFE_SEALED_PRIVATE;
+    uint32_t rank, d_out, ks = 0;
+    double scale_a = 1;
+    if (!tsafe_rbuf_u32(r, &rank) || !tsafe_rbuf_u32(r, &d_out) ||
+        (!priv && !tsafe_rbuf_f64(r, &scale_a)) || (priv && !tsafe_rbuf_u32(r, &ks)))
+        return TSAFE_E_TRUNCATED;
+    /* public fields only, checked before this site is decrypted: a
+     * refusal tells nothing of x; a shift of at least k_min makes every
+     * decrypted value encode in round 2 (no reaction channel) */
+    if (rank != want_rank || d_out != want_d_out || !(scale_a >= 0x1p-100) ||
+        !(scale_a <= 0x1p100) ||
+        (priv && (ks < tsafe_sealed_k_min(&c->plan) || ks > c->plan.trunc_bits)))
+        return TSAFE_E_FORMAT;
+    double d0 = tsafe_now_us();
+    tsafe_status st = decrypt_site(c, r, rank);
+    if (st != TSAFE_OK)
+        return st;
+    *dec_us += tsafe_now_us() - d0;
+    return priv ? share_ct(c, rank, d_out, ks, w) : share_noised(c, rank, scale_a, dp, w);
+}
+
+static tsafe_status respond(tsafe_sealed_client *c, const uint8_t *response, size_t len,
+                            size_t n_sites, const uint32_t *ranks, const uint32_t *d_outs,
+                            tsafe_dp_session *dp, int allow_no_dp, uint8_t **msg,
+                            size_t *out_len, tsafe_lora_stats *stats)
 {
     TSAFE_REQUIRE(c && response && ranks && d_outs && msg && out_len, TSAFE_E_NULL);
     *msg = NULL;
@@ -310,49 +362,8 @@ static tsafe_status respond(tsafe_sealed_client *c,
     tsafe_wbuf_header(&w, kind);
     tsafe_sealed_put_tag(&w, &c->tag);
     tsafe_wbuf_u32(&w, (uint32_t)n_sites);
-    uint64_t t = 1ull << c->plan.r1.t_bits;
-    for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
-        uint32_t rank, d_out, ks = 0;
-        double scale_a = 1;
-        if (!tsafe_rbuf_u32(&r, &rank) || !tsafe_rbuf_u32(&r, &d_out) ||
-            (!priv && !tsafe_rbuf_f64(&r, &scale_a)) || (priv && !tsafe_rbuf_u32(&r, &ks))) {
-            st = TSAFE_E_TRUNCATED;
-            break;
-        }
-        /* public fields only, checked before this site is decrypted: a
-         * refusal tells nothing of x; a shift of at least k_min makes every
-         * decrypted value encode in round 2 (no reaction channel) */
-        if (rank != ranks[i] || d_out != d_outs[i] || !(scale_a >= 0x1p-100) ||
-            !(scale_a <= 0x1p100) ||
-            (priv && (ks < tsafe_sealed_k_min(&c->plan) || ks > c->plan.trunc_bits))) {
-            st = TSAFE_E_FORMAT;
-            break;
-        }
-        double d0 = tsafe_now_us();
-        if ((st = decrypt_site(c, &r, rank)) != TSAFE_OK)
-            break;
-        dec_us += tsafe_now_us() - d0;
-        if (priv) {
-            st = share_ct(c, rank, d_out, ks, &w);
-            continue;
-        }
-        /* one DP release per site: sites share x but each reveals its u */
-        double sigma = 0;
-        if (dp && (st = tsafe_dp_session_charge(dp, &sigma)) != TSAFE_OK)
-            break;
-        tsafe_wbuf_u32(&w, rank);
-        /* in integer units of the scales; the server's scale_a is trusted
-         * (sealed mode assumes a semi-honest server, THREAT_MODEL.md), but
-         * clamped so that no field can make the sampler fail or vanish */
-        double sig_int = sigma > 0 ? fmin(fmax(sigma / (c->sx * scale_a), 1.0), 0x1p40) : 0;
-        for (uint32_t k = 0; k < rank && st == TSAFE_OK; k++) {
-            int64_t noise = 0;
-            if (sig_int > 0)
-                st = tsafe_dp_discrete_gaussian(sig_int, &noise);
-            uint64_t v = (c->m[k] + (uint64_t)noise) & (t - 1);
-            tsafe_wbuf_u64(&w, v);
-        }
-    }
+    for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++)
+        st = respond_site(c, &r, &w, ranks[i], d_outs[i], dp, &dec_us);
     size_t n = tsafe_bfv_context_n(c->c1);
     sodium_memzero(c->m, n * sizeof *c->m);
     sodium_memzero(c->z, n * sizeof *c->z);

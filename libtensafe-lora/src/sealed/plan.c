@@ -180,6 +180,123 @@ static tsafe_status primes_of(const tsafe_bfv_params *bp, double *q0, double *ga
     return TSAFE_OK;
 }
 
+/* Round 1 (x times A): t1 from the bound U on |u| (*U), the chunk split
+ * and the flood, and the primes q0 and Q / q0 (*q0, *q1) that must keep
+ * the switched noise below q0 / (2 t1). */
+static tsafe_status derive_round1(tsafe_sealed_plan *p, uint32_t log_n, uint32_t gap, double *U,
+                                  double *q0, double *q1)
+{
+    double x_max = (double)tsafe_sealed_qmax(p->x_bits);
+    double a_max = (double)tsafe_sealed_qmax(p->a_bits);
+    /* |u_i| <= ||A_q,i||_2 X2 (Cauchy-Schwarz, tsafe_sealed_x2): A_q's
+     * entries are at most a_max in sealed mode, its rows' rms at most
+     * a_max / RMS_RATIO in sealed-private (site.c) */
+    double a_l2 = p->mode == TSAFE_SEALED_PRIVATE ? a_max / TSAFE_SEALED_RMS_RATIO : a_max;
+    *U = x_max * a_l2 * p->d_in;
+    uint32_t t_bits = ceil_log2(4 * *U + 1);
+    if (t_bits < 8)
+        t_bits = 8;
+    p->r1 = (tsafe_bfv_params){log_n, RESP_BITS, gap, t_bits, 0};
+    p->chunk1 = best_chunk(log_n, p->d_in, p->rank, 1, p->sites_per_query);
+    if (!p->chunk1)
+        return TSAFE_E_VALUE_RANGE;
+    tsafe_sealed_layout l1;
+    tsafe_sealed_layout1(p, p->rank, &l1);
+    p->rows1 = l1.rows;
+    p->n_chunks1 = l1.n_chunks;
+    double a_rms = p->mode == TSAFE_SEALED_PRIVATE ? a_max / TSAFE_SEALED_RMS_RATIO : a_max;
+    double b1 = product_noise(l1.n_chunks, l1.chunk, l1.rows, a_max, a_rms);
+    p->flood1 = ceil_log2(b1) + 40 + ceil_log2(p->rank);
+    p->log2_sd1 = log2((double)p->rank) + log2(b1) - p->flood1;
+    if (t_bits + 8 > RESP_BITS)
+        return TSAFE_E_VALUE_RANGE;
+    tsafe_status st = primes_of(&p->r1, q0, q1);
+    if (st != TSAFE_OK)
+        return st == TSAFE_E_INSECURE ? TSAFE_E_VALUE_RANGE : st;
+    if (switched_noise(log_n, *q1, p->flood1, b1) >= *q0 / (2 * ldexp(1.0, (int)t_bits)))
+        return TSAFE_E_VALUE_RANGE;
+    p->log2_fail = -40;
+    return TSAFE_OK;
+}
+
+/* Round 2's truncation k and t2: the smallest k whose |B_q u~| fits t2
+ * within the room the switched noise leaves, and whose truncated shares
+ * floor(v/2^k) < 2^(t1-k) always encode mod t2: no decrypted value can
+ * make the client's round 2 fail. */
+static tsafe_status derive_truncation(tsafe_sealed_plan *p, double U, double room)
+{
+    uint32_t t_bits = p->r1.t_bits;
+    for (uint32_t k = 0; k < 60; k++) {
+        /* per output: ||B_q,j||_2 (||u||_2 / 2^k + 2 sqrt(r) + ||z||_2),
+         * ||B_q,j||_2 <= b_max sqrt(r) / RMS_RATIO, ||u||_2 <= U sqrt(r)
+         * (site.c) */
+        double dmax = b_max(p) / TSAFE_SEALED_RMS_RATIO * p->rank *
+                      (ldexp(U, -(int)k) + 2 +
+                       TSAFE_SEALED_OUT_NOISE_TAIL * TSAFE_SEALED_OUT_NOISE_SD);
+        uint32_t t2 = ceil_log2(2 * dmax + 1);
+        if (t2 < 8)
+            t2 = 8;
+        if (k < t_bits && t_bits - k + 1 > t2)
+            t2 = t_bits - k + 1;
+        if (k <= t_bits && t2 + 8 <= RESP_BITS && ldexp(1.0, (int)t2) < room) {
+            p->trunc_bits = k;
+            p->r2.t_bits = t2;
+            return TSAFE_OK;
+        }
+    }
+    return TSAFE_E_VALUE_RANGE;
+}
+
+/* Round 2's share of the squared relative error.
+ * Per output, relative to delta_j ~ rms(B'_j) ||u||_2: B's rounding
+ * (stochastic, site.c: variance f(1 - f), 1/6 on average) 1/sqrt(6) of a
+ * grid of 4 rms / b_max, rounded up to a power of two (an rms factor of
+ * sqrt(3 / ln 4) = 1.47 over a uniform log2); u~ = u / 2^k + ({0, 1} -
+ * frac) + z, variance 1/6 + sd^2 per coordinate, against a typical |u_i|
+ * (random signs) ||A_q,i||_2 ||x_q||_2 / sqrt(d_in) ~ x_max a_max
+ * sqrt(d_in) / RMS_RATIO. A site takes its own k (site.c) from its rows of
+ * B_q (L2 <= b_max sqrt(r) / RMS_RATIO) and ||A_q||_op, which for the
+ * canonical factors' orthogonal rows of equal rms is one row's L2 norm,
+ * a_max sqrt(d_in) / RMS_RATIO: the model takes that k. */
+static double round2_error2(const tsafe_sealed_plan *p, double x_max, double a_max)
+{
+    uint32_t d_in = p->d_in, rank = p->rank;
+    double bb = b_max(p);
+    double ut = x_max * a_max * sqrt((double)d_in) / TSAFE_SEALED_RMS_RATIO;
+    double opn = a_max / TSAFE_SEALED_RMS_RATIO * sqrt((double)d_in);
+    double row2 = bb / TSAFE_SEALED_RMS_RATIO * sqrt((double)rank);
+    double extra = (2 + TSAFE_SEALED_OUT_NOISE_TAIL * TSAFE_SEALED_OUT_NOISE_SD) *
+                   sqrt((double)rank);
+    uint32_t ks = tsafe_sealed_k_min(p);
+    while (ks < p->trunc_bits &&
+           row2 * (ldexp(opn * tsafe_sealed_x2(p), -(int)ks) + extra) >=
+               ldexp(1.0, (int)p->r2.t_bits - 1))
+        ks++;
+    double sd = tsafe_sealed_out_noise_sd(rank);
+    double eu = ldexp(1.0, (int)ks) / ut * sqrt(1 / 6.0 + sd * sd);
+    double eb = 1.47 * TSAFE_SEALED_RMS_RATIO / sqrt(6.0) / bb;
+    return eu * eu + eb * eb;
+}
+
+/* Round 2 of sealed-private (u~ times B): chunk split, flood, truncation
+ * and t2, given round 1's bound U and primes. */
+static tsafe_status derive_round2(tsafe_sealed_plan *p, uint32_t log_n, uint32_t gap, double U,
+                                  double q0, double q1)
+{
+    p->r2 = (tsafe_bfv_params){log_n, RESP_BITS, gap, 8, 0};
+    p->chunk2 = best_chunk(log_n, p->rank, p->d_out_max, 2, 1);
+    if (!p->chunk2)
+        return TSAFE_E_VALUE_RANGE;
+    double noise2 = round2_noise(p);
+    uint32_t flood2 = tsafe_sealed_flood2(p);
+    double room = q0 / (2 * switched_noise(log_n, q1, flood2, noise2));
+    tsafe_status st = derive_truncation(p, U, room);
+    if (st != TSAFE_OK)
+        return st;
+    p->log2_sd2 = log2((double)p->d_out_max) + log2(noise2) - flood2;
+    return TSAFE_OK;
+}
+
 static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
                               uint32_t d_in, uint32_t rank, uint32_t d_out_max,
                               const tsafe_sealed_opts *o, tsafe_sealed_plan *p)
@@ -195,106 +312,23 @@ static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
     p->b_bits = mode == TSAFE_SEALED_PRIVATE ? o->b_bits : 0;
     p->rotate_after = o->rotate_after;
     p->semi_honest = mode == TSAFE_SEALED ? 1 : 0;
+    p->sites_per_query = o->sites_per_query;
     uint32_t max_q = tsafe_params_max_log_q(log_n);
     uint32_t gap = max_q - RESP_BITS > 61 ? 61 : max_q - RESP_BITS;
-
-    /* round 1 */
-    double x_max = (double)tsafe_sealed_qmax(p->x_bits);
-    double a_max = (double)tsafe_sealed_qmax(p->a_bits);
-    /* |u_i| <= ||A_q,i||_2 X2 (Cauchy-Schwarz, tsafe_sealed_x2): A_q's
-     * entries are at most a_max in sealed mode, its rows' rms at most
-     * a_max / RMS_RATIO in sealed-private (site.c) */
-    double a_l2 = mode == TSAFE_SEALED_PRIVATE ? a_max / TSAFE_SEALED_RMS_RATIO : a_max;
-    double U = x_max * a_l2 * d_in;
-    uint32_t t_bits = ceil_log2(4 * U + 1);
-    if (t_bits < 8)
-        t_bits = 8;
-    p->r1 = (tsafe_bfv_params){log_n, RESP_BITS, gap, t_bits, 0};
-    p->sites_per_query = o->sites_per_query;
-    p->chunk1 = best_chunk(log_n, d_in, rank, 1, o->sites_per_query);
-    if (!p->chunk1)
-        return TSAFE_E_VALUE_RANGE;
-    tsafe_sealed_layout l1;
-    tsafe_sealed_layout1(p, rank, &l1);
-    p->rows1 = l1.rows;
-    p->n_chunks1 = l1.n_chunks;
-    double a_rms = mode == TSAFE_SEALED_PRIVATE ? a_max / TSAFE_SEALED_RMS_RATIO : a_max;
-    double b1 = product_noise(l1.n_chunks, l1.chunk, l1.rows, a_max, a_rms);
-    p->flood1 = ceil_log2(b1) + 40 + ceil_log2(rank);
-    p->log2_sd1 = log2((double)rank) + log2(b1) - p->flood1;
-    double q0, q1;
-    if (t_bits + 8 > RESP_BITS)
-        return TSAFE_E_VALUE_RANGE;
-    tsafe_status st = primes_of(&p->r1, &q0, &q1);
+    double U, q0, q1;
+    tsafe_status st = derive_round1(p, log_n, gap, &U, &q0, &q1);
     if (st != TSAFE_OK)
-        return st == TSAFE_E_INSECURE ? TSAFE_E_VALUE_RANGE : st;
-    if (switched_noise(log_n, q1, p->flood1, b1) >= q0 / (2 * ldexp(1.0, (int)t_bits)))
-        return TSAFE_E_VALUE_RANGE;
-    p->log2_fail = -40;
-
+        return st;
     /* quantization error model: a uniform rounding error of half a step
      * against values whose rms is a quarter of their maximum */
+    double x_max = (double)tsafe_sealed_qmax(p->x_bits);
+    double a_max = (double)tsafe_sealed_qmax(p->a_bits);
     double ex = 4 / sqrt(12.0) / x_max, ea = 4 / sqrt(12.0) / a_max;
     double err2 = ex * ex + ea * ea;
-
     if (mode == TSAFE_SEALED_PRIVATE) {
-        p->r2 = (tsafe_bfv_params){log_n, RESP_BITS, gap, 8, 0};
-        p->chunk2 = best_chunk(log_n, rank, d_out_max, 2, 1);
-        if (!p->chunk2)
-            return TSAFE_E_VALUE_RANGE;
-        double bb = b_max(p), noise2 = round2_noise(p);
-        uint32_t flood2 = tsafe_sealed_flood2(p);
-        double room = q0 / (2 * switched_noise(log_n, q1, flood2, noise2));
-        /* the smallest truncation whose |B_q u~| fits t2 within the room, and whose
-         * truncated shares floor(v/2^k) < 2^(t1-k) always encode mod t2:
-         * no decrypted value can make the client's round 2 fail */
-        for (uint32_t k = 0; k < 60; k++) {
-            /* per output: ||B_q,j||_2 (||u||_2 / 2^k + 2 sqrt(r) + ||z||_2),
-             * ||B_q,j||_2 <= b_max sqrt(r) / RMS_RATIO, ||u||_2 <= U sqrt(r)
-             * (site.c) */
-            double dmax = bb / TSAFE_SEALED_RMS_RATIO * rank *
-                          (ldexp(U, -(int)k) + 2 +
-                           TSAFE_SEALED_OUT_NOISE_TAIL * TSAFE_SEALED_OUT_NOISE_SD);
-            uint32_t t2 = ceil_log2(2 * dmax + 1);
-            if (t2 < 8)
-                t2 = 8;
-            if (k < t_bits && t_bits - k + 1 > t2)
-                t2 = t_bits - k + 1;
-            if (k <= t_bits && t2 + 8 <= RESP_BITS && ldexp(1.0, (int)t2) < room) {
-                p->trunc_bits = k;
-                p->r2.t_bits = t2;
-                break;
-            }
-            if (k == 59)
-                return TSAFE_E_VALUE_RANGE;
-        }
-        tsafe_sealed_layout l2;
-        tsafe_sealed_layout2(p, rank, d_out_max, &l2);
-        p->log2_sd2 = log2((double)d_out_max) + log2(noise2) - flood2;
-        /* Per output, relative to delta_j ~ rms(B'_j) ||u||_2: B's rounding
-         * (stochastic, site.c: variance f(1 - f), 1/6 on average) 1/sqrt(6) of a grid of 4 rms / b_max, rounded up to a power of
-         * two (an rms factor of sqrt(3 / ln 4) = 1.47 over a uniform
-         * log2); u~ = u / 2^k + ({0, 1} - frac) + z, variance 1/6 + sd^2
-         * per coordinate, against a typical |u_i| (random signs)
-         * ||A_q,i||_2 ||x_q||_2 / sqrt(d_in) ~ x_max a_max sqrt(d_in) /
-         * RMS_RATIO. A site takes its own k (site.c) from its rows of B_q
-         * (L2 <= b_max sqrt(r) / RMS_RATIO) and ||A_q||_op, which for the
-         * canonical factors' orthogonal rows of equal rms is one row's L2
-         * norm, a_max sqrt(d_in) / RMS_RATIO: the model takes that k. */
-        double ut = x_max * a_max * sqrt((double)d_in) / TSAFE_SEALED_RMS_RATIO;
-        double opn = a_max / TSAFE_SEALED_RMS_RATIO * sqrt((double)d_in);
-        double row2 = bb / TSAFE_SEALED_RMS_RATIO * sqrt((double)rank);
-        double extra = (2 + TSAFE_SEALED_OUT_NOISE_TAIL * TSAFE_SEALED_OUT_NOISE_SD) *
-                       sqrt((double)rank);
-        uint32_t ks = tsafe_sealed_k_min(p);
-        while (ks < p->trunc_bits &&
-               row2 * (ldexp(opn * tsafe_sealed_x2(p), -(int)ks) + extra) >=
-                   ldexp(1.0, (int)p->r2.t_bits - 1))
-            ks++;
-        double sd = tsafe_sealed_out_noise_sd(rank);
-        double eu = ldexp(1.0, (int)ks) / ut * sqrt(1 / 6.0 + sd * sd);
-        double eb = 1.47 * TSAFE_SEALED_RMS_RATIO / sqrt(6.0) / bb;
-        err2 += eu * eu + eb * eb;
+        if ((st = derive_round2(p, log_n, gap, U, q0, q1)) != TSAFE_OK)
+            return st;
+        err2 += round2_error2(p, x_max, a_max);
     }
     p->expected_rel_error = sqrt(err2);
     return TSAFE_OK;

@@ -148,40 +148,21 @@ static double row_scale_for(double rms, double qmax, double slack)
     return rms > 0 ? rms * (1 + 0x1p-20) / (qmax / TSAFE_SEALED_RMS_RATIO - slack) : 0;
 }
 
-/* sealed-private: each row of A on its own scale (the scales never leave
- * the server: round 2 folds them into B'), so a row of small weights is
- * not quantized on the grid of the largest one; B' = scale * B * diag(row
- * scales) = scale_b B_q with |B_q| <= b_max. The client scales x to
- * ||x_q||_2 <= X2 (tsafe_sealed_x2), so by Cauchy-Schwarz |u_i| <=
- * ||A_q,i||_2 X2 (the band's bound) and ||u||_2 <= ||A_q||_op X2, and
- * every output |B_q,j (u~ + z)| <= ||B_q,j||_2 (||A_q||_op X2 / 2^k + 2
- * sqrt(r) + ||z||): the site's shift k is the smallest at least k_min
- * that keeps that below t2/2. These bounds hold for every x; for a
- * typical x they are sqrt(d_in) and sqrt(r) looser than the values, not
- * d_in and r as an entrywise bound would be. The client learns scale_b 2^k
- * and k, functions of the product B A only (the factors are canonical:
- * canonical_factors). A zero row or a zero B gives exact zeros. */
-static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const float *B,
-                                     const double *w, int64_t *aq)
+/* sealed-private, A: each row i on its own scale row_scale[i] (its rms
+ * <= a_max / RMS_RATIO after rounding, which adds at most 1/2 to an rms,
+ * and nothing else: see row_scale_for), rounded to nearest into aq, and
+ * u_bound[i] >= ||A_q,i||_2 X2, the band's bound on |u_i|. */
+static void quantize_a_rows(tsafe_sealed_site *s, const float *A, int64_t *aq)
 {
     const tsafe_sealed_plan *p = &s->plan;
-    uint32_t rank = s->rank, d_out = s->d_out, d_in = p->d_in;
+    uint32_t d_in = p->d_in;
     double amax = (double)tsafe_sealed_qmax(p->a_bits);
-    double bmax = (double)tsafe_sealed_qmax(p->b_bits);
     double x2 = tsafe_sealed_x2(p);
-    size_t nb = (size_t)d_out * rank;
-    s->row_scale = malloc(rank * sizeof *s->row_scale);
-    s->u_bound = malloc(rank * sizeof *s->u_bound);
-    s->bq = malloc(nb * sizeof *s->bq);
-    if (!s->row_scale || !s->u_bound || !s->bq)
-        return TSAFE_E_NOMEM;
-    for (uint32_t i = 0; i < rank; i++) {
+    for (uint32_t i = 0; i < s->rank; i++) {
         const float *row = A + (size_t)i * d_in;
         double ss = 0;
         for (uint32_t j = 0; j < d_in; j++)
             ss += (double)row[j] * row[j];
-        /* the row's rms <= a_max / RMS_RATIO after rounding (which adds at
-         * most 1/2 to an rms), and nothing else: see row_scale_for */
         double sc = row_scale_for(sqrt(ss / d_in), amax, 0.5), l2 = 0;
         if (!(sc > 0))
             sc = 1.0; /* a zero row: A_q = 0 */
@@ -193,28 +174,30 @@ static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const
         }
         s->u_bound[i] = (int64_t)ceil(sqrt(l2) * x2 * (1 + 0x1p-40)) + 1;
     }
-    double opn;
-    tsafe_status st = op_norm(aq, rank, d_in, &opn);
-    if (st != TSAFE_OK)
-        return st;
-    double bm = 0;
+}
+
+/* B' = scale * B * diag(row scales), transposed (rank x d_out): round 2
+ * folds A's row scales into B, so they never leave the server. */
+static tsafe_status fold_row_scales(tsafe_sealed_site *s, const float *B)
+{
+    uint32_t rank = s->rank, d_out = s->d_out;
     for (uint32_t j = 0; j < d_out; j++)
         for (uint32_t k = 0; k < rank; k++) {
             double v = (double)s->scale * B[(size_t)j * rank + k] * s->row_scale[k];
             TSAFE_REQUIRE(isfinite(v) && fabs(v) < 0x1p120, TSAFE_E_VALUE_RANGE);
             s->bprime[(size_t)k * d_out + j] = (float)v;
-            bm = fmax(bm, fabs(v));
         }
-    /* |B_q| <= b_max, and every row's rms <= b_max / RMS_RATIO (plan.c's
-     * round-2 noise bound); each output row on its own grid scale_b
-     * 2^-row_exp[j] (a power of two: a row of small weights, or every row
-     * but the one holding an outlier, keeps its bits) */
-    double *need = malloc(d_out * sizeof *need);
-    s->row_exp = malloc(d_out);
-    if (!need || !s->row_exp) {
-        free(need);
-        return TSAFE_E_NOMEM;
-    }
+    return TSAFE_OK;
+}
+
+/* |B_q| <= b_max, and every row's rms <= b_max / RMS_RATIO (plan.c's
+ * round-2 noise bound): need[j] is output row j's own grid, scale_b the
+ * coarsest, public (a row of small weights, or every row but the one
+ * holding an outlier, keeps its bits on scale_b 2^-row_exp[j]). */
+static void choose_scale_b(tsafe_sealed_site *s, double *need)
+{
+    uint32_t rank = s->rank, d_out = s->d_out;
+    double bmax = (double)tsafe_sealed_qmax(s->plan.b_bits);
     s->scale_b = 0;
     for (uint32_t j = 0; j < d_out; j++) {
         double acc = 0;
@@ -233,8 +216,15 @@ static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const
     int se;
     double sm = frexp(s->scale_b, &se);
     s->scale_b = ldexp(ceil(sm * 256) / 256, se);
-    /* stochastic rounding, offsets w (rounding.c): the client cannot
-     * compute B_q, and its distribution is continuous in the product */
+}
+
+/* B_q: each output row j on the power-of-two grid scale_b 2^-row_exp[j]
+ * nearest above need[j], rounded stochastically with the offsets w
+ * (rounding.c): the client cannot compute B_q, and its distribution is
+ * continuous in the product. Returns the largest ||B_q,j||_2 bound. */
+static double round_b(tsafe_sealed_site *s, const double *need, const double *w)
+{
+    uint32_t rank = s->rank, d_out = s->d_out;
     double row2 = 0;
     for (uint32_t j = 0; j < d_out; j++) {
         int e = 0;
@@ -254,8 +244,17 @@ static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const
          * for every factorization and every rounding */
         row2 = fmax(row2, sqrt(acc) + sqrt((double)rank));
     }
-    free(need);
-    double t2half = ldexp(1.0, (int)p->r2.t_bits - 1), sr = sqrt((double)rank);
+    return row2;
+}
+
+/* The site's shift k: the smallest at least k_min with every output
+ * ||B_q,j||_2 (||A_q||_op X2 / 2^k + 2 sqrt(r) + ||z||) below t2/2 (row2:
+ * the largest row bound, opn: ||A_q||_op). */
+static tsafe_status choose_shift(tsafe_sealed_site *s, double opn, double row2)
+{
+    const tsafe_sealed_plan *p = &s->plan;
+    double x2 = tsafe_sealed_x2(p);
+    double t2half = ldexp(1.0, (int)p->r2.t_bits - 1), sr = sqrt((double)s->rank);
     double extra = (2 + TSAFE_SEALED_OUT_NOISE_TAIL * TSAFE_SEALED_OUT_NOISE_SD) * sr;
     uint32_t k = tsafe_sealed_k_min(p);
     while (k < p->trunc_bits && row2 * (ldexp(opn * x2, -(int)k) + extra) * (1 + 0x1p-30) >= t2half)
@@ -266,6 +265,49 @@ static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const
         return TSAFE_E_VALUE_RANGE;
     s->trunc_bits = k;
     return TSAFE_OK;
+}
+
+/* sealed-private: each row of A on its own scale (the scales never leave
+ * the server: round 2 folds them into B'), so a row of small weights is
+ * not quantized on the grid of the largest one; B' = scale * B * diag(row
+ * scales) = scale_b B_q with |B_q| <= b_max. The client scales x to
+ * ||x_q||_2 <= X2 (tsafe_sealed_x2), so by Cauchy-Schwarz |u_i| <=
+ * ||A_q,i||_2 X2 (the band's bound) and ||u||_2 <= ||A_q||_op X2, and
+ * every output |B_q,j (u~ + z)| <= ||B_q,j||_2 (||A_q||_op X2 / 2^k + 2
+ * sqrt(r) + ||z||): the site's shift k is the smallest at least k_min
+ * that keeps that below t2/2. These bounds hold for every x; for a
+ * typical x they are sqrt(d_in) and sqrt(r) looser than the values, not
+ * d_in and r as an entrywise bound would be. The client learns scale_b 2^k
+ * and k, functions of the product B A only (the factors are canonical:
+ * canonical_factors). A zero row or a zero B gives exact zeros. */
+static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const float *B,
+                                     const double *w, int64_t *aq)
+{
+    const tsafe_sealed_plan *p = &s->plan;
+    size_t nb = (size_t)s->d_out * s->rank;
+    s->row_scale = malloc(s->rank * sizeof *s->row_scale);
+    s->u_bound = malloc(s->rank * sizeof *s->u_bound);
+    s->bq = malloc(nb * sizeof *s->bq);
+    if (!s->row_scale || !s->u_bound || !s->bq)
+        return TSAFE_E_NOMEM;
+    quantize_a_rows(s, A, aq);
+    double opn;
+    tsafe_status st = op_norm(aq, s->rank, p->d_in, &opn);
+    if (st != TSAFE_OK)
+        return st;
+    if ((st = fold_row_scales(s, B)) != TSAFE_OK)
+        return st;
+    /* each output row on its own grid scale_b 2^-row_exp[j] */
+    double *need = malloc(s->d_out * sizeof *need);
+    s->row_exp = malloc(s->d_out);
+    if (!need || !s->row_exp) {
+        free(need);
+        return TSAFE_E_NOMEM;
+    }
+    choose_scale_b(s, need);
+    double row2 = round_b(s, need, w);
+    free(need);
+    return choose_shift(s, opn, row2);
 }
 
 /* The adapter's product P = B A in a canonical factorization that depends
