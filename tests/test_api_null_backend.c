@@ -106,6 +106,25 @@ CHECK_FN(tsafe_backend_synchronize)
     ERR(tsafe_backend_synchronize(NULL));
 }
 
+/* NULL refused; the CPU backend has no graphs (UNSUPPORTED, not OK) */
+CHECK_FN(tsafe_backend_graph_begin)
+{
+    ERR(tsafe_backend_graph_begin(NULL));
+    assert_int_equal(tsafe_backend_graph_begin(f->be), TSAFE_E_UNSUPPORTED);
+}
+
+CHECK_FN(tsafe_backend_graph_end)
+{
+    ERR(tsafe_backend_graph_end(NULL));
+    assert_int_equal(tsafe_backend_graph_end(f->be), TSAFE_E_UNSUPPORTED);
+}
+
+CHECK_FN(tsafe_backend_graph_launch)
+{
+    ERR(tsafe_backend_graph_launch(NULL));
+    assert_int_equal(tsafe_backend_graph_launch(f->be), TSAFE_E_UNSUPPORTED);
+}
+
 CHECK_FN(tsafe_backend_cpu_create_bfv)
 {
     tsafe_backend *b = (tsafe_backend *)1;
@@ -214,7 +233,8 @@ static const api_case k_backend[] = {
     ENTRY(tsafe_buffer_alloc), ENTRY(tsafe_buffer_free), ENTRY(tsafe_buffer_words),
     ENTRY(tsafe_buffer_upload), ENTRY(tsafe_buffer_download), ENTRY(tsafe_backend_ntt_forward),
     ENTRY(tsafe_backend_ntt_inverse), ENTRY(tsafe_backend_elementwise),
-    ENTRY(tsafe_backend_rescale), ENTRY(tsafe_backend_synchronize),
+    ENTRY(tsafe_backend_rescale), ENTRY(tsafe_backend_synchronize), ENTRY(tsafe_backend_graph_begin),
+    ENTRY(tsafe_backend_graph_end), ENTRY(tsafe_backend_graph_launch),
     ENTRY(tsafe_backend_ntt_read),
 };
 

@@ -150,6 +150,16 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_ntt_read(
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_synchronize(
     tsafe_backend *b);
 
+/* Optional: record a fixed-shape pipeline once and replay it (CUDA graphs
+ * on the CUDA backend: tensafe/cuda.h states the capture rules). Between
+ * begin and end the backend's NTT / element-wise / rescale / mul_acc /
+ * mod_switch calls are recorded instead of run; launch replays them on
+ * the same buffers. TSAFE_E_UNSUPPORTED on a backend without graphs (the
+ * CPU backend: run the calls instead). Same thread rules as the backend. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_graph_begin(tsafe_backend *b);
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_graph_end(tsafe_backend *b);
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_graph_launch(tsafe_backend *b);
+
 #ifdef __cplusplus
 }
 #endif

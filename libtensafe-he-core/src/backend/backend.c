@@ -334,3 +334,21 @@ tsafe_status tsafe_backend_synchronize(tsafe_backend *b)
     TSAFE_REQUIRE(b, TSAFE_E_NULL);
     return b->iface->synchronize ? b->iface->synchronize(b) : TSAFE_OK;
 }
+
+tsafe_status tsafe_backend_graph_begin(tsafe_backend *b)
+{
+    TSAFE_REQUIRE(b, TSAFE_E_NULL);
+    return b->iface->graph_begin ? b->iface->graph_begin(b) : TSAFE_E_UNSUPPORTED;
+}
+
+tsafe_status tsafe_backend_graph_end(tsafe_backend *b)
+{
+    TSAFE_REQUIRE(b, TSAFE_E_NULL);
+    return b->iface->graph_end ? b->iface->graph_end(b) : TSAFE_E_UNSUPPORTED;
+}
+
+tsafe_status tsafe_backend_graph_launch(tsafe_backend *b)
+{
+    TSAFE_REQUIRE(b, TSAFE_E_NULL);
+    return b->iface->graph_launch ? b->iface->graph_launch(b) : TSAFE_E_UNSUPPORTED;
+}
