@@ -4,6 +4,8 @@
 
 #include <dirent.h>
 
+#include "file.h" /* the libraries' whole-file reader */
+
 fixture F;
 sealed_world_t S;
 
@@ -271,23 +273,12 @@ static const char *include_dir(void)
     return e && *e ? e : "include/tensafe";
 }
 
+/* A header's text (NUL-terminated), or NULL. */
 static char *slurp(const char *path)
 {
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, fp) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    fclose(fp);
-    if (s)
-        s[n] = '\0';
-    return s;
+    uint8_t *data = NULL;
+    size_t len = 0;
+    return tsafe_read_file(path, (size_t)1 << 24, &data, &len) == TSAFE_OK ? (char *)data : NULL;
 }
 
 static int is_ident(char c)
