@@ -100,8 +100,9 @@ CUDA_OBJ := $(call obj,$(CUDA_C_SRC)) $(patsubst %.cu,$(BUILD)/obj/%.o,$(CUDA_CU
 # tool and test objects see TSAFE_WITH_CUDA: keep each setting's objects apart
 TOBJ = $(BUILD)/obj-cuda$(WITH_CUDA)
 TOOL_OBJ = $(patsubst %.c,$(TOBJ)/%.o,$(TOOL_SRC)) $(patsubst %.cpp,$(TOBJ)/%.o,$(TOOL_CXX_SRC))
-# `tensafe generate` tokenizes with SentencePiece (C++, libsentencepiece-dev)
-TOOL_LIBS := -lsentencepiece -lstdc++
+# `tensafe generate` tokenizes with SentencePiece (C++, libsentencepiece-dev);
+# `tensafe serve` runs its sessions on a libevent loop (libevent-dev)
+TOOL_LIBS := -lsentencepiece -lstdc++ -levent_core -levent_pthreads
 
 LIBD := $(BUILD)/lib
 # name -> static, shared (real file), soname link, dev link
