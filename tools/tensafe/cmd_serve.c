@@ -497,13 +497,17 @@ static void print_summary(serve_state *S, const serve_totals *t, uint16_t bound)
            t->sessions == 1 ? "" : "s", (unsigned long long)t->he_ops, t->failed);
     if (t->refused)
         printf(", %u refused (--max-sessions)", t->refused);
+    if (t->probes)
+        printf(", %u connection%s closed before a byte (health checks)", t->probes,
+               t->probes == 1 ? "" : "s");
     if (t->drained)
         printf(", drained (%u closed between tokens)", t->closed_by_drain);
     printf("\n");
     if (S->o->json)
-        io_json_emit(json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:b, s:I, s:I, s:o}", "mode",
-                               S->o->mode_name, "port", (int)bound, "sessions", (int)t->sessions,
-                               "failed", (int)t->failed, "refused", (int)t->refused,
+        io_json_emit(json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:I, s:I, s:o}",
+                               "mode", S->o->mode_name, "port", (int)bound, "sessions",
+                               (int)t->sessions, "failed", (int)t->failed, "refused",
+                               (int)t->refused, "probes", (int)t->probes,
                                "closed_by_drain", (int)t->closed_by_drain, "drained",
                                t->drained, "tokens", (json_int_t)t->tokens, "he_products",
                                (json_int_t)t->he_ops, "per_session", json_incref(S->per_session)));

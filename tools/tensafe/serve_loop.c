@@ -100,7 +100,11 @@ static void conn_free(conn *c)
 static void conn_end(conn *c)
 {
     server *S = c->srv;
-    if (c->s) {
+    if (c->s && c->bytes_in == 0 && !c->closed_by_drain &&
+        tsafe_session_server_status(c->s) == TSAFE_E_IO) {
+        S->tot->probes++; /* connected and closed without a byte: a health check */
+        S->n_sessions_live--;
+    } else if (c->s) {
         tsafe_session_stats ss;
         tsafe_session_server_stats(c->s, &ss);
         serve_session_end e = {c->id, c->s, c->bytes_in, c->bytes_out, net_now_ms() - c->t_open};

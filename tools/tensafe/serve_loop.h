@@ -35,6 +35,7 @@ typedef struct {
 typedef struct {
     unsigned sessions, failed, refused; /* refused: over --max-sessions */
     unsigned closed_by_drain;           /* closed between tokens by the drain */
+    unsigned probes; /* connections closed by the peer before a byte (health checks) */
     uint64_t tokens, he_ops;
     int drained; /* ended by SIGTERM/SIGINT */
 } serve_totals;
