@@ -1837,6 +1837,149 @@ static void test_serve_client(void **state)
 
 /* A fake server: listens on 127.0.0.1, accepts one client and sends it
  * `len` bytes, then waits for the client to close. Returns the port. */
+/* ------------------------------------------- concurrent serve (issue 21) */
+
+/* Forks "tensafe ARGS" (split on spaces) with stdout and stderr into log;
+ * waits for port_file. */
+static pid_t spawn_tool(const char *args, const char *port_file, const char *log)
+{
+    unlink(port_file);
+    char line[5 * PATH_MAX];
+    snprintf(line, sizeof line, "%s", args);
+    char *argv[64];
+    int n = 0;
+    argv[n++] = g_tool;
+    for (char *p = strtok(line, " "); p && n < 63; p = strtok(NULL, " "))
+        argv[n++] = p;
+    argv[n] = NULL;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd < 0)
+            _exit(127);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execv(g_tool, argv);
+        _exit(127);
+    }
+    for (int i = 0; i < 1000 && access(port_file, R_OK) != 0; i++) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            fail_msg("serve exited early: %s", slurp(log, NULL));
+    }
+    return pid;
+}
+
+/* A raw TCP connection to 127.0.0.1:port that sends bytes (may be 0). */
+static int raw_connect(const char *port, const void *bytes, size_t len)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)atoi(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    if (len)
+        assert_int_equal(send(fd, bytes, len, MSG_NOSIGNAL), (ssize_t)len);
+    return fd;
+}
+
+/* The deltas of a client of adapter dir (relative L2 against its --plain). */
+static double deltas_vs(const char *he, const char *dir)
+{
+    result r = run("lora apply --adapter %s --module q_proj,v_proj --input %s --output %s --plain",
+                   dir, tmp_path("x.f32"), tmp_path("plainc.f32"));
+    expect_ok(&r, "lora apply --plain");
+    result_free(&r);
+    size_t n = 0, np = 0;
+    float *a = read_f32(he, &n), *b = read_f32(tmp_path("plainc.f32"), &np);
+    assert_int_equal(n, np);
+    double e = rel_l2(a, b, n);
+    free(a);
+    free(b);
+    return e;
+}
+
+/* Two signed adapters chosen by --adapter-id while a silent peer holds a
+ * session; unknown and missing ids; --max-sessions; the SIGTERM drain. */
+static void test_serve_concurrent(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    result r = run("adapter make-random --out %s --dim %d --rank %d --modules q_proj,v_proj "
+                   "--seed %u",
+                   tmp_path("ad2"), DIM, RANK, (unsigned)(g_seed >> 40) + 1u);
+    expect_ok(&r, "make-random ad2");
+    result_free(&r);
+    const char *dirs[2] = {"ad", "ad2"};
+    for (int i = 0; i < 2; i++) {
+        char pkg[64];
+        snprintf(pkg, sizeof pkg, "%s-c.pkg", dirs[i]);
+        r = run("adapter pack %s --key %s --id cli-%s --out %s", tmp_path(dirs[i]),
+                tmp_path("sign.key"), dirs[i], tmp_path(pkg));
+        expect_ok(&r, "adapter pack");
+        result_free(&r);
+    }
+    r = run("serve --adapter %s --adapter %s --trusted-key %s --module q_proj,v_proj",
+            tmp_path("ad-c.pkg"), tmp_path("ad2-c.pkg"), tmp_path("sign.pub"));
+    expect_error(&r, 2, "distinct ids", "ID=PATH");
+    result_free(&r);
+
+    char pf[PATH_MAX], log[PATH_MAX], args[5 * PATH_MAX];
+    snprintf(pf, sizeof pf, "%s", tmp_path("cport"));
+    snprintf(log, sizeof log, "%s", tmp_path("cserve.log"));
+    snprintf(args, sizeof args,
+             "serve --adapter a1=%s --adapter a2=%s --trusted-key %s --module q_proj,v_proj "
+             "--port 0 --port-file %s --max-sessions 3 --message-timeout 1 --workers 2 --json",
+             tmp_path("ad-c.pkg"), tmp_path("ad2-c.pkg"), tmp_path("sign.pub"), pf);
+    pid_t pid = spawn_tool(args, pf, log);
+    char *port = read_port(pf);
+    int silent = raw_connect(port, NULL, 0); /* holds a session, sends nothing */
+    for (int i = 0; i < 2; i++) {
+        r = run("client --port %s --adapter-id a%d --input %s --output %s", port, i + 1,
+                tmp_path("x.f32"), tmp_path("cnet.f32"));
+        expect_ok(&r, "client --adapter-id");
+        result_free(&r);
+        double own = deltas_vs(tmp_path("cnet.f32"), tmp_path(dirs[i]));
+        double other = deltas_vs(tmp_path("cnet.f32"), tmp_path(dirs[1 - i]));
+        print_message("adapter a%d: rel_l2 %.2e, against the other adapter %.2e\n", i + 1, own,
+                      other);
+        assert_true(own <= 1e-3 && other > 0.1);
+    }
+    close(silent);
+    r = run("client --port %s --adapter-id zz --input %s", port, tmp_path("x.f32"));
+    expect_error(&r, 1, "adapter 'zz' is not served here", "TSAFE_E_NOT_FOUND");
+    result_free(&r);
+    r = run("client --port %s --input %s", port, tmp_path("x.f32"));
+    expect_error(&r, 1, "--adapter-id", "several adapters");
+    result_free(&r);
+    /* three sessions open (each sent its SELECT), the fourth is refused */
+    static const uint8_t sel[] = {'T', 'S', 'N', 'P', 1, 13, 0, 0, 2, 0, 0, 0, 'a', '1'};
+    int held[3];
+    for (int i = 0; i < 3; i++)
+        held[i] = raw_connect(port, sel, sizeof sel);
+    struct timespec ts = {0, 200 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    r = run("client --port %s --adapter-id a1 --input %s", port, tmp_path("x.f32"));
+    expect_error(&r, 1, "too many sessions", "TSAFE_E_STATE");
+    result_free(&r);
+    kill(pid, SIGTERM); /* the drain closes the three between tokens; exit 0 */
+    assert_int_equal(wait_exit(pid), 0);
+    char *slog = slurp(log, NULL);
+    assert_non_null(slog);
+    if (!strstr(slog, "\"refused\":1,") || !strstr(slog, "\"closed_by_drain\":3,") ||
+        !strstr(slog, "\"drained\":true") || !strstr(slog, "SIGTERM: draining (3 sessions open)"))
+        fail_msg("serve log: %s", slog);
+    free(slog);
+    for (int i = 0; i < 3; i++)
+        close(held[i]);
+    free(port);
+}
+
 static int fake_server(const uint8_t *bytes, size_t len, pid_t *pid_out)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -2057,6 +2200,7 @@ int main(void)
         cmocka_unit_test(test_adapter_reduce),
         cmocka_unit_test(test_keys_roundtrip),
         cmocka_unit_test(test_serve_client),
+        cmocka_unit_test(test_serve_concurrent),
         cmocka_unit_test(test_client_bad_server),
         cmocka_unit_test(test_smoke_script),
     };

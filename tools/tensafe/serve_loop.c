@@ -430,6 +430,15 @@ static void drain_check(server *S)
         event_base_loopbreak(S->base);
 }
 
+/* Several adapters: how long a peer may take to send its SELECT (the
+ * client sends it at once; an old client, which waits for the HELLO, then
+ * learns why it gets none). */
+static double select_wait_ms(const serve_limits *lim)
+{
+    double m = lim->message_timeout * 1e3;
+    return m > 0 && m < SELECT_WAIT_MS ? m : SELECT_WAIT_MS;
+}
+
 /* The host's deadlines of one connection at now (ms): an ERROR (when the
  * socket still takes it) and the close. */
 static void conn_deadlines(conn *c, double now)
@@ -455,7 +464,7 @@ static void conn_deadlines(conn *c, double now)
     else if (lim->idle_timeout > 0 && now - c->t_active > lim->idle_timeout * 1e3)
         snprintf(why, sizeof why, "idle for %g s (--idle-timeout)", lim->idle_timeout);
     else if (c->srv->n_svcs > 1 && !tsafe_session_server_adapter_id(c->s)[0] &&
-             !tsafe_session_server_partial(c->s) && now - c->t_open > SELECT_WAIT_MS)
+             !tsafe_session_server_partial(c->s) && now - c->t_open > select_wait_ms(lim))
         snprintf(why, sizeof why, "this server serves several adapters: name one "
                                   "(tensafe client --adapter-id ID)");
     if (why[0]) {
