@@ -13,7 +13,8 @@
 # client's keys: its p99 is printed, not gated); the drip, the killed client and the garbage
 # each end their own session with the expected error; the server's open fds
 # back to their value after the unloaded run and its RSS within 10% (+2 MiB)
-# of it; SIGTERM drains and the server exits 0. Prints the p50/p99 and one
+# of it; SIGTERM while 4 clients are mid-run closes each between two
+# tokens (the client reads "server is shutting down") and the server exits 0. Prints the p50/p99 and one
 # PASS/FAIL line. Uses $TENSAFE if set, else `tensafe` from PATH; LOAD_KEEP=1
 # keeps the scratch directory.
 set -u
@@ -184,10 +185,28 @@ done
 sleep 0.3
 rss_end=$(rss)
 fds_end=$(fds)
+# the drain: SIGTERM while 4 clients are in the middle of long runs; each
+# must be told "server is shutting down" between two tokens (not cut off)
+dpids=""
+for k in 1 2 3 4; do
+    "$TENSAFE" client --port "$port" --adapter-id "$(adapter_of "$k")" --input "$tmp/xbig.f32" \
+        >"$tmp/drain$k.log" 2>&1 &
+    dpids="$dpids $!"
+done
+sleep 1
+t_term=$(date +%s.%N)
 kill -TERM "$srv_pid"
 wait "$srv_pid"
 src=$?
+t_drain=$(awk -v a="$t_term" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", (b - a) * 1000 }')
 srv_pid=""
+k=0
+for p in $dpids; do
+    k=$((k + 1))
+    wait "$p" && fail "drain: client $k finished 4000 rows before the drain"
+    grep -q "server is shutting down" "$tmp/drain$k.log" ||
+        fail "drain: client $k was not closed between tokens: $(tail -n1 "$tmp/drain$k.log")"
+done
 
 echo "serve-load-test: $CLIENTS clients x $ROWS rows, 2 adapters, d_in $DIM, $WORKERS workers:" \
     "per token (rows 2..$ROWS) unloaded p50 ${p50_u} ms p99 ${p99_u} ms (${t_unloaded} s);" \
@@ -195,9 +214,11 @@ echo "serve-load-test: $CLIENTS clients x $ROWS rows, 2 adapters, d_in $DIM, $WO
     "p99 with row 1 (keys + SHELLO): ${p99_u1} / ${p99_l1} ms"
 echo "serve-load-test: server fds $fds_listen listening, $fds_start after the unloaded run," \
     "$((fds_start + open_idle)) under load, $fds_end after; RSS $rss_listen kB listening," \
-    "$rss_start kB after the unloaded run, $rss_end kB after"
+    "$rss_start kB after the unloaded run, $rss_end kB after; SIGTERM with 4 clients mid-run:" \
+    "drained in $t_drain ms"
 [ "$src" -eq 0 ] || fail "server exited with $src after SIGTERM: $(tail -n3 "$tmp/serve.err")"
-grep -q "SIGTERM: draining" "$tmp/serve.err" || fail "no drain line: $(tail -n3 "$tmp/serve.err")"
+grep -q "SIGTERM: draining (4 sessions open)" "$tmp/serve.err" ||
+    fail "no drain line: $(tail -n3 "$tmp/serve.err")"
 [ "$open_idle" -ge "$IDLE" ] || fail "only $open_idle idle sessions were open under load"
 grep -q "message not received within 4 s" "$tmp/serve.err" || fail "the drip was not cut"
 grep -q "TSAFE_E_FORMAT" "$tmp/serve.err" || fail "the garbage session did not fail on its format"
