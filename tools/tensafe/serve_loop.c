@@ -95,13 +95,27 @@ static void conn_free(conn *c)
     }
 }
 
+static void pump_refused(conn *c);
+
+/* A connection whose last frame (an ERROR, or the end of a session) is
+ * sent: no more writes, and what the peer still sends is read and dropped
+ * until it closes or REFUSED_LINGER_MS pass, so that a close with unread
+ * bytes does not reset the connection before the peer read that frame. */
+static void linger(conn *c)
+{
+    shutdown(c->fd, SHUT_WR);
+    c->t_open = net_now_ms();
+    event_del(c->ev_write);
+    pump_refused(c);
+}
+
 /* The session ended (DONE or FAILED, its ERROR sent): metering, then
- * close. */
+ * close (after a linger when the peer did not end it). */
 static void conn_end(conn *c)
 {
     server *S = c->srv;
-    if (c->s && c->bytes_in == 0 && !c->closed_by_drain &&
-        tsafe_session_server_status(c->s) == TSAFE_E_IO) {
+    tsafe_status st = c->s ? tsafe_session_server_status(c->s) : TSAFE_OK;
+    if (c->s && c->bytes_in == 0 && !c->closed_by_drain && st == TSAFE_E_IO) {
         S->tot->probes++; /* connected and closed without a byte: a health check */
         S->n_sessions_live--;
     } else if (c->s) {
@@ -117,6 +131,12 @@ static void conn_end(conn *c)
         S->n_sessions_live--;
         if (S->on_end)
             S->on_end(S->user, &e);
+    }
+    if (c->s && st != TSAFE_E_IO) { /* the peer may still be sending: let it read the end */
+        tsafe_session_server_free(c->s);
+        c->s = NULL;
+        linger(c);
+        return;
     }
     conn_free(c);
 }
@@ -332,14 +352,13 @@ static void refuse(server *S, int fd, const char *why)
     size_t n = tsafe_session_error_frame(TSAFE_E_STATE, why, ef, sizeof ef);
     ssize_t w = send(fd, ef, n, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)w; /* a fresh socket's buffer takes it; a peer gone is no matter */
-    shutdown(fd, SHUT_WR);
     S->tot->refused++;
     conn *c = conn_new(S, fd);
     if (!c) {
         close(fd);
         return;
     }
-    conn_pump(c); /* lingers: reads until the peer closes or the tick */
+    linger(c);
 }
 
 static void setup_socket(const serve_limits *lim, int fd)
@@ -426,7 +445,7 @@ static void begin_drain(server *S, int close_idle)
 
 static void drain_check(server *S)
 {
-    if (!S->accepting && S->n_sessions_live == 0)
+    if (!S->accepting && S->n_live == 0) /* lingering ends within REFUSED_LINGER_MS */
         event_base_loopbreak(S->base);
 }
 
