@@ -738,6 +738,22 @@ static void select_token(const fixture *f, const fixture *other, const char *id,
     tsafe_session_server_free(s);
 }
 
+static long send_fails(void *u, const uint8_t *d, size_t n)
+{
+    (void)d;
+    (void)n;
+    ++*(int *)u;
+    return -1;
+}
+
+static long recv_closed(void *u, uint8_t *d, size_t n)
+{
+    (void)u;
+    (void)d;
+    (void)n;
+    return 0;
+}
+
 /* A server of svcs fed raw frames: its final status and ERROR text. */
 static tsafe_status select_refused(const tsafe_session_service *const *svcs, size_t n,
                                    const char *id, int send_other_first)
@@ -831,6 +847,14 @@ static void test_select(void **state)
                                      .adapter_id = "tab\tid"};
     tsafe_session_service *sbad = NULL;
     assert_int_equal(tsafe_session_service_create(&so, fa.m, 2, &sbad), TSAFE_E_ARG);
+    /* a transport that fails with a frame queued (the SELECT): the
+     * blocking helper returns the failure, once, instead of resending */
+    int sends = 0;
+    tsafe_session_transport dead = {&sends, send_fails, recv_closed};
+    c = select_client("alpha");
+    assert_int_equal(tsafe_session_client_connect(c, &dead), TSAFE_E_IO);
+    assert_int_equal(sends, 1);
+    tsafe_session_client_free(c);
     /* a host's refusal frame: what a client reads from it */
     uint8_t ef[TSAFE_SESSION_ERROR_FRAME];
     size_t n = tsafe_session_error_frame(TSAFE_E_STATE, "too many sessions", ef, sizeof ef);
