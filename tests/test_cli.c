@@ -1974,6 +1974,19 @@ static void test_serve_concurrent(void **state)
     if (!strstr(slog, "\"refused\":1,") || !strstr(slog, "\"closed_by_drain\":3,") ||
         !strstr(slog, "\"drained\":true") || !strstr(slog, "SIGTERM: draining (3 sessions open)"))
         fail_msg("serve log: %s", slog);
+    /* the registry's metering: ROWS tokens for each adapter, signed */
+    json_error_t je;
+    json_t *j = json_loads(strstr(slog, "{\"mode\""), JSON_DISABLE_EOF_CHECK, &je);
+    assert_non_null(j);
+    json_t *ads = json_object_get(json_object_get(j, "metering"), "adapters");
+    assert_int_equal(json_array_size(ads), 2);
+    for (size_t i = 0; i < 2; i++)
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(ads, i), "tokens")),
+                         ROWS);
+    json_t *slot0 = json_array_get(json_object_get(json_object_get(j, "metering"), "slots"), 0);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(slot0, "origin"), "kind")),
+                        "signed");
+    json_decref(j);
     free(slog);
     for (int i = 0; i < 3; i++)
         close(held[i]);

@@ -13,6 +13,8 @@
 #include <jansson.h>
 #include <sodium.h>
 
+#include "tensafe/lora_registry.h"
+
 #include "commands.h"
 #include "io.h"
 #include "net_socket.h"
@@ -263,7 +265,8 @@ typedef struct {
     tsafe_lora_adapter *ad;
     io_modules *m;
     tsafe_lora_plan plan; /* plain-zero-moai */
-    tsafe_session_service *svc;
+    tsafe_session_service *svc; /* the registry's once registered */
+    tsafe_registry_ref *ref;    /* held while serving: metering */
 } serve_adapter;
 
 /* What the server holds while it serves. */
@@ -272,6 +275,7 @@ typedef struct {
     serve_adapter a[SERVE_MAX_ADAPTERS];
     const tsafe_session_service *svcs[SERVE_MAX_ADAPTERS];
     size_t n;
+    tsafe_registry *reg;  /* the adapters' services, their origins and metering */
     json_t *per_session; /* --json: one object per session */
     char what[4200];
 } serve_state;
@@ -367,6 +371,27 @@ static tsafe_status serve_service(serve_state *S, serve_adapter *a,
     return st;
 }
 
+static void destroy_service(void *svc) { tsafe_session_service_free(svc); }
+
+/* Adapter a's service into the registry (slot: its id, or "default"),
+ * with the adapter's origin (the registry refuses unsigned ones unless
+ * --allow-unsigned); a reference held for metering. */
+static tsafe_status serve_register(serve_state *S, serve_adapter *a)
+{
+    tsafe_lora_origin org;
+    const char *slot = a->id[0] ? a->id : "default";
+    tsafe_status st = tsafe_lora_adapter_origin(a->ad, &org);
+    tsafe_registry_meta meta = {.adapter_id = slot, .price_per_1k_tokens = 0, .origin = &org};
+    if (st == TSAFE_OK &&
+        (st = tsafe_registry_put(S->reg, slot, a->svc, destroy_service, &meta)) == TSAFE_OK)
+        st = tsafe_registry_acquire(S->reg, slot, &a->ref);
+    if (st == TSAFE_OK)
+        a->svc = NULL; /* the registry's; served through the held reference */
+    else
+        snprintf(S->what, sizeof S->what, "serve: register adapter '%s'", slot);
+    return st;
+}
+
 /* Every --adapter as a service; ids required and distinct when several. */
 static tsafe_status serve_services(serve_state *S, const tsafe_backend_factory *backend)
 {
@@ -374,6 +399,9 @@ static tsafe_status serve_services(serve_state *S, const tsafe_backend_factory *
     tsafe_status st;
     if (o->rounding_key &&
         (st = set_rounding_key(o->rounding_key, S->what, sizeof S->what)) != TSAFE_OK)
+        return st;
+    if ((st = tsafe_registry_create(&S->reg)) != TSAFE_OK ||
+        (st = tsafe_registry_set_allow_unsigned(S->reg, o->allow_unsigned)) != TSAFE_OK)
         return st;
     for (S->n = 0; S->n < o->n_adapters; S->n++) {
         serve_adapter *a = &S->a[S->n];
@@ -392,9 +420,10 @@ static tsafe_status serve_services(serve_state *S, const tsafe_backend_factory *
                      o->adapter[0]);
             return TSAFE_E_ARG;
         }
-        if ((st = serve_service(S, a, backend)) != TSAFE_OK)
+        if ((st = serve_service(S, a, backend)) != TSAFE_OK ||
+            (st = serve_register(S, a)) != TSAFE_OK)
             return st;
-        S->svcs[S->n] = a->svc;
+        S->svcs[S->n] = tsafe_registry_ref_object(a->ref);
     }
     return TSAFE_OK;
 }
@@ -413,10 +442,11 @@ static void print_listening(const serve_state *S, const serve_adapter *a, uint16
                m->n == 1 ? "" : "s", m->d_in, p->max_abs_x);
         return;
     }
-    for (size_t w = 0; w < tsafe_session_service_widths(a->svc); w++) {
+    const tsafe_session_service *svc = tsafe_registry_ref_object(a->ref);
+    for (size_t w = 0; w < tsafe_session_service_widths(svc); w++) {
         tsafe_sealed_plan sp;
         size_t nw = 0;
-        if (tsafe_session_service_plan(a->svc, w, &sp, &nw) != TSAFE_OK)
+        if (tsafe_session_service_plan(svc, w, &sp, &nw) != TSAFE_OK)
             continue;
         printf("%s127.0.0.1:%u -- mode %s (N=%u, t=2^%u; x %u, A %u bits; model rel error "
                "%.1e), %zu module%s, d_in %u\n",
@@ -453,6 +483,13 @@ static void on_session_end(void *user, const serve_session_end *e)
            (unsigned long long)ss.tokens, ss.tokens == 1 ? unit : units,
            (double)e->bytes_in / 1024.0, (double)e->bytes_out / 1024.0, per, unit, ahead, e->ms);
     fflush(stdout);
+    for (size_t i = 0; i < S->n; i++)
+        if (!strcmp(S->a[i].id, id)) {
+            st = tsafe_registry_meter(S->a[i].ref, ss.tokens, ss.he.he_ops, e->bytes_in,
+                                      e->bytes_out);
+            (void)st; /* counters only */
+        }
+    st = tsafe_session_server_status(s);
     if (S->per_session)
         json_array_append_new(
             S->per_session,
@@ -491,6 +528,18 @@ static serve_limits limits_of(const serve_opts *o)
     return l;
 }
 
+/* The registry's per-adapter metering (tokens, HE products, bytes) as
+ * JSON; null when it cannot be read. */
+static json_t *registry_json(tsafe_registry *reg)
+{
+    char *text = NULL;
+    json_t *j = tsafe_registry_metering_json(reg, &text) == TSAFE_OK
+                    ? json_loads(text, 0, NULL)
+                    : NULL;
+    free(text);
+    return j ? j : json_null();
+}
+
 static void print_summary(serve_state *S, const serve_totals *t, uint16_t bound)
 {
     printf("served %u session%s (%llu HE products), %u failed", t->sessions,
@@ -504,13 +553,14 @@ static void print_summary(serve_state *S, const serve_totals *t, uint16_t bound)
         printf(", drained (%u closed between tokens)", t->closed_by_drain);
     printf("\n");
     if (S->o->json)
-        io_json_emit(json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:I, s:I, s:o}",
+        io_json_emit(json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:I, s:I, s:o, s:o}",
                                "mode", S->o->mode_name, "port", (int)bound, "sessions",
                                (int)t->sessions, "failed", (int)t->failed, "refused",
                                (int)t->refused, "probes", (int)t->probes,
                                "closed_by_drain", (int)t->closed_by_drain, "drained",
                                t->drained, "tokens", (json_int_t)t->tokens, "he_products",
-                               (json_int_t)t->he_ops, "per_session", json_incref(S->per_session)));
+                               (json_int_t)t->he_ops, "per_session", json_incref(S->per_session),
+                               "metering", registry_json(S->reg)));
 }
 
 static int serve_run(serve_state *S)
@@ -568,10 +618,13 @@ int cmd_serve(int argc, char **argv)
     S->per_session = o.json ? json_array() : NULL;
     rc = serve_run(S);
     for (size_t i = 0; i < SERVE_MAX_ADAPTERS; i++) {
-        tsafe_session_service_free(S->a[i].svc);
+        tsafe_registry_release(S->a[i].ref);
+        tsafe_session_service_free(S->a[i].svc); /* one the registry did not take */
         free(S->a[i].m);
-        tsafe_lora_adapter_free(S->a[i].ad);
     }
+    tsafe_registry_free(S->reg); /* frees the registered services */
+    for (size_t i = 0; i < SERVE_MAX_ADAPTERS; i++)
+        tsafe_lora_adapter_free(S->a[i].ad);
     json_decref(S->per_session);
     free(S);
     return rc;
