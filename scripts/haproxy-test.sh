@@ -33,14 +33,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$TENSAFE" adapter keygen --out "$tmp/sign" >"$tmp/setup.log" 2>&1 || fail "keygen"
-for a in a1 a2; do
-    "$TENSAFE" adapter make-random --out "$tmp/$a" --dim "$DIM" --rank 8 \
-        --modules q_proj,v_proj >>"$tmp/setup.log" 2>&1 &&
-        "$TENSAFE" adapter pack "$tmp/$a" --key "$tmp/sign.key" --id "ha-$a" \
-            --out "$tmp/$a.pkg" >>"$tmp/setup.log" 2>&1 || fail "adapter $a"
-done
-adapter_of() { [ $(($1 % 2)) -eq 1 ] && echo a1 || echo a2; }
+. "$(dirname "$0")/serve-fixture.sh"
+serve_fixture_adapters ha
 for k in $(seq 1 "$CLIENTS"); do
     "$TENSAFE" lora make-input --dim "$DIM" --rows "$ROWS" --max-abs 4 --out "$tmp/x$k.f32" \
         >>"$tmp/setup.log" 2>&1 &&

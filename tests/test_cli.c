@@ -1533,9 +1533,12 @@ static void test_keys_roundtrip(void **state)
 static int g_serve_signed, g_serve_json;
 static const char *g_serve_mode;
 
-static pid_t spawn_serve(const char *port_file, const char *log)
+/* Forks the tool with argv (argv[0] set here) and stdout and stderr into
+ * log; returns once port_file exists (fails if the tool exits first). */
+static pid_t spawn_argv(char **argv, const char *port_file, const char *log)
 {
     unlink(port_file);
+    argv[0] = g_tool;
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -1544,44 +1547,6 @@ static pid_t spawn_serve(const char *port_file, const char *log)
             _exit(127);
         dup2(fd, 1);
         dup2(fd, 2);
-        char ad[PATH_MAX], pub[PATH_MAX], pf[PATH_MAX];
-        snprintf(ad, sizeof ad, "%s", tmp_path(g_serve_signed ? "ad.pkg" : "ad"));
-        snprintf(pub, sizeof pub, "%s", tmp_path("sign.pub"));
-        snprintf(pf, sizeof pf, "%s", port_file);
-        char *argv[32];
-        int n = 0;
-        argv[n++] = g_tool;
-        argv[n++] = "serve";
-        argv[n++] = "--adapter";
-        argv[n++] = ad;
-        if (g_serve_signed) {
-            argv[n++] = "--trusted-key";
-            argv[n++] = pub;
-        } else {
-            argv[n++] = "--allow-unsigned";
-        }
-        argv[n++] = "--module";
-        argv[n++] = "q_proj,v_proj";
-        argv[n++] = "--port";
-        argv[n++] = "0";
-        argv[n++] = "--port-file";
-        argv[n++] = pf;
-        argv[n++] = "--once";
-        argv[n++] = "--accept-timeout";
-        argv[n++] = "30";
-        if (g_serve_json)
-            argv[n++] = "--json";
-        if (g_serve_mode) {
-            argv[n++] = "--mode";
-            argv[n++] = (char *)g_serve_mode;
-            if (!strcmp(g_serve_mode, "sealed"))
-                argv[n++] = "--semi-honest";
-            if (!strcmp(g_serve_mode, "plain-zero-moai")) {
-                argv[n++] = "--max-abs";
-                argv[n++] = "4";
-            }
-        }
-        argv[n] = NULL;
         execv(g_tool, argv);
         _exit(127);
     }
@@ -1592,6 +1557,48 @@ static pid_t spawn_serve(const char *port_file, const char *log)
             fail_msg("serve exited early: %s", slurp(log, NULL));
     }
     return pid;
+}
+
+static pid_t spawn_serve(const char *port_file, const char *log)
+{
+    char ad[PATH_MAX], pub[PATH_MAX], pf[PATH_MAX];
+    snprintf(ad, sizeof ad, "%s", tmp_path(g_serve_signed ? "ad.pkg" : "ad"));
+    snprintf(pub, sizeof pub, "%s", tmp_path("sign.pub"));
+    snprintf(pf, sizeof pf, "%s", port_file);
+    char *argv[32];
+    int n = 1;
+    argv[n++] = "serve";
+    argv[n++] = "--adapter";
+    argv[n++] = ad;
+    if (g_serve_signed) {
+        argv[n++] = "--trusted-key";
+        argv[n++] = pub;
+    } else {
+        argv[n++] = "--allow-unsigned";
+    }
+    argv[n++] = "--module";
+    argv[n++] = "q_proj,v_proj";
+    argv[n++] = "--port";
+    argv[n++] = "0";
+    argv[n++] = "--port-file";
+    argv[n++] = pf;
+    argv[n++] = "--once";
+    argv[n++] = "--accept-timeout";
+    argv[n++] = "30";
+    if (g_serve_json)
+        argv[n++] = "--json";
+    if (g_serve_mode) {
+        argv[n++] = "--mode";
+        argv[n++] = (char *)g_serve_mode;
+        if (!strcmp(g_serve_mode, "sealed"))
+            argv[n++] = "--semi-honest";
+        if (!strcmp(g_serve_mode, "plain-zero-moai")) {
+            argv[n++] = "--max-abs";
+            argv[n++] = "4";
+        }
+    }
+    argv[n] = NULL;
+    return spawn_argv(argv, port_file, log);
 }
 
 static int wait_exit(pid_t pid)
@@ -1839,37 +1846,17 @@ static void test_serve_client(void **state)
  * `len` bytes, then waits for the client to close. Returns the port. */
 /* ------------------------------------------- concurrent serve (issue 21) */
 
-/* Forks "tensafe ARGS" (split on spaces) with stdout and stderr into log;
- * waits for port_file. */
+/* Forks "tensafe ARGS" (split on spaces), as spawn_argv. */
 static pid_t spawn_tool(const char *args, const char *port_file, const char *log)
 {
-    unlink(port_file);
     char line[5 * PATH_MAX];
     snprintf(line, sizeof line, "%s", args);
     char *argv[64];
-    int n = 0;
-    argv[n++] = g_tool;
+    int n = 1;
     for (char *p = strtok(line, " "); p && n < 63; p = strtok(NULL, " "))
         argv[n++] = p;
     argv[n] = NULL;
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (fd < 0)
-            _exit(127);
-        dup2(fd, 1);
-        dup2(fd, 2);
-        execv(g_tool, argv);
-        _exit(127);
-    }
-    for (int i = 0; i < 1000 && access(port_file, R_OK) != 0; i++) {
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-        if (waitpid(pid, NULL, WNOHANG) == pid)
-            fail_msg("serve exited early: %s", slurp(log, NULL));
-    }
-    return pid;
+    return spawn_argv(argv, port_file, log);
 }
 
 /* A raw TCP connection to 127.0.0.1:port that sends bytes (may be 0). */
