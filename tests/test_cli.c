@@ -1980,6 +1980,68 @@ static void test_serve_concurrent(void **state)
     free(port);
 }
 
+/* Reads frames from fd until the peer closes; the text of the first ERROR
+ * frame into what (cap bytes; "" when none) and its status. */
+static int read_error_frame(int fd, char *what, size_t cap)
+{
+    uint8_t buf[1 << 16];
+    size_t have = 0;
+    ssize_t r;
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    while (have < sizeof buf && (r = recv(fd, buf + have, sizeof buf - have, 0)) > 0)
+        have += (size_t)r;
+    what[0] = 0;
+    for (size_t off = 0; off + 12 <= have;) {
+        uint32_t len = (uint32_t)buf[off + 8] | (uint32_t)buf[off + 9] << 8 |
+                       (uint32_t)buf[off + 10] << 16 | (uint32_t)buf[off + 11] << 24;
+        if (buf[off + 5] == 7 && len >= 4 && off + 12 + len <= have) {
+            int32_t st = (int32_t)((uint32_t)buf[off + 12] | (uint32_t)buf[off + 13] << 8 |
+                                   (uint32_t)buf[off + 14] << 16 | (uint32_t)buf[off + 15] << 24);
+            snprintf(what, cap, "%.*s", (int)(len - 4), (const char *)buf + off + 16);
+            return st;
+        }
+        off += 12 + (size_t)len;
+    }
+    return 0;
+}
+
+/* --max-message and --idle-timeout: an oversized frame header and a silent
+ * peer each get their ERROR and close; the others are not held up. */
+static void test_serve_limits(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    char pf[PATH_MAX], log[PATH_MAX], args[5 * PATH_MAX], what[512];
+    snprintf(pf, sizeof pf, "%s", tmp_path("lport"));
+    snprintf(log, sizeof log, "%s", tmp_path("lserve.log"));
+    snprintf(args, sizeof args,
+             "serve --adapter %s --allow-unsigned --module q_proj,v_proj --port 0 --port-file %s "
+             "--max-message 1024 --idle-timeout 1 --workers 1",
+             tmp_path("ad"), pf);
+    pid_t pid = spawn_tool(args, pf, log);
+    char *port = read_port(pf);
+    static const uint8_t big[] = {'T', 'S', 'N', 'P', 1, 8, 0, 0, 0x88, 0x13, 0, 0}; /* 5000 */
+    int over = raw_connect(port, big, sizeof big);
+    int silent = raw_connect(port, NULL, 0);
+    assert_int_equal(read_error_frame(over, what, sizeof what), TSAFE_E_RANGE);
+    print_message("oversized frame: ERROR [%s]\n", what);
+    assert_non_null(strstr(what, "1024"));
+    assert_int_equal(read_error_frame(silent, what, sizeof what), TSAFE_E_STATE);
+    print_message("silent peer: ERROR [%s]\n", what);
+    assert_non_null(strstr(what, "idle for 1 s"));
+    close(over);
+    close(silent);
+    kill(pid, SIGINT);
+    assert_int_equal(wait_exit(pid), 0);
+    char *slog = slurp(log, NULL);
+    assert_non_null(slog);
+    if (!strstr(slog, "SIGINT: draining") || !strstr(slog, "2 failed"))
+        fail_msg("serve log: %s", slog);
+    free(slog);
+    free(port);
+}
+
 static int fake_server(const uint8_t *bytes, size_t len, pid_t *pid_out)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -2201,6 +2263,7 @@ int main(void)
         cmocka_unit_test(test_keys_roundtrip),
         cmocka_unit_test(test_serve_client),
         cmocka_unit_test(test_serve_concurrent),
+        cmocka_unit_test(test_serve_limits),
         cmocka_unit_test(test_client_bad_server),
         cmocka_unit_test(test_smoke_script),
     };
