@@ -16,7 +16,9 @@
 # of it; SIGTERM while 4 clients are mid-run closes each between two
 # tokens (the client reads "server is shutting down") and the server exits 0. Prints the p50/p99 and one
 # PASS/FAIL line. Uses $TENSAFE if set, else `tensafe` from PATH; LOAD_KEEP=1
-# keeps the scratch directory.
+# keeps the scratch directory; LOAD_TIMING=0 skips the p99 and RSS gates
+# (sanitizer builds: CI runs a smaller load under ThreadSanitizer with it);
+# LOAD_CLIENTS, LOAD_IDLE, LOAD_ROWS, LOAD_DIM, LOAD_WORKERS set the load.
 set -u
 TENSAFE=${TENSAFE:-tensafe}
 CLIENTS=${LOAD_CLIENTS:-16}
@@ -223,9 +225,13 @@ grep -Eq "connection closed by peer|send failed|receive failed" "$tmp/serve.err"
     fail "the killed client's session did not end on its socket"
 [ -s "$tmp/garbage.reply" ] || fail "the garbage sender got no ERROR frame"
 [ "$fds_end" -eq "$fds_start" ] || fail "server fds $fds_end after the run, $fds_start before"
-awk -v s="$rss_start" -v e="$rss_end" 'BEGIN { exit !(e <= s * 1.10 + 2048) }' ||
-    fail "server RSS $rss_end kB after the run, $rss_start kB before"
-awk -v u="$p99_u" -v l="$p99_l" 'BEGIN { exit !(l <= 2 * u + 1) }' ||
-    fail "loaded p99 $p99_l ms above 2x the unloaded $p99_u ms"
+if [ "${LOAD_TIMING:-1}" != 0 ]; then
+    awk -v s="$rss_start" -v e="$rss_end" 'BEGIN { exit !(e <= s * 1.10 + 2048) }' ||
+        fail "server RSS $rss_end kB after the run, $rss_start kB before"
+    awk -v u="$p99_u" -v l="$p99_l" 'BEGIN { exit !(l <= 2 * u + 1) }' ||
+        fail "loaded p99 $p99_l ms above 2x the unloaded $p99_u ms"
+fi
+gates="fds and RSS back"
+[ "${LOAD_TIMING:-1}" = 0 ] && gates="fds back; p99 and RSS not gated (LOAD_TIMING=0)"
 echo "serve-load-test: PASS (every delta of its own adapter, rel_l2 <= $TOL; p99 loaded/unloaded" \
-    "$(awk -v u="$p99_u" -v l="$p99_l" 'BEGIN { printf "%.2f", l / u }'); fds and RSS back; drained, exit 0)"
+    "$(awk -v u="$p99_u" -v l="$p99_l" 'BEGIN { printf "%.2f", l / u }'); $gates; drained, exit 0)"
