@@ -104,8 +104,9 @@ TOBJ = $(BUILD)/obj-cuda$(WITH_CUDA)
 TOOL_CU_OBJ = $(patsubst %.cu,$(TOBJ)/%.o,$(TOOL_CU_SRC))
 TOOL_OBJ = $(patsubst %.c,$(TOBJ)/%.o,$(TOOL_SRC)) $(patsubst %.cpp,$(TOBJ)/%.o,$(TOOL_CXX_SRC)) \
            $(TOOL_CU_OBJ)
-# `tensafe generate` tokenizes with SentencePiece (C++, libsentencepiece-dev)
-TOOL_LIBS := -lsentencepiece -lstdc++
+# `tensafe generate` tokenizes with SentencePiece (C++, libsentencepiece-dev);
+# `tensafe serve` runs its sessions on a libevent loop (libevent-dev)
+TOOL_LIBS := -lsentencepiece -lstdc++ -levent_core -levent_pthreads
 
 LIBD := $(BUILD)/lib
 # name -> static, shared (real file), soname link, dev link

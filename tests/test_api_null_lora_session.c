@@ -293,6 +293,54 @@ CHECK_FN(tsafe_session_client_connect) { check_tsafe_session_server_run(f); }
 CHECK_FN(tsafe_session_client_delta) { check_tsafe_session_server_run(f); }
 CHECK_FN(tsafe_session_client_bye) { check_tsafe_session_server_run(f); }
 
+CHECK_FN(tsafe_session_server_create_select)
+{
+    tsafe_session_service *svc;
+    tsafe_session_server *s;
+    tsafe_session_client *c;
+    session_objects(f, &svc, &s, &c);
+    tsafe_session_server *sel = (tsafe_session_server *)1;
+    const tsafe_session_service *one[1] = {svc}, *two[2] = {svc, svc}, *hole[1] = {NULL};
+    IS(TSAFE_E_NULL, tsafe_session_server_create_select(NULL, 1, NULL, &sel));
+    assert_null(sel);
+    IS(TSAFE_E_NULL, tsafe_session_server_create_select(one, 1, NULL, NULL));
+    IS(TSAFE_E_NULL, tsafe_session_server_create_select(hole, 1, NULL, &sel));
+    IS(TSAFE_E_RANGE, tsafe_session_server_create_select(one, 0, NULL, &sel));
+    IS(TSAFE_E_RANGE, tsafe_session_server_create_select(one, TSAFE_SESSION_MAX_MODULES + 1,
+                                                         NULL, &sel));
+    IS(TSAFE_E_ARG, tsafe_session_server_create_select(two, 2, NULL, &sel)); /* no ids */
+    OK(tsafe_session_server_create_select(one, 1, NULL, &sel));
+    tsafe_session_server_free(sel);
+    session_free(svc, s, c);
+}
+
+CHECK_FN(tsafe_session_service_adapter_id)
+{
+    (void)f;
+    assert_string_equal(tsafe_session_service_adapter_id(NULL), "");
+    assert_string_equal(tsafe_session_server_adapter_id(NULL), "");
+}
+
+CHECK_FN(tsafe_session_server_adapter_id) { check_tsafe_session_service_adapter_id(f); }
+
+CHECK_FN(tsafe_session_server_partial)
+{
+    (void)f;
+    assert_int_equal(tsafe_session_server_partial(NULL), 0);
+    assert_int_equal(tsafe_session_server_idle(NULL), 1);
+}
+
+CHECK_FN(tsafe_session_server_idle) { check_tsafe_session_server_partial(f); }
+
+CHECK_FN(tsafe_session_error_frame)
+{
+    (void)f;
+    uint8_t b[TSAFE_SESSION_ERROR_FRAME];
+    assert_int_equal(tsafe_session_error_frame(TSAFE_E_STATE, "x", NULL, sizeof b), 0);
+    assert_int_equal(tsafe_session_error_frame(TSAFE_E_STATE, "x", b, sizeof b - 1), 0);
+    assert_true(tsafe_session_error_frame(TSAFE_E_STATE, NULL, b, sizeof b) > 16);
+}
+
 static const api_case k_lora_session[] = {
     ENTRY(tsafe_session_protocol_name), ENTRY(tsafe_session_service_create),
     ENTRY(tsafe_session_service_free), ENTRY(tsafe_session_service_widths),
@@ -313,6 +361,9 @@ static const api_case k_lora_session[] = {
     ENTRY(tsafe_session_pump), ENTRY(tsafe_session_server_run),
     ENTRY(tsafe_session_client_connect),
     ENTRY(tsafe_session_client_delta), ENTRY(tsafe_session_client_bye),
+    ENTRY(tsafe_session_server_create_select), ENTRY(tsafe_session_service_adapter_id),
+    ENTRY(tsafe_session_server_adapter_id), ENTRY(tsafe_session_server_partial),
+    ENTRY(tsafe_session_server_idle), ENTRY(tsafe_session_error_frame),
 };
 
 int main(void)

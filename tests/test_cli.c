@@ -1523,9 +1523,12 @@ static void test_keys_roundtrip(void **state)
 static int g_serve_signed, g_serve_json;
 static const char *g_serve_mode;
 
-static pid_t spawn_serve(const char *port_file, const char *log)
+/* Forks the tool with argv (argv[0] set here) and stdout and stderr into
+ * log; returns once port_file exists (fails if the tool exits first). */
+static pid_t spawn_argv(char **argv, const char *port_file, const char *log)
 {
     unlink(port_file);
+    argv[0] = g_tool;
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -1534,44 +1537,6 @@ static pid_t spawn_serve(const char *port_file, const char *log)
             _exit(127);
         dup2(fd, 1);
         dup2(fd, 2);
-        char ad[PATH_MAX], pub[PATH_MAX], pf[PATH_MAX];
-        snprintf(ad, sizeof ad, "%s", tmp_path(g_serve_signed ? "ad.pkg" : "ad"));
-        snprintf(pub, sizeof pub, "%s", tmp_path("sign.pub"));
-        snprintf(pf, sizeof pf, "%s", port_file);
-        char *argv[32];
-        int n = 0;
-        argv[n++] = g_tool;
-        argv[n++] = "serve";
-        argv[n++] = "--adapter";
-        argv[n++] = ad;
-        if (g_serve_signed) {
-            argv[n++] = "--trusted-key";
-            argv[n++] = pub;
-        } else {
-            argv[n++] = "--allow-unsigned";
-        }
-        argv[n++] = "--module";
-        argv[n++] = "q_proj,v_proj";
-        argv[n++] = "--port";
-        argv[n++] = "0";
-        argv[n++] = "--port-file";
-        argv[n++] = pf;
-        argv[n++] = "--once";
-        argv[n++] = "--accept-timeout";
-        argv[n++] = "30";
-        if (g_serve_json)
-            argv[n++] = "--json";
-        if (g_serve_mode) {
-            argv[n++] = "--mode";
-            argv[n++] = (char *)g_serve_mode;
-            if (!strcmp(g_serve_mode, "sealed"))
-                argv[n++] = "--semi-honest";
-            if (!strcmp(g_serve_mode, "plain-zero-moai")) {
-                argv[n++] = "--max-abs";
-                argv[n++] = "4";
-            }
-        }
-        argv[n] = NULL;
         execv(g_tool, argv);
         _exit(127);
     }
@@ -1582,6 +1547,48 @@ static pid_t spawn_serve(const char *port_file, const char *log)
             fail_msg("serve exited early: %s", slurp(log, NULL));
     }
     return pid;
+}
+
+static pid_t spawn_serve(const char *port_file, const char *log)
+{
+    char ad[PATH_MAX], pub[PATH_MAX], pf[PATH_MAX];
+    snprintf(ad, sizeof ad, "%s", tmp_path(g_serve_signed ? "ad.pkg" : "ad"));
+    snprintf(pub, sizeof pub, "%s", tmp_path("sign.pub"));
+    snprintf(pf, sizeof pf, "%s", port_file);
+    char *argv[32];
+    int n = 1;
+    argv[n++] = "serve";
+    argv[n++] = "--adapter";
+    argv[n++] = ad;
+    if (g_serve_signed) {
+        argv[n++] = "--trusted-key";
+        argv[n++] = pub;
+    } else {
+        argv[n++] = "--allow-unsigned";
+    }
+    argv[n++] = "--module";
+    argv[n++] = "q_proj,v_proj";
+    argv[n++] = "--port";
+    argv[n++] = "0";
+    argv[n++] = "--port-file";
+    argv[n++] = pf;
+    argv[n++] = "--once";
+    argv[n++] = "--accept-timeout";
+    argv[n++] = "30";
+    if (g_serve_json)
+        argv[n++] = "--json";
+    if (g_serve_mode) {
+        argv[n++] = "--mode";
+        argv[n++] = (char *)g_serve_mode;
+        if (!strcmp(g_serve_mode, "sealed"))
+            argv[n++] = "--semi-honest";
+        if (!strcmp(g_serve_mode, "plain-zero-moai")) {
+            argv[n++] = "--max-abs";
+            argv[n++] = "4";
+        }
+    }
+    argv[n] = NULL;
+    return spawn_argv(argv, port_file, log);
 }
 
 static int wait_exit(pid_t pid)
@@ -1827,6 +1834,204 @@ static void test_serve_client(void **state)
 
 /* A fake server: listens on 127.0.0.1, accepts one client and sends it
  * `len` bytes, then waits for the client to close. Returns the port. */
+/* ------------------------------------------- concurrent serve (issue 21) */
+
+/* Forks "tensafe ARGS" (split on spaces), as spawn_argv. */
+static pid_t spawn_tool(const char *args, const char *port_file, const char *log)
+{
+    char line[5 * PATH_MAX];
+    snprintf(line, sizeof line, "%s", args);
+    char *argv[64];
+    int n = 1;
+    for (char *p = strtok(line, " "); p && n < 63; p = strtok(NULL, " "))
+        argv[n++] = p;
+    argv[n] = NULL;
+    return spawn_argv(argv, port_file, log);
+}
+
+/* A raw TCP connection to 127.0.0.1:port that sends bytes (may be 0). */
+static int raw_connect(const char *port, const void *bytes, size_t len)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)atoi(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    if (len)
+        assert_int_equal(send(fd, bytes, len, MSG_NOSIGNAL), (ssize_t)len);
+    return fd;
+}
+
+/* The deltas of a client of adapter dir (relative L2 against its --plain). */
+static double deltas_vs(const char *he, const char *dir)
+{
+    result r = run("lora apply --adapter %s --module q_proj,v_proj --input %s --output %s --plain",
+                   dir, tmp_path("x.f32"), tmp_path("plainc.f32"));
+    expect_ok(&r, "lora apply --plain");
+    result_free(&r);
+    size_t n = 0, np = 0;
+    float *a = read_f32(he, &n), *b = read_f32(tmp_path("plainc.f32"), &np);
+    assert_int_equal(n, np);
+    double e = rel_l2(a, b, n);
+    free(a);
+    free(b);
+    return e;
+}
+
+/* Two signed adapters chosen by --adapter-id while a silent peer holds a
+ * session; unknown and missing ids; --max-sessions; the SIGTERM drain. */
+static void test_serve_concurrent(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    result r = run("adapter make-random --out %s --dim %d --rank %d --modules q_proj,v_proj "
+                   "--seed %u",
+                   tmp_path("ad2"), DIM, RANK, (unsigned)(g_seed >> 40) + 1u);
+    expect_ok(&r, "make-random ad2");
+    result_free(&r);
+    const char *dirs[2] = {"ad", "ad2"};
+    for (int i = 0; i < 2; i++) {
+        char pkg[64];
+        snprintf(pkg, sizeof pkg, "%s-c.pkg", dirs[i]);
+        r = run("adapter pack %s --key %s --id cli-%s --out %s", tmp_path(dirs[i]),
+                tmp_path("sign.key"), dirs[i], tmp_path(pkg));
+        expect_ok(&r, "adapter pack");
+        result_free(&r);
+    }
+    r = run("serve --adapter %s --adapter %s --trusted-key %s --module q_proj,v_proj",
+            tmp_path("ad-c.pkg"), tmp_path("ad2-c.pkg"), tmp_path("sign.pub"));
+    expect_error(&r, 2, "distinct ids", "ID=PATH");
+    result_free(&r);
+
+    char pf[PATH_MAX], log[PATH_MAX], args[5 * PATH_MAX];
+    snprintf(pf, sizeof pf, "%s", tmp_path("cport"));
+    snprintf(log, sizeof log, "%s", tmp_path("cserve.log"));
+    snprintf(args, sizeof args,
+             "serve --adapter a1=%s --adapter a2=%s --trusted-key %s --module q_proj,v_proj "
+             "--port 0 --port-file %s --max-sessions 3 --message-timeout 1 --workers 2 --json",
+             tmp_path("ad-c.pkg"), tmp_path("ad2-c.pkg"), tmp_path("sign.pub"), pf);
+    pid_t pid = spawn_tool(args, pf, log);
+    char *port = read_port(pf);
+    int silent = raw_connect(port, NULL, 0); /* holds a session, sends nothing */
+    for (int i = 0; i < 2; i++) {
+        r = run("client --port %s --adapter-id a%d --input %s --output %s", port, i + 1,
+                tmp_path("x.f32"), tmp_path("cnet.f32"));
+        expect_ok(&r, "client --adapter-id");
+        result_free(&r);
+        double own = deltas_vs(tmp_path("cnet.f32"), tmp_path(dirs[i]));
+        double other = deltas_vs(tmp_path("cnet.f32"), tmp_path(dirs[1 - i]));
+        print_message("adapter a%d: rel_l2 %.2e, against the other adapter %.2e\n", i + 1, own,
+                      other);
+        assert_true(own <= 1e-3 && other > 0.1);
+    }
+    close(silent);
+    r = run("client --port %s --adapter-id zz --input %s", port, tmp_path("x.f32"));
+    expect_error(&r, 1, "adapter 'zz' is not served here", "TSAFE_E_NOT_FOUND");
+    result_free(&r);
+    r = run("client --port %s --input %s", port, tmp_path("x.f32"));
+    expect_error(&r, 1, "--adapter-id", "several adapters");
+    result_free(&r);
+    /* three sessions open (each sent its SELECT), the fourth is refused */
+    static const uint8_t sel[] = {'T', 'S', 'N', 'P', 1, 13, 0, 0, 2, 0, 0, 0, 'a', '1'};
+    int held[3];
+    for (int i = 0; i < 3; i++)
+        held[i] = raw_connect(port, sel, sizeof sel);
+    struct timespec ts = {0, 200 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    r = run("client --port %s --adapter-id a1 --input %s", port, tmp_path("x.f32"));
+    expect_error(&r, 1, "too many sessions", "TSAFE_E_STATE");
+    result_free(&r);
+    kill(pid, SIGTERM); /* the drain closes the three between tokens; exit 0 */
+    assert_int_equal(wait_exit(pid), 0);
+    char *slog = slurp(log, NULL);
+    assert_non_null(slog);
+    if (!strstr(slog, "\"refused\":1,") || !strstr(slog, "\"closed_by_drain\":3,") ||
+        !strstr(slog, "\"drained\":true") || !strstr(slog, "SIGTERM: draining (3 sessions open)"))
+        fail_msg("serve log: %s", slog);
+    /* the registry's metering: ROWS tokens for each adapter, signed */
+    json_error_t je;
+    json_t *j = json_loads(strstr(slog, "{\"mode\""), JSON_DISABLE_EOF_CHECK, &je);
+    assert_non_null(j);
+    json_t *ads = json_object_get(json_object_get(j, "metering"), "adapters");
+    assert_int_equal(json_array_size(ads), 2);
+    for (size_t i = 0; i < 2; i++)
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(ads, i), "tokens")),
+                         ROWS);
+    json_t *slot0 = json_array_get(json_object_get(json_object_get(j, "metering"), "slots"), 0);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(slot0, "origin"), "kind")),
+                        "signed");
+    json_decref(j);
+    free(slog);
+    for (int i = 0; i < 3; i++)
+        close(held[i]);
+    free(port);
+}
+
+/* Reads frames from fd until the peer closes; the text of the first ERROR
+ * frame into what (cap bytes; "" when none) and its status. */
+static int read_error_frame(int fd, char *what, size_t cap)
+{
+    uint8_t buf[1 << 16];
+    size_t have = 0;
+    ssize_t r;
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    while (have < sizeof buf && (r = recv(fd, buf + have, sizeof buf - have, 0)) > 0)
+        have += (size_t)r;
+    what[0] = 0;
+    for (size_t off = 0; off + 12 <= have;) {
+        uint32_t len = (uint32_t)buf[off + 8] | (uint32_t)buf[off + 9] << 8 |
+                       (uint32_t)buf[off + 10] << 16 | (uint32_t)buf[off + 11] << 24;
+        if (buf[off + 5] == 7 && len >= 4 && off + 12 + len <= have) {
+            int32_t st = (int32_t)((uint32_t)buf[off + 12] | (uint32_t)buf[off + 13] << 8 |
+                                   (uint32_t)buf[off + 14] << 16 | (uint32_t)buf[off + 15] << 24);
+            snprintf(what, cap, "%.*s", (int)(len - 4), (const char *)buf + off + 16);
+            return st;
+        }
+        off += 12 + (size_t)len;
+    }
+    return 0;
+}
+
+/* --max-message and --idle-timeout: an oversized frame header and a silent
+ * peer each get their ERROR and close; the others are not held up. */
+static void test_serve_limits(void **state)
+{
+    (void)state;
+    NEED_TOOL();
+    char pf[PATH_MAX], log[PATH_MAX], args[5 * PATH_MAX], what[512];
+    snprintf(pf, sizeof pf, "%s", tmp_path("lport"));
+    snprintf(log, sizeof log, "%s", tmp_path("lserve.log"));
+    snprintf(args, sizeof args,
+             "serve --adapter %s --allow-unsigned --module q_proj,v_proj --port 0 --port-file %s "
+             "--max-message 1024 --idle-timeout 1 --workers 1",
+             tmp_path("ad"), pf);
+    pid_t pid = spawn_tool(args, pf, log);
+    char *port = read_port(pf);
+    static const uint8_t big[] = {'T', 'S', 'N', 'P', 1, 8, 0, 0, 0x88, 0x13, 0, 0}; /* 5000 */
+    int over = raw_connect(port, big, sizeof big);
+    int silent = raw_connect(port, NULL, 0);
+    assert_int_equal(read_error_frame(over, what, sizeof what), TSAFE_E_RANGE);
+    print_message("oversized frame: ERROR [%s]\n", what);
+    assert_non_null(strstr(what, "1024"));
+    assert_int_equal(read_error_frame(silent, what, sizeof what), TSAFE_E_STATE);
+    print_message("silent peer: ERROR [%s]\n", what);
+    assert_non_null(strstr(what, "idle for 1 s"));
+    close(over);
+    close(silent);
+    kill(pid, SIGINT);
+    assert_int_equal(wait_exit(pid), 0);
+    char *slog = slurp(log, NULL);
+    assert_non_null(slog);
+    if (!strstr(slog, "SIGINT: draining") || !strstr(slog, "2 failed"))
+        fail_msg("serve log: %s", slog);
+    free(slog);
+    free(port);
+}
+
 static int fake_server(const uint8_t *bytes, size_t len, pid_t *pid_out)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -2047,6 +2252,8 @@ int main(void)
         cmocka_unit_test(test_adapter_reduce),
         cmocka_unit_test(test_keys_roundtrip),
         cmocka_unit_test(test_serve_client),
+        cmocka_unit_test(test_serve_concurrent),
+        cmocka_unit_test(test_serve_limits),
         cmocka_unit_test(test_client_bad_server),
         cmocka_unit_test(test_smoke_script),
     };

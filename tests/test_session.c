@@ -690,6 +690,187 @@ static int setup(void **state)
     return tsafe_session_service_create(&so, g_fix.m, g_fix.n, &g_svc) == TSAFE_OK ? 0 : -1;
 }
 
+/* ------------------------------------------------ adapter selection */
+
+/* Two adapters (same shapes, their own weights) behind one server: each
+ * client names one in its SELECT and gets that adapter's deltas, never
+ * the other's; an unknown id, a late SELECT and a client without one are
+ * refused by a server of several; one adapter still serves every client. */
+static tsafe_session_server *select_server(const tsafe_session_service *const *svcs, size_t n)
+{
+    tsafe_session_server *s = NULL;
+    assert_int_equal(tsafe_session_server_create_select(svcs, n, NULL, &s), TSAFE_OK);
+    return s;
+}
+
+static tsafe_session_client *select_client(const char *id)
+{
+    tsafe_session_client_opts co = {.protocol = TSAFE_SESSION_SEALED_PRIVATE, .adapter_id = id};
+    tsafe_session_client *c = NULL;
+    assert_int_equal(tsafe_session_client_create(&co, NULL, &c), TSAFE_OK);
+    return c;
+}
+
+static void select_token(const fixture *f, const fixture *other, const char *id,
+                         const tsafe_session_service *const *svcs, size_t n)
+{
+    tsafe_session_server *s = select_server(svcs, n);
+    tsafe_session_client *c = select_client(id);
+    pump(s, c, 7);
+    assert_true(tsafe_session_client_wants(c) & TSAFE_SESSION_READY);
+    assert_string_equal(tsafe_session_server_adapter_id(s), id);
+    assert_true(tsafe_session_server_idle(s));
+    float x[D], d0[64], d1[32];
+    float *out[2] = {d0, d1};
+    for (int i = 0; i < D; i++)
+        x[i] = (float)tsafe_test_uniform(-1, 1);
+    assert_int_equal(tsafe_session_client_submit(c, NULL, 0, x, out), TSAFE_OK);
+    pump(s, c, 1 << 20);
+    assert_true(tsafe_session_client_wants(c) & TSAFE_SESSION_READY);
+    double e = ref_err(f, 0, x, d0), e1 = ref_err(f, 1, x, d1), wrong = ref_err(other, 0, x, d0);
+    print_message("adapter '%s': rel_l2 %.2e %.2e, against the other adapter %.2e\n", id, e, e1,
+                  wrong);
+    assert_true(e < 1e-3 && e1 < 1e-3 && wrong > 0.1);
+    assert_int_equal(tsafe_session_client_close(c), TSAFE_OK);
+    pump(s, c, 64);
+    assert_true(tsafe_session_server_wants(s) & TSAFE_SESSION_DONE);
+    tsafe_session_client_free(c);
+    tsafe_session_server_free(s);
+}
+
+static long send_fails(void *u, const uint8_t *d, size_t n)
+{
+    (void)d;
+    (void)n;
+    ++*(int *)u;
+    return -1;
+}
+
+static long recv_closed(void *u, uint8_t *d, size_t n)
+{
+    (void)u;
+    (void)d;
+    (void)n;
+    return 0;
+}
+
+/* A server of svcs fed raw frames: its final status and ERROR text. */
+static tsafe_status select_refused(const tsafe_session_service *const *svcs, size_t n,
+                                   const char *id, int send_other_first)
+{
+    tsafe_session_server *s = select_server(svcs, n);
+    uint8_t b[12 + 200];
+    size_t len = 0;
+    if (send_other_first) { /* a BYE-less SHELLO header of 0 bytes */
+        frame(b, 8, 0);
+        len = 12;
+    }
+    if (id) {
+        frame(b + len, 13, (uint32_t)strlen(id));
+        memcpy(b + len + 12, id, strlen(id));
+        len += 12 + strlen(id);
+    }
+    size_t used = 0;
+    IGNORE(tsafe_session_server_feed(s, b, len, &used));
+    tsafe_status st = tsafe_session_server_status(s);
+    tsafe_session_server_free(s);
+    return st;
+}
+
+static void test_select(void **state)
+{
+    (void)state;
+    fixture fa, fb;
+    fixture_make(&fa, 2, 0);
+    fixture_make(&fb, 2, 0);
+    tsafe_session_service *svc[2];
+    const char *ids[2] = {"alpha", "beta-2"};
+    for (int i = 0; i < 2; i++) {
+        tsafe_session_service_opts so = {.protocol = TSAFE_SESSION_SEALED_PRIVATE,
+                                         .adapter_id = ids[i]};
+        assert_int_equal(tsafe_session_service_create(&so, i ? fb.m : fa.m, 2, &svc[i]),
+                         TSAFE_OK);
+        assert_string_equal(tsafe_session_service_adapter_id(svc[i]), ids[i]);
+    }
+    const tsafe_session_service *const *both = (const tsafe_session_service *const *)svc;
+    select_token(&fa, &fb, "alpha", both, 2);
+    select_token(&fb, &fa, "beta-2", both, 2);
+    select_token(&fb, &fa, "beta-2", both + 1, 1); /* one adapter, named */
+    assert_int_equal(select_refused(both, 2, "gamma", 0), TSAFE_E_NOT_FOUND);
+    assert_int_equal(select_refused(both + 1, 1, "alpha", 0), TSAFE_E_NOT_FOUND);
+    assert_int_equal(select_refused(both, 2, NULL, 1), TSAFE_E_FORMAT); /* no SELECT */
+    assert_int_equal(select_refused(both, 2, "bad id", 0), TSAFE_E_FORMAT);
+    /* a client without SELECT: served by one adapter, not by two; a
+     * SELECT after its first token is refused */
+    tsafe_session_server *s = select_server(both, 1);
+    tsafe_session_client *c = select_client(NULL);
+    pump(s, c, 64);
+    assert_true(tsafe_session_client_wants(c) & TSAFE_SESSION_READY);
+    float x[D] = {0}, d0[64], d1[32];
+    float *out[2] = {d0, d1};
+    assert_int_equal(tsafe_session_client_submit(c, NULL, 0, x, out), TSAFE_OK);
+    pump(s, c, 1 << 20);
+    assert_true(tsafe_session_client_wants(c) & TSAFE_SESSION_READY);
+    uint8_t late[12 + 5];
+    frame(late, 13, 5);
+    memcpy(late + 12, "alpha", 5);
+    size_t u = 0;
+    assert_int_equal(tsafe_session_server_feed(s, late, sizeof late, &u), TSAFE_E_FORMAT);
+    tsafe_session_client_free(c);
+    tsafe_session_server_free(s);
+    s = select_server(both, 2);
+    assert_int_equal(tsafe_session_server_wants(s), TSAFE_SESSION_WANT_READ); /* no HELLO yet */
+    uint8_t part[12 + 5];
+    frame(part, 13, 5);
+    memcpy(part + 12, "alpha", 5);
+    size_t took = 0; /* a host's deadline sees a frame in part */
+    assert_int_equal(tsafe_session_server_feed(s, part, 14, &took), TSAFE_OK);
+    assert_int_equal(tsafe_session_server_partial(s), 14);
+    assert_false(tsafe_session_server_idle(s));
+    assert_int_equal(tsafe_session_server_feed(s, part + 14, 3, &took), TSAFE_OK);
+    assert_int_equal(tsafe_session_server_partial(s), 0);
+    assert_false(tsafe_session_server_idle(s)); /* the HELLO waits to be sent */
+    assert_string_equal(tsafe_session_server_adapter_id(s), "alpha");
+    tsafe_session_server_free(s);
+    assert_int_equal(tsafe_session_server_partial(NULL), 0);
+    assert_true(tsafe_session_server_idle(NULL));
+    /* refused arguments: ids missing or repeated among several, bad ids */
+    tsafe_session_server *bad = NULL;
+    const tsafe_session_service *twice[2] = {svc[0], svc[0]};
+    assert_int_equal(tsafe_session_server_create_select(twice, 2, NULL, &bad), TSAFE_E_ARG);
+    assert_int_equal(tsafe_session_server_create_select(both, 0, NULL, &bad), TSAFE_E_RANGE);
+    assert_int_equal(tsafe_session_server_create_select(NULL, 1, NULL, &bad), TSAFE_E_NULL);
+    tsafe_session_client_opts co = {.protocol = TSAFE_SESSION_SEALED_PRIVATE, .adapter_id = "a b"};
+    tsafe_session_client *cbad = NULL;
+    assert_int_equal(tsafe_session_client_create(&co, NULL, &cbad), TSAFE_E_ARG);
+    tsafe_session_service_opts so = {.protocol = TSAFE_SESSION_SEALED_PRIVATE,
+                                     .adapter_id = "tab\tid"};
+    tsafe_session_service *sbad = NULL;
+    assert_int_equal(tsafe_session_service_create(&so, fa.m, 2, &sbad), TSAFE_E_ARG);
+    /* a transport that fails with a frame queued (the SELECT): the
+     * blocking helper returns the failure, once, instead of resending */
+    int sends = 0;
+    tsafe_session_transport dead = {&sends, send_fails, recv_closed};
+    c = select_client("alpha");
+    assert_int_equal(tsafe_session_client_connect(c, &dead), TSAFE_E_IO);
+    assert_int_equal(sends, 1);
+    tsafe_session_client_free(c);
+    /* a host's refusal frame: what a client reads from it */
+    uint8_t ef[TSAFE_SESSION_ERROR_FRAME];
+    size_t n = tsafe_session_error_frame(TSAFE_E_STATE, "too many sessions", ef, sizeof ef);
+    assert_int_equal(n, 12 + 4 + 17);
+    assert_int_equal(tsafe_session_error_frame(TSAFE_E_STATE, "x", ef, 100), 0);
+    c = select_client(NULL);
+    size_t used = 0;
+    assert_int_equal(tsafe_session_client_feed(c, ef, n, &used), TSAFE_E_STATE);
+    assert_non_null(strstr(tsafe_session_client_what(c), "too many sessions"));
+    tsafe_session_client_free(c);
+    for (int i = 0; i < 2; i++)
+        tsafe_session_service_free(svc[i]);
+    fixture_free(&fa);
+    fixture_free(&fb);
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -712,6 +893,7 @@ int main(void)
         cmocka_unit_test(test_limit_and_rotation),
         cmocka_unit_test(test_blocking),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_select),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

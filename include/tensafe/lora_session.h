@@ -68,6 +68,8 @@ TSAFE_API const char *tsafe_session_protocol_name(tsafe_session_protocol p);
 #define TSAFE_SESSION_MAX_WIDTHS 8u   /* distinct d_in of one service */
 #define TSAFE_SESSION_MAX_NAME 1024u  /* module name bytes (printable ASCII) */
 #define TSAFE_SESSION_MAX_FRAME ((uint32_t)64 << 20) /* protocol's frame cap */
+#define TSAFE_SESSION_MAX_ADAPTER_ID 128u /* adapter id bytes (printable ASCII, no space) */
+#define TSAFE_SESSION_ERROR_FRAME 416u   /* bytes of the largest ERROR frame */
 
 /* wants() flags. */
 #define TSAFE_SESSION_WANT_READ 1u   /* feed more bytes */
@@ -123,6 +125,10 @@ typedef struct tsafe_session_service_opts {
     const tsafe_lora_plan *plain_plan;
     /* Where the ring work runs (NULL: CPU); must outlive the service. */
     const tsafe_backend_factory *backend;
+    /* The id a client names in its SELECT to be served this service
+     * (docs/PROTOCOL.md, "Several adapters per server"); copied; NULL or
+     * "": none. 1..TSAFE_SESSION_MAX_ADAPTER_ID bytes 0x21..0x7e. */
+    const char *adapter_id;
 } tsafe_session_service_opts;
 
 typedef struct tsafe_session_service tsafe_session_service;
@@ -142,6 +148,8 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_session_service_plan(
     size_t *n_modules);
 /* The hello version the service speaks (1, 2 or 3). */
 TSAFE_API uint32_t tsafe_session_service_hello_version(const tsafe_session_service *svc);
+/* The service's adapter id ("" when none; borrowed from svc). */
+TSAFE_API const char *tsafe_session_service_adapter_id(const tsafe_session_service *svc);
 
 /* ------------------------------------------------------------- server */
 
@@ -151,6 +159,18 @@ typedef struct tsafe_session_server tsafe_session_server;
  * lim may be NULL. svc is borrowed and must outlive the session. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_session_server_create(
     const tsafe_session_service *svc, const tsafe_session_limits *lim,
+    tsafe_session_server **out);
+/* A session for one connection that serves one of n services (1 ..
+ * TSAFE_SESSION_MAX_MODULES), the one whose adapter id the client names
+ * in a SELECT frame before anything else; the chosen service's HELLO is
+ * queued then. An unknown id ends the session with ERROR
+ * TSAFE_E_NOT_FOUND. With n == 1 the HELLO is queued at once (clients
+ * that send no SELECT are served) and a SELECT, when one comes first,
+ * must name that service's id. The ids of n > 1 services must be set and
+ * distinct (TSAFE_E_ARG). svcs (the array and the services) is borrowed
+ * and must outlive the session. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_session_server_create_select(
+    const tsafe_session_service *const *svcs, size_t n, const tsafe_session_limits *lim,
     tsafe_session_server **out);
 TSAFE_API void tsafe_session_server_free(tsafe_session_server *s);
 /* Takes up to len bytes; *used says how many. A complete frame that needs
@@ -181,6 +201,22 @@ TSAFE_API tsafe_status tsafe_session_server_status(const tsafe_session_server *s
 TSAFE_API const char *tsafe_session_server_what(const tsafe_session_server *s);
 TSAFE_API void tsafe_session_server_stats(const tsafe_session_server *s,
                                           tsafe_session_stats *out);
+/* For a host's deadlines and drain: the bytes of a frame received in part
+ * (0 at a frame boundary), and whether the session is between tokens (1:
+ * no frame in part, no step pending, no token between its rounds, nothing
+ * left to send; closing it now cuts no token). NULL: 0 and 1. */
+TSAFE_API size_t tsafe_session_server_partial(const tsafe_session_server *s);
+TSAFE_API int tsafe_session_server_idle(const tsafe_session_server *s);
+/* The adapter id of the service this session serves ("" while none is
+ * chosen, or without an id; borrowed). */
+TSAFE_API const char *tsafe_session_server_adapter_id(const tsafe_session_server *s);
+
+/* An ERROR frame (st, msg truncated to the protocol's 400 bytes) into out,
+ * for a host that refuses a connection without a session (too many
+ * sessions, shutting down). Returns its length, 0 when cap <
+ * TSAFE_SESSION_ERROR_FRAME or out is NULL. msg NULL: tsafe_strerror. */
+TSAFE_API size_t tsafe_session_error_frame(tsafe_status st, const char *msg, uint8_t *out,
+                                           size_t cap);
 
 /* ------------------------------------------------------------- client */
 
@@ -192,6 +228,11 @@ typedef struct tsafe_session_client_opts {
     tsafe_sealed_opts sealed;  /* bits, rotate_after, semi_honest (sealed) */
     tsafe_dp_session *dp;      /* borrowed; sealed / plain releases */
     int allow_no_dp;           /* sealed: release u without noise */
+    /* The adapter to be served (borrowed until create; NULL: none): a
+     * SELECT frame naming it is queued first (WRITE), before the HELLO is
+     * read. A server of several adapters needs it; one of a single adapter
+     * checks it against its own. */
+    const char *adapter_id;
 } tsafe_session_client_opts;
 
 typedef struct tsafe_session_client tsafe_session_client;

@@ -28,6 +28,7 @@ static const char k_client_help[] =
     "                      [--mode sealed-private|sealed --semi-honest|plain-zero-moai]\n"
     "                      [--dp-eps E --dp-clip C [--dp-delta D] [--dp-budget EPS] | --no-dp]\n"
     "                      [--x-bits X --a-bits A --b-bits B] [--timeout S] [--json]\n"
+    "                      [--adapter-id ID]\n"
     "\n"
     "Two-party HE-LoRA client for 'tensafe serve' on 127.0.0.1:P. It makes fresh keys\n"
     "that never leave this process and, for each row of d_in float32 values, receives\n"
@@ -60,13 +61,16 @@ static const char k_client_help[] =
     "                 a server that follows the protocol (docs/THREAT_MODEL.md)\n"
     "  --x-bits X, --a-bits A, --b-bits B   (sealed modes) the server's widths, when it\n"
     "                 was started with them (the hello does not carry them)\n"
+    "  --adapter-id ID  the adapter to be served, of a server started with\n"
+    "                 --adapter ID=PKG (several adapters need it; docs/SERVING.md)\n"
     "  --timeout S    send/receive timeout (default 30 s)\n"
-    "  --json         one JSON summary on stdout (other lines: stderr)\n"
+    "  --json         one JSON summary on stdout (other lines: stderr), with each\n"
+    "                 row's wall time in ms (row_ms)\n"
     "'-' for X.f32 / D.f32: standard input / output.\n";
 
 typedef struct {
     uint32_t port, rows, x_bits, a_bits, b_bits;
-    const char *input, *output, *mode_name;
+    const char *input, *output, *mode_name, *adapter_id;
     double dp_eps, dp_clip, dp_delta, dp_budget, timeout;
     int port_seen, rows_seen, eps_seen, clip_seen, delta_seen, budget_seen, bits_seen;
     int dp, no_dp, json, semi_honest;
@@ -75,7 +79,8 @@ typedef struct {
 
 enum {
     O_PORT = 256, O_INPUT, O_ROWS, O_OUTPUT, O_DP_EPS, O_DP_CLIP, O_DP_DELTA, O_DP_BUDGET,
-    O_TIMEOUT, O_MODE, O_NO_DP, O_JSON, O_SEMI_HONEST, O_X_BITS, O_A_BITS, O_B_BITS
+    O_TIMEOUT, O_MODE, O_NO_DP, O_JSON, O_SEMI_HONEST, O_X_BITS, O_A_BITS, O_B_BITS,
+    O_ADAPTER_ID
 };
 
 static const struct option k_client_long[] = {
@@ -95,6 +100,7 @@ static const struct option k_client_long[] = {
     {"x-bits", required_argument, NULL, O_X_BITS},
     {"a-bits", required_argument, NULL, O_A_BITS},
     {"b-bits", required_argument, NULL, O_B_BITS},
+    {"adapter-id", required_argument, NULL, O_ADAPTER_ID},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
 
@@ -125,6 +131,7 @@ static int client_opt(void *ctx, int c, const char *v)
     case O_X_BITS: o->bits_seen = 1; return opts_value(n, "--x-bits", OPT_U32, v, &o->x_bits);
     case O_A_BITS: o->bits_seen = 1; return opts_value(n, "--a-bits", OPT_U32, v, &o->a_bits);
     case O_B_BITS: o->bits_seen = 1; return opts_value(n, "--b-bits", OPT_U32, v, &o->b_bits);
+    case O_ADAPTER_ID: o->adapter_id = v; return 0;
     }
     return 2;
 }
@@ -194,6 +201,7 @@ typedef struct {
     tsafe_session_client *s;
     tsafe_dp_session *dp;
     float *x, *out;
+    double *row_ms;
     size_t count, rows;
     uint32_t d_in, total_out;
     char what[4200];
@@ -300,11 +308,15 @@ static int client_open(client_run *R)
                     : o->mode == IO_MODE_PLAIN_ZERO_MOAI ? TSAFE_SESSION_PLAIN_ZERO_MOAI
                                                          : TSAFE_SESSION_SEALED_PRIVATE,
         .dp = R->dp,
-        .allow_no_dp = o->no_dp};
+        .allow_no_dp = o->no_dp,
+        .adapter_id = o->adapter_id};
     co.sealed = (tsafe_sealed_opts){.x_bits = o->x_bits, .a_bits = o->a_bits,
                                     .b_bits = o->b_bits,
                                     .semi_honest = o->mode == IO_MODE_SEALED};
     tsafe_status st = tsafe_session_client_create(&co, NULL, &R->s);
+    if (st == TSAFE_E_ARG && o->adapter_id)
+        return tool_usage("client: --adapter-id '%s': 1-%u printable bytes, no space",
+                          o->adapter_id, TSAFE_SESSION_MAX_ADAPTER_ID);
     if (st != TSAFE_OK)
         return tool_fail("client: session", st);
     if ((st = net_connect_local(o->port, o->timeout, &R->c.fd, R->what, sizeof R->what)) !=
@@ -336,6 +348,7 @@ static int client_tokens(client_run *R, double *ms)
     float *deltas[IO_MAX_MODULES];
     double t0 = tsafe_now_ms();
     for (size_t r = 0; r < R->rows; r++) {
+        double tr = tsafe_now_ms();
         float *o = R->out + r * R->total_out;
         for (size_t i = 0; i < n; i++) {
             const char *name;
@@ -352,6 +365,7 @@ static int client_tokens(client_run *R, double *ms)
                      tsafe_session_client_what(R->s));
             return tool_fail(R->what, st);
         }
+        R->row_ms[r] = tsafe_now_ms() - tr;
         io_progress("client: rows", r + 1, R->rows);
     }
     *ms = tsafe_now_ms() - t0;
@@ -402,12 +416,17 @@ static void print_summary(const client_run *R, double ms)
            R->rows == 1 ? "" : "s", ms / (double)R->rows, (double)R->c.bytes_out / 1024.0,
            (double)R->c.bytes_in / 1024.0, o->output ? ", deltas -> " : "",
            o->output ? o->output : "");
-    if (o->json)
-        io_json_emit(json_pack("{s:s, s:i, s:o, s:I, s:f, s:I, s:I, s:s?}", "mode",
+    if (o->json) {
+        json_t *row_ms = json_array();
+        for (size_t r = 0; r < R->rows; r++)
+            json_array_append_new(row_ms, json_real(R->row_ms[r]));
+        io_json_emit(json_pack("{s:s, s:i, s:o, s:I, s:f, s:o, s:I, s:I, s:s?, s:s?}", "mode",
                                o->mode_name, "port", (int)o->port, "modules", mods, "rows",
-                               (json_int_t)R->rows, "ms_per_row", ms / (double)R->rows,
-                               "bytes_sent", (json_int_t)R->c.bytes_out, "bytes_received",
-                               (json_int_t)R->c.bytes_in, "output", o->output));
+                               (json_int_t)R->rows, "ms_per_row", ms / (double)R->rows, "row_ms",
+                               row_ms, "bytes_sent", (json_int_t)R->c.bytes_out,
+                               "bytes_received", (json_int_t)R->c.bytes_in, "output", o->output,
+                               "adapter_id", o->adapter_id));
+    }
 }
 
 static int client_main(client_run *R)
@@ -424,7 +443,8 @@ static int client_main(client_run *R)
     if ((o->dp && (rc = client_dp(R)) != 0) || (rc = client_open(R)) != 0 ||
         (rc = client_rows(R)) != 0)
         return rc;
-    if (!(R->out = malloc(R->rows * R->total_out * sizeof *R->out)))
+    if (!(R->out = malloc(R->rows * R->total_out * sizeof *R->out)) ||
+        !(R->row_ms = calloc(R->rows, sizeof *R->row_ms)))
         return tool_fail("client", TSAFE_E_NOMEM);
     if ((rc = client_tokens(R, &ms)) != 0)
         return rc;
@@ -470,6 +490,7 @@ int cmd_client(int argc, char **argv)
         sodium_memzero(R.x, R.count * sizeof *R.x);
     free(R.x);
     free(R.out);
+    free(R.row_ms);
     tsafe_session_client_free(R.s);
     tsafe_dp_session_free(R.dp);
     return rc;

@@ -62,7 +62,7 @@ int net_listen_local(uint32_t port, uint16_t *bound, int *fd_out, char *what, si
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     struct sockaddr_in a = loopback(port);
     socklen_t al = sizeof a;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 16) != 0 ||
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, SOMAXCONN) != 0 ||
         getsockname(fd, (struct sockaddr *)&a, &al) != 0) {
         snprintf(what, cap, "listen on 127.0.0.1:%u: %s", port, strerror(errno));
         close(fd);

@@ -66,7 +66,7 @@ static unsigned drive(const machine *m, void *obj, const tsafe_session_transport
     for (;;) {
         unsigned w = m->wants(obj);
         if ((w & TSAFE_SESSION_WANT_WRITE) && flush(m, obj, t) != 0)
-            continue;
+            return m->wants(obj); /* the transport is gone: what is queued never goes */
         w = m->wants(obj);
         if (w & (stop | TSAFE_SESSION_DONE | TSAFE_SESSION_FAILED))
             return w;

@@ -34,8 +34,14 @@ tsafe_status tsafe_session_client_create(const tsafe_session_client_opts *opts,
     if (!c)
         return TSAFE_E_NOMEM;
     c->opts = *opts;
+    c->opts.adapter_id = NULL; /* borrowed until now */
     c->max_frame = tsafe_sess_session_max_frame(lim);
     c->out.bytes_out = &c->stats.bytes_out;
+    tsafe_status st = opts->adapter_id ? tsafe_sess_client_select(c, opts->adapter_id) : TSAFE_OK;
+    if (st != TSAFE_OK) {
+        tsafe_session_client_free(c);
+        return st;
+    }
     *out = c;
     return TSAFE_OK;
 }

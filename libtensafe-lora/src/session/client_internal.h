@@ -45,6 +45,8 @@ void tsafe_sess_client_keys_free(tsafe_session_client *c);
 tsafe_status tsafe_sess_client_token_start(tsafe_session_client *c, const float *x);
 /* The answer frame of the phase in c->in: the next message or the delta. */
 tsafe_status tsafe_sess_client_token_answer(tsafe_session_client *c);
+/* Queues the SELECT naming id (select.c); TSAFE_E_ARG for a bad id. */
+tsafe_status tsafe_sess_client_select(tsafe_session_client *c, const char *id);
 /* A step failed: an ERROR for the server (unless the transport or the
  * server ended it) and the session's description "<step>: <why>". */
 void tsafe_sess_client_failed(tsafe_session_client *c, tsafe_status st, const char *step);

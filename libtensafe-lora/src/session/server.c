@@ -13,6 +13,29 @@ static int sealed(const tsafe_session_server *s)
     return s->svc->opts.protocol != TSAFE_SESSION_PLAIN_ZERO_MOAI;
 }
 
+tsafe_status tsafe_sess_server_alloc(const tsafe_session_limits *lim, tsafe_session_server **out)
+{
+    tsafe_session_server *s = calloc(1, sizeof *s);
+    if (!s)
+        return TSAFE_E_NOMEM;
+    if (lim)
+        s->lim = *lim;
+    s->max_frame = tsafe_sess_session_max_frame(lim);
+    s->out.bytes_out = &s->stats.bytes_out;
+    *out = s;
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_sess_server_open(tsafe_session_server *s, const tsafe_session_service *svc)
+{
+    s->svc = svc;
+    tsafe_status st = sealed(s) ? tsafe_sess_server_sealed_open(s) : tsafe_sess_server_plain_open(s);
+    if (st == TSAFE_OK && svc->hello_len) /* the service's bytes outlive the session */
+        st = tsafe_sess_session_outbox_push(&s->out, TSAFE_FRAME_HELLO, NULL, 0, svc->hello_bytes,
+                                 svc->hello_len, NULL);
+    return st;
+}
+
 tsafe_status tsafe_session_server_create(const tsafe_session_service *svc,
                                          const tsafe_session_limits *lim,
                                          tsafe_session_server **out)
@@ -20,18 +43,12 @@ tsafe_status tsafe_session_server_create(const tsafe_session_service *svc,
     TSAFE_REQUIRE(out, TSAFE_E_NULL);
     *out = NULL;
     TSAFE_REQUIRE(svc, TSAFE_E_NULL);
-    tsafe_session_server *s = calloc(1, sizeof *s);
-    if (!s)
-        return TSAFE_E_NOMEM;
-    s->svc = svc;
-    if (lim)
-        s->lim = *lim;
-    s->max_frame = tsafe_sess_session_max_frame(lim);
-    s->out.bytes_out = &s->stats.bytes_out;
-    tsafe_status st = sealed(s) ? tsafe_sess_server_sealed_open(s) : tsafe_sess_server_plain_open(s);
-    if (st == TSAFE_OK && svc->hello_len) /* the service's bytes outlive the session */
-        st = tsafe_sess_session_outbox_push(&s->out, TSAFE_FRAME_HELLO, NULL, 0, svc->hello_bytes,
-                                 svc->hello_len, NULL);
+    tsafe_session_server *s = NULL;
+    tsafe_status st = tsafe_sess_server_alloc(lim, &s);
+    if (st == TSAFE_OK) {
+        s->select_ok = 1;
+        st = tsafe_sess_server_open(s, svc);
+    }
     if (st != TSAFE_OK) {
         tsafe_session_server_free(s);
         return st;
@@ -44,9 +61,9 @@ void tsafe_session_server_free(tsafe_session_server *s)
 {
     if (!s)
         return;
-    if (sealed(s))
+    if (s->svc && sealed(s))
         tsafe_sess_server_sealed_close(s);
-    else
+    else if (s->svc)
         tsafe_sess_server_plain_close(s);
     tsafe_sess_session_inbox_free(&s->in);
     tsafe_sess_session_outbox_free(&s->out);
@@ -80,11 +97,17 @@ static void server_frame(tsafe_session_server *s)
         char msg[SESSION_WHAT];
         tsafe_status st = tsafe_frame_error_get(s->in.body, s->in.len, msg, sizeof msg);
         tsafe_sess_session_fail(&s->end, &s->out, st, NULL, "client gave up: %s", msg);
+    } else if (s->in.kind == TSAFE_FRAME_SELECT) {
+        tsafe_sess_server_select(s);
+    } else if (!s->svc) {
+        tsafe_sess_server_unexpected(s, "SELECT (this server serves several adapters)");
     } else if (sealed(s)) {
         tsafe_sess_server_sealed_frame(s);
     } else {
         tsafe_sess_server_plain_frame(s);
     }
+    if (s->in.kind != TSAFE_FRAME_SELECT)
+        s->select_ok = 0; /* a SELECT comes first or not at all */
     if (!s->work) /* handled now; a round keeps it until work() */
         tsafe_sess_session_inbox_release(&s->in);
 }
@@ -95,7 +118,7 @@ int tsafe_sess_session_server_accepting(const tsafe_session_server *s)
      * sent (sealed: up to two, room kept for an ERROR; plain: none, its
      * answers are the session's buffers, rewritten by the next token); the
      * rest of a frame already begun is always taken */
-    size_t max_out = sealed(s) ? OUTBOX_SLOTS - 1 : 1;
+    size_t max_out = s->svc && sealed(s) ? OUTBOX_SLOTS - 1 : 1;
     return !s->end.failed && !s->end.done &&
            (s->work == WORK_NONE || s->work == WORK_PREPARE) &&
            (s->in.hdr_got || s->out.count < max_out);

@@ -15,7 +15,10 @@ typedef enum {
 } server_work;
 
 struct tsafe_session_server {
-    const tsafe_session_service *svc;
+    const tsafe_session_service *svc; /* NULL until a SELECT chose one */
+    const tsafe_session_service *const *choices; /* several: the host's */
+    size_t n_choices;
+    int select_ok; /* a SELECT may still come (nothing else came yet) */
     tsafe_session_limits lim;
     uint32_t max_frame;
     session_inbox in;
@@ -53,6 +56,12 @@ void tsafe_sess_server_plain_close(tsafe_session_server *s);
 /* The limit check before a token's first round: 1 when the token may run,
  * else the session ended (DONE) with an ERROR for the peer. */
 int tsafe_sess_server_token_allowed(tsafe_session_server *s);
+/* A zeroed session with its limits; then open serves svc: the
+ * protocol's state and the queued HELLO (server.c). */
+tsafe_status tsafe_sess_server_alloc(const tsafe_session_limits *lim, tsafe_session_server **out);
+tsafe_status tsafe_sess_server_open(tsafe_session_server *s, const tsafe_session_service *svc);
+/* The SELECT frame in s->in (select.c). */
+void tsafe_sess_server_select(tsafe_session_server *s);
 /* A frame that is not expected now (nor ERROR, nor BYE). */
 void tsafe_sess_server_unexpected(tsafe_session_server *s, const char *want);
 

@@ -109,10 +109,14 @@ tsafe_status tsafe_session_service_create(const tsafe_session_service_opts *opts
     TSAFE_REQUIRE(sealed_protocol(opts->protocol) ||
                       opts->protocol == TSAFE_SESSION_PLAIN_ZERO_MOAI, TSAFE_E_ARG);
     TSAFE_REQUIRE(sealed_protocol(opts->protocol) || opts->plain_plan, TSAFE_E_NULL);
+    size_t id_len = opts->adapter_id ? strlen(opts->adapter_id) : 0;
+    TSAFE_REQUIRE(!id_len || tsafe_sess_adapter_id_ok(opts->adapter_id, id_len), TSAFE_E_ARG);
     tsafe_session_service *s = calloc(1, sizeof *s);
     if (!s)
         return TSAFE_E_NOMEM;
     s->opts = *opts;
+    memcpy(s->adapter_id, opts->adapter_id ? opts->adapter_id : "", id_len + 1);
+    s->opts.adapter_id = s->adapter_id;
     s->opts.plain_plan = NULL; /* copied into hello.plan */
     pthread_mutex_init(&s->plain_lock, NULL);
     tsafe_status st = service_shapes(s, modules, n);

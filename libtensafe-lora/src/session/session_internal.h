@@ -124,7 +124,12 @@ struct tsafe_session_service {
     tsafe_lora_site **psite;        /* plain: one per module */
     size_t plain_resp;              /* plain: response bytes (every token) */
     pthread_mutex_t plain_lock;     /* plain: work() of its sessions */
+    char adapter_id[TSAFE_SESSION_MAX_ADAPTER_ID + 1]; /* "" when none */
 };
+
+/* 1 when id[0..len) is an adapter id (1..TSAFE_SESSION_MAX_ADAPTER_ID
+ * bytes 0x21..0x7e). select.c. */
+int tsafe_sess_adapter_id_ok(const char *id, size_t len);
 
 /* --------------------------------------------------- session errors */
 

@@ -9,7 +9,7 @@ const char *tsafe_frame_kind_name(int k)
 {
     static const char *const n[] = {"?",     "HELLO",  "REQUEST", "RESPONSE",  "UPRIME",
                                     "DELTA", "BYE",    "ERROR",   "SHELLO",    "QUERY",
-                                    "RESPONSE1", "SHARE", "FINAL"};
+                                    "RESPONSE1", "SHARE", "FINAL", "SELECT"};
     return k >= 1 && k <= TSAFE_FRAME_LAST ? n[k] : "unknown";
 }
 
