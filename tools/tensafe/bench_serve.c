@@ -1,0 +1,303 @@
+/* `tensafe bench serve`: the server side of many sessions at once. K
+ * client/server session pairs in this process (in-memory transport, the
+ * bytes of every message), tokens of up to 28 sites each (a 28-module
+ * layer group), all pending steps of a batch run by one
+ * tsafe_session_server_work_batch call per round; only those calls are
+ * timed. Per batch size (sites of all sessions together): sites/s and the
+ * p50 / p99 of a token's server time (the batch calls it went through:
+ * round 1, the round-2 preparation, round 2). On the CPU backend with one
+ * thread and with every core (a pool shared by the batch and the backend),
+ * and on CUDA when there is a device. Also: one 28-site token in one call
+ * against 28 one-site tokens, one call each. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "commands.h"
+#include "io.h"
+#include "tensafe/backend.h"
+#include "tensafe/cpu_pool.h"
+#include "tensafe/lora_session.h"
+
+#define SERVE_GROUP 28u /* sites of one token: a layer group */
+
+typedef struct {
+    tsafe_session_server *s;
+    tsafe_session_client *c;
+} serve_pair;
+
+typedef struct {
+    uint32_t d, rank;
+    tsafe_session_protocol proto;
+    const tsafe_backend_factory *factory;
+    tsafe_cpu_pool *pool;
+    tsafe_session_service *svc;
+    serve_pair *pair;
+    tsafe_session_server **srv;
+    size_t n_pairs;
+    float *A, *B, *x, *delta; /* modules' weights, the input, the outputs */
+} serve_bench;
+
+/* Moves what is queued between the ends of p (the client's crypto runs in
+ * its feed); 1 when something moved. */
+static int move_bytes(serve_pair *p)
+{
+    int moved = 0;
+    const uint8_t *d;
+    size_t n, used;
+    tsafe_session_client_output(p->c, &d, &n);
+    if (n && tsafe_session_server_feed(p->s, d, n, &used) == TSAFE_OK && used) {
+        tsafe_session_client_sent(p->c, used);
+        moved = 1;
+    }
+    tsafe_session_server_output(p->s, &d, &n);
+    if (n && tsafe_session_client_feed(p->c, d, n, &used) == TSAFE_OK && used) {
+        tsafe_session_server_sent(p->s, used);
+        moved = 1;
+    }
+    return moved;
+}
+
+/* Until nothing moves: bytes, and the batch's pending server steps in one
+ * call each time (timed, into *server_us). 0, or -1 when a session failed. */
+static int drive(serve_bench *b, size_t k, double *server_us)
+{
+    for (int moved = 1; moved;) {
+        moved = 0;
+        for (size_t i = 0; i < k; i++)
+            while (move_bytes(&b->pair[i]))
+                moved = 1;
+        int work = 0;
+        for (size_t i = 0; i < k && !work; i++)
+            work = (tsafe_session_server_wants(b->srv[i]) & TSAFE_SESSION_WANT_WORK) != 0;
+        if (work) {
+            double t0 = bench_now_us();
+            if (tsafe_session_server_work_batch(b->srv, k, b->pool) != TSAFE_OK)
+                return -1;
+            *server_us += bench_now_us() - t0;
+            moved = 1;
+        }
+    }
+    for (size_t i = 0; i < k; i++)
+        if ((tsafe_session_client_wants(b->pair[i].c) |
+             tsafe_session_server_wants(b->srv[i])) & TSAFE_SESSION_FAILED)
+            return -1;
+    return 0;
+}
+
+/* One token of `sites` sites on each of the first k sessions (the last
+ * takes the remainder of total); the server time of its batch calls. */
+static int batch_token(serve_bench *b, size_t total, double *server_us)
+{
+    size_t k = (total + SERVE_GROUP - 1) / SERVE_GROUP;
+    uint32_t mods[SERVE_GROUP];
+    for (uint32_t m = 0; m < SERVE_GROUP; m++)
+        mods[m] = m;
+    for (size_t i = 0; i < k; i++) {
+        size_t n = total - i * SERVE_GROUP < SERVE_GROUP ? total - i * SERVE_GROUP : SERVE_GROUP;
+        float *out[SERVE_GROUP];
+        for (size_t m = 0; m < n; m++)
+            out[m] = b->delta + m * b->d;
+        if (tsafe_session_client_submit(b->pair[i].c, mods, n, b->x, out) != TSAFE_OK)
+            return -1;
+    }
+    *server_us = 0;
+    return drive(b, k, server_us);
+}
+
+static void serve_free(serve_bench *b)
+{
+    for (size_t i = 0; i < b->n_pairs; i++) {
+        tsafe_session_server_free(b->pair[i].s);
+        tsafe_session_client_free(b->pair[i].c);
+    }
+    free(b->pair);
+    free(b->srv);
+    tsafe_session_service_free(b->svc);
+    free(b->A);
+    free(b->B);
+    free(b->x);
+    free(b->delta);
+    memset(b, 0, sizeof *b);
+}
+
+static tsafe_status make_service(serve_bench *b)
+{
+    uint32_t d = b->d, r = b->rank;
+    b->A = malloc((size_t)SERVE_GROUP * r * d * sizeof *b->A);
+    b->B = malloc((size_t)SERVE_GROUP * d * r * sizeof *b->B);
+    b->x = malloc(d * sizeof *b->x);
+    b->delta = malloc((size_t)SERVE_GROUP * d * sizeof *b->delta);
+    if (!b->A || !b->B || !b->x || !b->delta)
+        return TSAFE_E_NOMEM;
+    unsigned seed = 2048;
+    for (size_t i = 0; i < (size_t)SERVE_GROUP * r * d; i++) {
+        b->A[i] = (float)(rand_r(&seed) / (double)RAND_MAX - 0.5) * 0.1f;
+        b->B[i] = (float)(rand_r(&seed) / (double)RAND_MAX - 0.5) * 0.1f;
+    }
+    for (uint32_t i = 0; i < d; i++)
+        b->x[i] = (float)sin(0.37 * i);
+    tsafe_session_module mod[SERVE_GROUP];
+    char names[SERVE_GROUP][16];
+    for (uint32_t m = 0; m < SERVE_GROUP; m++) {
+        snprintf(names[m], sizeof names[m], "site.%u", m);
+        mod[m] = (tsafe_session_module){names[m], b->A + (size_t)m * r * d,
+                                        b->B + (size_t)m * d * r, d, r, d, 1.0f};
+    }
+    tsafe_session_service_opts so = {.protocol = b->proto, .per_query = 1,
+                                     .backend = b->factory};
+    so.sealed.semi_honest = b->proto == TSAFE_SESSION_SEALED;
+    return tsafe_session_service_create(&so, mod, SERVE_GROUP, &b->svc);
+}
+
+/* The service and n_pairs connected session pairs (hello read). */
+static tsafe_status serve_open(serve_bench *b, size_t n_pairs)
+{
+    tsafe_status st = make_service(b);
+    b->pair = calloc(n_pairs, sizeof *b->pair);
+    b->srv = calloc(n_pairs, sizeof *b->srv);
+    if (st == TSAFE_OK && (!b->pair || !b->srv))
+        st = TSAFE_E_NOMEM;
+    tsafe_session_client_opts co = {.protocol = b->proto, .per_query = 1,
+                                    .allow_no_dp = b->proto == TSAFE_SESSION_SEALED};
+    co.sealed.semi_honest = b->proto == TSAFE_SESSION_SEALED;
+    for (size_t i = 0; i < n_pairs && st == TSAFE_OK; i++, b->n_pairs++) {
+        st = tsafe_session_server_create(b->svc, NULL, &b->pair[i].s);
+        if (st == TSAFE_OK)
+            st = tsafe_session_client_create(&co, NULL, &b->pair[i].c);
+        b->srv[i] = b->pair[i].s;
+        while (st == TSAFE_OK && move_bytes(&b->pair[i]))
+            ;
+        if (st == TSAFE_OK && !(tsafe_session_client_wants(b->pair[i].c) & TSAFE_SESSION_READY))
+            st = TSAFE_E_STATE;
+    }
+    return st;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* The q-quantile (nearest rank) of v[0..n), sorted in place. */
+static double quantile(double *v, int n, double q)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    int i = (int)ceil(q * n) - 1;
+    return v[i < 0 ? 0 : i >= n ? n - 1 : i];
+}
+
+/* Batch sizes: sites of all sessions in one batch. */
+static const size_t k_sizes[] = {1, 28, 224, 1344, 4096};
+
+static int reps_for(size_t sites, int quick)
+{
+    if (quick)
+        return 2;
+    return sites <= 1 ? 21 : sites <= 28 ? 11 : sites <= 224 ? 5 : 3;
+}
+
+static int serve_sizes(bench_report *r, serve_bench *b, const char *label, int quick)
+{
+    size_t n_sizes = quick ? 2 : sizeof k_sizes / sizeof *k_sizes;
+    char params[128], note[160];
+    for (size_t z = 0; z < n_sizes; z++) {
+        size_t sites = k_sizes[z];
+        int reps = reps_for(sites, quick);
+        double t[32], warm;
+        if (batch_token(b, sites, &warm) != 0) /* untimed: first-use caches */
+            return -1;
+        for (int i = 0; i < reps; i++)
+            if (batch_token(b, sites, &t[i]) != 0)
+                return -1;
+        double p50 = quantile(t, reps, 0.5), p99 = quantile(t, reps, 0.99);
+        snprintf(params, sizeof params, "%s, d=%u r=%u, batch %zu site(s), %zu session(s)",
+                 label, b->d, b->rank, sites, (sites + SERVE_GROUP - 1) / SERVE_GROUP);
+        snprintf(note, sizeof note, "%.0f sites/s; token p50 %.2f ms, p99 %.2f ms (%d reps)",
+                 sites / (p50 * 1e-6), p50 / 1e3, p99 / 1e3, reps);
+        bench_report_add(r, "serve", tsafe_session_protocol_name(b->proto), params, p50, note);
+    }
+    return 0;
+}
+
+/* One 28-site token in one call against 28 one-site tokens (one session). */
+static int serve_ratio(bench_report *r, serve_bench *b, const char *label, int quick)
+{
+    int reps = quick ? 2 : 7;
+    double one[16], many[16], x;
+    if (batch_token(b, SERVE_GROUP, &x) != 0 || batch_token(b, 1, &x) != 0)
+        return -1;
+    for (int i = 0; i < reps; i++) {
+        if (batch_token(b, SERVE_GROUP, &one[i]) != 0)
+            return -1;
+        many[i] = 0;
+        for (uint32_t s = 0; s < SERVE_GROUP; s++) {
+            if (batch_token(b, 1, &x) != 0)
+                return -1;
+            many[i] += x;
+        }
+    }
+    double a = bench_median_of(one, reps), m = bench_median_of(many, reps);
+    char params[128], note[96];
+    snprintf(params, sizeof params, "%s, d=%u r=%u: 28-site token / 28 one-site tokens", label,
+             b->d, b->rank);
+    snprintf(note, sizeof note, "%.3f (%.2f ms / %.2f ms)", a / m, a / 1e3, m / 1e3);
+    bench_report_add(r, "serve", tsafe_session_protocol_name(b->proto), params, a, note);
+    return 0;
+}
+
+static int serve_case(bench_report *r, tsafe_session_protocol proto,
+                      const tsafe_backend_factory *f, tsafe_cpu_pool *pool,
+                      const char *label, int quick)
+{
+    size_t most = quick ? 1 : (k_sizes[4] + SERVE_GROUP - 1) / SERVE_GROUP;
+    serve_bench b = {.d = 2048, .rank = 32, .proto = proto, .factory = f, .pool = pool};
+    tsafe_status st = serve_open(&b, most);
+    int rc = st == TSAFE_OK ? 0 : tool_fail("bench serve: setup", st);
+    if (!rc && serve_sizes(r, &b, label, quick) != 0)
+        rc = tool_fail("bench serve: a session failed", TSAFE_E_STATE);
+    if (!rc && serve_ratio(r, &b, label, quick) != 0)
+        rc = tool_fail("bench serve: a session failed", TSAFE_E_STATE);
+    serve_free(&b);
+    return rc;
+}
+
+/* CPU with one thread and with a pool of every core; both modes. */
+static int serve_cpu(bench_report *r, int quick)
+{
+    tsafe_cpu_pool *all = NULL;
+    tsafe_status st = tsafe_cpu_pool_create(0, &all);
+    if (st != TSAFE_OK)
+        return tool_fail("bench serve: pool", st);
+    tsafe_backend_factory pooled;
+    st = tsafe_backend_cpu_factory_pool(all, &pooled);
+    char label[64];
+    snprintf(label, sizeof label, "cpu, %u threads", tsafe_cpu_pool_threads(all));
+    const tsafe_session_protocol modes[2] = {TSAFE_SESSION_SEALED,
+                                             TSAFE_SESSION_SEALED_PRIVATE};
+    int rc = st == TSAFE_OK ? 0 : tool_fail("bench serve: pool", st);
+    for (int m = 0; m < 2 && !rc; m++) {
+        rc = serve_case(r, modes[m], tsafe_backend_cpu_factory(), NULL, "cpu, 1 thread", quick);
+        if (!rc)
+            rc = serve_case(r, modes[m], &pooled, all, label, quick);
+    }
+    tsafe_cpu_pool_free(all);
+    return rc;
+}
+
+int bench_serve(bench_report *r, int quick)
+{
+    int rc = serve_cpu(r, quick);
+    const tsafe_backend_factory *cuda = NULL;
+    char what[256];
+    if (!rc && io_backend_factory("cuda", &cuda, what, sizeof what) == TSAFE_OK) {
+        rc = serve_case(r, TSAFE_SESSION_SEALED, cuda, NULL, "cuda", quick);
+        if (!rc)
+            rc = serve_case(r, TSAFE_SESSION_SEALED_PRIVATE, cuda, NULL, "cuda", quick);
+    } else if (!rc)
+        bench_report_add_value(r, "serve", "cuda skipped", what, 0, "devices");
+    return rc;
+}
