@@ -37,6 +37,10 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cpu_pool_create(unsigned threads,
 TSAFE_API void tsafe_cpu_pool_free(tsafe_cpu_pool *pool);
 /* The thread count (the caller included); 1 for NULL. */
 TSAFE_API unsigned tsafe_cpu_pool_threads(const tsafe_cpu_pool *pool);
+/* The threads a run() from this thread would use now: the pool's count,
+ * or 1 inside a task (nested runs go in line) and for NULL. Lets a caller
+ * skip setting up per-thread state that a nested call would not use. */
+TSAFE_API unsigned tsafe_cpu_pool_available(const tsafe_cpu_pool *pool);
 /* Calls fn(arg, i) once for every i in [0, n), spread over the pool's
  * threads, and returns when all are done. The calls may run in any order
  * and at the same time: they must not depend on each other. pool NULL (or

@@ -123,6 +123,13 @@ typedef struct tsafe_session_service_opts {
     const tsafe_lora_plan *plain_plan;
     /* Where the ring work runs (NULL: CPU); must outlive the service. */
     const tsafe_backend_factory *backend;
+    /* Threads for the sessions' ring work (NULL: one; borrowed, must
+     * outlive the service): a sealed round seals its blocks on them
+     * (tsafe_sealed_server_use_pool) and, with backend NULL, the CPU
+     * backends split their batched products over them
+     * (tsafe_backend_cpu_factory_pool). Give the same pool to
+     * tsafe_session_server_work_batch. Same bytes as without. */
+    tsafe_cpu_pool *pool;
 } tsafe_session_service_opts;
 
 typedef struct tsafe_session_service tsafe_session_service;

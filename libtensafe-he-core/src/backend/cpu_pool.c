@@ -120,6 +120,11 @@ unsigned tsafe_cpu_pool_threads(const tsafe_cpu_pool *p)
     return p ? p->threads : 1;
 }
 
+unsigned tsafe_cpu_pool_available(const tsafe_cpu_pool *p)
+{
+    return p && !t_in_task ? p->started + 1 : 1;
+}
+
 void tsafe_cpu_pool_run(tsafe_cpu_pool *p, size_t n, void (*fn)(void *, size_t), void *arg)
 {
     if (!fn || n == 0)

@@ -86,7 +86,7 @@ static tsafe_status draw_round_masks(tsafe_sealed_server *s,
 }
 
 /* Response 1 from the products in s->accs: per block the masks, then the
- * sealing. Returns the number of blocks sealed in *seals. */
+ * sealing (queued, run together at the end). Returns the number of blocks sealed in *seals. */
 static tsafe_status write_response1(tsafe_sealed_server *s,
                                     const tsafe_sealed_site *const *sites, size_t n_sites,
                                     tsafe_wbuf *w, size_t *seals)
@@ -110,7 +110,9 @@ static tsafe_status write_response1(tsafe_sealed_server *s,
         R += sites[i]->rank;
     }
     *seals = j;
-    return st == TSAFE_OK && w->failed ? TSAFE_E_NOMEM : st;
+    /* the sealings queued above, at once (over the pool's threads) */
+    tsafe_status fs = tsafe_sealed_server_seal_flush(s, w);
+    return st != TSAFE_OK ? st : fs;
 }
 
 static tsafe_status round1(tsafe_sealed_server *s, const tsafe_sealed_site *const *sites,

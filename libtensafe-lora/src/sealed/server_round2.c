@@ -128,9 +128,12 @@ static tsafe_status round2_products(tsafe_sealed_server *s, const tsafe_sealed_s
 {
     const tsafe_sealed_layout *l = &site->l2;
     size_t nb = l->n_blocks, nc = l->n_chunks;
-    tsafe_status st = tsafe_sealed_pool_reserve(s->be2, &s->accs2, &s->n_accs2, nb, 2);
+    /* the token's earlier blocks keep theirs until their queued sealings */
+    size_t acc0 = s->sealq.n;
+    tsafe_status st = tsafe_sealed_pool_reserve(s->be2, &s->accs2, &s->n_accs2, acc0 + nb, 2);
     if (st != TSAFE_OK)
         return st;
+    tsafe_buffer **acc = s->accs2 + acc0;
     tsafe_backend_mac *job = malloc(nb * sizeof *job);
     const tsafe_buffer **terms = malloc(2 * nb * 2 * nc * sizeof *terms);
     if (!job || !terms) {
@@ -150,7 +153,7 @@ static tsafe_status round2_products(tsafe_sealed_server *s, const tsafe_sealed_s
             a[k] = s->zb[nc + c];
             w[k] = s->band[used++];
         }
-        job[b] = (tsafe_backend_mac){s->accs2[b], k, a, w, 1};
+        job[b] = (tsafe_backend_mac){acc[b], k, a, w, 1};
     }
     st = tsafe_backend_mul_acc(s->be2, job, nb);
     free(job);
@@ -228,10 +231,11 @@ static tsafe_status round2_site(tsafe_sealed_server *s, const tsafe_sealed_site 
         st = round2_products(s, site, ops, prepared ? s->pfirst[i] : 0);
     *prod_us += tsafe_lora_now_us() - p0;
     uint32_t flood2 = tsafe_sealed_flood2(&s->plan);
+    size_t acc0 = s->sealq.n; /* round2_products used accs2[acc0 ..] */
     for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++) {
         tsafe_sealed_round2_masks(&s->plan, site, b, C, s->noise, s->mask);
-        st = tsafe_sealed_server_seal(s, s->c2, s->sealer2, s->accs2[b], s->pkb2, s->res2, l,
-                                      b, flood2, w);
+        st = tsafe_sealed_server_seal(s, s->c2, s->sealer2, s->accs2[acc0 + b], s->pkb2,
+                                      s->res2, l, b, flood2, w);
     }
     return st;
 }
@@ -255,6 +259,8 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
     uint8_t band_here[1024];
     for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++)
         st = round2_site(s, sites[i], i, prepared, r, w, prod_us, band_here, C_here);
+    tsafe_status fs = tsafe_sealed_server_seal_flush(s, w); /* the queued sealings */
+    st = st != TSAFE_OK ? st : fs;
     sodium_memzero(C_here, sizeof C_here);
     sodium_memzero(band_here, sizeof band_here);
     return st;

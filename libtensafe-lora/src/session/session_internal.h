@@ -124,6 +124,7 @@ struct tsafe_session_service {
     tsafe_lora_site **psite;        /* plain: one per module */
     size_t plain_resp;              /* plain: response bytes (every token) */
     pthread_mutex_t plain_lock;     /* plain: work() of its sessions */
+    tsafe_backend_factory pooled;   /* opts.pool without opts.backend */
 };
 
 /* --------------------------------------------------- session errors */
