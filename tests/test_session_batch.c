@@ -287,6 +287,60 @@ static void test_batch_args(void **state)
     fixture_free(&f);
 }
 
+/* A token of more sites than the server's operand cache holds (64): the
+ * first sites' operands must not be evicted before their products (they
+ * were, on 2b82b56: wrong deltas for the first sites, no error). */
+static void test_many_sites_one_token(void **state)
+{
+    (void)state;
+    enum { N = 70, R = 4, O = 16 };
+    tsafe_session_module m[N];
+    char name[N][16];
+    float *A[N], *B[N];
+    for (int k = 0; k < N; k++) {
+        snprintf(name[k], sizeof name[k], "m%d", k);
+        A[k] = tsafe_test_rand_floats((size_t)R * D, 0.05);
+        B[k] = tsafe_test_rand_floats((size_t)O * R, 0.05);
+        m[k] = (tsafe_session_module){name[k], A[k], B[k], D, R, O, 1.0f};
+    }
+    const tsafe_session_protocol modes[2] = {TSAFE_SESSION_SEALED,
+                                             TSAFE_SESSION_SEALED_PRIVATE};
+    float *x = tsafe_test_rand_floats(D, 1.0);
+    for (int p = 0; p < 2; p++) {
+        tsafe_session_service_opts so = {.protocol = modes[p]};
+        so.sealed.semi_honest = modes[p] == TSAFE_SESSION_SEALED;
+        tsafe_session_service *svc = NULL;
+        assert_int_equal(tsafe_session_service_create(&so, m, N, &svc), TSAFE_OK);
+        tsafe_session_server *s = NULL;
+        tsafe_session_client *c = NULL;
+        tsafe_session_client_opts co = {.protocol = modes[p],
+                                        .allow_no_dp = modes[p] == TSAFE_SESSION_SEALED};
+        co.sealed = so.sealed;
+        assert_int_equal(tsafe_session_server_create(svc, NULL, &s), TSAFE_OK);
+        assert_int_equal(tsafe_session_client_create(&co, NULL, &c), TSAFE_OK);
+        assert_int_equal(tsafe_session_pump(s, c), TSAFE_OK);
+        static float delta[N][O];
+        float *out[N];
+        for (int k = 0; k < N; k++)
+            out[k] = delta[k];
+        assert_int_equal(tsafe_session_client_submit(c, NULL, 0, x, out), TSAFE_OK);
+        assert_int_equal(tsafe_session_pump(s, c), TSAFE_OK);
+        for (int k = 0; k < N; k++) {
+            double want[O];
+            tsafe_test_ref_delta(A[k], B[k], x, R, D, O, 1.0f, want);
+            assert_true(tsafe_test_rel_l2(delta[k], want, O) < 0.05);
+        }
+        tsafe_session_server_free(s);
+        tsafe_session_client_free(c);
+        tsafe_session_service_free(svc);
+    }
+    free(x);
+    for (int k = 0; k < N; k++) {
+        free(A[k]);
+        free(B[k]);
+    }
+}
+
 int main(void)
 {
     tsafe_test_rng_init("session_batch");
@@ -295,6 +349,7 @@ int main(void)
         cmocka_unit_test(test_batch_sealed_private),
         cmocka_unit_test(test_batch_plain),
         cmocka_unit_test(test_batch_args),
+        cmocka_unit_test(test_many_sites_one_token),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
