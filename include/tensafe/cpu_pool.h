@@ -7,10 +7,11 @@
  * variable between batches (no spinning); free joins them.
  *
  * Thread safety: a pool is shared by any number of threads. One batch
- * runs on it at a time: a run() from another thread waits for the running
- * one; a run() from inside a task (a task of a pool, any pool) runs its
- * tasks in line on the calling thread, so nesting never deadlocks and
- * never oversubscribes the cores.
+ * runs on it at a time: a run() from another thread while one runs, and
+ * a run() from inside a task (of any pool), run their tasks in line on
+ * the calling thread. A run() never waits for the pool, so a caller may
+ * hold locks, nesting never deadlocks, and the workers never take more
+ * than the pool's threads.
  * Ownership: the pool must outlive every backend and call that uses it. */
 #ifndef TENSAFE_CPU_POOL_H
 #define TENSAFE_CPU_POOL_H
@@ -43,8 +44,9 @@ TSAFE_API unsigned tsafe_cpu_pool_threads(const tsafe_cpu_pool *pool);
 TSAFE_API unsigned tsafe_cpu_pool_available(const tsafe_cpu_pool *pool);
 /* Calls fn(arg, i) once for every i in [0, n), spread over the pool's
  * threads, and returns when all are done. The calls may run in any order
- * and at the same time: they must not depend on each other. pool NULL (or
- * one thread, or a call from inside a task) runs them in order here. */
+ * and at the same time: they must not depend on each other. pool NULL,
+ * one thread, a call from inside a task or while another thread's batch
+ * runs: in order here. */
 TSAFE_API void tsafe_cpu_pool_run(tsafe_cpu_pool *pool, size_t n,
                                   void (*fn)(void *arg, size_t i), void *arg);
 

@@ -14,7 +14,7 @@ struct tsafe_cpu_pool {
     unsigned threads;
     pthread_t *tid;      /* threads - 1 workers */
     unsigned started;
-    pthread_mutex_t run; /* one batch at a time */
+    pthread_mutex_t run; /* one batch at a time (try-locked) */
     pthread_mutex_t m;   /* guards everything below but `next` */
     pthread_cond_t go, done;
     unsigned long gen;   /* batch number: a change wakes the workers */
@@ -129,12 +129,14 @@ void tsafe_cpu_pool_run(tsafe_cpu_pool *p, size_t n, void (*fn)(void *, size_t),
 {
     if (!fn || n == 0)
         return;
-    if (!p || p->started == 0 || n == 1 || t_in_task) {
+    /* in line: no workers, one task, nested, or the pool busy with
+     * another thread's batch (never waiting for it: a caller may hold a
+     * lock that a task of that batch needs) */
+    if (!p || p->started == 0 || n == 1 || t_in_task || pthread_mutex_trylock(&p->run) != 0) {
         for (size_t i = 0; i < n; i++)
             fn(arg, i);
         return;
     }
-    pthread_mutex_lock(&p->run);
     pthread_mutex_lock(&p->m);
     p->fn = fn;
     p->arg = arg;
