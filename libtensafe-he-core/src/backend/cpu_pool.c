@@ -1,44 +1,67 @@
 /* The worker pool (tensafe/cpu_pool.h). A batch is (fn, arg, n); tasks are
- * claimed with an atomic counter by the workers and the caller alike, so
- * an uneven batch balances itself. Workers sleep on a condition variable
+ * claimed by the workers and the caller alike from one atomic word that
+ * holds the batch's number beside the next task index, so a worker that
+ * wakes late (the cores busy elsewhere) claims nothing of a batch that
+ * ended or of the next one with stale arguments. The caller waits for
+ * the tasks to be done, never for idle workers to wake up: on a loaded
+ * machine it does the whole batch itself rather than wait for a thread
+ * the scheduler has not run. Workers sleep on a condition variable
  * between batches: an idle pool costs nothing. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "tensafe/cpu_pool.h"
 #include "tsafe_check.h"
 
+#define IDX_BITS 40 /* task index bits of `claim`; the batch number above */
+#define IDX_MASK ((UINT64_C(1) << IDX_BITS) - 1)
+
 struct tsafe_cpu_pool {
     unsigned threads;
     pthread_t *tid;      /* threads - 1 workers */
     unsigned started;
     pthread_mutex_t run; /* one batch at a time (try-locked) */
-    pthread_mutex_t m;   /* guards everything below but `next` */
-    pthread_cond_t go, done;
-    unsigned long gen;   /* batch number: a change wakes the workers */
+    pthread_mutex_t m;   /* guards gen, stop, fn, arg, n; done's signal */
+    pthread_cond_t go, done_cv;
+    uint64_t gen;        /* batch number: a change wakes the workers */
     int stop;
     void (*fn)(void *, size_t);
     void *arg;
     size_t n;
-    atomic_size_t next;  /* the next unclaimed task */
-    unsigned busy;       /* workers not yet finished with this batch */
+    _Atomic uint64_t claim; /* gen << IDX_BITS | next unclaimed task */
+    atomic_size_t done;     /* tasks of this batch finished */
 };
 
 /* Set on the threads while they run tasks: a nested run() goes in line. */
 static _Thread_local int t_in_task;
 
-static void drain(tsafe_cpu_pool *p, void (*fn)(void *, size_t), void *arg, size_t n)
+/* Claims and runs tasks of batch gen until none is left. */
+static void drain(tsafe_cpu_pool *p, uint64_t gen, void (*fn)(void *, size_t), void *arg,
+                  size_t n)
 {
-    for (size_t i; (i = atomic_fetch_add(&p->next, 1)) < n;)
-        fn(arg, i);
+    uint64_t v = atomic_load(&p->claim);
+    for (;;) {
+        if (v >> IDX_BITS != (gen & (UINT64_MAX >> IDX_BITS)) || (v & IDX_MASK) >= n)
+            return;
+        if (!atomic_compare_exchange_weak(&p->claim, &v, v + 1))
+            continue; /* v reloaded */
+        fn(arg, (size_t)(v & IDX_MASK));
+        if (atomic_fetch_add(&p->done, 1) + 1 == n) {
+            pthread_mutex_lock(&p->m);
+            pthread_cond_signal(&p->done_cv);
+            pthread_mutex_unlock(&p->m);
+        }
+        v = atomic_load(&p->claim);
+    }
 }
 
 static void *worker(void *vp)
 {
     tsafe_cpu_pool *p = vp;
-    unsigned long seen = 0;
+    uint64_t seen = 0;
     t_in_task = 1;
     pthread_mutex_lock(&p->m);
     for (;;) {
@@ -51,10 +74,8 @@ static void *worker(void *vp)
         void *arg = p->arg;
         size_t n = p->n;
         pthread_mutex_unlock(&p->m);
-        drain(p, fn, arg, n);
+        drain(p, seen, fn, arg, n);
         pthread_mutex_lock(&p->m);
-        if (--p->busy == 0)
-            pthread_cond_signal(&p->done);
     }
     pthread_mutex_unlock(&p->m);
     return NULL;
@@ -71,7 +92,7 @@ void tsafe_cpu_pool_free(tsafe_cpu_pool *p)
     for (unsigned i = 0; i < p->started; i++)
         pthread_join(p->tid[i], NULL);
     pthread_cond_destroy(&p->go);
-    pthread_cond_destroy(&p->done);
+    pthread_cond_destroy(&p->done_cv);
     pthread_mutex_destroy(&p->m);
     pthread_mutex_destroy(&p->run);
     free(p->tid);
@@ -98,8 +119,9 @@ tsafe_status tsafe_cpu_pool_create(unsigned threads, tsafe_cpu_pool **out)
     pthread_mutex_init(&p->run, NULL);
     pthread_mutex_init(&p->m, NULL);
     pthread_cond_init(&p->go, NULL);
-    pthread_cond_init(&p->done, NULL);
-    atomic_init(&p->next, 0);
+    pthread_cond_init(&p->done_cv, NULL);
+    atomic_init(&p->claim, 0);
+    atomic_init(&p->done, 0);
     if (p->threads > 1 && !(p->tid = calloc(p->threads - 1, sizeof *p->tid))) {
         tsafe_cpu_pool_free(p);
         return TSAFE_E_NOMEM;
@@ -132,7 +154,8 @@ void tsafe_cpu_pool_run(tsafe_cpu_pool *p, size_t n, void (*fn)(void *, size_t),
     /* in line: no workers, one task, nested, or the pool busy with
      * another thread's batch (never waiting for it: a caller may hold a
      * lock that a task of that batch needs) */
-    if (!p || p->started == 0 || n == 1 || t_in_task || pthread_mutex_trylock(&p->run) != 0) {
+    if (!p || p->started == 0 || n == 1 || n > IDX_MASK || t_in_task ||
+        pthread_mutex_trylock(&p->run) != 0) {
         for (size_t i = 0; i < n; i++)
             fn(arg, i);
         return;
@@ -141,17 +164,17 @@ void tsafe_cpu_pool_run(tsafe_cpu_pool *p, size_t n, void (*fn)(void *, size_t),
     p->fn = fn;
     p->arg = arg;
     p->n = n;
-    atomic_store(&p->next, 0);
-    p->busy = p->started;
-    p->gen++;
+    uint64_t gen = ++p->gen;
+    atomic_store(&p->done, 0);
+    atomic_store(&p->claim, (gen & (UINT64_MAX >> IDX_BITS)) << IDX_BITS);
     pthread_cond_broadcast(&p->go);
     pthread_mutex_unlock(&p->m);
     t_in_task = 1;
-    drain(p, fn, arg, n);
+    drain(p, gen, fn, arg, n);
     t_in_task = 0;
-    pthread_mutex_lock(&p->m);
-    while (p->busy)
-        pthread_cond_wait(&p->done, &p->m);
+    pthread_mutex_lock(&p->m); /* the tasks others claimed */
+    while (atomic_load(&p->done) < n)
+        pthread_cond_wait(&p->done_cv, &p->m);
     pthread_mutex_unlock(&p->m);
     pthread_mutex_unlock(&p->run);
 }
