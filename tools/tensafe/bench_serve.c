@@ -200,74 +200,113 @@ static int reps_for(size_t sites, int quick)
     return sites <= 1 ? 21 : sites <= 28 ? 11 : sites <= 224 ? 5 : 3;
 }
 
-static int serve_sizes(bench_report *r, serve_bench *b, const char *label, int quick)
+#define MAX_CFG 2 /* configurations timed side by side */
+#define MAX_REPS 32
+
+static void report_size(bench_report *r, const serve_bench *b, const char *label,
+                        size_t sites, double *t, int reps, double *p50)
+{
+    char params[128], note[160];
+    *p50 = quantile(t, reps, 0.5);
+    double p99 = quantile(t, reps, 0.99);
+    snprintf(params, sizeof params, "%s, d=%u r=%u, batch %zu site(s), %zu session(s)", label,
+             b->d, b->rank, sites, (sites + SERVE_GROUP - 1) / SERVE_GROUP);
+    snprintf(note, sizeof note, "%.0f sites/s; token p50 %.2f ms, p99 %.2f ms (%d reps)",
+             sites / (*p50 * 1e-6), *p50 / 1e3, p99 / 1e3, reps);
+    bench_report_add(r, "serve", tsafe_session_protocol_name(b->proto), params, *p50, note);
+}
+
+/* Every batch size on each configuration, their repetitions interleaved
+ * (a load that comes and goes hits them alike); with two, the ratio of
+ * their sites/s. */
+static int serve_sizes(bench_report *r, serve_bench *b, const char *const *label, int n_cfg,
+                       int quick)
 {
     size_t n_sizes = quick ? 2 : sizeof k_sizes / sizeof *k_sizes;
-    char params[128], note[160];
     for (size_t z = 0; z < n_sizes; z++) {
         size_t sites = k_sizes[z];
         int reps = reps_for(sites, quick);
-        double t[32], warm;
-        if (batch_token(b, sites, &warm) != 0) /* untimed: first-use caches */
-            return -1;
+        double t[MAX_CFG][MAX_REPS], warm, p50[MAX_CFG];
+        for (int c = 0; c < n_cfg; c++)
+            if (batch_token(&b[c], sites, &warm) != 0) /* untimed: first-use caches */
+                return -1;
         for (int i = 0; i < reps; i++)
-            if (batch_token(b, sites, &t[i]) != 0)
-                return -1;
-        double p50 = quantile(t, reps, 0.5), p99 = quantile(t, reps, 0.99);
-        snprintf(params, sizeof params, "%s, d=%u r=%u, batch %zu site(s), %zu session(s)",
-                 label, b->d, b->rank, sites, (sites + SERVE_GROUP - 1) / SERVE_GROUP);
-        snprintf(note, sizeof note, "%.0f sites/s; token p50 %.2f ms, p99 %.2f ms (%d reps)",
-                 sites / (p50 * 1e-6), p50 / 1e3, p99 / 1e3, reps);
-        bench_report_add(r, "serve", tsafe_session_protocol_name(b->proto), params, p50, note);
-    }
-    return 0;
-}
-
-/* One 28-site token in one call against 28 one-site tokens (one session). */
-static int serve_ratio(bench_report *r, serve_bench *b, const char *label, int quick)
-{
-    int reps = quick ? 2 : 7;
-    double one[16], many[16], x;
-    if (batch_token(b, SERVE_GROUP, &x) != 0 || batch_token(b, 1, &x) != 0)
-        return -1;
-    for (int i = 0; i < reps; i++) {
-        if (batch_token(b, SERVE_GROUP, &one[i]) != 0)
-            return -1;
-        many[i] = 0;
-        for (uint32_t s = 0; s < SERVE_GROUP; s++) {
-            if (batch_token(b, 1, &x) != 0)
-                return -1;
-            many[i] += x;
+            for (int c = 0; c < n_cfg; c++)
+                if (batch_token(&b[c], sites, &t[c][i]) != 0)
+                    return -1;
+        for (int c = 0; c < n_cfg; c++)
+            report_size(r, &b[c], label[c], sites, t[c], reps, &p50[c]);
+        if (n_cfg == 2) {
+            char params[160], note[64];
+            snprintf(params, sizeof params, "sites/s %s / %s, batch %zu site(s)", label[1],
+                     label[0], sites);
+            snprintf(note, sizeof note, "%.2fx", p50[0] / p50[1]);
+            bench_report_add(r, "serve", tsafe_session_protocol_name(b->proto), params,
+                             p50[1], note);
         }
     }
-    double a = bench_median_of(one, reps), m = bench_median_of(many, reps);
-    char params[128], note[96];
-    snprintf(params, sizeof params, "%s, d=%u r=%u: 28-site token / 28 one-site tokens", label,
-             b->d, b->rank);
-    snprintf(note, sizeof note, "%.3f (%.2f ms / %.2f ms)", a / m, a / 1e3, m / 1e3);
-    bench_report_add(r, "serve", tsafe_session_protocol_name(b->proto), params, a, note);
     return 0;
 }
 
+/* One 28-site token in one call against 28 one-site tokens (one session
+ * of each configuration, interleaved). */
+static int serve_ratio(bench_report *r, serve_bench *b, const char *const *label, int n_cfg,
+                       int quick)
+{
+    int reps = quick ? 2 : 7;
+    double one[MAX_CFG][16], many[MAX_CFG][16], x;
+    for (int c = 0; c < n_cfg; c++)
+        if (batch_token(&b[c], SERVE_GROUP, &x) != 0 || batch_token(&b[c], 1, &x) != 0)
+            return -1;
+    for (int i = 0; i < reps; i++)
+        for (int c = 0; c < n_cfg; c++) {
+            if (batch_token(&b[c], SERVE_GROUP, &one[c][i]) != 0)
+                return -1;
+            many[c][i] = 0;
+            for (uint32_t s = 0; s < SERVE_GROUP; s++) {
+                if (batch_token(&b[c], 1, &x) != 0)
+                    return -1;
+                many[c][i] += x;
+            }
+        }
+    for (int c = 0; c < n_cfg; c++) {
+        double a = bench_median_of(one[c], reps), m = bench_median_of(many[c], reps);
+        char params[128], note[96];
+        snprintf(params, sizeof params, "%s, d=%u r=%u: 28-site token / 28 one-site tokens",
+                 label[c], b[c].d, b[c].rank);
+        snprintf(note, sizeof note, "%.3f (%.2f ms / %.2f ms)", a / m, a / 1e3, m / 1e3);
+        bench_report_add(r, "serve", tsafe_session_protocol_name(b[c].proto), params, a, note);
+    }
+    return 0;
+}
+
+/* The configurations (factory, pool) of one protocol, side by side. */
 static int serve_case(bench_report *r, tsafe_session_protocol proto,
-                      const tsafe_backend_factory *f, tsafe_cpu_pool *pool,
-                      const char *label, int quick)
+                      const tsafe_backend_factory *const *f, tsafe_cpu_pool *const *pool,
+                      const char *const *label, int n_cfg, int quick)
 {
     size_t most = quick ? 1 : (k_sizes[4] + SERVE_GROUP - 1) / SERVE_GROUP;
-    serve_bench b = {.d = 2048, .rank = 32, .proto = proto, .factory = f, .pool = pool};
-    tsafe_status st = serve_open(&b, most);
-    int rc = st == TSAFE_OK ? 0 : tool_fail("bench serve: setup", st);
-    if (!rc && serve_sizes(r, &b, label, quick) != 0)
+    serve_bench b[MAX_CFG];
+    memset(b, 0, sizeof b);
+    int rc = 0;
+    for (int c = 0; c < n_cfg && !rc; c++) {
+        b[c] = (serve_bench){.d = 2048, .rank = 32, .proto = proto, .factory = f[c],
+                             .pool = pool[c]};
+        tsafe_status st = serve_open(&b[c], most);
+        rc = st == TSAFE_OK ? 0 : tool_fail("bench serve: setup", st);
+    }
+    if (!rc && serve_sizes(r, b, label, n_cfg, quick) != 0)
         rc = tool_fail("bench serve: a session failed", TSAFE_E_STATE);
-    if (!rc && serve_ratio(r, &b, label, quick) != 0)
+    if (!rc && serve_ratio(r, b, label, n_cfg, quick) != 0)
         rc = tool_fail("bench serve: a session failed", TSAFE_E_STATE);
-    serve_free(&b);
+    for (int c = 0; c < n_cfg; c++)
+        serve_free(&b[c]);
     return rc;
 }
 
 /* CPU with one thread and with a pool of every core (the sessions of a
- * batch, a round's sealings and the backends' products on it); both
- * modes. */
+ * batch, a round's sealings and the backends' products on it), side by
+ * side; both modes. */
 static int serve_cpu(bench_report *r, int quick)
 {
     tsafe_cpu_pool *all = NULL;
@@ -278,12 +317,12 @@ static int serve_cpu(bench_report *r, int quick)
     snprintf(label, sizeof label, "cpu, %u threads", tsafe_cpu_pool_threads(all));
     const tsafe_session_protocol modes[2] = {TSAFE_SESSION_SEALED,
                                              TSAFE_SESSION_SEALED_PRIVATE};
+    const tsafe_backend_factory *f[2] = {NULL, NULL};
+    tsafe_cpu_pool *pool[2] = {NULL, all};
+    const char *labels[2] = {"cpu, 1 thread", label};
     int rc = 0;
-    for (int m = 0; m < 2 && !rc; m++) {
-        rc = serve_case(r, modes[m], NULL, NULL, "cpu, 1 thread", quick);
-        if (!rc)
-            rc = serve_case(r, modes[m], NULL, all, label, quick);
-    }
+    for (int m = 0; m < 2 && !rc; m++)
+        rc = serve_case(r, modes[m], f, pool, labels, 2, quick);
     tsafe_cpu_pool_free(all);
     return rc;
 }
@@ -294,9 +333,11 @@ int bench_serve(bench_report *r, int quick)
     const tsafe_backend_factory *cuda = NULL;
     char what[256];
     if (!rc && io_backend_factory("cuda", &cuda, what, sizeof what) == TSAFE_OK) {
-        rc = serve_case(r, TSAFE_SESSION_SEALED, cuda, NULL, "cuda", quick);
+        tsafe_cpu_pool *none = NULL;
+        const char *label = "cuda";
+        rc = serve_case(r, TSAFE_SESSION_SEALED, &cuda, &none, &label, 1, quick);
         if (!rc)
-            rc = serve_case(r, TSAFE_SESSION_SEALED_PRIVATE, cuda, NULL, "cuda", quick);
+            rc = serve_case(r, TSAFE_SESSION_SEALED_PRIVATE, &cuda, &none, &label, 1, quick);
     } else if (!rc)
         bench_report_add_value(r, "serve", "cuda skipped", what, 0, "devices");
     return rc;
