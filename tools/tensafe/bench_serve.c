@@ -216,34 +216,36 @@ static void report_size(bench_report *r, const serve_bench *b, const char *label
     bench_report_add(r, "serve", tsafe_session_protocol_name(b->proto), params, *p50, note);
 }
 
-/* Every batch size on each configuration, their repetitions interleaved
- * (a load that comes and goes hits them alike); with two, the ratio of
- * their sites/s. */
-static int serve_sizes(bench_report *r, serve_bench *b, const char *const *label, int n_cfg,
-                       int quick)
+static void report_ratio(bench_report *r, tsafe_session_protocol proto,
+                         const char *const *label, size_t sites, const double *p50,
+                         const char *how)
 {
-    size_t n_sizes = quick ? 2 : sizeof k_sizes / sizeof *k_sizes;
-    for (size_t z = 0; z < n_sizes; z++) {
+    char params[160], note[96];
+    snprintf(params, sizeof params, "sites/s %s / %s, batch %zu site(s)", label[1], label[0],
+             sites);
+    snprintf(note, sizeof note, "%.2fx (%s)", p50[0] / p50[1], how);
+    bench_report_add(r, "serve", tsafe_session_protocol_name(proto), params, p50[1], note);
+}
+
+/* Batch sizes [z0, z1) on each configuration of b[c0 .. c0 + n_cfg), their
+ * repetitions interleaved (a load that comes and goes hits them alike);
+ * each one's p50 into p50[c][z]. */
+static int serve_sizes(bench_report *r, serve_bench *b, const char *const *label, int c0,
+                       int n_cfg, size_t z0, size_t z1, int quick, double p50[][5])
+{
+    for (size_t z = z0; z < z1; z++) {
         size_t sites = k_sizes[z];
         int reps = reps_for(sites, quick);
-        double t[MAX_CFG][MAX_REPS], warm, p50[MAX_CFG];
-        for (int c = 0; c < n_cfg; c++)
+        double t[MAX_CFG][MAX_REPS], warm;
+        for (int c = c0; c < c0 + n_cfg; c++)
             if (batch_token(&b[c], sites, &warm) != 0) /* untimed: first-use caches */
                 return -1;
         for (int i = 0; i < reps; i++)
-            for (int c = 0; c < n_cfg; c++)
+            for (int c = c0; c < c0 + n_cfg; c++)
                 if (batch_token(&b[c], sites, &t[c][i]) != 0)
                     return -1;
-        for (int c = 0; c < n_cfg; c++)
-            report_size(r, &b[c], label[c], sites, t[c], reps, &p50[c]);
-        if (n_cfg == 2) {
-            char params[160], note[64];
-            snprintf(params, sizeof params, "sites/s %s / %s, batch %zu site(s)", label[1],
-                     label[0], sites);
-            snprintf(note, sizeof note, "%.2fx", p50[0] / p50[1]);
-            bench_report_add(r, "serve", tsafe_session_protocol_name(b->proto), params,
-                             p50[1], note);
-        }
+        for (int c = c0; c < c0 + n_cfg; c++)
+            report_size(r, &b[c], label[c], sites, t[c], reps, &p50[c][z]);
     }
     return 0;
 }
@@ -280,27 +282,50 @@ static int serve_ratio(bench_report *r, serve_bench *b, const char *const *label
     return 0;
 }
 
-/* The configurations (factory, pool) of one protocol, side by side. */
+#define SMALL_SIZES 3 /* 1, 28, 224 sites: both configurations open at once */
+
+static int serve_open_cfg(serve_bench *b, tsafe_session_protocol proto,
+                          const tsafe_backend_factory *f, tsafe_cpu_pool *pool, size_t pairs)
+{
+    *b = (serve_bench){.d = 2048, .rank = 32, .proto = proto, .factory = f, .pool = pool};
+    tsafe_status st = serve_open(b, pairs);
+    return st == TSAFE_OK ? 0 : tool_fail("bench serve: setup", st);
+}
+
+/* The configurations (factory, pool) of one protocol: the small batches
+ * and the 28-site ratio with every configuration open, repetitions
+ * interleaved; the large ones (147 sessions of tens of MB each) one
+ * configuration at a time. */
 static int serve_case(bench_report *r, tsafe_session_protocol proto,
                       const tsafe_backend_factory *const *f, tsafe_cpu_pool *const *pool,
                       const char *const *label, int n_cfg, int quick)
 {
-    size_t most = quick ? 1 : (k_sizes[4] + SERVE_GROUP - 1) / SERVE_GROUP;
+    size_t n_sizes = quick ? 2 : sizeof k_sizes / sizeof *k_sizes;
+    size_t small = n_sizes < SMALL_SIZES ? n_sizes : SMALL_SIZES;
+    size_t pairs = (k_sizes[small - 1] + SERVE_GROUP - 1) / SERVE_GROUP;
     serve_bench b[MAX_CFG];
+    double p50[MAX_CFG][5];
     memset(b, 0, sizeof b);
     int rc = 0;
-    for (int c = 0; c < n_cfg && !rc; c++) {
-        b[c] = (serve_bench){.d = 2048, .rank = 32, .proto = proto, .factory = f[c],
-                             .pool = pool[c]};
-        tsafe_status st = serve_open(&b[c], most);
-        rc = st == TSAFE_OK ? 0 : tool_fail("bench serve: setup", st);
-    }
-    if (!rc && serve_sizes(r, b, label, n_cfg, quick) != 0)
-        rc = tool_fail("bench serve: a session failed", TSAFE_E_STATE);
-    if (!rc && serve_ratio(r, b, label, n_cfg, quick) != 0)
+    for (int c = 0; c < n_cfg && !rc; c++)
+        rc = serve_open_cfg(&b[c], proto, f[c], pool[c], pairs);
+    if (!rc && (serve_sizes(r, b, label, 0, n_cfg, 0, small, quick, p50) != 0 ||
+                serve_ratio(r, b, label, n_cfg, quick) != 0))
         rc = tool_fail("bench serve: a session failed", TSAFE_E_STATE);
     for (int c = 0; c < n_cfg; c++)
         serve_free(&b[c]);
+    size_t most = (k_sizes[n_sizes - 1] + SERVE_GROUP - 1) / SERVE_GROUP;
+    for (int c = 0; c < n_cfg && !rc && small < n_sizes; c++) {
+        rc = serve_open_cfg(&b[c], proto, f[c], pool[c], most);
+        if (!rc && serve_sizes(r, b, label, c, 1, small, n_sizes, quick, p50) != 0)
+            rc = tool_fail("bench serve: a session failed", TSAFE_E_STATE);
+        serve_free(&b[c]);
+    }
+    for (size_t z = 0; z < n_sizes && !rc && n_cfg == 2; z++) {
+        double pz[2] = {p50[0][z], p50[1][z]};
+        report_ratio(r, proto, label, k_sizes[z], pz,
+                     z < small ? "interleaved" : "one after the other");
+    }
     return rc;
 }
 

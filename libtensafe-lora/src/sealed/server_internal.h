@@ -82,6 +82,9 @@ tsafe_status tsafe_sealed_get_site2(tsafe_rbuf *r, const tsafe_sealed_site *site
  * the server's pool when it has one: the bytes are those of sealing in
  * line, whatever thread sealed what. */
 #define TSAFE_SEALED_MAX_SLOTS 15 /* extra threads a round's sealings use */
+/* Round 2 (sealed-private) flushes once this many sealings are queued:
+ * enough blocks to share over the threads, few accumulators held. */
+#define TSAFE_SEALED_ROUND2_QUEUE 16
 
 typedef struct {
     tsafe_buffer *acc;

@@ -257,9 +257,14 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
     tsafe_status st = TSAFE_OK;
     int64_t C_here[1024];
     uint8_t band_here[1024];
-    for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++)
+    for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
         st = round2_site(s, sites[i], i, prepared, r, w, prod_us, band_here, C_here);
-    tsafe_status fs = tsafe_sealed_server_seal_flush(s, w); /* the queued sealings */
+        /* a few sites' sealings at a time: each holds its accumulator
+         * until then, and a token's worth is megabytes per session */
+        if (st == TSAFE_OK && s->sealq.n >= TSAFE_SEALED_ROUND2_QUEUE)
+            st = tsafe_sealed_server_seal_flush(s, w);
+    }
+    tsafe_status fs = tsafe_sealed_server_seal_flush(s, w); /* the rest */
     st = st != TSAFE_OK ? st : fs;
     sodium_memzero(C_here, sizeof C_here);
     sodium_memzero(band_here, sizeof band_here);
