@@ -38,6 +38,7 @@ static void count_task(void *arg, size_t i)
 static void nested_task(void *arg, size_t i)
 {
     count_arg *c = arg;
+    assert_int_equal(tsafe_cpu_pool_available(c->pool), 1u); /* in a task */
     count_arg inner = {c->pool, c->hits + i * c->n, c->n};
     tsafe_cpu_pool_run(c->pool, c->n, count_task, &inner); /* in line */
 }
@@ -58,6 +59,7 @@ static void test_pool_runs_every_task_once(void **state)
         assert_true(tsafe_cpu_pool_threads(p) >= 1);
         if (threads[t])
             assert_int_equal(tsafe_cpu_pool_threads(p), threads[t]);
+        assert_int_equal(tsafe_cpu_pool_available(p), tsafe_cpu_pool_threads(p));
         size_t n = 1 + tsafe_test_below(1000);
         atomic_int *hits = calloc(n * 8, sizeof *hits);
         assert_non_null(hits);
@@ -74,6 +76,7 @@ static void test_pool_runs_every_task_once(void **state)
     }
     tsafe_cpu_pool_free(NULL);
     assert_int_equal(tsafe_cpu_pool_threads(NULL), 1u);
+    assert_int_equal(tsafe_cpu_pool_available(NULL), 1u);
     tsafe_cpu_pool *p = (tsafe_cpu_pool *)1;
     assert_int_equal(tsafe_cpu_pool_create(TSAFE_CPU_POOL_MAX_THREADS + 1, &p), TSAFE_E_RANGE);
     assert_null(p);
