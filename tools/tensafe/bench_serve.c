@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench.h"
 #include "commands.h"
@@ -38,7 +39,19 @@ typedef struct {
     tsafe_session_server **srv;
     size_t n_pairs;
     float *A, *B, *x, *delta; /* modules' weights, the input, the outputs */
+    double cpu_us;            /* process CPU time inside the batch calls, summed */
 } serve_bench;
+
+/* CPU time of every thread of this process: during a batch call only the
+ * batch runs, so its growth over the call is the batch's CPU time, and
+ * CPU / wall the cores the batch got (on a shared machine, fewer than
+ * the pool's threads when others hold the cores). */
+static double process_cpu_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
 
 /* Moves what is queued between the ends of p (the client's crypto runs in
  * its feed); 1 when something moved. */
@@ -73,10 +86,11 @@ static int drive(serve_bench *b, size_t k, double *server_us)
         for (size_t i = 0; i < k && !work; i++)
             work = (tsafe_session_server_wants(b->srv[i]) & TSAFE_SESSION_WANT_WORK) != 0;
         if (work) {
-            double t0 = bench_now_us();
+            double t0 = bench_now_us(), c0 = process_cpu_us();
             if (tsafe_session_server_work_batch(b->srv, k, b->pool) != TSAFE_OK)
                 return -1;
             *server_us += bench_now_us() - t0;
+            b->cpu_us += process_cpu_us() - c0;
             moved = 1;
         }
     }
@@ -204,15 +218,19 @@ static int reps_for(size_t sites, int quick)
 #define MAX_REPS 32
 
 static void report_size(bench_report *r, const serve_bench *b, const char *label,
-                        size_t sites, double *t, int reps, double *p50)
+                        size_t sites, double *t, int reps, double cpu_us, double *p50)
 {
-    char params[128], note[160];
+    char params[128], note[192];
+    double wall = 0;
+    for (int i = 0; i < reps; i++)
+        wall += t[i];
     *p50 = quantile(t, reps, 0.5);
     double p99 = quantile(t, reps, 0.99);
     snprintf(params, sizeof params, "%s, d=%u r=%u, batch %zu site(s), %zu session(s)", label,
              b->d, b->rank, sites, (sites + SERVE_GROUP - 1) / SERVE_GROUP);
-    snprintf(note, sizeof note, "%.0f sites/s; token p50 %.2f ms, p99 %.2f ms (%d reps)",
-             sites / (*p50 * 1e-6), *p50 / 1e3, p99 / 1e3, reps);
+    snprintf(note, sizeof note,
+             "%.0f sites/s; token p50 %.2f ms, p99 %.2f ms (%d reps); %.2f cores busy",
+             sites / (*p50 * 1e-6), *p50 / 1e3, p99 / 1e3, reps, cpu_us / wall);
     bench_report_add(r, "serve", tsafe_session_protocol_name(b->proto), params, *p50, note);
 }
 
@@ -236,16 +254,20 @@ static int serve_sizes(bench_report *r, serve_bench *b, const char *const *label
     for (size_t z = z0; z < z1; z++) {
         size_t sites = k_sizes[z];
         int reps = reps_for(sites, quick);
-        double t[MAX_CFG][MAX_REPS], warm;
-        for (int c = c0; c < c0 + n_cfg; c++)
+        double t[MAX_CFG][MAX_REPS], warm, cpu[MAX_CFG];
+        for (int c = c0; c < c0 + n_cfg; c++) {
             if (batch_token(&b[c], sites, &warm) != 0) /* untimed: first-use caches */
                 return -1;
+            b[c].cpu_us = 0;
+        }
         for (int i = 0; i < reps; i++)
             for (int c = c0; c < c0 + n_cfg; c++)
                 if (batch_token(&b[c], sites, &t[c][i]) != 0)
                     return -1;
-        for (int c = c0; c < c0 + n_cfg; c++)
-            report_size(r, &b[c], label[c], sites, t[c], reps, &p50[c][z]);
+        for (int c = c0; c < c0 + n_cfg; c++) {
+            cpu[c] = b[c].cpu_us;
+            report_size(r, &b[c], label[c], sites, t[c], reps, cpu[c], &p50[c][z]);
+        }
     }
     return 0;
 }
