@@ -351,6 +351,41 @@ static int serve_case(bench_report *r, tsafe_session_protocol proto,
     return rc;
 }
 
+static volatile double g_spin_sink;
+
+/* A control task: arithmetic only, no memory traffic, no library code. */
+static void spin_task(void *arg, size_t i)
+{
+    (void)arg;
+    (void)i;
+    double x = 0;
+    for (long k = 0; k < 30000000; k++)
+        x += (double)k * 1e-9;
+    g_spin_sink = x;
+}
+
+/* What the machine gives a second thread now: 4 independent spin tasks on
+ * the pool against one thread, interleaved (the ceiling of any 2 / 1
+ * ratio measured in the same run). */
+static void serve_control(bench_report *r, tsafe_cpu_pool *all, const char *when)
+{
+    double one[5], many[5];
+    for (int i = 0; i < 5; i++) {
+        double t0 = bench_now_us();
+        tsafe_cpu_pool_run(NULL, 4, spin_task, NULL);
+        one[i] = bench_now_us() - t0;
+        t0 = bench_now_us();
+        tsafe_cpu_pool_run(all, 4, spin_task, NULL);
+        many[i] = bench_now_us() - t0;
+    }
+    double a = bench_median_of(one, 5), b = bench_median_of(many, 5);
+    char params[128], note[96];
+    snprintf(params, sizeof params, "control (%s): 4 spin tasks, %u threads / 1", when,
+             tsafe_cpu_pool_threads(all));
+    snprintf(note, sizeof note, "%.2fx (%.1f / %.1f ms)", a / b, a / 1e3, b / 1e3);
+    bench_report_add(r, "serve", "control", params, b, note);
+}
+
 /* CPU with one thread and with a pool of every core (the sessions of a
  * batch, a round's sealings and the backends' products on it), side by
  * side; both modes. */
@@ -368,8 +403,10 @@ static int serve_cpu(bench_report *r, int quick)
     tsafe_cpu_pool *pool[2] = {NULL, all};
     const char *labels[2] = {"cpu, 1 thread", label};
     int rc = 0;
+    serve_control(r, all, "before");
     for (int m = 0; m < 2 && !rc; m++)
         rc = serve_case(r, modes[m], f, pool, labels, 2, quick);
+    serve_control(r, all, "after");
     tsafe_cpu_pool_free(all);
     return rc;
 }
