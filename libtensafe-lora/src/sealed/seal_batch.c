@@ -31,6 +31,12 @@ static void wipe_masks(tsafe_sealed_sealq *q)
         sodium_memzero(q->mask, q->wcap * sizeof *q->mask);
 }
 
+void tsafe_sealed_sealq_discard(tsafe_sealed_sealq *q)
+{
+    wipe_masks(q);
+    q->n = q->words = 0;
+}
+
 void tsafe_sealed_sealq_drop_keys(tsafe_sealed_sealq *q)
 {
     for (int r = 0; r < 2; r++)

@@ -29,10 +29,10 @@ static void backend_teardown(tsafe_sealed_server *s)
     s->n_accs = s->n_accs2 = s->n_band = 0;
     for (size_t i = 0; i < TSAFE_SEALED_MAX_CHUNKS; i++)
         tsafe_buffer_free(s->xb[i]);
-    for (size_t i = 0; i < 2 * TSAFE_SEALED_MAX_CHUNKS; i++)
-        tsafe_buffer_free(s->zb[i]);
+    pool_free(s->zb, s->n_zb);
+    s->zb = NULL;
+    s->n_zb = 0;
     memset(s->xb, 0, sizeof s->xb);
-    memset(s->zb, 0, sizeof s->zb);
     tsafe_buffer_free(s->pkb1);
     tsafe_buffer_free(s->pkb2);
     s->pkb1 = s->pkb2 = NULL;
@@ -71,13 +71,9 @@ static tsafe_status backend_setup(tsafe_sealed_server *s)
     TSAFE_TRY(tsafe_bfv_sealer_create(s->c1, s->be1, &s->sealer1));
     for (uint32_t i = 0; i < s->plan.n_chunks1; i++)
         TSAFE_TRY(tsafe_buffer_alloc(s->be1, 2, tsafe_bfv_context_limbs(s->c1), &s->xb[i]));
-    if (s->c2) {
-        tsafe_sealed_layout l2;
-        tsafe_sealed_layout2(&s->plan, s->plan.rank, s->plan.d_out_max, &l2);
+    if (s->c2) { /* round 2's share ciphertexts: a pool grown per token */
         TSAFE_TRY(tsafe_backend_create(s->factory, NULL, s->c2, &s->be2));
         TSAFE_TRY(tsafe_bfv_sealer_create(s->c2, s->be2, &s->sealer2));
-        for (uint32_t i = 0; i < 2 * l2.n_chunks; i++)
-            TSAFE_TRY(tsafe_buffer_alloc(s->be2, 2, tsafe_bfv_context_limbs(s->c2), &s->zb[i]));
     }
     TSAFE_TRY(backend_keys(s));
     return TSAFE_OK;

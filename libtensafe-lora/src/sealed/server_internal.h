@@ -128,6 +128,8 @@ struct tsafe_sealed_server;
 tsafe_status tsafe_sealed_server_seal_flush(struct tsafe_sealed_server *s, tsafe_wbuf *w);
 /* Frees the queue and the slots (their backends come from the factory). */
 void tsafe_sealed_sealq_free(tsafe_sealed_sealq *q);
+/* Drops the queued sealings (a failed round), their masks wiped. */
+void tsafe_sealed_sealq_discard(tsafe_sealed_sealq *q);
 /* Frees the slots' key operands (new keys). */
 void tsafe_sealed_sealq_drop_keys(tsafe_sealed_sealq *q);
 
@@ -158,7 +160,8 @@ struct tsafe_sealed_server {
     tsafe_bfv_sealer *sealer1, *sealer2;
     tsafe_buffer *pkb1, *pkb2;                          /* session keys as operands */
     tsafe_buffer *xb[TSAFE_SEALED_MAX_CHUNKS];          /* the query's chunks */
-    tsafe_buffer *zb[2 * TSAFE_SEALED_MAX_CHUNKS];      /* round 2's ciphertexts */
+    tsafe_buffer **zb;                    /* round 2's share ciphertexts */
+    size_t n_zb;
     tsafe_buffer **accs, **accs2;         /* one per block (round 1, 2) */
     size_t n_accs, n_accs2;
     tsafe_buffer **band;                  /* per-token round-2 plaintexts */

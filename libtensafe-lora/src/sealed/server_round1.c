@@ -134,9 +134,11 @@ static tsafe_status write_response1(tsafe_sealed_server *s,
         R += sites[i]->rank;
     }
     *seals = j;
-    /* the sealings queued above, at once (over the pool's threads) */
-    tsafe_status fs = tsafe_sealed_server_seal_flush(s, w);
-    return st != TSAFE_OK ? st : fs;
+    if (st != TSAFE_OK) { /* nothing of it is sent */
+        tsafe_sealed_sealq_discard(&s->sealq);
+        return st;
+    }
+    return tsafe_sealed_server_seal_flush(s, w); /* the queued sealings, at once */
 }
 
 static tsafe_status round1(tsafe_sealed_server *s, const tsafe_sealed_site *const *sites,
