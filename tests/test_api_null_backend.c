@@ -101,6 +101,14 @@ CHECK_FN(tsafe_backend_rescale)
     ERR(tsafe_backend_rescale(f->be, f->buf1, f->buf1)); /* one limb in */
 }
 
+/* NULL out refused; a NULL pool is one thread */
+CHECK_FN(tsafe_backend_cpu_factory_pool)
+{
+    tsafe_backend_factory fac;
+    ERR(tsafe_backend_cpu_factory_pool(NULL, NULL));
+    OK(tsafe_backend_cpu_factory_pool(NULL, &fac));
+}
+
 CHECK_FN(tsafe_backend_synchronize)
 {
     ERR(tsafe_backend_synchronize(NULL));
@@ -233,7 +241,7 @@ static const api_case k_backend[] = {
     ENTRY(tsafe_buffer_alloc), ENTRY(tsafe_buffer_free), ENTRY(tsafe_buffer_words),
     ENTRY(tsafe_buffer_upload), ENTRY(tsafe_buffer_download), ENTRY(tsafe_backend_ntt_forward),
     ENTRY(tsafe_backend_ntt_inverse), ENTRY(tsafe_backend_elementwise),
-    ENTRY(tsafe_backend_rescale), ENTRY(tsafe_backend_synchronize), ENTRY(tsafe_backend_graph_begin),
+    ENTRY(tsafe_backend_rescale), ENTRY(tsafe_backend_synchronize), ENTRY(tsafe_backend_cpu_factory_pool), ENTRY(tsafe_backend_graph_begin),
     ENTRY(tsafe_backend_graph_end), ENTRY(tsafe_backend_graph_launch),
     ENTRY(tsafe_backend_ntt_read),
 };

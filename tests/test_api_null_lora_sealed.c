@@ -350,6 +350,14 @@ CHECK_FN(tsafe_sealed_server_use_backend)
     OK(tsafe_sealed_server_use_backend(S.sv, NULL));
 }
 
+/* NULL server refused; a NULL pool (one thread) is valid */
+CHECK_FN(tsafe_sealed_server_use_pool)
+{
+    sealed_world();
+    IS(TSAFE_E_NULL, tsafe_sealed_server_use_pool(NULL, NULL));
+    OK(tsafe_sealed_server_use_pool(S.sv, NULL));
+}
+
 CHECK_FN(tsafe_sealed_server_refill)
 {
     sealed_world();
@@ -382,7 +390,7 @@ CHECK_FN(tsafe_sealed_pair_use_backend)
 }
 
 static const api_case k_lora_sealed[] = {
-    ENTRY(tsafe_sealed_server_use_backend),
+    ENTRY(tsafe_sealed_server_use_backend), ENTRY(tsafe_sealed_server_use_pool),
     ENTRY(tsafe_sealed_server_refill), ENTRY(tsafe_sealed_server_prepare_round2),
     ENTRY(tsafe_sealed_server_backend_name), ENTRY(tsafe_sealed_pair_use_backend),
     ENTRY(tsafe_sealed_plan_derive), ENTRY(tsafe_sealed_plan_check),

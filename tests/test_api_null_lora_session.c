@@ -147,6 +147,24 @@ CHECK_FN(tsafe_session_server_wants)
     assert_int_equal(tsafe_session_client_wants(NULL), TSAFE_SESSION_FAILED);
 }
 
+/* a NULL entry and a session listed twice refused; n 0 and a session
+ * with nothing pending are no work */
+CHECK_FN(tsafe_session_server_work_batch)
+{
+    tsafe_session_service *svc;
+    tsafe_session_server *s;
+    tsafe_session_client *c;
+    session_objects(f, &svc, &s, &c);
+    IS(TSAFE_E_NULL, tsafe_session_server_work_batch(NULL, 1, NULL));
+    OK(tsafe_session_server_work_batch(NULL, 0, NULL));
+    tsafe_session_server *const none[1] = {NULL};
+    IS(TSAFE_E_NULL, tsafe_session_server_work_batch(none, 1, NULL));
+    tsafe_session_server *const twice[2] = {s, s};
+    IS(TSAFE_E_ARG, tsafe_session_server_work_batch(twice, 2, NULL));
+    OK(tsafe_session_server_work_batch(&s, 1, NULL));
+    session_free(svc, s, c);
+}
+
 CHECK_FN(tsafe_session_server_work)
 {
     tsafe_session_service *svc;
@@ -348,7 +366,7 @@ static const api_case k_lora_session[] = {
     ENTRY(tsafe_session_server_create), ENTRY(tsafe_session_server_free),
     ENTRY(tsafe_session_server_feed), ENTRY(tsafe_session_server_output),
     ENTRY(tsafe_session_server_sent), ENTRY(tsafe_session_server_wants),
-    ENTRY(tsafe_session_server_work), ENTRY(tsafe_session_server_abort),
+    ENTRY(tsafe_session_server_work), ENTRY(tsafe_session_server_work_batch), ENTRY(tsafe_session_server_abort),
     ENTRY(tsafe_session_server_status), ENTRY(tsafe_session_server_what),
     ENTRY(tsafe_session_server_stats), ENTRY(tsafe_session_client_create),
     ENTRY(tsafe_session_client_free), ENTRY(tsafe_session_client_feed),

@@ -23,6 +23,7 @@
 
 #include "tensafe/bfv.h"
 #include "tensafe/ckks.h"
+#include "tensafe/cpu_pool.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -55,6 +56,15 @@ typedef struct tsafe_backend_factory {
     void *user;
 } tsafe_backend_factory;
 TSAFE_API const tsafe_backend_factory *tsafe_backend_cpu_factory(void);
+/* A CPU factory whose backends run the independent parts of a batch on
+ * pool's threads: the jobs (and limbs) of a tsafe_backend_mul_acc whose
+ * jobs read no other job's accumulator, the transforms of an NTT of many
+ * polynomials. Same results, bit for bit, as tsafe_backend_cpu_factory.
+ * Fills *out (user = pool, borrowed: it must outlive the backends); pool
+ * NULL: one thread. Each backend is still one thread's at a time; many
+ * backends may share one pool. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_cpu_factory_pool(
+    tsafe_cpu_pool *pool, tsafe_backend_factory *out);
 /* f->create(f->user, ckks, bfv, out) with the checks (f NULL: CPU). */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_backend_create(
     const tsafe_backend_factory *f, const tsafe_context *ckks,

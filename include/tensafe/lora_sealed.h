@@ -240,6 +240,15 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_use_backend(
  * tensafe serve calls it. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_refill(
     tsafe_sealed_server *s, tsafe_lora_stats *stats);
+/* Threads for the sealings of a round (the encryptions of zero, the
+ * switch): with a pool, a round's blocks are sealed on up to its thread
+ * count at once, each extra thread on a backend of its own from the
+ * server's factory (host-memory backends; others seal on one thread).
+ * Same bytes as without. pool is borrowed (NULL: one thread) and must
+ * outlive the server or the next use_pool. Not while another call on s
+ * runs. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_use_pool(
+    tsafe_sealed_server *s, tsafe_cpu_pool *pool);
 /* sealed-private: the part of round 2 that needs only the server's own
  * masks, to run between round 1 and round 2 (after response 1 went out,
  * while the client decrypts and encrypts its shares): for each site the

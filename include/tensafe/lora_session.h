@@ -129,6 +129,13 @@ typedef struct tsafe_session_service_opts {
      * (docs/PROTOCOL.md, "Several adapters per server"); copied; NULL or
      * "": none. 1..TSAFE_SESSION_MAX_ADAPTER_ID bytes 0x21..0x7e. */
     const char *adapter_id;
+    /* Threads for the sessions' ring work (NULL: one; borrowed, must
+     * outlive the service): a sealed round seals its blocks on them
+     * (tsafe_sealed_server_use_pool) and, with backend NULL, the CPU
+     * backends split their batched products over them
+     * (tsafe_backend_cpu_factory_pool). Give the same pool to
+     * tsafe_session_server_work_batch. Same bytes as without. */
+    tsafe_cpu_pool *pool;
 } tsafe_session_service_opts;
 
 typedef struct tsafe_session_service tsafe_session_service;
@@ -190,6 +197,19 @@ TSAFE_API unsigned tsafe_session_server_wants(const tsafe_session_server *s);
  * preparation, a step of its own), or the plain products / apply. The
  * only call that does HE work. TSAFE_OK with nothing pending. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_session_server_work(tsafe_session_server *s);
+/* The pending steps of many sessions in one call (the work() of each of
+ * s[0..n) that has one; the others are skipped), spread over pool's
+ * threads (NULL: one after the other here). Every session gets the bytes
+ * work() would give it, and keeps its own failure (status/wants); the
+ * call fails only for its arguments: TSAFE_E_NULL for a NULL entry,
+ * TSAFE_E_ARG for a session listed twice. Give the service a pooled CPU
+ * factory (tsafe_backend_cpu_factory_pool) on the same pool and a lone
+ * session's step spreads its batched products over the threads too (a
+ * token's sites are one batched call already).
+ * Threads: the sessions must not be used by any other thread during the
+ * call; pool may be shared with other callers (its batches take turns). */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_session_server_work_batch(
+    tsafe_session_server *const *s, size_t n, tsafe_cpu_pool *pool);
 /* The host ends the session (a timeout, a shutdown): st and what are
  * reported to the peer in an ERROR frame when there is still a transport
  * (send it), and kept as the session's failure. */

@@ -4,9 +4,9 @@
 #   sh libtensafe-he-cuda/scripts/gpu_session.sh prepare   # here (no GPU needed)
 #   then, with the device tool (repository root there):
 #     command: sh libtensafe-he-cuda/scripts/gpu_session.sh run [STEPS]
-#     (STEPS: any of conformance memcheck racecheck synccheck bench tool; default
-#     all -- split them over several calls if one call nears the 10-minute
-#     limit)
+#     (STEPS: any of conformance memcheck racecheck synccheck bench tool serve;
+#     default all but serve -- split them over several calls if one call nears
+#     the 10-minute limit; `run serve` alone is one call of up to 9 minutes)
 #     carry:   ["build/tests/test_cuda_conformance", "build/gpu-carry"]
 #
 # prepare: builds the conformance test (static TenSafe libraries, sm_80 +
@@ -17,6 +17,8 @@
 #   CUDA bit for bit, graph capture + replay), compute-sanitizer memcheck,
 #   racecheck and synccheck, the full benchmark (TSAFE_CUDA_BENCH=1), then
 #   the tool: `bench cuda`, `bench lora --backend cuda`, a CUDA-backed demo.
+#   serve (named only): `tensafe bench serve`, batched sessions at 1..4096
+#   sites on the CPU with 1 and all 16 threads and on the GPU (issue 21).
 #   Logs go to $OUT (or build/gpu-out); a summary table is printed last.
 set -u
 mode="${1:-}"
@@ -57,7 +59,7 @@ run)
     shift
     steps="${*:-conformance memcheck racecheck synccheck bench tool}"
     want() { case " $steps " in *" $1 "*) return 0;; esac; return 1; }
-    r_conf=0; r_mem=0; r_race=0; r_sync=0; r_bench=0; r_tool=0
+    r_conf=0; r_mem=0; r_race=0; r_sync=0; r_bench=0; r_tool=0; r_serve=0
     if want conformance; then
         lim 120 $t > "$out/conformance.log" 2>&1; r_conf=$?
         # on a GPU machine nothing may skip
@@ -84,15 +86,20 @@ run)
           lim 120 $tsafe_tool demo --backend cuda --tokens 8; } > "$out/tool.log" 2>&1
         r_tool=$?
     fi
+    if want serve; then
+        OPENBLAS_NUM_THREADS=1 timeout 530 $tsafe_tool bench serve > "$out/serve.log" 2>&1
+        r_serve=$?
+    fi
     echo "== device";       cat "$out/gpu.txt"
     echo "== conformance";  grep -E "SEED|PASSED|FAILED|SKIPPED|differs|error" "$out/conformance.log" 2>/dev/null | head -30
     echo "== sanitizers";   for f in memcheck racecheck synccheck; do
                                 echo "$f: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$f.log" 2>/dev/null | tail -1)"; done
     echo "== bench";        grep -A6 "^bench " "$out/bench.log" 2>/dev/null
     echo "== tool";         grep -E "cuda|sealed|per token|error|tensafe:" "$out/tool.log" 2>/dev/null | head -40
+    echo "== serve";        grep -E "sealed|cuda" "$out/serve.log" 2>/dev/null | head -60
     echo "steps: $steps"
-    echo "conformance $(status $r_conf); memcheck $(status $r_mem); racecheck $(status $r_race); synccheck $(status $r_sync); bench $(status $r_bench); tool $(status $r_tool)"
-    [ $r_conf -eq 0 ] && [ $r_mem -eq 0 ] && [ $r_race -eq 0 ] && [ $r_sync -eq 0 ] && [ $r_bench -eq 0 ] && [ $r_tool -eq 0 ]
+    echo "conformance $(status $r_conf); memcheck $(status $r_mem); racecheck $(status $r_race); synccheck $(status $r_sync); bench $(status $r_bench); tool $(status $r_tool); serve $(status $r_serve)"
+    [ $r_conf -eq 0 ] && [ $r_mem -eq 0 ] && [ $r_race -eq 0 ] && [ $r_sync -eq 0 ] && [ $r_bench -eq 0 ] && [ $r_tool -eq 0 ] && [ $r_serve -eq 0 ]
     ;;
 *)
     echo "usage: $0 prepare|run" >&2

@@ -139,11 +139,13 @@ int cmd_bench(int argc, char **argv)
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: tensafe bench [core|lora|lora-sweep|moe|model|cuda|all] [--json|--tsv] [--quick]\n"
+            printf("usage: tensafe bench [core|lora|lora-sweep|moe|model|serve|cuda|all] [--json|--tsv] [--quick]\n"
                    "                    [--backend cpu|cuda]\n"
                    "Prints medians (µs) of the core CKKS operations, the per-token\n"
                    "HE-LoRA delta, the MoE layer and the CUDA backend; `model`: every\n"
-                   "HE site of a token of Qwen2.5-1.5B and Qwen3-30B-A3B (sealed modes). --backend: where\n"
+                   "HE site of a token of Qwen2.5-1.5B and Qwen3-30B-A3B (sealed modes); `serve`:\n"
+                   "server sites/s and token p50/p99 of batched sessions at 1 to 4096 sites\n"
+                   "(CPU with 1 and all threads, CUDA when present). --backend: where\n"
                    "the HE-LoRA and MoE servers' ring work runs (default cpu); `bench lora`\n"
                    "also times one site's call on the CPU backend alone.\n");
             return 0;
@@ -155,7 +157,7 @@ int cmd_bench(int argc, char **argv)
     int all = !strcmp(which, "all");
     if (!all && strcmp(which, "core") && strcmp(which, "lora") &&
         strcmp(which, "moe") && strcmp(which, "cuda") && strcmp(which, "lora-sweep") &&
-        strcmp(which, "model"))
+        strcmp(which, "model") && strcmp(which, "serve"))
         return tool_usage("bench: unknown group '%s'", which);
     char what[256];
     tsafe_status bst = io_backend_factory(backend, &bench_backend, what, sizeof what);
@@ -177,6 +179,8 @@ int cmd_bench(int argc, char **argv)
         rc = bench_moe(r, quick);
     if (!rc && !strcmp(which, "model"))
         rc = bench_model(r, quick);
+    if (!rc && !strcmp(which, "serve"))
+        rc = bench_serve(r, quick);
     if (!rc && (all || !strcmp(which, "cuda")))
         rc = bench_cuda(r, quick);
     bench_report_finish(r);

@@ -43,5 +43,7 @@ int bench_moe(bench_report *r, int quick);
 int bench_cuda(bench_report *r, int quick);
 /* every HE site of a token of whole models (bench_model.c) */
 int bench_model(bench_report *r, int quick);
+/* many server sessions batched (bench_serve.c); only when named */
+int bench_serve(bench_report *r, int quick);
 
 #endif

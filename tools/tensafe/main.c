@@ -41,7 +41,7 @@ typedef struct {
 
 static const command k_commands[] = {
     {"demo", cmd_demo, "run the two-party HE-LoRA demo on a Qwen3.5-35B-A3B-shaped layer"},
-    {"bench", cmd_bench, "benchmark tables: bench [core|lora|lora-sweep|moe|model|cuda|all] [--json|--tsv]"},
+    {"bench", cmd_bench, "benchmark tables: bench [core|lora|lora-sweep|moe|model|serve|cuda|all] [--json|--tsv]"},
     {"keygen", cmd_keygen, "generate client keys (secret + public) for a parameter set"},
     {"encrypt", cmd_encrypt, "encrypt a float32 vector file (client side)"},
     {"decrypt", cmd_decrypt, "decrypt a ciphertext file (client side)"},

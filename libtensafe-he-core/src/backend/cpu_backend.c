@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tensafe/backend_impl.h"
+#include "tensafe/cpu_pool.h"
 #include "../ckks/ckks_internal.h"
 #include "tsafe_check.h"
 #include "alloc.h"
@@ -21,6 +22,7 @@ typedef struct cpu_state {
     uint64_t *scratch; /* 2 N: the rescale's and ntt_read's scratch */
     uint64_t *resc;    /* max_limbs N: one rescaled polynomial */
     tsafe_coset_cache *coset; /* ntt_read's tables, made on first use */
+    tsafe_cpu_pool *pool;     /* borrowed: independent tasks of a batch */
 } cpu_state;
 
 static const char *cpu_name(tsafe_backend *b)
@@ -139,19 +141,40 @@ tsafe_status tsafe_cpu_operand_borrow(tsafe_backend *b, const uint64_t *w,
     return TSAFE_OK;
 }
 
+typedef struct ntt_batch {
+    const struct tsafe_ring_view *c;
+    uint64_t *w;
+    uint32_t n_limbs;
+    int inverse;
+} ntt_batch;
+
+/* Polynomial p = t / n_limbs, limb t % n_limbs: transforms are independent. */
+static void ntt_task(void *arg, size_t t)
+{
+    const ntt_batch *nb = arg;
+    uint32_t i = (uint32_t)(t % nb->n_limbs);
+    uint64_t *l = nb->w + t * nb->c->n;
+    if (nb->inverse)
+        tsafe_ntt_inverse(&nb->c->ntt[i], l);
+    else
+        tsafe_ntt_forward(&nb->c->ntt[i], l);
+}
+
+/* Transforms a pool shares out: fewer cost less than waking it. */
+#define POOL_MIN_NTTS 8
+
 static tsafe_status cpu_ntt(tsafe_backend *b, void *mem, size_t n_polys,
                             uint32_t n_limbs, int inverse)
 {
-    const struct tsafe_ring_view *c = b->ring;
-    uint64_t *w = mem;
-    for (size_t p = 0; p < n_polys; p++)
-        for (uint32_t i = 0; i < n_limbs; i++) {
-            uint64_t *l = w + (p * n_limbs + i) * c->n;
-            if (inverse)
-                tsafe_ntt_inverse(&c->ntt[i], l);
-            else
-                tsafe_ntt_forward(&c->ntt[i], l);
-        }
+    const cpu_state *s = b->ctx;
+    ntt_batch nb = {b->ring, mem, n_limbs, inverse};
+    size_t n = n_polys * n_limbs;
+    if (n >= POOL_MIN_NTTS) {
+        tsafe_cpu_pool_run(s->pool, n, ntt_task, &nb);
+        return TSAFE_OK;
+    }
+    for (size_t t = 0; t < n; t++)
+        ntt_task(&nb, t);
     return TSAFE_OK;
 }
 
@@ -225,51 +248,142 @@ static void mac_limb(uint64_t *const *acc, size_t P, const uint64_t *a,
             tsafe_vec_mul_shoup_add(acc[p], a + p * a_step, w + p * w_step, wp + p * w_step, n, q);
 }
 
+/* Limb i of job m: acc[.][i] (+)= sum_k a[k] (*) w[k]. Limbs of a job and
+ * jobs are independent unless a job reads another's accumulator. */
+static void mac_job_limb(const struct tsafe_ring_view *r, const tsafe_backend_mac *m,
+                         uint32_t i)
+{
+    size_t n = r->n, P = m->acc->n_polys;
+    uint32_t L = m->acc->n_limbs;
+    uint64_t *acc = m->acc->mem;
+    uint64_t *rows[16];
+    for (size_t p = 0; p < P; p++)
+        rows[p] = acc + (p * L + i) * n;
+    if (m->assign && m->n_terms == 0)
+        for (size_t p = 0; p < P; p++)
+            memset(rows[p], 0, n * sizeof *acc);
+    for (size_t k = 0; k < m->n_terms; k++) {
+        int assign = m->assign && k == 0; /* the first term writes */
+        const tsafe_buffer *A = m->a[k], *W = m->w[k];
+        const cpu_operand *op = W->operand ? W->mem : NULL;
+        const uint64_t *a = A->mem, *w = op ? op->w : W->mem;
+        size_t a_step = A->n_polys == 1 ? 0 : (size_t)L * n;
+        size_t w_step = W->n_polys == 1 ? 0 : (size_t)L * n;
+        size_t o = (size_t)i * n;
+        if (!W->operand) { /* used once: Barrett, no quotients to build */
+            for (size_t p = 0; p < P; p++) {
+                const uint64_t *x = a + p * a_step + o, *y = w + p * w_step + o;
+                if (assign)
+                    tsafe_vec_mul(rows[p], x, y, n, &r->mod[i]);
+                else
+                    tsafe_vec_mul_add(rows[p], x, y, n, &r->mod[i]);
+            }
+            continue;
+        }
+        mac_limb(rows, P, a + o, a_step, w + o, op->wp + o, w_step, n, r->mod[i].q, assign);
+    }
+}
+
+/* A batch split into (job, limb) tasks for the pool. */
+typedef struct mac_batch {
+    const struct tsafe_ring_view *r;
+    const tsafe_backend_mac *jobs;
+    uint32_t L; /* every job's limbs (a uniform batch) */
+} mac_batch;
+
+static void mac_task(void *arg, size_t t)
+{
+    const mac_batch *mb = arg;
+    mac_job_limb(mb->r, &mb->jobs[t / mb->L], (uint32_t)(t % mb->L));
+}
+
+typedef struct {
+    const uint64_t *lo, *hi;
+} mem_range;
+
+static int range_cmp(const void *x, const void *y)
+{
+    const mem_range *a = x, *b = y;
+    return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+/* 1 when p (words at [lo, hi)) overlaps one of the sorted ranges. */
+static int overlaps(const mem_range *acc, size_t n, const uint64_t *lo, const uint64_t *hi)
+{
+    size_t a = 0, b = n; /* first range with acc.lo >= hi */
+    while (a < b) {
+        size_t mid = (a + b) / 2;
+        if (acc[mid].lo < hi)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a > 0 && acc[a - 1].hi > lo;
+}
+
+static mem_range buffer_range(const struct tsafe_ring_view *r, const tsafe_buffer *b)
+{
+    const uint64_t *lo = b->mem;
+    return (mem_range){lo, lo + b->n_polys * b->n_limbs * r->n};
+}
+
+/* 1 when no job reads memory another job writes, no two accumulators
+ * overlap and every job has the same limb count: then the (job, limb)
+ * tasks may run in any order and at once. Operand terms are never
+ * accumulators (the dispatcher refuses them). */
+static int jobs_independent(const struct tsafe_ring_view *r, const tsafe_backend_mac *jobs,
+                            size_t n_jobs)
+{
+    mem_range *acc = malloc(n_jobs * sizeof *acc);
+    if (!acc)
+        return 0;
+    int ok = 1;
+    for (size_t j = 0; j < n_jobs; j++) {
+        acc[j] = buffer_range(r, jobs[j].acc);
+        ok &= jobs[j].acc->n_limbs == jobs[0].acc->n_limbs;
+    }
+    qsort(acc, n_jobs, sizeof *acc, range_cmp);
+    for (size_t j = 1; j < n_jobs && ok; j++)
+        ok = acc[j - 1].hi <= acc[j].lo;
+    for (size_t j = 0; j < n_jobs && ok; j++)
+        for (size_t k = 0; k < jobs[j].n_terms && ok; k++) {
+            const tsafe_buffer *t[2] = {jobs[j].a[k], jobs[j].w[k]};
+            for (int s = 0; s < 2 && ok; s++) {
+                if (t[s]->operand)
+                    continue;
+                mem_range m = buffer_range(r, t[s]);
+                ok = !overlaps(acc, n_jobs, m.lo, m.hi);
+            }
+        }
+    free(acc);
+    return ok;
+}
+
+/* Work below which waking the pool costs more than it saves (words
+ * multiplied). */
+#define POOL_MIN_WORDS ((size_t)1 << 15)
+
 static tsafe_status cpu_mul_acc(tsafe_backend *b, const tsafe_backend_mac *jobs,
                                 size_t n_jobs)
 {
     const struct tsafe_ring_view *r = b->ring;
-    size_t n = r->n;
-    uint64_t *rows[16];
+    const cpu_state *s = b->ctx;
+    size_t work = 0;
     for (size_t j = 0; j < n_jobs; j++) {
-        const tsafe_backend_mac *m = &jobs[j];
-        size_t P = m->acc->n_polys;
-        uint32_t L = m->acc->n_limbs;
-        if (P > 16)
+        if (jobs[j].acc->n_polys > 16)
             return TSAFE_E_UNSUPPORTED; /* ciphertexts have 2 polynomials */
-        uint64_t *acc = m->acc->mem;
-        if (m->assign && m->n_terms == 0)
-            memset(acc, 0, P * L * n * sizeof *acc);
-        for (size_t k = 0; k < m->n_terms; k++) {
-            int assign = m->assign && k == 0; /* the first term writes */
-            const tsafe_buffer *A = m->a[k], *W = m->w[k];
-            const cpu_operand *op = W->operand ? W->mem : NULL;
-            const uint64_t *a = A->mem, *w = op ? op->w : W->mem;
-            size_t a_step = A->n_polys == 1 ? 0 : (size_t)L * n;
-            size_t w_step = W->n_polys == 1 ? 0 : (size_t)L * n;
-            if (!W->operand) { /* used once: Barrett, no quotients to build */
-                for (uint32_t i = 0; i < L; i++)
-                    for (size_t p = 0; p < P; p++) {
-                        uint64_t *o = acc + (p * L + i) * n;
-                        const uint64_t *x = a + p * a_step + (size_t)i * n;
-                        const uint64_t *y = w + p * w_step + (size_t)i * n;
-                        if (assign)
-                            tsafe_vec_mul(o, x, y, n, &r->mod[i]);
-                        else
-                            tsafe_vec_mul_add(o, x, y, n, &r->mod[i]);
-                    }
-                continue;
-            }
-            const uint64_t *wp = op->wp;
-            for (uint32_t i = 0; i < L; i++) {
-                for (size_t p = 0; p < P; p++)
-                    rows[p] = acc + (p * L + i) * n;
-                size_t o = (size_t)i * n;
-                mac_limb(rows, P, a + o, a_step, w + o, wp + o, w_step, n, r->mod[i].q,
-                         assign);
-            }
-        }
+        work += (jobs[j].n_terms + 1) * jobs[j].acc->n_polys * jobs[j].acc->n_limbs * r->n;
     }
+    uint32_t L = jobs[0].acc->n_limbs;
+    if (tsafe_cpu_pool_threads(s->pool) > 1 && n_jobs * L > 1 && work >= POOL_MIN_WORDS &&
+        jobs_independent(r, jobs, n_jobs)) {
+        mac_batch mb = {r, jobs, L};
+        tsafe_cpu_pool_run(s->pool, n_jobs * L, mac_task, &mb);
+        return TSAFE_OK;
+    }
+    for (size_t j = 0; j < n_jobs; j++) /* in order: a job may read an earlier one's acc */
+        for (uint32_t i = 0; i < jobs[j].acc->n_limbs; i++)
+            mac_job_limb(r, &jobs[j], i);
     return TSAFE_OK;
 }
 
@@ -371,7 +485,7 @@ static tsafe_status cpu_state_new(size_t n, uint32_t max_limbs, cpu_state **out)
 
 /* A CPU backend over one of the two rings (exactly one of ckks, bfv). */
 static tsafe_status cpu_create(const tsafe_context *ckks, const tsafe_bfv_context *bfv,
-                               tsafe_backend **out)
+                               tsafe_cpu_pool *pool, tsafe_backend **out)
 {
     TSAFE_REQUIRE(out, TSAFE_E_NULL);
     *out = NULL;
@@ -382,6 +496,7 @@ static tsafe_status cpu_create(const tsafe_context *ckks, const tsafe_bfv_contex
                            : cpu_state_new(tsafe_bfv_context_n(bfv), 1, &s);
     if (st != TSAFE_OK)
         return st;
+    s->pool = pool;
     st = ckks ? tsafe_backend_init(out, TSAFE_BACKEND_API_VERSION, &k_cpu_iface, s, ckks)
               : tsafe_backend_init_bfv(out, TSAFE_BACKEND_API_VERSION, &k_cpu_iface, s, bfv);
     if (st != TSAFE_OK)
@@ -391,10 +506,23 @@ static tsafe_status cpu_create(const tsafe_context *ckks, const tsafe_bfv_contex
 
 tsafe_status tsafe_backend_cpu_create(const tsafe_context *ctx, tsafe_backend **out)
 {
-    return ctx || !out ? cpu_create(ctx, NULL, out) : (*out = NULL, TSAFE_E_NULL);
+    return ctx || !out ? cpu_create(ctx, NULL, NULL, out) : (*out = NULL, TSAFE_E_NULL);
 }
 
 tsafe_status tsafe_backend_cpu_create_bfv(const tsafe_bfv_context *ctx, tsafe_backend **out)
 {
-    return ctx || !out ? cpu_create(NULL, ctx, out) : (*out = NULL, TSAFE_E_NULL);
+    return ctx || !out ? cpu_create(NULL, ctx, NULL, out) : (*out = NULL, TSAFE_E_NULL);
+}
+
+static tsafe_status cpu_pool_factory_create(void *user, const tsafe_context *ckks,
+                                            const tsafe_bfv_context *bfv, tsafe_backend **out)
+{
+    return cpu_create(ckks, bfv, user, out);
+}
+
+tsafe_status tsafe_backend_cpu_factory_pool(tsafe_cpu_pool *pool, tsafe_backend_factory *out)
+{
+    TSAFE_REQUIRE(out, TSAFE_E_NULL);
+    *out = (tsafe_backend_factory){"cpu", cpu_pool_factory_create, pool};
+    return TSAFE_OK;
 }

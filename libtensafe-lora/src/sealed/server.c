@@ -21,6 +21,7 @@ static void pool_free(tsafe_buffer **p, size_t n)
 
 static void backend_teardown(tsafe_sealed_server *s)
 {
+    tsafe_sealed_sealq_free(&s->sealq); /* its slots are the factory's */
     tsafe_sealed_opcache_clear(&s->cache);
     pool_free(s->accs, s->n_accs);
     pool_free(s->accs2, s->n_accs2);
@@ -29,10 +30,10 @@ static void backend_teardown(tsafe_sealed_server *s)
     s->n_accs = s->n_accs2 = s->n_band = 0;
     for (size_t i = 0; i < TSAFE_SEALED_MAX_CHUNKS; i++)
         tsafe_buffer_free(s->xb[i]);
-    for (size_t i = 0; i < 2 * TSAFE_SEALED_MAX_CHUNKS; i++)
-        tsafe_buffer_free(s->zb[i]);
+    pool_free(s->zb, s->n_zb);
+    s->zb = NULL;
+    s->n_zb = 0;
     memset(s->xb, 0, sizeof s->xb);
-    memset(s->zb, 0, sizeof s->zb);
     tsafe_buffer_free(s->pkb1);
     tsafe_buffer_free(s->pkb2);
     s->pkb1 = s->pkb2 = NULL;
@@ -54,6 +55,8 @@ static tsafe_status backend_keys(tsafe_sealed_server *s)
     tsafe_buffer_free(s->pkb1);
     tsafe_buffer_free(s->pkb2);
     s->pkb1 = s->pkb2 = NULL;
+    tsafe_sealed_sealq_drop_keys(&s->sealq);
+    s->key_gen++;
     tsafe_status st = TSAFE_OK;
     if (s->pk1)
         st = tsafe_bfv_public_key_operand(s->pk1, s->be1, &s->pkb1);
@@ -69,13 +72,9 @@ static tsafe_status backend_setup(tsafe_sealed_server *s)
     TSAFE_TRY(tsafe_bfv_sealer_create(s->c1, s->be1, &s->sealer1));
     for (uint32_t i = 0; i < s->plan.n_chunks1; i++)
         TSAFE_TRY(tsafe_buffer_alloc(s->be1, 2, tsafe_bfv_context_limbs(s->c1), &s->xb[i]));
-    if (s->c2) {
-        tsafe_sealed_layout l2;
-        tsafe_sealed_layout2(&s->plan, s->plan.rank, s->plan.d_out_max, &l2);
+    if (s->c2) { /* round 2's share ciphertexts: a pool grown per token */
         TSAFE_TRY(tsafe_backend_create(s->factory, NULL, s->c2, &s->be2));
         TSAFE_TRY(tsafe_bfv_sealer_create(s->c2, s->be2, &s->sealer2));
-        for (uint32_t i = 0; i < 2 * l2.n_chunks; i++)
-            TSAFE_TRY(tsafe_buffer_alloc(s->be2, 2, tsafe_bfv_context_limbs(s->c2), &s->zb[i]));
     }
     TSAFE_TRY(backend_keys(s));
     return TSAFE_OK;
@@ -116,6 +115,13 @@ tsafe_status tsafe_sealed_server_use_backend(tsafe_sealed_server *s,
             backend_teardown(s); /* no backend at all: the rounds refuse (TSAFE_E_STATE) */
     }
     return st;
+}
+
+tsafe_status tsafe_sealed_server_use_pool(tsafe_sealed_server *s, tsafe_cpu_pool *pool)
+{
+    TSAFE_REQUIRE(s, TSAFE_E_NULL);
+    s->pool = pool;
+    return TSAFE_OK;
 }
 
 const char *tsafe_sealed_server_backend_name(const tsafe_sealed_server *s)
@@ -365,22 +371,10 @@ size_t tsafe_sealed_server_secrets_(const tsafe_sealed_server *s, tsafe_sealed_s
         {"colsel", s->colsel,
          s->colsel ? (size_t)s->plan.d_out_max * s->plan.rank * sizeof *s->colsel : 0},
         {"coeff", s->coeff, s->coeff ? n * sizeof *s->coeff : 0},
+        {"sealq.mask", s->sealq.mask, s->sealq.wcap * sizeof *s->sealq.mask},
     };
     for (size_t i = 0; i < sizeof all / sizeof *all && k < max; i++)
         if (all[i].p && all[i].bytes)
             out[k++] = all[i];
     return k;
-}
-
-tsafe_status tsafe_sealed_server_seal(tsafe_sealed_server *s, const tsafe_bfv_context *ctx,
-                                      tsafe_bfv_sealer *sealer, tsafe_buffer *acc,
-                                      const tsafe_buffer *pk, tsafe_bfv_sealed *res,
-                                      const tsafe_sealed_layout *l, uint32_t b,
-                                      uint32_t flood, tsafe_wbuf *w)
-{
-    uint8_t sd[32];
-    uint32_t reads = tsafe_sealed_block_reads(l, b, s->pos);
-    tsafe_status st = tsafe_bfv_seal_buffer(sealer, acc, pk, s->pos, s->mask, reads, flood,
-                                            tsafe_sealed_next_seed(&s->draws, sd), res);
-    return st == TSAFE_OK ? tsafe_sealed_put_sealed(ctx, res, reads, w) : st;
 }

@@ -74,6 +74,65 @@ tsafe_status tsafe_sealed_get_chunks(tsafe_rbuf *r, const tsafe_sealed_plan *p);
 /* A share-ciphertext site header (rank, count) checked against the site. */
 tsafe_status tsafe_sealed_get_site2(tsafe_rbuf *r, const tsafe_sealed_site *site);
 
+/* -------------------------------------------------------- seal_batch.c */
+
+/* The sealings of a round are queued as the round writes its message
+ * (seed drawn, positions and masks copied, bytes reserved in order) and
+ * run at its end (tsafe_sealed_server_seal_flush), over the threads of
+ * the server's pool when it has one: the bytes are those of sealing in
+ * line, whatever thread sealed what. */
+#define TSAFE_SEALED_MAX_SLOTS 15 /* extra threads a round's sealings use */
+/* Round 2 (sealed-private) flushes once this many sealings are queued:
+ * enough blocks to share over the threads, few accumulators held. */
+#define TSAFE_SEALED_ROUND2_QUEUE 16
+
+typedef struct {
+    tsafe_buffer *acc;
+    const uint64_t *host; /* acc's words (host backends), else NULL */
+    size_t first;         /* its positions and masks at pos / mask + first */
+    uint32_t reads;
+    size_t off;           /* its bytes in the message */
+    uint8_t seed[32];
+    int seeded;           /* 0: the sealing draws from the CSPRNG */
+} tsafe_sealed_seal_job;
+
+/* What another thread seals with: its own backend (from the server's
+ * factory), sealer, key operand and accumulator (a copy of the job's). */
+typedef struct {
+    tsafe_backend *be;
+    tsafe_bfv_sealer *sealer;
+    tsafe_buffer *pk, *acc;
+    tsafe_bfv_sealed *res;
+    uint64_t key_gen; /* pk is of the server's keys of that generation */
+} tsafe_sealed_slot;
+
+typedef struct {
+    tsafe_sealed_seal_job *job;
+    size_t n, cap;
+    uint32_t *pos;
+    uint64_t *mask; /* derived from R: as secret, wiped by the flush */
+    size_t words, wcap;
+    /* the round's ring (every queued job has the same) */
+    int ring; /* 1 or 2 */
+    const tsafe_bfv_context *ctx;
+    tsafe_bfv_sealer *sealer;
+    const tsafe_buffer *pk;
+    tsafe_bfv_sealed *res;
+    uint32_t flood;
+    tsafe_sealed_slot slot[2][TSAFE_SEALED_MAX_SLOTS];
+} tsafe_sealed_sealq;
+
+struct tsafe_sealed_server;
+/* Runs the queued sealings into w's reserved bytes and empties the queue;
+ * the first failure in queue order. */
+tsafe_status tsafe_sealed_server_seal_flush(struct tsafe_sealed_server *s, tsafe_wbuf *w);
+/* Frees the queue and the slots (their backends come from the factory). */
+void tsafe_sealed_sealq_free(tsafe_sealed_sealq *q);
+/* Drops the queued sealings (a failed round), their masks wiped. */
+void tsafe_sealed_sealq_discard(tsafe_sealed_sealq *q);
+/* Frees the slots' key operands (new keys). */
+void tsafe_sealed_sealq_drop_keys(tsafe_sealed_sealq *q);
+
 /* ------------------------------------------------------------ server.c */
 
 struct tsafe_sealed_server {
@@ -101,7 +160,8 @@ struct tsafe_sealed_server {
     tsafe_bfv_sealer *sealer1, *sealer2;
     tsafe_buffer *pkb1, *pkb2;                          /* session keys as operands */
     tsafe_buffer *xb[TSAFE_SEALED_MAX_CHUNKS];          /* the query's chunks */
-    tsafe_buffer *zb[2 * TSAFE_SEALED_MAX_CHUNKS];      /* round 2's ciphertexts */
+    tsafe_buffer **zb;                    /* round 2's share ciphertexts */
+    size_t n_zb;
     tsafe_buffer **accs, **accs2;         /* one per block (round 1, 2) */
     size_t n_accs, n_accs2;
     tsafe_buffer **band;                  /* per-token round-2 plaintexts */
@@ -109,6 +169,9 @@ struct tsafe_sealed_server {
     tsafe_sealed_opcache cache;
     tsafe_sealed_draws draws;
     size_t seals1, seals2;                /* of the last token: refill targets */
+    tsafe_cpu_pool *pool;                 /* borrowed: threads for the sealings */
+    tsafe_sealed_sealq sealq;             /* the round's queued sealings */
+    uint64_t key_gen;                     /* +1 at every new key operand */
 
     /* Round 2 prepared while the client answers round 1
      * (tsafe_sealed_server_prepare_round2): per coordinate the band bit
@@ -134,8 +197,10 @@ tsafe_status tsafe_sealed_server_check_pending(const tsafe_sealed_server *s,
 tsafe_status tsafe_sealed_server_reserve_R(tsafe_sealed_server *s, size_t need);
 /* Wipes the pending token's masks and everything derived from them. */
 void tsafe_sealed_server_wipe_masks(tsafe_sealed_server *s);
-/* Seals block b of layout l (reads at the block's rows, masks in s->mask)
- * from the backend accumulator acc into w. */
+/* Queues the sealing of block b of layout l (reads at the block's rows,
+ * masks in s->mask) from the backend accumulator acc, its bytes reserved
+ * in w; the round runs tsafe_sealed_server_seal_flush before it returns.
+ * acc must stay as it is until then. */
 tsafe_status tsafe_sealed_server_seal(tsafe_sealed_server *s, const tsafe_bfv_context *ctx,
                                       tsafe_bfv_sealer *sealer, tsafe_buffer *acc,
                                       const tsafe_buffer *pk, tsafe_bfv_sealed *res,

@@ -7,15 +7,17 @@
 #include "tsafe_check.h"
 
 /* Every block of every site is one job of one tsafe_backend_mul_acc call
- * (the batched entry point); accs[j] is block j in site-major order. */
+ * (the batched entry point); accs[acc0 + j] is block j in site-major
+ * order. */
 static tsafe_status round1_products(tsafe_sealed_server *s,
                                     const tsafe_sealed_site *const *sites,
-                                    size_t n_sites, const tsafe_sealed_operands **ops)
+                                    size_t n_sites, const tsafe_sealed_operands **ops,
+                                    size_t acc0)
 {
     size_t jobs = 0;
     for (size_t i = 0; i < n_sites; i++)
         jobs += sites[i]->l1.n_blocks;
-    tsafe_status st = tsafe_sealed_pool_reserve(s->be1, &s->accs, &s->n_accs, jobs, 2);
+    tsafe_status st = tsafe_sealed_pool_reserve(s->be1, &s->accs, &s->n_accs, acc0 + jobs, 2);
     if (st != TSAFE_OK)
         return st;
     uint32_t nc = s->plan.n_chunks1;
@@ -35,12 +37,34 @@ static tsafe_status round1_products(tsafe_sealed_server *s,
                 a[c] = s->xb[c];
                 w[c] = ops[i]->o1[(size_t)c * l->n_blocks + b];
             }
-            job[j] = (tsafe_backend_mac){s->accs[j], l->n_chunks, a, w, 1};
+            job[j] = (tsafe_backend_mac){s->accs[acc0 + j], l->n_chunks, a, w, 1};
         }
     }
     st = tsafe_backend_mul_acc(s->be1, job, jobs);
     free(job);
     free(terms);
+    return st;
+}
+
+/* The products of every site, one call per group of sites whose operands
+ * the cache holds at once (a later site's fetch may evict an earlier
+ * one's entry: the operands of one call must all be fetched for it). */
+static tsafe_status round1_groups(tsafe_sealed_server *s,
+                                  const tsafe_sealed_site *const *sites, size_t n_sites)
+{
+    const tsafe_sealed_operands *ops[TSAFE_SEALED_OPERAND_CACHE];
+    tsafe_status st = TSAFE_OK;
+    size_t acc0 = 0;
+    for (size_t g = 0; g < n_sites && st == TSAFE_OK; g += TSAFE_SEALED_OPERAND_CACHE) {
+        size_t m = n_sites - g < TSAFE_SEALED_OPERAND_CACHE ? n_sites - g
+                                                             : TSAFE_SEALED_OPERAND_CACHE;
+        for (size_t i = 0; i < m && st == TSAFE_OK; i++)
+            st = tsafe_sealed_opcache_get(&s->cache, s->be1, s->be2, sites[g + i], &ops[i]);
+        if (st == TSAFE_OK)
+            st = round1_products(s, sites + g, m, ops, acc0);
+        for (size_t i = 0; i < m; i++)
+            acc0 += sites[g + i]->l1.n_blocks;
+    }
     return st;
 }
 
@@ -87,7 +111,7 @@ static tsafe_status draw_round_masks(tsafe_sealed_server *s,
 }
 
 /* Response 1 from the products in s->accs: per block the masks, then the
- * sealing. Returns the number of blocks sealed in *seals. */
+ * sealing (queued, run together at the end). Returns the number of blocks sealed in *seals. */
 static tsafe_status write_response1(tsafe_sealed_server *s,
                                     const tsafe_sealed_site *const *sites, size_t n_sites,
                                     tsafe_wbuf *w, size_t *seals)
@@ -111,7 +135,11 @@ static tsafe_status write_response1(tsafe_sealed_server *s,
         R += sites[i]->rank;
     }
     *seals = j;
-    return st == TSAFE_OK && w->failed ? TSAFE_E_NOMEM : st;
+    if (st != TSAFE_OK) { /* nothing of it is sent */
+        tsafe_sealed_sealq_discard(&s->sealq);
+        return st;
+    }
+    return tsafe_sealed_server_seal_flush(s, w); /* the queued sealings, at once */
 }
 
 static tsafe_status round1(tsafe_sealed_server *s, const tsafe_sealed_site *const *sites,
@@ -122,12 +150,9 @@ static tsafe_status round1(tsafe_sealed_server *s, const tsafe_sealed_site *cons
     tsafe_status st = read_query(s, query, len);
     if (st == TSAFE_OK)
         st = draw_round_masks(s, sites, n_sites);
-    const tsafe_sealed_operands *ops[TSAFE_MSG_MAX_SITES];
     double p0 = tsafe_now_us();
-    for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++)
-        st = tsafe_sealed_opcache_get(&s->cache, s->be1, s->be2, sites[i], &ops[i]);
     if (st == TSAFE_OK)
-        st = round1_products(s, sites, n_sites, ops);
+        st = round1_groups(s, sites, n_sites);
     if (st != TSAFE_OK)
         return st;
     double prod_us = tsafe_now_us() - p0;

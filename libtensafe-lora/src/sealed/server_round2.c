@@ -121,40 +121,57 @@ static tsafe_status build_band_plains(tsafe_sealed_server *s, const tsafe_sealed
     return st;
 }
 
-/* Round 2's products of one site on the backend: per block the share
- * chunks times the fixed B_q blocks and the wrap chunks times their band
- * plaintexts (band[first..], built by build_band_plains), as one
- * multiply-accumulate call. */
-static tsafe_status round2_products(tsafe_sealed_server *s, const tsafe_sealed_site *site,
-                                    const tsafe_sealed_operands *ops, size_t first)
+/* The sites of round 2 whose sealings are queued and whose products are
+ * not done yet: their products go in one multiply-accumulate call. */
+typedef struct {
+    const tsafe_sealed_site *site;
+    const tsafe_sealed_operands *ops;
+    size_t z0, band0, acc0; /* its share ciphertexts, band plaintexts and
+                               accumulators: zb[z0..], band[band0..], accs2[acc0..] */
+} round2_part;
+
+typedef struct {
+    round2_part part[TSAFE_SEALED_ROUND2_QUEUE];
+    size_t n, zused, bused;
+} round2_group;
+
+/* Round 2's products of a group of sites as one multiply-accumulate call:
+ * per block of each site the share chunks times the fixed B_q blocks and
+ * the wrap chunks times their band plaintexts (block-major, as
+ * build_band_plains lays them out). */
+static tsafe_status round2_products(tsafe_sealed_server *s, const round2_group *g)
 {
-    const tsafe_sealed_layout *l = &site->l2;
-    size_t nb = l->n_blocks, nc = l->n_chunks;
-    tsafe_status st = tsafe_sealed_pool_reserve(s->be2, &s->accs2, &s->n_accs2, nb, 2);
-    if (st != TSAFE_OK)
-        return st;
-    tsafe_backend_mac *job = malloc(nb * sizeof *job);
-    const tsafe_buffer **terms = malloc(2 * nb * 2 * nc * sizeof *terms);
+    size_t jobs = 0, nterms = 0;
+    for (size_t p = 0; p < g->n; p++) {
+        const tsafe_sealed_layout *l = &g->part[p].site->l2;
+        jobs += l->n_blocks;
+        nterms += (size_t)l->n_blocks * 4 * l->n_chunks;
+    }
+    tsafe_backend_mac *job = malloc(jobs * sizeof *job);
+    const tsafe_buffer **terms = malloc(nterms * sizeof *terms);
     if (!job || !terms) {
         free(job);
         free(terms);
         return TSAFE_E_NOMEM;
     }
-    size_t used = first;
-    for (uint32_t b = 0; b < nb; b++) {
-        const tsafe_buffer **a = terms + 2 * b * 2 * nc, **w = a + 2 * nc;
-        size_t k = 0;
-        for (uint32_t c = 0; c < nc; c++, k++) {
-            a[k] = s->zb[c];
-            w[k] = ops->o2[(size_t)c * nb + b];
+    size_t j = 0, t = 0;
+    for (size_t p = 0; p < g->n; p++) {
+        const round2_part *q = &g->part[p];
+        const tsafe_sealed_layout *l = &q->site->l2;
+        size_t nb = l->n_blocks, nc = l->n_chunks, used = q->band0;
+        for (uint32_t b = 0; b < nb; b++, j++) {
+            const tsafe_buffer **a = terms + t, **w = a + 2 * nc;
+            t += 4 * nc;
+            for (uint32_t c = 0; c < nc; c++) {
+                a[c] = s->zb[q->z0 + c];
+                w[c] = q->ops->o2[(size_t)c * nb + b];
+                a[nc + c] = s->zb[q->z0 + nc + c];
+                w[nc + c] = s->band[used++];
+            }
+            job[j] = (tsafe_backend_mac){s->accs2[q->acc0 + b], 2 * nc, a, w, 1};
         }
-        for (uint32_t c = 0; c < nc; c++, k++) {
-            a[k] = s->zb[nc + c];
-            w[k] = s->band[used++];
-        }
-        job[b] = (tsafe_backend_mac){s->accs2[b], k, a, w, 1};
     }
-    st = tsafe_backend_mul_acc(s->be2, job, nb);
+    tsafe_status st = tsafe_backend_mul_acc(s->be2, job, jobs);
     free(job);
     free(terms);
     return st;
@@ -194,21 +211,35 @@ tsafe_status tsafe_sealed_server_prepare_round2(tsafe_sealed_server *s,
     return st;
 }
 
-/* One site of a sealed-private round 2: its share ciphertexts (into
- * s->zb), the products on the backend (with the prepared band plaintexts
- * when prepared, else built here), then per block the masks B_q C +
- * noise and the sealing. */
-static tsafe_status round2_site(tsafe_sealed_server *s, const tsafe_sealed_site *site,
-                                size_t i, int prepared, tsafe_rbuf *r, tsafe_wbuf *w,
-                                double *prod_us, uint8_t *band_here, int64_t *C_here)
+/* Site i's share ciphertexts into the pool (zb[g->zused..]). */
+static tsafe_status read_shares(tsafe_sealed_server *s, const tsafe_sealed_site *site,
+                                tsafe_rbuf *r, round2_group *g, round2_part *q)
 {
     const tsafe_sealed_layout *l = &site->l2;
     size_t ctl = tsafe_bfv_ct_bytes(s->c2);
     tsafe_status st = tsafe_sealed_get_site2(r, site);
+    if (st == TSAFE_OK)
+        st = tsafe_sealed_pool_reserve(s->be2, &s->zb, &s->n_zb, g->zused + 2 * l->n_chunks, 2);
+    q->z0 = g->zused;
     for (uint32_t c = 0; c < 2 * l->n_chunks && st == TSAFE_OK; c++) {
         const uint8_t *b = tsafe_rbuf_take(r, ctl);
-        st = b ? tsafe_bfv_ct_read_buffer(s->c2, b, ctl, s->zb[c]) : TSAFE_E_TRUNCATED;
+        st = b ? tsafe_bfv_ct_read_buffer(s->c2, b, ctl, s->zb[g->zused++]) : TSAFE_E_TRUNCATED;
     }
+    return st;
+}
+
+/* One site of a sealed-private round 2, joined to the group: its share
+ * ciphertexts, its band plaintexts (prepared, else built here), then per
+ * block the masks B_q C + noise and the queued sealing of the block's
+ * accumulator, which the group's products fill before the flush. */
+static tsafe_status round2_site(tsafe_sealed_server *s, const tsafe_sealed_site *site,
+                                size_t i, int prepared, tsafe_rbuf *r, tsafe_wbuf *w,
+                                round2_group *g, uint8_t *band_here, int64_t *C_here)
+{
+    const tsafe_sealed_layout *l = &site->l2;
+    round2_part *q = &g->part[g->n];
+    q->site = site;
+    tsafe_status st = read_shares(s, site, r, g, q);
     if (st != TSAFE_OK)
         return st;
     const uint8_t *band = prepared ? s->pband + s->off[i] : band_here;
@@ -217,25 +248,38 @@ static tsafe_status round2_site(tsafe_sealed_server *s, const tsafe_sealed_site 
         tsafe_sealed_band_and_c(&s->plan, site, s->R + s->off[i], band_here, C_here);
     tsafe_sealed_put_site2(w, site);
     tsafe_sealed_draw_out_noise(&s->draws, site, s->noise);
-    double p0 = tsafe_now_us();
-    const tsafe_sealed_operands *ops;
-    st = tsafe_sealed_opcache_get(&s->cache, s->be1, s->be2, site, &ops);
+    st = tsafe_sealed_opcache_get(&s->cache, s->be1, s->be2, site, &q->ops);
+    size_t nbc = (size_t)l->n_chunks * l->n_blocks;
+    q->band0 = prepared ? s->pfirst[i] : g->bused;
     if (st == TSAFE_OK && !prepared) {
-        st = tsafe_sealed_pool_reserve(s->be2, &s->band, &s->n_band,
-                                       (size_t)l->n_chunks * l->n_blocks, 1);
+        st = tsafe_sealed_pool_reserve(s->be2, &s->band, &s->n_band, g->bused + nbc, 1);
         if (st == TSAFE_OK)
-            st = build_band_plains(s, site, band, 0);
+            st = build_band_plains(s, site, band, g->bused);
+        g->bused += nbc;
     }
+    q->acc0 = s->sealq.n; /* one accumulator per queued sealing */
     if (st == TSAFE_OK)
-        st = round2_products(s, site, ops, prepared ? s->pfirst[i] : 0);
-    *prod_us += tsafe_now_us() - p0;
+        st = tsafe_sealed_pool_reserve(s->be2, &s->accs2, &s->n_accs2, q->acc0 + l->n_blocks, 2);
     uint32_t flood2 = tsafe_sealed_flood2(&s->plan);
     for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++) {
         tsafe_sealed_round2_masks(&s->plan, site, b, C, s->noise, s->mask);
-        st = tsafe_sealed_server_seal(s, s->c2, s->sealer2, s->accs2[b], s->pkb2, s->res2, l,
-                                      b, flood2, w);
+        st = tsafe_sealed_server_seal(s, s->c2, s->sealer2, s->accs2[q->acc0 + b], s->pkb2,
+                                      s->res2, l, b, flood2, w);
     }
+    g->n++;
     return st;
+}
+
+/* The group's products, then its queued sealings; the group starts over. */
+static tsafe_status round2_flush(tsafe_sealed_server *s, round2_group *g, tsafe_wbuf *w,
+                                 double *prod_us)
+{
+    double p0 = tsafe_now_us();
+    tsafe_status st = g->n ? round2_products(s, g) : TSAFE_OK;
+    *prod_us += tsafe_now_us() - p0;
+    tsafe_status fs = tsafe_sealed_server_seal_flush(s, w); /* always: it empties the queue */
+    g->n = g->zused = g->bused = 0;
+    return st != TSAFE_OK ? st : fs;
 }
 
 /* sealed-private: Enc(floor(v/2^k)), Enc(d) -> Enc(B_q u~), with
@@ -243,7 +287,9 @@ static tsafe_status round2_site(tsafe_sealed_server *s, const tsafe_sealed_site 
  * where the server cannot tell whether v + R wrapped; there the client's
  * second representative d = -(t/2^k)[v >= t/2] is used). The band work
  * comes from tsafe_sealed_server_prepare_round2 when it ran for these
- * sites, else it is done here. */
+ * sites, else it is done here. Sites go in groups: one product call and
+ * one flush of the sealings per TSAFE_SEALED_ROUND2_QUEUE sealings (each
+ * queued sealing holds an accumulator: a token's worth is megabytes). */
 static tsafe_status round2_private(tsafe_sealed_server *s,
                                    const tsafe_sealed_site *const *sites,
                                    size_t n_sites, tsafe_rbuf *r, tsafe_wbuf *w,
@@ -255,8 +301,17 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
     tsafe_status st = TSAFE_OK;
     int64_t C_here[1024];
     uint8_t band_here[1024];
-    for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++)
-        st = round2_site(s, sites[i], i, prepared, r, w, prod_us, band_here, C_here);
+    round2_group g = {.n = 0};
+    for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
+        st = round2_site(s, sites[i], i, prepared, r, w, &g, band_here, C_here);
+        if (st == TSAFE_OK &&
+            (s->sealq.n >= TSAFE_SEALED_ROUND2_QUEUE || g.n == TSAFE_SEALED_ROUND2_QUEUE))
+            st = round2_flush(s, &g, w, prod_us);
+    }
+    if (st == TSAFE_OK)
+        st = round2_flush(s, &g, w, prod_us); /* the rest */
+    else /* a part may lack its operands: no products, no sealings */
+        tsafe_sealed_sealq_discard(&s->sealq);
     sodium_memzero(C_here, sizeof C_here);
     sodium_memzero(band_here, sizeof band_here);
     return st;

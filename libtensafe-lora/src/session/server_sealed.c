@@ -15,6 +15,8 @@ tsafe_status tsafe_sess_server_sealed_open(tsafe_session_server *s)
         st = tsafe_sealed_server_create(&svc->plan[w], &s->srv[w]);
         if (st == TSAFE_OK && svc->opts.backend)
             st = tsafe_sealed_server_use_backend(s->srv[w], svc->opts.backend);
+        if (st == TSAFE_OK)
+            st = tsafe_sealed_server_use_pool(s->srv[w], svc->opts.pool);
     }
     return st;
 }

@@ -118,6 +118,14 @@ tsafe_status tsafe_session_service_create(const tsafe_session_service_opts *opts
     memcpy(s->adapter_id, opts->adapter_id ? opts->adapter_id : "", id_len + 1);
     s->opts.adapter_id = s->adapter_id;
     s->opts.plain_plan = NULL; /* copied into hello.plan */
+    if (opts->pool && !opts->backend) { /* the CPU backend on the pool */
+        tsafe_status ps = tsafe_backend_cpu_factory_pool(opts->pool, &s->pooled);
+        if (ps != TSAFE_OK) {
+            free(s);
+            return ps;
+        }
+        s->opts.backend = &s->pooled;
+    }
     pthread_mutex_init(&s->plain_lock, NULL);
     tsafe_status st = service_shapes(s, modules, n);
     if (st == TSAFE_OK) {

@@ -125,6 +125,7 @@ struct tsafe_session_service {
     size_t plain_resp;              /* plain: response bytes (every token) */
     pthread_mutex_t plain_lock;     /* plain: work() of its sessions */
     char adapter_id[TSAFE_SESSION_MAX_ADAPTER_ID + 1]; /* "" when none */
+    tsafe_backend_factory pooled;   /* opts.pool without opts.backend */
 };
 
 /* 1 when id[0..len) is an adapter id (1..TSAFE_SESSION_MAX_ADAPTER_ID
