@@ -201,11 +201,26 @@ $(LIBD)/%.a:
 	@rm -f $@
 	ar rcs $@ $^
 
-# shared libraries: SONAME = major, with .so.MAJOR and .so links
+# The internal common (libtensafe-he-core/src/common: file reader, clock,
+# libsodium start, CPU features...) is hidden in libtensafe-he-core.so, so
+# each library above it links its own copy of what it uses from this
+# archive (never installed). The static archives need no copy: one
+# program links libtensafe-he-core.a, which has them.
+COMMON_OBJ := $(filter $(BUILD)/obj/libtensafe-he-core/src/common/%,$(CORE_OBJ))
+COMMON_A := $(BUILD)/internal/libtensafe-common.a
+$(COMMON_A): $(COMMON_OBJ)
+	@mkdir -p $(@D)
+	@rm -f $@
+	ar rcs $@ $^
+
+# shared libraries: SONAME = major, with .so.MAJOR and .so links;
+# --no-undefined: a symbol no library exports fails here, not at a
+# user's link
 define shared_rule
-$($(1)_SO): $(2) $(3)
+$($(1)_SO): $(2) $(3) $(if $(3),$(COMMON_A))
 	@mkdir -p $$(@D)
-	$$(CC) -shared -Wl,-soname,$($(1)_SONAME) $$(LDFLAGS_ALL) -o $$@ $(2) -L$(LIBD) $(4)
+	$$(CC) -shared -Wl,-soname,$($(1)_SONAME) -Wl,--no-undefined $$(LDFLAGS_ALL) -o $$@ $(2) \
+	    $(if $(3),$(COMMON_A)) -L$(LIBD) $(4)
 	ln -sf lib$(1).so.$(VERSION) $(LIBD)/$($(1)_SONAME)
 	ln -sf lib$(1).so.$(VERSION) $(LIBD)/lib$(1).so
 endef
