@@ -215,11 +215,13 @@ $(COMMON_A): $(COMMON_OBJ)
 
 # shared libraries: SONAME = major, with .so.MAJOR and .so links;
 # --no-undefined: a symbol no library exports fails here, not at a
-# user's link
+# user's link (not in sanitizer builds: their runtime comes with the
+# program, so an instrumented .so has its hooks undefined by design)
+NO_UNDEFINED = $(if $(strip $(SAN_FLAGS)),,-Wl,--no-undefined)
 define shared_rule
 $($(1)_SO): $(2) $(3) $(if $(3),$(COMMON_A))
 	@mkdir -p $$(@D)
-	$$(CC) -shared -Wl,-soname,$($(1)_SONAME) -Wl,--no-undefined $$(LDFLAGS_ALL) -o $$@ $(2) \
+	$$(CC) -shared -Wl,-soname,$($(1)_SONAME) $$(NO_UNDEFINED) $$(LDFLAGS_ALL) -o $$@ $(2) \
 	    $(if $(3),$(COMMON_A)) -L$(LIBD) $(4)
 	ln -sf lib$(1).so.$(VERSION) $(LIBD)/$($(1)_SONAME)
 	ln -sf lib$(1).so.$(VERSION) $(LIBD)/lib$(1).so
