@@ -129,6 +129,50 @@ CHECK_FN(tsafe_bfv_seal_buffer)
     tsafe_backend_free(b);
 }
 
+CHECK_FN(tsafe_bfv_seal_batch)
+{
+    sealed_world();
+    tsafe_backend *b = NULL;
+    tsafe_bfv_sealer *sl = NULL;
+    tsafe_buffer *acc = NULL, *pk = NULL;
+    uint32_t pos[2] = {7, 4096};
+    OK(tsafe_backend_cpu_create_bfv(S.c, &b));
+    OK(tsafe_bfv_sealer_create(S.c, b, &sl));
+    OK(tsafe_buffer_alloc(b, 2, tsafe_bfv_context_limbs(S.c), &acc));
+    OK(tsafe_bfv_public_key_operand(S.pk, b, &pk));
+    tsafe_bfv_seal_item it = {acc, pos, NULL, 1, NULL, S.res};
+    IS(TSAFE_E_NULL, tsafe_bfv_seal_batch(NULL, pk, &it, 1, 20));
+    IS(TSAFE_E_NULL, tsafe_bfv_seal_batch(sl, NULL, &it, 1, 20));
+    IS(TSAFE_E_NULL, tsafe_bfv_seal_batch(sl, pk, NULL, 1, 20));
+    IS(TSAFE_E_RANGE, tsafe_bfv_seal_batch(sl, acc, &it, 1, 20));
+    it.acc = NULL;
+    IS(TSAFE_E_NULL, tsafe_bfv_seal_batch(sl, pk, &it, 1, 20));
+    it = (tsafe_bfv_seal_item){f->buf, pos, NULL, 1, NULL, S.res};
+    IS(TSAFE_E_ARG, tsafe_bfv_seal_batch(sl, pk, &it, 1, 20));
+    it = (tsafe_bfv_seal_item){acc, pos, NULL, 2, NULL, S.res};
+    IS(TSAFE_E_RANGE, tsafe_bfv_seal_batch(sl, pk, &it, 1, 20));
+    it.n_reads = 1;
+    OK(tsafe_bfv_seal_batch(sl, pk, &it, 1, 20));
+    OK(tsafe_bfv_seal_batch(sl, pk, NULL, 0, 20));
+    tsafe_buffer_free(pk);
+    tsafe_buffer_free(acc);
+    tsafe_bfv_sealer_free(sl);
+    tsafe_backend_free(b);
+}
+
+CHECK_FN(tsafe_bfv_sealer_batches)
+{
+    sealed_world();
+    tsafe_backend *b = NULL;
+    tsafe_bfv_sealer *sl = NULL;
+    assert_int_equal(tsafe_bfv_sealer_batches(NULL), 0);
+    OK(tsafe_backend_cpu_create_bfv(S.c, &b));
+    OK(tsafe_bfv_sealer_create(S.c, b, &sl));
+    assert_int_equal(tsafe_bfv_sealer_batches(sl), 0); /* the CPU seals one at a time */
+    tsafe_bfv_sealer_free(sl);
+    tsafe_backend_free(b);
+}
+
 CHECK_FN(tsafe_bfv_sealer_prepare)
 {
     sealed_world();
@@ -170,6 +214,7 @@ static const api_case k_bfv_backend[] = {
     ENTRY(tsafe_bfv_ct_read_buffer), ENTRY(tsafe_bfv_plain_operand),
     ENTRY(tsafe_bfv_plain_encode_buffer), ENTRY(tsafe_bfv_public_key_operand),
     ENTRY(tsafe_bfv_sealer_create), ENTRY(tsafe_bfv_sealer_free), ENTRY(tsafe_bfv_seal_buffer),
+    ENTRY(tsafe_bfv_seal_batch), ENTRY(tsafe_bfv_sealer_batches),
 };
 
 int main(void)

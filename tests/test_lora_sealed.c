@@ -631,6 +631,85 @@ static tsafe_status count_create(void *user, const tsafe_context *ckks,
 
 static const tsafe_backend_factory k_counting = {"counting-cpu", count_create, NULL};
 
+/* The seal_batch slot (backend_impl.h API 4) by the CPU backend's own
+ * operations, one job after another, as the slot defines it: the sealed
+ * server then flushes each round in one tsafe_bfv_seal_batch call (a
+ * GPU's path) and its bytes must not change. */
+static tsafe_status ref_seal_batch(tsafe_backend *b, const void *pk,
+                                   const tsafe_backend_seal_job *jobs, size_t n)
+{
+    size_t N = tsafe_backend_n(b);
+    uint32_t L = tsafe_backend_max_limbs(b);
+    tsafe_buffer key = {b, (void *)pk, 2, L, 1, 1};
+    tsafe_buffer *u = NULL, *sw[4] = {NULL};
+    tsafe_status st = tsafe_buffer_alloc(b, 1, L, &u);
+    for (uint32_t l = 1; l < L && st == TSAFE_OK; l++)
+        st = tsafe_buffer_alloc(b, 2, l, &sw[l]);
+    for (size_t j = 0; j < n && st == TSAFE_OK; j++) {
+        const tsafe_backend_seal_job *jb = &jobs[j];
+        uint64_t *uw = tsafe_buffer_host_words(u), *a = jb->acc;
+        for (uint32_t i = 0; i < L; i++) {
+            uint64_t q = tsafe_backend_prime(b, i);
+            for (size_t k = 0; k < N; k++)
+                uw[i * N + k] = jb->r[k] < 0 ? q - (uint64_t)(-jb->r[k]) : (uint64_t)jb->r[k];
+        }
+        tsafe_buffer acc = {b, jb->acc, 2, L, 0, 1};
+        const tsafe_buffer *ta[1] = {u}, *tw[1] = {&key};
+        tsafe_backend_mac m = {&acc, 1, ta, tw, 0};
+        if ((st = tsafe_backend_ntt_forward(b, u)) != TSAFE_OK ||
+            (st = tsafe_backend_mul_acc(b, &m, 1)) != TSAFE_OK ||
+            (st = tsafe_backend_ntt_inverse(b, &acc)) != TSAFE_OK)
+            break;
+        for (uint32_t i = 0; i < L; i++) {
+            uint64_t q = tsafe_backend_prime(b, i);
+            for (size_t k = 0; k < N; k++) /* e1 on c1 */
+                a[(L + i) * N + k] = (a[(L + i) * N + k] +
+                                      (jb->e1[k] < 0 ? q - (uint64_t)(-jb->e1[k])
+                                                     : (uint64_t)jb->e1[k])) % q;
+            for (size_t k = 0; k < jb->n_reads; k++) /* the reads of c0 */
+                a[i * N + jb->pos[k]] = (a[i * N + jb->pos[k]] +
+                                         jb->add[i * jb->n_reads + k]) % q;
+        }
+        const tsafe_buffer *from = &acc;
+        for (uint32_t l = L - 1; l >= 1 && st == TSAFE_OK; l--) {
+            st = tsafe_backend_mod_switch(b, sw[l], from);
+            from = sw[l];
+        }
+        const uint64_t *o = tsafe_buffer_host_words(sw[1]);
+        memcpy(jb->c1, o + N, N * sizeof *o);
+        for (size_t k = 0; k < jb->n_reads; k++)
+            jb->c0[k] = o[jb->pos[k]];
+    }
+    tsafe_buffer_free(u);
+    for (uint32_t l = 1; l < L; l++)
+        tsafe_buffer_free(sw[l]);
+    return st;
+}
+
+static struct tsafe_backend_i g_batch_iface;
+static unsigned long g_batch_calls;
+
+static tsafe_status count_seal_batch(tsafe_backend *b, const void *pk,
+                                     const tsafe_backend_seal_job *jobs, size_t n)
+{
+    g_batch_calls++;
+    return ref_seal_batch(b, pk, jobs, n);
+}
+
+static tsafe_status batch_create(void *user, const tsafe_context *ckks,
+                                 const tsafe_bfv_context *bfv, tsafe_backend **out)
+{
+    tsafe_status st = count_create(user, ckks, bfv, out);
+    if (st == TSAFE_OK) {
+        g_batch_iface = g_count_iface;
+        g_batch_iface.seal_batch = count_seal_batch;
+        (*out)->iface = &g_batch_iface;
+    }
+    return st;
+}
+
+static const tsafe_backend_factory k_batching = {"batching-cpu", batch_create, NULL};
+
 /* a and b hold the same bytes (b is freed). */
 static void same_bytes(uint8_t *a, size_t al, uint8_t *b, size_t bl)
 {
@@ -662,13 +741,15 @@ static void backend_path_byte_identical(tsafe_sealed_mode mode)
     for (int i = 0; i < 32; i++)
         seed[i] = (uint8_t)tsafe_test_below(256);
     tsafe_sealed_client *c;
-    tsafe_sealed_server *cpu, *viavt;
+    tsafe_sealed_server *cpu, *viavt, *batched;
     tsafe_ref_sealed *ref;
     assert_int_equal(tsafe_sealed_client_create(&p, NULL, &c), TSAFE_OK);
     assert_int_equal(tsafe_ref_sealed_create(&p, seed, &ref), TSAFE_OK);
     assert_int_equal(tsafe_sealed_server_create(&p, &cpu), TSAFE_OK);
     assert_int_equal(tsafe_sealed_server_create(&p, &viavt), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_server_create(&p, &batched), TSAFE_OK);
     assert_int_equal(tsafe_sealed_server_use_backend(viavt, &k_counting), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_server_use_backend(batched, &k_batching), TSAFE_OK);
     assert_string_equal(tsafe_sealed_server_backend_name(viavt), "cpu");
     assert_string_equal(tsafe_sealed_server_backend_name(cpu), "cpu");
     uint8_t *hello;
@@ -677,10 +758,12 @@ static void backend_path_byte_identical(tsafe_sealed_mode mode)
     assert_int_equal(tsafe_ref_sealed_accept(ref, hello, hl), TSAFE_OK);
     assert_int_equal(tsafe_sealed_server_accept(cpu, hello, hl), TSAFE_OK);
     assert_int_equal(tsafe_sealed_server_accept(viavt, hello, hl), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_server_accept(batched, hello, hl), TSAFE_OK);
     tsafe_lora_bytes_free(hello);
     tsafe_sealed_server_debug_seed(cpu, seed);
     tsafe_sealed_server_debug_seed(viavt, seed);
-    g_mul_acc = g_mod_switch = g_ntt = 0;
+    tsafe_sealed_server_debug_seed(batched, seed);
+    g_mul_acc = g_mod_switch = g_ntt = g_batch_calls = 0;
     const tsafe_sealed_site *sites[2] = {site[0], site[1]};
     float *delta[2] = {malloc(1024 * sizeof(float)), malloc(256 * sizeof(float))};
     double *want = malloc(1024 * sizeof *want);
@@ -694,6 +777,9 @@ static void backend_path_byte_identical(tsafe_sealed_mode mode)
         assert_int_equal(tsafe_sealed_server_round1(viavt, sites, 2, q, ql, &o, &ol, NULL),
                          TSAFE_OK);
         same_bytes(r1, r1l, o, ol);
+        assert_int_equal(tsafe_sealed_server_round1(batched, sites, 2, q, ql, &o, &ol, NULL),
+                         TSAFE_OK);
+        same_bytes(r1, r1l, o, ol);
         if (tok == 1)
             assert_int_equal(tsafe_sealed_server_prepare_round2(cpu, sites, 2, NULL), TSAFE_OK);
         assert_int_equal(tsafe_sealed_client_respond(c, r1, r1l, 2, ranks, d_outs, NULL, 1,
@@ -704,6 +790,9 @@ static void backend_path_byte_identical(tsafe_sealed_mode mode)
                          TSAFE_OK);
         same_bytes(r2, r2l, o, ol);
         assert_int_equal(tsafe_sealed_server_round2(viavt, sites, 2, sh, shl, &o, &ol, NULL),
+                         TSAFE_OK);
+        same_bytes(r2, r2l, o, ol);
+        assert_int_equal(tsafe_sealed_server_round2(batched, sites, 2, sh, shl, &o, &ol, NULL),
                          TSAFE_OK);
         same_bytes(r2, r2l, o, ol);
         assert_int_equal(tsafe_sealed_client_finish(c, r2, r2l, 2, d_outs, delta, NULL),
@@ -724,6 +813,10 @@ static void backend_path_byte_identical(tsafe_sealed_mode mode)
     printf("# %s: %lu mul_acc, %lu mod_switch, %lu forward NTT calls through the vtable\n",
            mode == TSAFE_SEALED ? "sealed" : "sealed-private", g_mul_acc, g_mod_switch, g_ntt);
     assert_true(g_mul_acc >= 2 && g_mod_switch >= 2 && g_ntt >= 2);
+    /* the batching server sealed each round's blocks in one call */
+    printf("# %s: %lu seal batch calls\n", mode == TSAFE_SEALED ? "sealed" : "sealed-private",
+           g_batch_calls);
+    assert_int_equal(g_batch_calls, mode == TSAFE_SEALED ? 2 : 4);
     free(delta[0]);
     free(delta[1]);
     free(want);
@@ -731,6 +824,7 @@ static void backend_path_byte_identical(tsafe_sealed_mode mode)
     tsafe_ref_sealed_free(ref);
     tsafe_sealed_server_free(cpu);
     tsafe_sealed_server_free(viavt);
+    tsafe_sealed_server_free(batched);
     for (int i = 0; i < 2; i++) {
         tsafe_sealed_site_free(site[i]);
         adapter_free(&a[i]);

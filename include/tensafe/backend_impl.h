@@ -18,10 +18,26 @@ extern "C" {
  *    ntt_inverse, elementwise, mod_switch and host_words may point into an
  *    allocation at a polynomial boundary (the BFV sealer works on c1 of a
  *    ciphertext buffer alone), so buffer memory must be one flat array of
- *    words (a host or device address), as both built-in backends have. */
-#define TSAFE_BACKEND_API_VERSION 3
+ *    words (a host or device address), as both built-in backends have.
+ * 4: seal_batch (optional): a BFV sealer's ring work for many sealings in
+ *    one call (the GPU's case: one pass over every site of a round). */
+#define TSAFE_BACKEND_API_VERSION 4
 
 struct tsafe_ring_view; /* internal: degree, primes, NTT tables */
+
+/* One sealing of a seal_batch call (BFV rings; tsafe_bfv_seal_batch draws
+ * r, e1 and the read additions on the host and fills these). */
+typedef struct tsafe_backend_seal_job {
+    void *acc;            /* 2 polys x L limbs, NTT form; consumed */
+    const int8_t *r;      /* N: the ternary r of the encryption of zero */
+    const int8_t *e1;     /* N: its error on c1 (coefficient form) */
+    const uint32_t *pos;  /* n_reads distinct positions < N */
+    const uint64_t *add;  /* L x n_reads (limb-major): residues added to c0
+                             at pos (error, flood, scaled mask) */
+    size_t n_reads;
+    uint64_t *c1;         /* out, host: N words mod q0 */
+    uint64_t *c0;         /* out, host: n_reads words mod q0 */
+} tsafe_backend_seal_job;
 
 struct tsafe_backend_i {
     /* required */
@@ -70,6 +86,15 @@ struct tsafe_backend_i {
      * leaving mem as it was; NULL = callers take the inverse NTT */
     tsafe_status (*ntt_read)(tsafe_backend *b, const void *mem, uint32_t n_limbs,
                              const uint32_t *pos, size_t n_pos, uint64_t *out);
+    /* optional (4), BFV rings: n_jobs sealings in one call. Per job, with
+     * pk (2 x L operand, NTT form): acc + NTT(r) (*) pk, inverse NTT, e1
+     * added to c1, add[] to c0 at pos, the switch Q -> q0 (limb by limb as
+     * mod_switch); c1 and c0 at pos land in the job's host arrays, fully
+     * reduced, the words tsafe_bfv_seal gives for the same draws. The
+     * accumulators are left unspecified. Returns when the outputs are
+     * written. NULL = one tsafe_bfv_seal_buffer per job. */
+    tsafe_status (*seal_batch)(tsafe_backend *b, const void *pk,
+                               const tsafe_backend_seal_job *jobs, size_t n_jobs);
 };
 
 struct tsafe_backend {

@@ -87,6 +87,33 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_seal_buffer(
     const uint32_t *pos, const uint64_t *mask, size_t n_reads,
     uint32_t flood_bits, const uint8_t *seed, tsafe_bfv_sealed *r);
 
+/* One sealing of tsafe_bfv_seal_batch: tsafe_bfv_seal_buffer's acc, pos,
+ * mask, n_reads, seed and r. */
+typedef struct tsafe_bfv_seal_item {
+    tsafe_buffer *acc;        /* 2 x L, NTT form; consumed */
+    const uint32_t *pos;
+    const uint64_t *mask;     /* n_reads masks < t, or NULL */
+    size_t n_reads;
+    const uint8_t *seed;      /* 32 bytes (tests), or NULL: the CSPRNG */
+    tsafe_bfv_sealed *out;
+} tsafe_bfv_seal_item;
+
+/* n sealings under one key and flood width, each the result
+ * tsafe_bfv_seal_buffer gives for its item when no prepared encryption of
+ * zero is used (equal seeds: equal bytes). On a backend that seals in
+ * batches (tsafe_bfv_sealer_batches) the ring work of all n is one backend
+ * call, and each encryption of zero is made inline from the item's draws
+ * (prepared ones stay for later calls); elsewhere the items go through
+ * tsafe_bfv_seal_buffer in order (prepared ones used first, as there).
+ * Items need distinct accumulators and outputs. Every item is checked
+ * before any work; on error the outputs and accumulators are unspecified. Host scratch holding the draws is wiped. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_seal_batch(
+    tsafe_bfv_sealer *s, const tsafe_buffer *pk, const tsafe_bfv_seal_item *items,
+    size_t n, uint32_t flood_bits);
+/* 1 when s's backend seals many items in one call (a GPU), else 0 (and
+ * for NULL). */
+TSAFE_API int tsafe_bfv_sealer_batches(const tsafe_bfv_sealer *s);
+
 #ifdef __cplusplus
 }
 #endif

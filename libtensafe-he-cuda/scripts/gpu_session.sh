@@ -4,34 +4,37 @@
 #   sh libtensafe-he-cuda/scripts/gpu_session.sh prepare   # here (no GPU needed)
 #   then, with the device tool (repository root there):
 #     command: sh libtensafe-he-cuda/scripts/gpu_session.sh run [STEPS]
-#     (STEPS: any of conformance memcheck racecheck synccheck bench tool serve;
-#     default all but serve -- split them over several calls if one call nears
-#     the 10-minute limit; `run serve` alone is one call of up to 9 minutes)
-#     carry:   ["build/tests/test_cuda_conformance", "build/gpu-carry"]
+#     (STEPS: any of conformance memcheck racecheck synccheck bench tool serve
+#     model; default all but serve and model -- split them over several calls
+#     if one call nears the 10-minute limit)
+#     carry:   ["build/tests/test_cuda_conformance", "build/tests/test_cuda_seal",
+#               "build/gpu-carry"]
 #
 # prepare: builds the conformance test (static TenSafe libraries, sm_80 +
 #   sm_90 + PTX) and the tool, and packs every shared library they load
 #   except glibc's into build/gpu-carry/lib.tar.xz (the device image is
 #   another distribution and lacks most of them).
 # run: on the device machine: the conformance test (every vtable op, CPU vs
-#   CUDA bit for bit, graph capture + replay), compute-sanitizer memcheck,
+#   CUDA bit for bit, graph capture + replay) and the batched sealing test
+#   (test_cuda_seal: seal_batch on the GPU against the CPU), compute-sanitizer memcheck,
 #   racecheck and synccheck, the full benchmark (TSAFE_CUDA_BENCH=1), then
 #   the tool: `bench cuda`, `bench lora --backend cuda`, a CUDA-backed demo.
-#   serve (named only): `tensafe bench serve`, batched sessions at 1..4096
-#   sites on the CPU with 1 and all 16 threads and on the GPU (issue 21).
+#   serve (named only): `tensafe bench serve --backend cuda`, batched
+#   sessions at 1..4096 sites on the GPU against the CPU on all 16 threads,
+#   interleaved in one run (issue 21; SERVE_LIMIT seconds, default 300).
 #   Logs go to $OUT (or build/gpu-out); a summary table is printed last.
 set -u
 mode="${1:-}"
 case "$mode" in
 prepare)
     set -e
-    make build/tests/test_cuda_conformance build/bin/tensafe
+    make build/tests/test_cuda_conformance build/tests/test_cuda_seal build/bin/tensafe
     rm -rf build/gpu-carry
     mkdir -p build/gpu-carry/lib build/gpu-carry/bin
     cp build/bin/tensafe build/gpu-carry/bin/
     # every shared library but glibc's own: the device image is another
     # distribution (its glibc is newer, so Debian 12's libraries load there)
-    for lib in $(ldd build/tests/test_cuda_conformance build/bin/tensafe |
+    for lib in $(ldd build/tests/test_cuda_conformance build/tests/test_cuda_seal build/bin/tensafe |
                  awk '/=> \//{print $3}' | sort -u); do
         case "$(basename "$lib")" in
         libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*) ;;
@@ -41,7 +44,7 @@ prepare)
     # OpenBLAS alone is 36 MB: the libraries travel compressed (carry limit)
     tar -C build/gpu-carry/lib -cJf build/gpu-carry/lib.tar.xz .
     rm -rf build/gpu-carry/lib
-    du -sh build/tests/test_cuda_conformance build/gpu-carry
+    du -sh build/tests/test_cuda_conformance build/tests/test_cuda_seal build/gpu-carry
     ;;
 run)
     out="${OUT:-build/gpu-out}"
@@ -59,9 +62,10 @@ run)
     shift
     steps="${*:-conformance memcheck racecheck synccheck bench tool}"
     want() { case " $steps " in *" $1 "*) return 0;; esac; return 1; }
-    r_conf=0; r_mem=0; r_race=0; r_sync=0; r_bench=0; r_tool=0; r_serve=0
+    r_conf=0; r_mem=0; r_race=0; r_sync=0; r_bench=0; r_tool=0; r_serve=0; r_model=0
     if want conformance; then
         lim 120 $t > "$out/conformance.log" 2>&1; r_conf=$?
+        lim 120 build/tests/test_cuda_seal >> "$out/conformance.log" 2>&1 || r_conf=$?
         # on a GPU machine nothing may skip
         if grep -q "skipped: no CUDA device" "$out/conformance.log"; then r_conf=98; fi
     fi
@@ -70,6 +74,7 @@ run)
         want $tool || continue
         if [ -n "$cs" ]; then
             TSAFE_CUDA_BENCH_SKIP=1 timeout "${SANITIZER_LIMIT:-150}" $cs --tool $tool --report-api-errors no --error-exitcode 99 $t > "$out/$tool.log" 2>&1; r=$?
+            [ $r -eq 0 ] && { timeout "${SANITIZER_LIMIT:-150}" $cs --tool $tool --report-api-errors no --error-exitcode 99 build/tests/test_cuda_seal >> "$out/$tool.log" 2>&1; r=$?; }
         else
             r=127
         fi
@@ -86,8 +91,13 @@ run)
           lim 120 $tsafe_tool demo --backend cuda --tokens 8; } > "$out/tool.log" 2>&1
         r_tool=$?
     fi
+    if want model; then
+        # whole-model tokens (Qwen2.5-1.5B, Qwen3-30B-A3B) with the servers on the GPU
+        OPENBLAS_NUM_THREADS=1 timeout ${MODEL_LIMIT:-150} $tsafe_tool bench model --quick --backend cuda > "$out/model.log" 2>&1
+        r_model=$?
+    fi
     if want serve; then
-        OPENBLAS_NUM_THREADS=1 timeout 530 $tsafe_tool bench serve > "$out/serve.log" 2>&1
+        OPENBLAS_NUM_THREADS=1 timeout ${SERVE_LIMIT:-300} $tsafe_tool bench serve --backend cuda > "$out/serve.log" 2>&1
         r_serve=$?
     fi
     echo "== device";       cat "$out/gpu.txt"
@@ -97,9 +107,10 @@ run)
     echo "== bench";        grep -A6 "^bench " "$out/bench.log" 2>/dev/null
     echo "== tool";         grep -E "cuda|sealed|per token|error|tensafe:" "$out/tool.log" 2>/dev/null | head -40
     echo "== serve";        grep -E "sealed|cuda" "$out/serve.log" 2>/dev/null | head -60
+    echo "== model";        grep -E "sealed|Qwen" "$out/model.log" 2>/dev/null | head -20
     echo "steps: $steps"
-    echo "conformance $(status $r_conf); memcheck $(status $r_mem); racecheck $(status $r_race); synccheck $(status $r_sync); bench $(status $r_bench); tool $(status $r_tool); serve $(status $r_serve)"
-    [ $r_conf -eq 0 ] && [ $r_mem -eq 0 ] && [ $r_race -eq 0 ] && [ $r_sync -eq 0 ] && [ $r_bench -eq 0 ] && [ $r_tool -eq 0 ] && [ $r_serve -eq 0 ]
+    echo "conformance $(status $r_conf); memcheck $(status $r_mem); racecheck $(status $r_race); synccheck $(status $r_sync); bench $(status $r_bench); tool $(status $r_tool); serve $(status $r_serve); model $(status $r_model)"
+    [ $r_conf -eq 0 ] && [ $r_mem -eq 0 ] && [ $r_race -eq 0 ] && [ $r_sync -eq 0 ] && [ $r_bench -eq 0 ] && [ $r_tool -eq 0 ] && [ $r_serve -eq 0 ] && [ $r_model -eq 0 ]
     ;;
 *)
     echo "usage: $0 prepare|run" >&2

@@ -134,6 +134,12 @@ static tsafe_status cuda_mod_switch(tsafe_backend *b, void *out, const void *in,
                                                  n_limbs_in));
 }
 
+static tsafe_status cuda_seal_batch(tsafe_backend *b, const void *pk,
+                                    const tsafe_backend_seal_job *jobs, size_t n_jobs)
+{
+    return note(state(b), tsafe_cuda_seal_batch_launch(b, pk, jobs, n_jobs));
+}
+
 static tsafe_status cuda_synchronize(tsafe_backend *b)
 {
     tsafe_cuda_backend *cb = state(b);
@@ -312,6 +318,8 @@ static void destroy_state(tsafe_cuda_backend *cb)
         tsafe_cuda_ignore(cudaStreamSynchronize(cb->stream));
     if (cb->graph_exec)
         tsafe_cuda_ignore(cudaGraphExecDestroy(cb->graph_exec));
+    if (cb->seal_ws)
+        (void)tsafe_cuda_pool_free(&cb->pool, cb->seal_ws);
     tsafe_cuda_memory_teardown(cb);
     tsafe_cuda_ignore(cudaFree(cb->d_tw_fwd));
     tsafe_cuda_ignore(cudaFree(cb->d_tw_inv));
@@ -343,6 +351,7 @@ const struct tsafe_backend_i tsafe_cuda_iface = {
     .graph_begin = cuda_graph_begin,
     .graph_end = cuda_graph_end,
     .graph_launch = cuda_graph_launch,
+    .seal_batch = cuda_seal_batch,
 };
 } // namespace
 

@@ -35,6 +35,9 @@ typedef struct tsafe_cuda_backend {
     int capturing;
     tsafe_status capture_status;       /* first failure inside the capture */
     cudaGraphExec_t graph_exec;
+    /* seal_batch's workspace (pool memory, grown on demand; seal.cu) */
+    uint64_t *seal_ws;
+    uint64_t seal_ws_words;
 } tsafe_cuda_backend;
 
 /* ------------------------------------------------------------- errors */
@@ -127,6 +130,11 @@ tsafe_status tsafe_cuda_mul_acc_launch(tsafe_cuda_backend *cb,
 tsafe_status tsafe_cuda_mod_switch_launch(tsafe_cuda_backend *cb, uint64_t *out,
                                           const uint64_t *in, size_t n_polys,
                                           uint32_t n_limbs_in);
+
+/* The seal_batch slot (seal.cu): chunks of jobs, each one upload, the
+ * stages of seal.cuh and one download; returns with the outputs written. */
+tsafe_status tsafe_cuda_seal_batch_launch(tsafe_backend *b, const void *pk,
+                                          const tsafe_backend_seal_job *jobs, size_t n);
 
 /* --------------------------------------------- devices, memory (vtable) */
 

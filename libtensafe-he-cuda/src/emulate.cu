@@ -2,19 +2,22 @@
  * kernels' own code: the per-thread bodies (tsafe_ntt_phase,
  * tsafe_ew_thread, tsafe_mac_thread, tsafe_ms_thread) and the launch
  * geometry (tsafe_ntt_step, tsafe_rescale_calls, tsafe_ew_setup,
- * tsafe_mac_next, tsafe_ms_setup) are the functions of ntt.cuh /
- * elementwise.cuh / mac.cuh / modswitch.cuh, compiled here for the host. This
+ * tsafe_mac_next, tsafe_ms_setup, tsafe_seal_stages) are the functions of
+ * ntt.cuh / elementwise.cuh / mac.cuh / modswitch.cuh / seal.cuh, compiled
+ * here for the host. This
  * file only replaces the launch: a loop over blocks, and over the threads
  * of a block within each barrier interval. No C++ allocation (extern "C"
  * callers): malloc and status codes. */
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "elementwise.cuh"
 #include "emulate.h"
 #include "mac.cuh"
 #include "modswitch.cuh"
 #include "ntt.cuh"
+#include "seal.cuh"
 
 struct tsafe_cuda_emu {
     tsafe_cuda_tables tables;
@@ -287,4 +290,66 @@ extern "C" tsafe_status tsafe_cuda_emu_mod_switch(tsafe_cuda_emu *e,
         for (uint32_t t = 0; t < TSAFE_MS_THREADS; t++)
             tsafe_ms_thread(g, blk, t);
     return emu_faults(mis);
+}
+
+/* ------------------------------------------------------- seal batch */
+
+namespace {
+/* The seal stages on the host: every thread of a body stage in turn (the
+ * bodies write disjoint words), the NTTs and switches emulated as above. */
+struct emu_exec {
+    tsafe_cuda_emu *e;
+    tsafe_status body(const tsafe_seal_args &g, int stage)
+    {
+        uint64_t n = tsafe_seal_count(g, stage);
+        uint64_t blocks = (n + TSAFE_SEAL_THREADS - 1) / TSAFE_SEAL_THREADS;
+        for (uint64_t blk = 0; blk < blocks; blk++)
+            for (uint32_t t = 0; t < TSAFE_SEAL_THREADS; t++)
+                tsafe_seal_body(g, stage, blk * TSAFE_SEAL_THREADS + t);
+        return TSAFE_OK;
+    }
+    tsafe_status ntt(int forward, uint64_t *data, uint64_t polys, uint32_t limbs)
+    {
+        return tsafe_cuda_emu_ntt(e, forward, data, polys, limbs);
+    }
+    tsafe_status mod_switch(uint64_t *out, const uint64_t *in, uint64_t polys, uint32_t l_in)
+    {
+        return tsafe_cuda_emu_mod_switch(e, out, in, polys, l_in);
+    }
+};
+} // namespace
+
+extern "C" tsafe_status tsafe_cuda_emu_seal_batch(tsafe_cuda_emu *e, const uint64_t *pk,
+                                                  const tsafe_backend_seal_job *jobs,
+                                                  size_t n)
+{
+    if (!e || !pk || (!jobs && n))
+        return TSAFE_E_NULL;
+    uint32_t L = e->tables.n_primes, log_n = e->tables.log_n;
+    if (L > TSAFE_SEAL_MAX_LIMBS || e->tables.ckks)
+        return TSAFE_E_UNSUPPORTED;
+    uint64_t R = 0;
+    for (size_t j = 0; j < n; j++)
+        R += jobs[j].n_reads;
+    tsafe_seal_layout y;
+    tsafe_seal_layout_make(n, R, L, log_n, &y);
+    /* poisoned: every word the stages read must have been written */
+    void *mem = NULL;
+    if (posix_memalign(&mem, 64, y.total_words * sizeof(uint64_t)) != 0)
+        return TSAFE_E_NOMEM;
+    uint64_t *ws = (uint64_t *)mem;
+    for (uint64_t i = y.upload_words; i < y.total_words; i++)
+        ws[i] = ~0ull;
+    tsafe_seal_pack(jobs, n, L, log_n, y, ws);
+    tsafe_seal_args g = tsafe_seal_args_make(y, ws, e->tables.primes, L, log_n, n, R, pk);
+    emu_exec x = {e};
+    unsigned long mis = tsafe_emu_misaligned();
+    tsafe_status st = tsafe_seal_stages(x, g, y, ws);
+    if (st == TSAFE_OK)
+        st = emu_faults(mis);
+    if (st == TSAFE_OK)
+        tsafe_seal_unpack(ws + y.out_off, jobs, n, log_n);
+    explicit_bzero(ws, y.total_words * sizeof *ws);
+    free(ws);
+    return st;
 }

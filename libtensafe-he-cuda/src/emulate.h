@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "tensafe/backend.h"
+#include "tensafe/backend_impl.h"
 #include "tensafe/ckks.h"
 
 #ifdef __cplusplus
@@ -71,6 +72,12 @@ uint64_t tsafe_cuda_emu_mac_launches(const tsafe_cuda_emu *e);
 tsafe_status tsafe_cuda_emu_mod_switch(tsafe_cuda_emu *e, uint64_t *out,
                                        const uint64_t *in, size_t n_polys,
                                        uint32_t n_limbs_in);
+
+/* The seal_batch slot (backend_impl.h API 4) on host memory: pk and every
+ * job's accumulator a CPU backend's BFV buffers of this ring (the
+ * operand's values first). Same stages and bodies as the device. */
+tsafe_status tsafe_cuda_emu_seal_batch(tsafe_cuda_emu *e, const uint64_t *pk,
+                                       const tsafe_backend_seal_job *jobs, size_t n);
 
 /* Test hook for the error path (needs no device): makes a CUDA runtime
  * call fail, converts it with tsafe_cuda_fail and says whether the

@@ -145,7 +145,8 @@ int cmd_bench(int argc, char **argv)
                    "HE-LoRA delta, the MoE layer and the CUDA backend; `model`: every\n"
                    "HE site of a token of Qwen2.5-1.5B and Qwen3-30B-A3B (sealed modes); `serve`:\n"
                    "server sites/s and token p50/p99 of batched sessions at 1 to 4096 sites\n"
-                   "(CPU with 1 and all threads, CUDA when present). --backend: where\n"
+                   "(CPU with 1 and all threads, CUDA when present; with --backend cuda the\n"
+                   "device against the CPU on all threads). --backend: where\n"
                    "the HE-LoRA and MoE servers' ring work runs (default cpu); `bench lora`\n"
                    "also times one site's call on the CPU backend alone.\n");
             return 0;

@@ -7,8 +7,9 @@
  * p50 / p99 of a token's server time (the batch calls it went through:
  * round 1, the round-2 preparation, round 2). On the CPU backend with one
  * thread and with every core (a pool shared by the batch and the backend),
- * and on CUDA when there is a device. Also: one 28-site token in one call
- * against 28 one-site tokens, one call each. */
+ * and on CUDA when there is a device; with `--backend cuda` the device
+ * against every core of the CPU instead, side by side. Also: one 28-site
+ * token in one call against 28 one-site tokens, one call each. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -411,8 +412,36 @@ static int serve_cpu(bench_report *r, int quick)
     return rc;
 }
 
+/* `--backend cuda`: the device against this machine's CPU backend on
+ * every core, side by side in one run (the ratio rows: CPU p50 / device
+ * p50 per batch size); the one-thread rows are left out (GPU lease time).
+ * The device configuration has the pool too: the sessions of a batch run
+ * side by side on its threads, each on its own backends (streams), so the
+ * host work of one overlaps the device work of another. */
+static int serve_device(bench_report *r, int quick, const tsafe_backend_factory *dev)
+{
+    tsafe_cpu_pool *all = NULL;
+    tsafe_status st = tsafe_cpu_pool_create(0, &all);
+    if (st != TSAFE_OK)
+        return tool_fail("bench serve: pool", st);
+    char label[64];
+    char dlabel[64];
+    snprintf(label, sizeof label, "cpu, %u threads", tsafe_cpu_pool_threads(all));
+    snprintf(dlabel, sizeof dlabel, "%s, %u threads", dev->name, tsafe_cpu_pool_threads(all));
+    const tsafe_backend_factory *f[2] = {NULL, dev};
+    tsafe_cpu_pool *pool[2] = {all, all};
+    const char *labels[2] = {label, dlabel};
+    int rc = serve_case(r, TSAFE_SESSION_SEALED, f, pool, labels, 2, quick);
+    if (!rc)
+        rc = serve_case(r, TSAFE_SESSION_SEALED_PRIVATE, f, pool, labels, 2, quick);
+    tsafe_cpu_pool_free(all);
+    return rc;
+}
+
 int bench_serve(bench_report *r, int quick)
 {
+    if (bench_backend && strcmp(bench_backend->name, "cpu") != 0)
+        return serve_device(r, quick, bench_backend);
     int rc = serve_cpu(r, quick);
     const tsafe_backend_factory *cuda = NULL;
     char what[256];

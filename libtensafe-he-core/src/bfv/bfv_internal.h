@@ -87,6 +87,29 @@ enum {
     TSAFE_BFV_STREAM_SEAL = 0xBF12
 };
 
+/* ------------------------------------------------ sealing (seal.c) */
+
+/* The randomness of one sealing, in its fixed order: the ternary r of the
+ * encryption of zero, its error e1 on c1 (both unless with_zero is 0),
+ * then per read the error e0, the flood and the mask summed into
+ * add[i * n_reads + k] (limb i). From seed (32 bytes) or the CSPRNG. */
+typedef struct seal_draw {
+    int8_t *r, *e1, *e0; /* N, N, n_reads (at least 1) */
+    uint64_t *add;       /* L * n_reads */
+} seal_draw;
+tsafe_status tsafe_bfv_seal_draw(const tsafe_bfv_context *c, const uint8_t *seed,
+                                 const uint64_t *mask, size_t n_reads, uint32_t flood_bits,
+                                 int with_zero, seal_draw *d);
+/* A sealing's reads: within N, distinct, masks < t, at most r's capacity;
+ * flood_bits <= 100. */
+tsafe_status tsafe_bfv_seal_check_reads(const tsafe_bfv_context *c, const uint32_t *pos,
+                                        const uint64_t *mask, size_t n_reads,
+                                        uint32_t flood_bits, const tsafe_bfv_sealed *r);
+struct tsafe_bfv_sealer;
+struct tsafe_backend;
+struct tsafe_backend *tsafe_bfv_sealer_backend(const struct tsafe_bfv_sealer *s);
+const tsafe_bfv_context *tsafe_bfv_sealer_ctx(const struct tsafe_bfv_sealer *s);
+
 /* Objects of equal contexts may be combined (a server's sites and the
  * ciphertexts it reads are built on separate but identical contexts). */
 static inline int tsafe_bfv_same_ctx(const tsafe_bfv_context *a,

@@ -36,9 +36,9 @@ static void flood_sample(tsafe_prng *g, uint32_t bits, const tsafe_bfv_context *
 }
 
 /* Arguments of both sealing paths: reads within N, distinct, masks < t. */
-static tsafe_status check_reads(const tsafe_bfv_context *c, const uint32_t *pos,
-                                const uint64_t *mask, size_t n_reads,
-                                uint32_t flood_bits, const tsafe_bfv_sealed *r)
+tsafe_status tsafe_bfv_seal_check_reads(const tsafe_bfv_context *c, const uint32_t *pos,
+                                        const uint64_t *mask, size_t n_reads,
+                                        uint32_t flood_bits, const tsafe_bfv_sealed *r)
 {
     TSAFE_REQUIRE(n_reads <= r->cap && flood_bits <= 100, TSAFE_E_RANGE);
     uint64_t seen[(1u << 15) / 64] = {0}; /* N <= 2^15 */
@@ -53,17 +53,9 @@ static tsafe_status check_reads(const tsafe_bfv_context *c, const uint32_t *pos,
     return TSAFE_OK;
 }
 
-/* The randomness of one sealing, in its fixed order: the ternary r of the
- * encryption of zero, its error e1 on c1, then per read the error e0, the
- * flood and the mask summed into add[i * n_reads + k] (limb i). */
-typedef struct seal_draw {
-    int8_t *r, *e1, *e0; /* N, N, n_reads */
-    uint64_t *add;       /* L * n_reads */
-} seal_draw;
-
-static tsafe_status draw(const tsafe_bfv_context *c, const uint8_t *seed,
-                         const uint64_t *mask, size_t n_reads, uint32_t flood_bits,
-                         int with_zero, seal_draw *d)
+tsafe_status tsafe_bfv_seal_draw(const tsafe_bfv_context *c, const uint8_t *seed,
+                                 const uint64_t *mask, size_t n_reads, uint32_t flood_bits,
+                                 int with_zero, seal_draw *d)
 {
     uint8_t master[32];
     tsafe_status st;
@@ -147,13 +139,13 @@ tsafe_status tsafe_bfv_seal(const tsafe_bfv_context *c, tsafe_bfv_acc *acc,
     TSAFE_REQUIRE(tsafe_bfv_same_ctx(acc->ctx, c) && tsafe_bfv_same_ctx(pk->ctx, c) &&
                       tsafe_bfv_same_ctx(r->ctx, c),
                   TSAFE_E_PARAMS_MISMATCH);
-    tsafe_status st = check_reads(c, pos, mask, n_reads, flood_bits, r);
+    tsafe_status st = tsafe_bfv_seal_check_reads(c, pos, mask, n_reads, flood_bits, r);
     if (st != TSAFE_OK)
         return st;
     size_t n = c->n, nr = n_reads ? n_reads : 1;
     seal_draw d = {malloc(n), malloc(n), malloc(nr), malloc(c->L * nr * sizeof(uint64_t))};
     TSAFE_CHECK(d.r && d.e1 && d.e0 && d.add, TSAFE_E_NOMEM);
-    TSAFE_TRY(draw(c, seed, mask, n_reads, flood_bits, 1, &d));
+    TSAFE_TRY(tsafe_bfv_seal_draw(c, seed, mask, n_reads, flood_bits, 1, &d));
 
     /* + (r p0, r p1): a fresh public-key encryption of zero, so c1 no
      * longer depends on the plaintexts (it is RLWE-pseudorandom) */
@@ -374,6 +366,9 @@ void tsafe_bfv_sealer_drop(tsafe_bfv_sealer *s)
 
 size_t tsafe_bfv_sealer_ready(const tsafe_bfv_sealer *s) { return s ? s->ready : 0; }
 
+tsafe_backend *tsafe_bfv_sealer_backend(const tsafe_bfv_sealer *s) { return s->b; }
+const tsafe_bfv_context *tsafe_bfv_sealer_ctx(const tsafe_bfv_sealer *s) { return s->ctx; }
+
 tsafe_status tsafe_bfv_sealer_prepare(tsafe_bfv_sealer *s, const tsafe_buffer *pk,
                                       size_t count, const uint8_t *seed)
 {
@@ -511,13 +506,13 @@ tsafe_status tsafe_bfv_seal_buffer(tsafe_bfv_sealer *s, tsafe_buffer *acc,
     TSAFE_REQUIRE(acc->n_polys == 2 && acc->n_limbs == L && !acc->operand &&
                       pk->n_polys == 2 && pk->n_limbs == L && pk->operand,
                   TSAFE_E_RANGE);
-    tsafe_status st = check_reads(c, pos, mask, n_reads, flood_bits, r);
+    tsafe_status st = tsafe_bfv_seal_check_reads(c, pos, mask, n_reads, flood_bits, r);
     if (st != TSAFE_OK)
         return st;
     size_t n = c->n;
     /* a prepared encryption of zero for this key, else one made now */
     int prepared = s->ready > 0 && s->zero_pk == pk;
-    if ((st = draw(c, seed, mask, n_reads, flood_bits, !prepared, &s->d)) != TSAFE_OK)
+    if ((st = tsafe_bfv_seal_draw(c, seed, mask, n_reads, flood_bits, !prepared, &s->d)) != TSAFE_OK)
         return st;
     const int8_t *e1 = s->d.e1;
     if (prepared) {

@@ -1,7 +1,8 @@
 /* A round's sealings (server_internal.h, seal_batch.c): queued in message
  * order, each with its seed, positions, masks and reserved bytes, then
- * run together. On one thread they run in order on the server's own
- * sealer; with a pool (tsafe_sealed_server_use_pool) each extra thread
+ * run together. On a backend that seals in batches (a GPU) they are one
+ * tsafe_bfv_seal_batch call. Else on one thread they run in order on the
+ * server's own sealer; with a pool (tsafe_sealed_server_use_pool) each extra thread
  * seals on a slot of its own (a backend from the server's factory, a
  * sealer, the key, an accumulator it copies the job's words into), so no
  * backend is ever used by two threads. A sealing's result depends only on
@@ -48,9 +49,13 @@ void tsafe_sealed_sealq_drop_keys(tsafe_sealed_sealq *q)
 
 void tsafe_sealed_sealq_free(tsafe_sealed_sealq *q)
 {
-    for (int r = 0; r < 2; r++)
+    for (int r = 0; r < 2; r++) {
         for (int i = 0; i < TSAFE_SEALED_MAX_SLOTS; i++)
             slot_free(&q->slot[r][i]);
+        for (size_t i = 0; i < q->n_bres[r]; i++)
+            tsafe_bfv_sealed_free(q->bres[r][i]);
+        free(q->bres[r]);
+    }
     wipe_masks(q);
     free(q->job);
     free(q->pos);
@@ -216,6 +221,51 @@ static size_t flush_threads(tsafe_sealed_server *s)
     return t;
 }
 
+/* A result object per queued job of the queue's ring. */
+static tsafe_status batch_results(tsafe_sealed_sealq *q)
+{
+    int r = q->ring - 1;
+    if (q->n_bres[r] >= q->n)
+        return TSAFE_OK;
+    tsafe_bfv_sealed **b = realloc(q->bres[r], q->n * sizeof *b);
+    TSAFE_REQUIRE(b, TSAFE_E_NOMEM);
+    q->bres[r] = b;
+    for (; q->n_bres[r] < q->n; q->n_bres[r]++) {
+        tsafe_status st = tsafe_bfv_sealed_create(q->ctx, tsafe_bfv_context_n(q->ctx),
+                                                  &b[q->n_bres[r]]);
+        if (st != TSAFE_OK)
+            return st;
+    }
+    return TSAFE_OK;
+}
+
+/* Every queued job in one tsafe_bfv_seal_batch call (a batching backend:
+ * one upload, one pass of kernels, one download for the round), then
+ * each result written into its reserved bytes. */
+static tsafe_status flush_batched(tsafe_sealed_server *s, uint8_t *out)
+{
+    tsafe_sealed_sealq *q = &s->sealq;
+    tsafe_status st = batch_results(q);
+    if (st != TSAFE_OK)
+        return st;
+    tsafe_bfv_seal_item *it = malloc(q->n * sizeof *it);
+    TSAFE_REQUIRE(it, TSAFE_E_NOMEM);
+    tsafe_bfv_sealed **res = q->bres[q->ring - 1];
+    for (size_t j = 0; j < q->n; j++) {
+        const tsafe_sealed_seal_job *jb = &q->job[j];
+        it[j] = (tsafe_bfv_seal_item){jb->acc, q->pos + jb->first, q->mask + jb->first,
+                                      jb->reads, jb->seeded ? jb->seed : NULL, res[j]};
+    }
+    st = tsafe_bfv_seal_batch(q->sealer, q->pk, it, q->n, q->flood);
+    free(it);
+    for (size_t j = 0; j < q->n && st == TSAFE_OK; j++) {
+        const tsafe_sealed_seal_job *jb = &q->job[j];
+        st = tsafe_bfv_sealed_write(q->ctx, res[j], out + jb->off,
+                                    tsafe_bfv_sealed_bytes(q->ctx, jb->reads));
+    }
+    return st;
+}
+
 tsafe_status tsafe_sealed_server_seal_flush(tsafe_sealed_server *s, tsafe_wbuf *w)
 {
     tsafe_sealed_sealq *q = &s->sealq;
@@ -224,7 +274,9 @@ tsafe_status tsafe_sealed_server_seal_flush(tsafe_sealed_server *s, tsafe_wbuf *
     tsafe_status *js = n && st == TSAFE_OK ? calloc(n, sizeof *js) : NULL;
     if (n && st == TSAFE_OK && !js)
         st = TSAFE_E_NOMEM;
-    if (st == TSAFE_OK && n) {
+    if (st == TSAFE_OK && n && tsafe_bfv_sealer_batches(q->sealer)) {
+        st = flush_batched(s, w->buf);
+    } else if (st == TSAFE_OK && n) {
         flush_run f = {s, w->buf, flush_threads(s), js};
         tsafe_cpu_pool_run(s->pool, f.threads, flush_task, &f);
         for (size_t i = 0; i < n && st == TSAFE_OK; i++)

@@ -78,13 +78,16 @@ tsafe_status tsafe_sealed_get_site2(tsafe_rbuf *r, const tsafe_sealed_site *site
 
 /* The sealings of a round are queued as the round writes its message
  * (seed drawn, positions and masks copied, bytes reserved in order) and
- * run at its end (tsafe_sealed_server_seal_flush), over the threads of
- * the server's pool when it has one: the bytes are those of sealing in
- * line, whatever thread sealed what. */
+ * run at its end (tsafe_sealed_server_seal_flush): in one backend call
+ * when the backend seals in batches (tsafe_bfv_sealer_batches: a GPU),
+ * else over the threads of the server's pool when it has one: the bytes
+ * are those of sealing in line, whatever thread sealed what. */
 #define TSAFE_SEALED_MAX_SLOTS 15 /* extra threads a round's sealings use */
 /* Round 2 (sealed-private) flushes once this many sealings are queued:
  * enough blocks to share over the threads, few accumulators held. */
 #define TSAFE_SEALED_ROUND2_QUEUE 16
+/* ... and on a backend that seals in batches (device memory, one call) */
+#define TSAFE_SEALED_ROUND2_QUEUE_BATCHED 128
 
 typedef struct {
     tsafe_buffer *acc;
@@ -120,6 +123,9 @@ typedef struct {
     tsafe_bfv_sealed *res;
     uint32_t flood;
     tsafe_sealed_slot slot[2][TSAFE_SEALED_MAX_SLOTS];
+    /* a batching backend's results, one per queued job (per ring) */
+    tsafe_bfv_sealed **bres[2];
+    size_t n_bres[2];
 } tsafe_sealed_sealq;
 
 struct tsafe_sealed_server;

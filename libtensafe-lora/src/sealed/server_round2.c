@@ -131,7 +131,7 @@ typedef struct {
 } round2_part;
 
 typedef struct {
-    round2_part part[TSAFE_SEALED_ROUND2_QUEUE];
+    round2_part part[TSAFE_SEALED_ROUND2_QUEUE_BATCHED];
     size_t n, zused, bused;
 } round2_group;
 
@@ -289,7 +289,8 @@ static tsafe_status round2_flush(tsafe_sealed_server *s, round2_group *g, tsafe_
  * comes from tsafe_sealed_server_prepare_round2 when it ran for these
  * sites, else it is done here. Sites go in groups: one product call and
  * one flush of the sealings per TSAFE_SEALED_ROUND2_QUEUE sealings (each
- * queued sealing holds an accumulator: a token's worth is megabytes). */
+ * queued sealing holds an accumulator: a token's worth is megabytes; on a
+ * batching backend, a GPU, _BATCHED: fewer, larger device calls). */
 static tsafe_status round2_private(tsafe_sealed_server *s,
                                    const tsafe_sealed_site *const *sites,
                                    size_t n_sites, tsafe_rbuf *r, tsafe_wbuf *w,
@@ -302,10 +303,11 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
     int64_t C_here[1024];
     uint8_t band_here[1024];
     round2_group g = {.n = 0};
+    size_t lim = tsafe_bfv_sealer_batches(s->sealer2) ? TSAFE_SEALED_ROUND2_QUEUE_BATCHED
+                                                      : TSAFE_SEALED_ROUND2_QUEUE;
     for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
         st = round2_site(s, sites[i], i, prepared, r, w, &g, band_here, C_here);
-        if (st == TSAFE_OK &&
-            (s->sealq.n >= TSAFE_SEALED_ROUND2_QUEUE || g.n == TSAFE_SEALED_ROUND2_QUEUE))
+        if (st == TSAFE_OK && (s->sealq.n >= lim || g.n == lim))
             st = round2_flush(s, &g, w, prod_us);
     }
     if (st == TSAFE_OK)

@@ -1,0 +1,139 @@
+/* The seal_batch slot on the device (seal.cuh has the layout, bodies and
+ * stage order): every job of a call in one upload, a fixed sequence of
+ * launches over all jobs (three body kernels, two NTT calls, the
+ * switches, the gather) and one download, in chunks of jobs whose
+ * workspace fits TSAFE_SEAL_WS_BUDGET. The workspace stays with the
+ * backend for the next call; its secret part (r, e1, the additions and
+ * NTT(r)) is zeroed on the stream after each chunk. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_internal.cuh"
+#include "seal.cuh"
+
+#define TSAFE_SEAL_WS_BUDGET (1ull << 27) /* words per chunk: 1 GiB */
+
+__global__ void __launch_bounds__(TSAFE_SEAL_THREADS)
+    tsafe_seal_kernel(tsafe_seal_args g, int stage)
+{
+    uint64_t x = (uint64_t)blockIdx.x * TSAFE_SEAL_THREADS + threadIdx.x;
+    tsafe_seal_body(g, stage, x);
+}
+
+namespace {
+struct cuda_exec {
+    tsafe_cuda_backend *cb;
+    tsafe_status body(const tsafe_seal_args &g, int stage)
+    {
+        uint64_t n = tsafe_seal_count(g, stage);
+        uint64_t blocks = (n + TSAFE_SEAL_THREADS - 1) / TSAFE_SEAL_THREADS;
+        if (blocks == 0)
+            return TSAFE_OK;
+        if (blocks > 0x7fffffffull)
+            return tsafe_cuda_fail_msg(TSAFE_E_RANGE, "seal batch stage too large");
+        tsafe_cuda_launch_prepare();
+        tsafe_seal_kernel<<<(unsigned)blocks, TSAFE_SEAL_THREADS, 0, cb->stream>>>(g, stage);
+        cudaError_t e = cudaGetLastError();
+        return e == cudaSuccess ? TSAFE_OK : tsafe_cuda_fail(e, "seal batch launch");
+    }
+    tsafe_status ntt(int forward, uint64_t *data, uint64_t polys, uint32_t limbs)
+    {
+        uint64_t stride = (uint64_t)limbs * cb->tables.n;
+        return tsafe_cuda_ntt_launch(cb, forward, data, stride, data, stride, polys, limbs, 0,
+                                     NULL);
+    }
+    tsafe_status mod_switch(uint64_t *out, const uint64_t *in, uint64_t polys, uint32_t l_in)
+    {
+        return tsafe_cuda_mod_switch_launch(cb, out, in, polys, l_in);
+    }
+};
+} // namespace
+
+/* The workspace of at least words, kept for later calls. */
+static tsafe_status workspace(tsafe_cuda_backend *cb, uint64_t words)
+{
+    if (cb->seal_ws_words >= words)
+        return TSAFE_OK;
+    if (cb->seal_ws)
+        (void)tsafe_cuda_pool_free(&cb->pool, cb->seal_ws);
+    cb->seal_ws = NULL;
+    cb->seal_ws_words = 0;
+    tsafe_status st = tsafe_cuda_pool_alloc(&cb->pool, words * sizeof(uint64_t), 1,
+                                            (void **)&cb->seal_ws);
+    if (st != TSAFE_OK)
+        return st == TSAFE_E_NOMEM ? tsafe_cuda_fail_msg(st, "seal batch workspace of %llu words",
+                                                         (unsigned long long)words)
+                                   : st;
+    cb->seal_ws_words = words;
+    return TSAFE_OK;
+}
+
+/* Jobs [0, J) of one chunk: pack, upload, run, zero the secrets, download. */
+static tsafe_status seal_chunk(tsafe_backend *b, tsafe_cuda_backend *cb, const uint64_t *pk,
+                               const tsafe_backend_seal_job *jobs, size_t J, uint64_t R)
+{
+    uint32_t L = cb->tables.n_primes, log_n = cb->tables.log_n;
+    tsafe_seal_layout y;
+    tsafe_seal_layout_make(J, R, L, log_n, &y);
+    tsafe_status st = workspace(cb, y.total_words);
+    if (st != TSAFE_OK)
+        return st;
+    uint64_t *host = (uint64_t *)malloc(y.upload_words * sizeof *host);
+    uint64_t *out = (uint64_t *)malloc(y.out_words * sizeof *out);
+    if (!host || !out) {
+        free(host);
+        free(out);
+        return tsafe_cuda_fail_msg(TSAFE_E_NOMEM, "seal batch host staging");
+    }
+    tsafe_seal_pack(jobs, J, L, log_n, y, host);
+    st = tsafe_cuda_buffer_upload(b, cb->seal_ws, host, y.upload_words);
+    explicit_bzero(host, y.upload_words * sizeof *host); /* r, e1, masks */
+    free(host);
+    tsafe_seal_args g = tsafe_seal_args_make(y, cb->seal_ws, cb->d_primes, L, log_n, J, R, pk);
+    cuda_exec x = {cb};
+    if (st == TSAFE_OK)
+        st = tsafe_seal_stages(x, g, y, cb->seal_ws);
+    if (st == TSAFE_OK) {
+        cudaError_t e = cudaMemsetAsync(cb->seal_ws, 0, y.w_off * sizeof(uint64_t), cb->stream);
+        st = e == cudaSuccess ? TSAFE_OK : tsafe_cuda_fail(e, "seal batch: zero the draws");
+    }
+    if (st == TSAFE_OK)
+        st = tsafe_cuda_buffer_download(b, cb->seal_ws + y.out_off, out, y.out_words);
+    if (st == TSAFE_OK)
+        tsafe_seal_unpack(out, jobs, J, log_n);
+    free(out);
+    return st;
+}
+
+tsafe_status tsafe_cuda_seal_batch_launch(tsafe_backend *b, const void *pk,
+                                          const tsafe_backend_seal_job *jobs, size_t n)
+{
+    tsafe_cuda_backend *cb = (tsafe_cuda_backend *)b->ctx;
+    tsafe_status st = tsafe_cuda_refuse_in_capture(cb, "seal batch");
+    if (st != TSAFE_OK)
+        return st;
+    uint32_t L = cb->tables.n_primes; /* a BFV ring: every limb */
+    if (L < 1 || L > TSAFE_SEAL_MAX_LIMBS || cb->tables.ckks)
+        return tsafe_cuda_fail_msg(TSAFE_E_UNSUPPORTED, "seal batch needs a BFV ring");
+    tsafe_cuda_device_guard dg(cb->device);
+    if (dg.err != cudaSuccess)
+        return tsafe_cuda_fail(dg.err, "cudaSetDevice");
+    /* tests: TSAFE_CUDA_SEAL_MAX_JOBS caps a chunk (several chunks from a
+     * small call) */
+    const char *cap_env = getenv("TSAFE_CUDA_SEAL_MAX_JOBS");
+    size_t cap = cap_env ? strtoull(cap_env, NULL, 10) : 0;
+    size_t first = 0;
+    while (first < n && st == TSAFE_OK) { /* greedy chunks within the budget */
+        size_t J = 0;
+        uint64_t R = 0;
+        tsafe_seal_layout y;
+        do {
+            R += jobs[first + J].n_reads;
+            J++;
+            tsafe_seal_layout_make(J + 1, R + cb->tables.n, L, cb->tables.log_n, &y);
+        } while (first + J < n && y.total_words <= TSAFE_SEAL_WS_BUDGET && (!cap || J < cap));
+        st = seal_chunk(b, cb, (const uint64_t *)pk, jobs + first, J, R);
+        first += J;
+    }
+    return st;
+}

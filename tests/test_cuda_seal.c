@@ -1,0 +1,345 @@
+/* Batched sealing (tsafe_bfv_seal_batch, the backend's seal_batch slot)
+ * against one tsafe_bfv_seal_buffer per item on the CPU backend with the
+ * same seeds, word for word (c1 and c0 at the reads): on the CPU backend
+ * (no slot: item by item), on the host emulation of the CUDA kernels
+ * (a CPU backend whose seal_batch slot runs the emulation: the library's
+ * host draws, then the kernels' own bodies and stage order), and on a GPU
+ * when one is present (else "skipped: no CUDA device"). Items of 0, 1,
+ * 32, 300 and N reads, masks and none, several chunks' worth of jobs on
+ * the device. Fresh seed per run (TSAFE_TEST_SEED=<n> replays). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensafe/backend.h"
+#include "tensafe/backend_impl.h"
+#include "tensafe/bfv.h"
+#include "tensafe/bfv_backend.h"
+#include "support/tsafe_test_rng.h"
+
+#ifdef TSAFE_WITH_CUDA
+#include "tensafe/cuda.h"
+#include "../libtensafe-he-cuda/src/emulate.h"
+#endif
+
+typedef struct {
+    tsafe_bfv_context *c;
+    tsafe_bfv_public_key *pk;
+    tsafe_backend *cpu;
+    size_t n, J;
+    uint32_t L;
+    uint64_t **acc;   /* J x 2 L N words, NTT form */
+    uint32_t **pos;
+    uint64_t **mask;  /* NULL for some jobs */
+    size_t *reads;
+    uint8_t (*seed)[32];
+} seal_spec;
+
+static void spec_make(seal_spec *s, size_t J)
+{
+    memset(s, 0, sizeof *s);
+    tsafe_bfv_params p = {12, 49, 60, 37, 0}; /* the sealed ring */
+    assert_int_equal(tsafe_bfv_context_create(&p, &s->c), TSAFE_OK);
+    tsafe_bfv_secret_key *sk = NULL;
+    assert_int_equal(tsafe_bfv_secret_key_generate(s->c, NULL, &sk), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_public_key_generate(s->c, sk, NULL, &s->pk), TSAFE_OK);
+    tsafe_bfv_secret_key_free(sk);
+    assert_int_equal(tsafe_backend_cpu_create_bfv(s->c, &s->cpu), TSAFE_OK);
+    s->n = tsafe_bfv_context_n(s->c);
+    s->L = tsafe_bfv_context_limbs(s->c);
+    s->J = J;
+    s->acc = calloc(J, sizeof *s->acc);
+    s->pos = calloc(J, sizeof *s->pos);
+    s->mask = calloc(J, sizeof *s->mask);
+    s->reads = calloc(J, sizeof *s->reads);
+    s->seed = calloc(J, sizeof *s->seed);
+    assert_true(s->acc && s->pos && s->mask && s->reads && s->seed);
+    const size_t kinds[] = {32, 0, 1, 300, 32, 4096};
+    for (size_t j = 0; j < J; j++) {
+        size_t w = 2 * (size_t)s->L * s->n;
+        s->acc[j] = malloc(w * sizeof **s->acc);
+        assert_non_null(s->acc[j]);
+        for (size_t p2 = 0; p2 < 2; p2++)
+            for (uint32_t i = 0; i < s->L; i++) {
+                uint64_t q = tsafe_backend_prime(s->cpu, i);
+                uint64_t *l = s->acc[j] + (p2 * s->L + i) * s->n;
+                for (size_t k = 0; k < s->n; k++)
+                    l[k] = tsafe_test_below(q);
+                l[0] = q - 1; /* edges */
+                l[1] = 0;
+            }
+        size_t nr = kinds[j % 6] > s->n ? s->n : kinds[j % 6];
+        s->reads[j] = nr;
+        s->pos[j] = malloc((nr ? nr : 1) * sizeof **s->pos);
+        /* distinct positions: a random offset and odd stride mod N */
+        size_t off = tsafe_test_below(s->n), stride = 2 * tsafe_test_below(s->n / 2) + 1;
+        for (size_t k = 0; k < nr; k++)
+            s->pos[j][k] = (uint32_t)((off + k * stride) % s->n);
+        if (j % 2 == 0) {
+            s->mask[j] = malloc((nr ? nr : 1) * sizeof **s->mask);
+            for (size_t k = 0; k < nr; k++)
+                s->mask[j][k] = tsafe_test_below(1ull << 37);
+        }
+        tsafe_test_seed32(s->seed[j]);
+    }
+}
+
+static void spec_free(seal_spec *s)
+{
+    for (size_t j = 0; j < s->J; j++) {
+        free(s->acc[j]);
+        free(s->pos[j]);
+        free(s->mask[j]);
+    }
+    free(s->acc);
+    free(s->pos);
+    free(s->mask);
+    free(s->reads);
+    free(s->seed);
+    tsafe_backend_free(s->cpu);
+    tsafe_bfv_public_key_free(s->pk);
+    tsafe_bfv_context_free(s->c);
+}
+
+/* Every job sealed on backend b by one tsafe_bfv_seal_batch call (batch)
+ * or by one tsafe_bfv_seal_buffer each (the reference); the results. */
+static tsafe_bfv_sealed **seal_on(const seal_spec *s, tsafe_backend *b, int batch)
+{
+    tsafe_bfv_sealer *sl = NULL;
+    tsafe_buffer *pk = NULL;
+    assert_int_equal(tsafe_bfv_sealer_create(s->c, b, &sl), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_public_key_operand(s->pk, b, &pk), TSAFE_OK);
+    tsafe_bfv_sealed **out = calloc(s->J, sizeof *out);
+    tsafe_buffer **acc = calloc(s->J, sizeof *acc);
+    tsafe_bfv_seal_item *it = calloc(s->J, sizeof *it);
+    assert_true(out && acc && it);
+    for (size_t j = 0; j < s->J; j++) {
+        assert_int_equal(tsafe_bfv_sealed_create(s->c, s->n, &out[j]), TSAFE_OK);
+        assert_int_equal(tsafe_buffer_alloc(b, 2, s->L, &acc[j]), TSAFE_OK);
+        assert_int_equal(tsafe_buffer_upload(acc[j], s->acc[j], 2 * s->L * s->n), TSAFE_OK);
+        it[j] = (tsafe_bfv_seal_item){acc[j], s->pos[j], s->mask[j], s->reads[j],
+                                      s->seed[j], out[j]};
+        if (!batch)
+            assert_int_equal(tsafe_bfv_seal_buffer(sl, acc[j], pk, s->pos[j], s->mask[j],
+                                                   s->reads[j], 30, s->seed[j], out[j]),
+                             TSAFE_OK);
+    }
+    if (batch) {
+        tsafe_status st = tsafe_bfv_seal_batch(sl, pk, it, s->J, 30);
+        if (st != TSAFE_OK)
+            print_error("seal batch on %s: %s\n", tsafe_backend_name(b), tsafe_strerror(st));
+        assert_int_equal(st, TSAFE_OK);
+    }
+    for (size_t j = 0; j < s->J; j++)
+        tsafe_buffer_free(acc[j]);
+    free(acc);
+    free(it);
+    tsafe_buffer_free(pk);
+    tsafe_bfv_sealer_free(sl);
+    return out;
+}
+
+static void expect_same_seals(const seal_spec *s, tsafe_bfv_sealed **got,
+                              tsafe_bfv_sealed **want, const char *what)
+{
+    for (size_t j = 0; j < s->J; j++) {
+        const uint64_t *g1 = tsafe_bfv_sealed_c1(got[j]), *w1 = tsafe_bfv_sealed_c1(want[j]);
+        const uint64_t *g0 = tsafe_bfv_sealed_c0(got[j]), *w0 = tsafe_bfv_sealed_c0(want[j]);
+        for (size_t k = 0; k < s->n; k++)
+            if (g1[k] != w1[k]) {
+                print_error("%s: job %zu c1[%zu] %llu != %llu\n", what, j, k,
+                            (unsigned long long)g1[k], (unsigned long long)w1[k]);
+                fail();
+            }
+        for (size_t k = 0; k < s->reads[j]; k++)
+            if (g0[k] != w0[k]) {
+                print_error("%s: job %zu c0[%zu] %llu != %llu\n", what, j, k,
+                            (unsigned long long)g0[k], (unsigned long long)w0[k]);
+                fail();
+            }
+    }
+}
+
+static void seals_free(const seal_spec *s, tsafe_bfv_sealed **r)
+{
+    for (size_t j = 0; j < s->J; j++)
+        tsafe_bfv_sealed_free(r[j]);
+    free(r);
+}
+
+/* No slot: tsafe_bfv_seal_batch is one seal_buffer per item. */
+static void test_batch_cpu(void **state)
+{
+    (void)state;
+    seal_spec s;
+    spec_make(&s, 7);
+    assert_int_equal(tsafe_bfv_sealer_batches(NULL), 0);
+    tsafe_bfv_sealed **want = seal_on(&s, s.cpu, 0), **got = seal_on(&s, s.cpu, 1);
+    expect_same_seals(&s, got, want, "cpu batch");
+    seals_free(&s, want);
+    seals_free(&s, got);
+    spec_free(&s);
+}
+
+/* Bad items are refused before any work, on every backend. */
+static void test_batch_refuses(void **state)
+{
+    (void)state;
+    seal_spec s;
+    spec_make(&s, 2);
+    tsafe_bfv_sealer *sl = NULL;
+    tsafe_buffer *pk = NULL, *acc = NULL, *small = NULL;
+    tsafe_bfv_sealed *out = NULL;
+    assert_int_equal(tsafe_bfv_sealer_create(s.c, s.cpu, &sl), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_public_key_operand(s.pk, s.cpu, &pk), TSAFE_OK);
+    assert_int_equal(tsafe_buffer_alloc(s.cpu, 2, s.L, &acc), TSAFE_OK);
+    assert_int_equal(tsafe_buffer_alloc(s.cpu, 1, s.L, &small), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_sealed_create(s.c, 4, &out), TSAFE_OK);
+    uint32_t pos[5] = {1, 2, 3, 4, 5}, twice[2] = {7, 7};
+    tsafe_bfv_seal_item it = {acc, pos, NULL, 4, NULL, out};
+    assert_int_equal(tsafe_bfv_seal_batch(sl, pk, &it, 1, 30), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_seal_batch(sl, pk, NULL, 0, 30), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_seal_batch(NULL, pk, &it, 1, 30), TSAFE_E_NULL);
+    assert_int_equal(tsafe_bfv_seal_batch(sl, acc, &it, 1, 30), TSAFE_E_RANGE); /* not a key */
+    it.n_reads = 5; /* beyond out's capacity */
+    assert_int_equal(tsafe_bfv_seal_batch(sl, pk, &it, 1, 30), TSAFE_E_RANGE);
+    it = (tsafe_bfv_seal_item){acc, twice, NULL, 2, NULL, out};
+    assert_int_equal(tsafe_bfv_seal_batch(sl, pk, &it, 1, 30), TSAFE_E_ARG);
+    it = (tsafe_bfv_seal_item){small, pos, NULL, 1, NULL, out};
+    assert_int_equal(tsafe_bfv_seal_batch(sl, pk, &it, 1, 30), TSAFE_E_RANGE);
+    it = (tsafe_bfv_seal_item){acc, pos, NULL, 1, NULL, NULL};
+    assert_int_equal(tsafe_bfv_seal_batch(sl, pk, &it, 1, 30), TSAFE_E_NULL);
+    it = (tsafe_bfv_seal_item){acc, pos, NULL, 1, NULL, out};
+    assert_int_equal(tsafe_bfv_seal_batch(sl, pk, &it, 1, 101), TSAFE_E_RANGE);
+    tsafe_bfv_sealed_free(out);
+    tsafe_buffer_free(small);
+    tsafe_buffer_free(acc);
+    tsafe_buffer_free(pk);
+    tsafe_bfv_sealer_free(sl);
+    spec_free(&s);
+}
+
+#ifdef TSAFE_WITH_CUDA
+/* ------------------------------------------------ emulated slot */
+
+/* A CPU backend whose seal_batch slot runs the emulation: its state is
+ * the CPU backend's (borrowed), its operands plain host words. */
+static tsafe_cuda_emu *g_emu;
+static struct tsafe_backend_i g_emu_iface;
+
+static void emu_destroy(tsafe_backend *b) { (void)b; }
+
+static tsafe_status emu_slot(tsafe_backend *b, const void *pk,
+                             const tsafe_backend_seal_job *jobs, size_t n)
+{
+    (void)b;
+    return tsafe_cuda_emu_seal_batch(g_emu, pk, jobs, n);
+}
+
+static void test_batch_emulated(void **state)
+{
+    (void)state;
+    seal_spec s;
+    spec_make(&s, 13);
+    assert_int_equal(tsafe_cuda_emu_create_ring(s.cpu, 14, &g_emu), TSAFE_OK);
+    g_emu_iface = *s.cpu->iface;
+    g_emu_iface.destroy = emu_destroy;
+    g_emu_iface.operand_alloc = NULL;
+    g_emu_iface.operand_upload = NULL;
+    g_emu_iface.operand_free = NULL;
+    g_emu_iface.seal_batch = emu_slot;
+    tsafe_backend *b = NULL;
+    assert_int_equal(tsafe_backend_init_bfv(&b, TSAFE_BACKEND_API_VERSION, &g_emu_iface,
+                                            s.cpu->ctx, s.c),
+                     TSAFE_OK);
+    tsafe_bfv_sealer *sl = NULL;
+    assert_int_equal(tsafe_bfv_sealer_create(s.c, b, &sl), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_sealer_batches(sl), 1);
+    tsafe_bfv_sealer_free(sl);
+    tsafe_bfv_sealed **want = seal_on(&s, s.cpu, 0), **got = seal_on(&s, b, 1);
+    expect_same_seals(&s, got, want, "emulated batch");
+    seals_free(&s, got);
+    /* a batch is a function of its draws: other seeds, other words */
+    s.seed[0][0] ^= 1;
+    got = seal_on(&s, b, 1);
+    assert_memory_not_equal(tsafe_bfv_sealed_c1(got[0]), tsafe_bfv_sealed_c1(want[0]),
+                            s.n * sizeof(uint64_t));
+    seals_free(&s, got);
+    seals_free(&s, want);
+    tsafe_backend_free(b);
+    tsafe_cuda_emu_free(g_emu);
+    spec_free(&s);
+}
+
+/* ------------------------------------------------------- on a GPU */
+
+static void test_batch_gpu(void **state)
+{
+    (void)state;
+    int devices = 0;
+    if (tsafe_cuda_device_count(&devices) != TSAFE_OK || devices == 0) {
+        print_message("skipped: no CUDA device\n");
+        skip();
+        return;
+    }
+    /* 300 jobs: one chunk, then (TSAFE_CUDA_SEAL_MAX_JOBS) chunks of 64 */
+    seal_spec s;
+    spec_make(&s, 300);
+    tsafe_backend *b = NULL;
+    tsafe_status st = tsafe_backend_cuda_create_bfv(s.c, 0, &b);
+    if (st != TSAFE_OK)
+        print_error("cuda create: %s\n", tsafe_cuda_last_error());
+    assert_int_equal(st, TSAFE_OK);
+    tsafe_bfv_sealer *sl = NULL;
+    assert_int_equal(tsafe_bfv_sealer_create(s.c, b, &sl), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_sealer_batches(sl), 1);
+    tsafe_bfv_sealer_free(sl);
+    tsafe_bfv_sealed **want = seal_on(&s, s.cpu, 0), **got = seal_on(&s, b, 1);
+    expect_same_seals(&s, got, want, "GPU batch");
+    seals_free(&s, got);
+    setenv("TSAFE_CUDA_SEAL_MAX_JOBS", "64", 1);
+    got = seal_on(&s, b, 1);
+    unsetenv("TSAFE_CUDA_SEAL_MAX_JOBS");
+    expect_same_seals(&s, got, want, "GPU batch in chunks of 64");
+    seals_free(&s, got);
+    /* and item by item on the device (the slot unused) agrees too */
+    got = seal_on(&s, b, 0);
+    expect_same_seals(&s, got, want, "GPU one at a time");
+    seals_free(&s, got);
+    seals_free(&s, want);
+    tsafe_backend_free(b);
+    spec_free(&s);
+}
+
+#else /* built without CUDA: the CPU half runs */
+
+static void test_no_cuda_build(void **state)
+{
+    (void)state;
+    print_message("skipped: built without CUDA (the emulated and GPU seal "
+                  "batches need the CUDA library)\n");
+    skip();
+}
+#endif /* TSAFE_WITH_CUDA */
+
+int main(void)
+{
+    tsafe_test_rng_init("test_cuda_seal");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_batch_cpu),
+        cmocka_unit_test(test_batch_refuses),
+#ifdef TSAFE_WITH_CUDA
+        cmocka_unit_test(test_batch_emulated),
+        cmocka_unit_test(test_batch_gpu),
+#else
+        cmocka_unit_test(test_no_cuda_build),
+#endif
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
