@@ -6,7 +6,9 @@
  * host draws, then the kernels' own bodies and stage order), and on a GPU
  * when one is present (else "skipped: no CUDA device"). Items of 0, 1,
  * 32, 300 and N reads, masks and none, several chunks' worth of jobs on
- * the device. Fresh seed per run (TSAFE_TEST_SEED=<n> replays). */
+ * the device. Also per-token plaintexts encoded on a buffer that is not
+ * host memory (the backend's NTT). Fresh seed per run
+ * (TSAFE_TEST_SEED=<n> replays). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -225,6 +227,52 @@ static void test_batch_refuses(void **state)
     spec_free(&s);
 }
 
+/* tsafe_bfv_plain_encode_buffer on a buffer that is not host memory
+ * (residues uploaded, the backend's own NTT) gives the words of the host
+ * path: a CPU backend that hides its host words stands in for a device. */
+static void nohost_destroy(tsafe_backend *b) { (void)b; }
+
+static void encode_words(const seal_spec *s, tsafe_backend *b, const int64_t *co, size_t n,
+                         uint64_t *out)
+{
+    tsafe_buffer *buf = NULL;
+    assert_int_equal(tsafe_buffer_alloc(b, 1, s->L, &buf), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_plain_encode_buffer(s->c, co, n, buf), TSAFE_OK);
+    assert_int_equal(tsafe_buffer_download(buf, out, (size_t)s->L * s->n), TSAFE_OK);
+    tsafe_buffer_free(buf);
+}
+
+static void test_encode_not_host(void **state)
+{
+    (void)state;
+    seal_spec s;
+    spec_make(&s, 1);
+    static struct tsafe_backend_i iface;
+    iface = *s.cpu->iface;
+    iface.destroy = nohost_destroy;
+    iface.host_words = NULL;
+    tsafe_backend *b = NULL;
+    assert_int_equal(tsafe_backend_init_bfv(&b, TSAFE_BACKEND_API_VERSION, &iface, s.cpu->ctx,
+                                            s.c),
+                     TSAFE_OK);
+    size_t words = (size_t)s.L * s.n;
+    int64_t *co = malloc(s.n * sizeof *co);
+    uint64_t *want = malloc(words * sizeof *want), *got = malloc(words * sizeof *got);
+    assert_true(co && want && got);
+    for (size_t k = 0; k < s.n; k++) /* weights of either sign, some large */
+        co[k] = (int64_t)tsafe_test_below(1ull << 40) - ((int64_t)1 << 39);
+    for (size_t n = 1; n <= s.n; n *= 8) {
+        encode_words(&s, s.cpu, co, n, want);
+        encode_words(&s, b, co, n, got);
+        assert_memory_equal(got, want, words * sizeof *got);
+    }
+    free(co);
+    free(want);
+    free(got);
+    tsafe_backend_free(b);
+    spec_free(&s);
+}
+
 #ifdef TSAFE_WITH_CUDA
 /* ------------------------------------------------ emulated slot */
 
@@ -308,6 +356,21 @@ static void test_batch_gpu(void **state)
     unsetenv("TSAFE_CUDA_SEAL_MAX_JOBS");
     expect_same_seals(&s, got, want, "GPU batch in chunks of 64");
     seals_free(&s, got);
+    /* per-token plaintexts encoded on the device (its NTT) */
+    {
+        size_t words = (size_t)s.L * s.n;
+        int64_t *co = malloc(s.n * sizeof *co);
+        uint64_t *w1 = malloc(words * sizeof *w1), *w2 = malloc(words * sizeof *w2);
+        assert_true(co && w1 && w2);
+        for (size_t k = 0; k < s.n; k++)
+            co[k] = (int64_t)tsafe_test_below(1ull << 40) - ((int64_t)1 << 39);
+        encode_words(&s, s.cpu, co, s.n, w1);
+        encode_words(&s, b, co, s.n, w2);
+        assert_memory_equal(w2, w1, words * sizeof *w1);
+        free(co);
+        free(w1);
+        free(w2);
+    }
     /* and item by item on the device (the slot unused) agrees too */
     got = seal_on(&s, b, 0);
     expect_same_seals(&s, got, want, "GPU one at a time");
@@ -334,6 +397,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batch_cpu),
         cmocka_unit_test(test_batch_refuses),
+        cmocka_unit_test(test_encode_not_host),
 #ifdef TSAFE_WITH_CUDA
         cmocka_unit_test(test_batch_emulated),
         cmocka_unit_test(test_batch_gpu),

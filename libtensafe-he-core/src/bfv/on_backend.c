@@ -75,19 +75,26 @@ tsafe_status tsafe_bfv_plain_encode_buffer(const tsafe_bfv_context *c,
         TSAFE_REQUIRE(coeffs[k] > -lim && coeffs[k] < lim, TSAFE_E_VALUE_RANGE);
     size_t words = (size_t)c->L * c->n;
     /* in place when the buffer is host memory (a plaintext used once),
-     * else staged and uploaded (operands get their quotients there) */
+     * else staged and uploaded (operands get their quotients there); a
+     * plain device buffer takes the residues and the backend's own NTT
+     * (the same words: backends' NTTs are the CPU's), so a GPU spares the
+     * host its L transforms per plaintext */
     uint64_t *host = tsafe_buffer_host_words(operand);
+    int device_ntt = !host && !operand->operand;
     uint64_t *p = host ? host : malloc(words * sizeof *p);
     TSAFE_REQUIRE(p, TSAFE_E_NOMEM);
     for (uint32_t i = 0; i < c->L; i++) {
         uint64_t *l = p + i * c->n;
         tsafe_bfv_encode_limb(c, i, coeffs, count, l);
         memset(l + count, 0, (c->n - count) * sizeof *l);
-        tsafe_ntt_forward(&c->ntt[i], l);
+        if (!device_ntt)
+            tsafe_ntt_forward(&c->ntt[i], l);
     }
     if (host)
         return TSAFE_OK;
     tsafe_status st = tsafe_buffer_upload(operand, p, words);
+    if (st == TSAFE_OK && device_ntt)
+        st = tsafe_backend_ntt_forward(operand->backend, operand);
     sodium_memzero(p, words * sizeof *p); /* the adapter's weights */
     free(p);
     return st;
