@@ -106,19 +106,95 @@ static tsafe_status round2_sealed(tsafe_sealed_server *s,
  * none of its coordinates is in the band (a zero plaintext): the work of
  * round 2 must not depend on R, or its timing would tell the client which
  * chunks hold band coordinates, i.e. something of R and so of u. */
-static tsafe_status build_band_plains(tsafe_sealed_server *s, const tsafe_sealed_site *site,
-                                      const uint8_t *band, size_t first)
+static tsafe_status build_band_plains_with(tsafe_sealed_server *s,
+                                           const tsafe_sealed_site *site, const uint8_t *band,
+                                           size_t first, int64_t *colsel, int64_t *coeff)
 {
     const tsafe_sealed_layout *l = &site->l2;
     size_t n = tsafe_bfv_context_n(s->c2), used = first;
-    tsafe_sealed_band_columns(site, band, s->colsel);
+    tsafe_sealed_band_columns(site, band, colsel);
     tsafe_status st = TSAFE_OK;
     for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++)
         for (uint32_t c = 0; c < l->n_chunks && st == TSAFE_OK; c++) {
-            tsafe_sealed_encode_block(l, s->colsel, site->rank, c, b, s->coeff, n);
-            st = tsafe_bfv_plain_encode_buffer(s->c2, s->coeff, n, s->band[used++]);
+            tsafe_sealed_encode_block(l, colsel, site->rank, c, b, coeff, n);
+            st = tsafe_bfv_plain_encode_buffer(s->c2, coeff, n, s->band[used++]);
         }
     return st;
+}
+
+/* Scratch of a band-building task: task 0 on the server's, the others on
+ * their own (wiped and freed by scratch_drop). */
+typedef struct {
+    int64_t *colsel, *coeff;
+} band_scratch;
+
+static tsafe_status scratch_take(tsafe_sealed_server *s, size_t t, band_scratch *b)
+{
+    size_t n = tsafe_bfv_context_n(s->c2), cw = (size_t)s->plan.d_out_max * s->plan.rank;
+    b->colsel = t ? malloc(cw * sizeof *b->colsel) : s->colsel;
+    b->coeff = t ? malloc(n * sizeof *b->coeff) : s->coeff;
+    return b->colsel && b->coeff ? TSAFE_OK : TSAFE_E_NOMEM;
+}
+
+static void scratch_drop(tsafe_sealed_server *s, size_t t, band_scratch *b)
+{
+    if (!t)
+        return;
+    size_t n = tsafe_bfv_context_n(s->c2), cw = (size_t)s->plan.d_out_max * s->plan.rank;
+    if (b->colsel) /* the band's columns of B_q and their encodings */
+        sodium_memzero(b->colsel, cw * sizeof *b->colsel);
+    if (b->coeff)
+        sodium_memzero(b->coeff, n * sizeof *b->coeff);
+    free(b->colsel);
+    free(b->coeff);
+}
+
+/* Tasks for n items of host work: the pool's threads (at most n and the
+ * slots' count) when host is set, else 1. */
+static size_t host_tasks(const tsafe_sealed_server *s, size_t n, int host)
+{
+    size_t t = tsafe_cpu_pool_available(s->pool);
+    if (t > n)
+        t = n;
+    if (t > TSAFE_SEALED_MAX_SLOTS + 1)
+        t = TSAFE_SEALED_MAX_SLOTS + 1;
+    return t < 2 || !host ? 1 : t;
+}
+
+/* The band plaintexts of a prepared token over the pool's threads, a site
+ * at a time (thread t: sites t, t + T, ...; thread 0 on the server's
+ * scratch, the others on their own, wiped). Only for band buffers in host
+ * memory: encoding them is no backend call, so threads may share it. */
+typedef struct {
+    tsafe_sealed_server *s;
+    const tsafe_sealed_site *const *sites;
+    size_t n_sites, threads;
+    tsafe_status st[TSAFE_SEALED_MAX_SLOTS + 1];
+} band_run;
+
+static void band_task(void *arg, size_t t)
+{
+    band_run *b = arg;
+    tsafe_sealed_server *s = b->s;
+    band_scratch sc;
+    tsafe_status st = scratch_take(s, t, &sc);
+    for (size_t i = t; i < b->n_sites && st == TSAFE_OK; i += b->threads)
+        st = build_band_plains_with(s, b->sites[i], s->pband + s->off[i], s->pfirst[i],
+                                    sc.colsel, sc.coeff);
+    scratch_drop(s, t, &sc);
+    b->st[t] = st;
+}
+
+static tsafe_status build_prepared_bands(tsafe_sealed_server *s,
+                                         const tsafe_sealed_site *const *sites, size_t n_sites)
+{
+    size_t threads = host_tasks(s, n_sites, tsafe_buffer_host_words(s->band[0]) != NULL);
+    band_run b = {s, sites, n_sites, threads, {TSAFE_OK}};
+    tsafe_cpu_pool_run(threads > 1 ? s->pool : NULL, threads, band_task, &b);
+    for (size_t t = 0; t < threads; t++)
+        if (b.st[t] != TSAFE_OK)
+            return b.st[t];
+    return TSAFE_OK;
 }
 
 /* The sites of round 2 whose sealings are queued and whose products are
@@ -128,6 +204,10 @@ typedef struct {
     const tsafe_sealed_operands *ops;
     size_t z0, band0, acc0; /* its share ciphertexts, band plaintexts and
                                accumulators: zb[z0..], band[band0..], accs2[acc0..] */
+    const uint8_t *ct0;     /* its share ciphertexts' bytes (2 n_chunks, in
+                               the message), decoded by round2_fill */
+    const uint8_t *band;    /* its band bits when round2_fill builds its
+                               band plaintexts (not prepared), else NULL */
 } round2_part;
 
 typedef struct {
@@ -197,10 +277,10 @@ tsafe_status tsafe_sealed_server_prepare_round2(tsafe_sealed_server *s,
         total += (size_t)site->l2.n_chunks * site->l2.n_blocks;
     }
     st = tsafe_sealed_pool_reserve(s->be2, &s->band, &s->n_band, total, 1);
-    for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
-        st = build_band_plains(s, sites[i], s->pband + s->off[i], s->pfirst[i]);
+    if (st == TSAFE_OK && total)
+        st = build_prepared_bands(s, sites, n_sites);
+    for (size_t i = 0; i < n_sites; i++)
         s->psites[i] = sites[i];
-    }
     /* Round 2's encryptions of zero are left to the sealings (or to
      * tsafe_sealed_server_refill): prepared here they cost twice the band
      * work, more than the client's answer takes on a fast link (measured
@@ -211,8 +291,9 @@ tsafe_status tsafe_sealed_server_prepare_round2(tsafe_sealed_server *s,
     return st;
 }
 
-/* Site i's share ciphertexts into the pool (zb[g->zused..]). */
-static tsafe_status read_shares(tsafe_sealed_server *s, const tsafe_sealed_site *site,
+/* Site i's share ciphertexts: room in the pool (zb[g->zused..]) and
+ * their bytes, checked for length; round2_fill decodes them. */
+static tsafe_status take_shares(tsafe_sealed_server *s, const tsafe_sealed_site *site,
                                 tsafe_rbuf *r, round2_group *g, round2_part *q)
 {
     const tsafe_sealed_layout *l = &site->l2;
@@ -221,40 +302,91 @@ static tsafe_status read_shares(tsafe_sealed_server *s, const tsafe_sealed_site 
     if (st == TSAFE_OK)
         st = tsafe_sealed_pool_reserve(s->be2, &s->zb, &s->n_zb, g->zused + 2 * l->n_chunks, 2);
     q->z0 = g->zused;
-    for (uint32_t c = 0; c < 2 * l->n_chunks && st == TSAFE_OK; c++) {
-        const uint8_t *b = tsafe_rbuf_take(r, ctl);
-        st = b ? tsafe_bfv_ct_read_buffer(s->c2, b, ctl, s->zb[g->zused++]) : TSAFE_E_TRUNCATED;
-    }
+    q->ct0 = r->buf + r->pos;
+    for (uint32_t c = 0; c < 2 * l->n_chunks && st == TSAFE_OK; c++, g->zused++)
+        if (!tsafe_rbuf_take(r, ctl))
+            st = TSAFE_E_TRUNCATED;
     return st;
 }
 
+/* The decoding and encoding of a group before its products, over the
+ * pool's threads when its buffers are host memory (no backend call, so
+ * threads may share the backend; a device's uploads stay on this
+ * thread): part p's share ciphertexts and, unless prepared, its band
+ * plaintexts. Task t takes parts t, t + T, ...; task 0 on the server's
+ * scratch, the others on their own, wiped. */
+typedef struct {
+    tsafe_sealed_server *s;
+    const round2_group *g;
+    size_t threads;
+    tsafe_status st[TSAFE_SEALED_MAX_SLOTS + 1];
+} fill_run;
+
+static tsafe_status fill_part(tsafe_sealed_server *s, const round2_part *q, int64_t *colsel,
+                              int64_t *coeff)
+{
+    size_t ctl = tsafe_bfv_ct_bytes(s->c2);
+    tsafe_status st = TSAFE_OK;
+    for (uint32_t c = 0; c < 2 * q->site->l2.n_chunks && st == TSAFE_OK; c++)
+        st = tsafe_bfv_ct_read_buffer(s->c2, q->ct0 + c * ctl, ctl, s->zb[q->z0 + c]);
+    if (st == TSAFE_OK && q->band)
+        st = build_band_plains_with(s, q->site, q->band, q->band0, colsel, coeff);
+    return st;
+}
+
+static void fill_task(void *arg, size_t t)
+{
+    fill_run *f = arg;
+    band_scratch sc;
+    tsafe_status st = scratch_take(f->s, t, &sc);
+    for (size_t p = t; p < f->g->n && st == TSAFE_OK; p += f->threads)
+        st = fill_part(f->s, &f->g->part[p], sc.colsel, sc.coeff);
+    scratch_drop(f->s, t, &sc);
+    f->st[t] = st;
+}
+
+static tsafe_status round2_fill(tsafe_sealed_server *s, const round2_group *g)
+{
+    int host = tsafe_buffer_host_words(s->zb[0]) &&
+               (!s->n_band || tsafe_buffer_host_words(s->band[0]));
+    size_t threads = host_tasks(s, g->n, host);
+    fill_run f = {s, g, threads, {TSAFE_OK}};
+    tsafe_cpu_pool_run(threads > 1 ? s->pool : NULL, threads, fill_task, &f);
+    for (size_t t = 0; t < threads; t++)
+        if (f.st[t] != TSAFE_OK)
+            return f.st[t];
+    return TSAFE_OK;
+}
+
 /* One site of a sealed-private round 2, joined to the group: its share
- * ciphertexts, its band plaintexts (prepared, else built here), then per
- * block the masks B_q C + noise and the queued sealing of the block's
- * accumulator, which the group's products fill before the flush. */
+ * ciphertexts' bytes, its band bits and C (prepared, else computed here),
+ * then per block the masks B_q C + noise and the queued sealing of the
+ * block's accumulator. round2_fill then decodes the shares and builds the
+ * band plaintexts, the group's products fill the accumulators, the flush
+ * seals them. */
 static tsafe_status round2_site(tsafe_sealed_server *s, const tsafe_sealed_site *site,
                                 size_t i, int prepared, tsafe_rbuf *r, tsafe_wbuf *w,
-                                round2_group *g, uint8_t *band_here, int64_t *C_here)
+                                round2_group *g)
 {
     const tsafe_sealed_layout *l = &site->l2;
     round2_part *q = &g->part[g->n];
     q->site = site;
-    tsafe_status st = read_shares(s, site, r, g, q);
+    tsafe_status st = take_shares(s, site, r, g, q);
     if (st != TSAFE_OK)
         return st;
-    const uint8_t *band = prepared ? s->pband + s->off[i] : band_here;
-    const int64_t *C = prepared ? s->pC + s->off[i] : C_here;
+    const uint8_t *band = s->pband + s->off[i];
+    const int64_t *C = s->pC + s->off[i];
     if (!prepared)
-        tsafe_sealed_band_and_c(&s->plan, site, s->R + s->off[i], band_here, C_here);
+        tsafe_sealed_band_and_c(&s->plan, site, s->R + s->off[i], s->pband + s->off[i],
+                                s->pC + s->off[i]);
     tsafe_sealed_put_site2(w, site);
     tsafe_sealed_draw_out_noise(&s->draws, site, s->noise);
     st = tsafe_sealed_opcache_get(&s->cache, s->be1, s->be2, site, &q->ops);
     size_t nbc = (size_t)l->n_chunks * l->n_blocks;
     q->band0 = prepared ? s->pfirst[i] : g->bused;
+    q->band = prepared ? NULL : band;
     if (st == TSAFE_OK && !prepared) {
         st = tsafe_sealed_pool_reserve(s->be2, &s->band, &s->n_band, g->bused + nbc, 1);
-        if (st == TSAFE_OK)
-            st = build_band_plains(s, site, band, g->bused);
         g->bused += nbc;
     }
     q->acc0 = s->sealq.n; /* one accumulator per queued sealing */
@@ -270,14 +402,21 @@ static tsafe_status round2_site(tsafe_sealed_server *s, const tsafe_sealed_site 
     return st;
 }
 
-/* The group's products, then its queued sealings; the group starts over. */
+/* The group's shares decoded and band plaintexts built (round2_fill), its
+ * products, then its queued sealings; the group starts over. */
 static tsafe_status round2_flush(tsafe_sealed_server *s, round2_group *g, tsafe_wbuf *w,
                                  double *prod_us)
 {
     double p0 = tsafe_now_us();
-    tsafe_status st = g->n ? round2_products(s, g) : TSAFE_OK;
+    tsafe_status st = g->n ? round2_fill(s, g) : TSAFE_OK;
+    if (st == TSAFE_OK && g->n)
+        st = round2_products(s, g);
     *prod_us += tsafe_now_us() - p0;
-    tsafe_status fs = tsafe_sealed_server_seal_flush(s, w); /* always: it empties the queue */
+    tsafe_status fs = TSAFE_OK;
+    if (st == TSAFE_OK) /* the queued sealings, at once */
+        fs = tsafe_sealed_server_seal_flush(s, w);
+    else /* a share that does not decode: nothing is sealed */
+        tsafe_sealed_sealq_discard(&s->sealq);
     g->n = g->zused = g->bused = 0;
     return st != TSAFE_OK ? st : fs;
 }
@@ -300,13 +439,11 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
     for (size_t i = 0; prepared && i < n_sites; i++)
         prepared = sites[i] == s->psites[i];
     tsafe_status st = TSAFE_OK;
-    int64_t C_here[1024];
-    uint8_t band_here[1024];
     round2_group g = {.n = 0};
     size_t lim = tsafe_bfv_sealer_batches(s->sealer2) ? TSAFE_SEALED_ROUND2_QUEUE_BATCHED
                                                       : TSAFE_SEALED_ROUND2_QUEUE;
     for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
-        st = round2_site(s, sites[i], i, prepared, r, w, &g, band_here, C_here);
+        st = round2_site(s, sites[i], i, prepared, r, w, &g);
         if (st == TSAFE_OK && (s->sealq.n >= lim || g.n == lim))
             st = round2_flush(s, &g, w, prod_us);
     }
@@ -314,8 +451,6 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
         st = round2_flush(s, &g, w, prod_us); /* the rest */
     else /* a part may lack its operands: no products, no sealings */
         tsafe_sealed_sealq_discard(&s->sealq);
-    sodium_memzero(C_here, sizeof C_here);
-    sodium_memzero(band_here, sizeof band_here);
     return st;
 }
 
