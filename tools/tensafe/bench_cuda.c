@@ -1,12 +1,14 @@
 /* `tensafe bench cuda`: the CUDA backend's benchmark (CUDA events) at the
  * seed and planner presets and on the sealed protocol's BFV ring (the
- * mul_acc batch and the modulus switch), or a clear skip line without a
- * GPU. */
+ * mul_acc batch, the modulus switch, and tsafe_bfv_seal_batch against the
+ * CPU backend's sealings), or a clear skip line without a GPU. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "bench.h"
 #include "commands.h"
 #include "tensafe/bfv.h"
+#include "tensafe/bfv_backend.h"
 #include "tensafe/ckks.h"
 #include "tensafe/lora_sealed.h"
 
@@ -25,6 +27,91 @@ static void add_ring_ops(bench_report *r, const char *group, const char *params,
                      note);
     bench_report_add(r, group, "mod_switch per polynomial (L -> L-1)", params,
                      res->mod_switch_us_per_poly, NULL);
+}
+
+/* tsafe_bfv_seal_batch of J sealings (8 reads each, as a sealed round-1
+ * block) on backend b: the host wall time of the call, median of reps. */
+static double seal_batch_us(const tsafe_bfv_context *c, const tsafe_bfv_public_key *pk,
+                            tsafe_backend *b, size_t J, uint32_t reps, tsafe_status *st)
+{
+    size_t n = tsafe_bfv_context_n(c), L = tsafe_bfv_context_limbs(c);
+    tsafe_bfv_sealer *sl = NULL;
+    tsafe_buffer *key = NULL, **acc = calloc(J, sizeof *acc);
+    tsafe_bfv_sealed **out = calloc(J, sizeof *out);
+    tsafe_bfv_seal_item *it = calloc(J, sizeof *it);
+    uint64_t *w = calloc(2 * L * n, sizeof *w);
+    static const uint32_t pos[8] = {0, 512, 1024, 1536, 2048, 2560, 3072, 3584};
+    double t[64], med = 0;
+    *st = acc && out && it && w ? TSAFE_OK : TSAFE_E_NOMEM;
+    if (*st == TSAFE_OK)
+        *st = tsafe_bfv_sealer_create(c, b, &sl);
+    if (*st == TSAFE_OK)
+        *st = tsafe_bfv_public_key_operand(pk, b, &key);
+    for (size_t k = 0; k < 2 * L * n && w; k++) /* any residues below the primes */
+        w[k] = (k * 0x9e3779b97f4a7c15ull) >> 40;
+    for (size_t j = 0; j < J && *st == TSAFE_OK; j++) {
+        if ((*st = tsafe_buffer_alloc(b, 2, (uint32_t)L, &acc[j])) == TSAFE_OK &&
+            (*st = tsafe_buffer_upload(acc[j], w, 2 * L * n)) == TSAFE_OK)
+            *st = tsafe_bfv_sealed_create(c, 8, &out[j]);
+        it[j] = (tsafe_bfv_seal_item){acc[j], pos, NULL, 8, NULL, out[j]};
+    }
+    if (reps > 64)
+        reps = 64;
+    for (uint32_t i = 0; i <= reps && *st == TSAFE_OK; i++) { /* the first: warm-up */
+        double t0 = bench_now_us();
+        *st = tsafe_bfv_seal_batch(sl, key, it, J, 20);
+        if (i)
+            t[i - 1] = bench_now_us() - t0;
+    }
+    if (*st == TSAFE_OK)
+        med = bench_median_of(t, reps);
+    for (size_t j = 0; j < J; j++) {
+        tsafe_buffer_free(acc ? acc[j] : NULL);
+        tsafe_bfv_sealed_free(out ? out[j] : NULL);
+    }
+    free(acc);
+    free(out);
+    free(it);
+    free(w);
+    tsafe_buffer_free(key);
+    tsafe_bfv_sealer_free(sl);
+    return med;
+}
+
+/* The sealed server's sealings per call: one batch on the GPU against the
+ * same sealings one at a time on this machine's CPU backend (one thread). */
+static int add_seal_batch(bench_report *r, const char *group, const tsafe_bfv_context *c,
+                          int quick)
+{
+    tsafe_bfv_secret_key *sk = NULL;
+    tsafe_bfv_public_key *pk = NULL;
+    tsafe_backend *gpu = NULL, *cpu = NULL;
+    tsafe_status st = tsafe_bfv_secret_key_generate(c, NULL, &sk);
+    if (st == TSAFE_OK)
+        st = tsafe_bfv_public_key_generate(c, sk, NULL, &pk);
+    tsafe_bfv_secret_key_free(sk);
+    if (st == TSAFE_OK)
+        st = tsafe_backend_cuda_create_bfv(c, 0, &gpu);
+    if (st == TSAFE_OK)
+        st = tsafe_backend_cpu_create_bfv(c, &cpu);
+    static const size_t sizes[] = {112, 1024, 5376};
+    uint32_t reps = quick ? 3 : 11;
+    double cpu_us = st == TSAFE_OK ? seal_batch_us(c, pk, cpu, 112, reps, &st) / 112 : 0;
+    for (int i = 0; i < 3 && st == TSAFE_OK; i++) {
+        double us = seal_batch_us(c, pk, gpu, sizes[i], reps, &st);
+        char params[160], note[160];
+        snprintf(params, sizeof params, "BFV sealed ring, %zu sealings, one call on %s",
+                 sizes[i], tsafe_backend_name(gpu));
+        snprintf(note, sizeof note,
+                 "%.2f us per sealing; CPU backend one at a time %.1f us (%.1fx)",
+                 us / sizes[i], cpu_us, cpu_us / (us / sizes[i]));
+        if (st == TSAFE_OK)
+            bench_report_add(r, group, "seal batch (tsafe_bfv_seal_batch)", params, us, note);
+    }
+    tsafe_backend_free(gpu);
+    tsafe_backend_free(cpu);
+    tsafe_bfv_public_key_free(pk);
+    return st == TSAFE_OK ? 0 : tool_fail("bench cuda (seal batch)", st);
 }
 
 int bench_cuda(bench_report *r, int quick)
@@ -70,14 +157,17 @@ int bench_cuda(bench_report *r, int quick)
         st = tsafe_bfv_context_create(&plan.r1, &bfv);
     if (st == TSAFE_OK)
         st = cuda_bench_bfv(bfv, 0, &cfg, &res);
-    tsafe_bfv_context_free(bfv);
-    if (st != TSAFE_OK)
+    if (st != TSAFE_OK) {
+        tsafe_bfv_context_free(bfv);
         return tool_fail("bench cuda (BFV ring)", st);
+    }
     char params[300];
     snprintf(params, sizeof params, "BFV sealed ring N=2^%u on %s", res.log_n,
              res.device_name);
     add_ring_ops(r, group, params, &res);
-    return 0;
+    int rc = add_seal_batch(r, group, bfv, quick);
+    tsafe_bfv_context_free(bfv);
+    return rc;
 }
 #else
 int bench_cuda(bench_report *r, int quick)
