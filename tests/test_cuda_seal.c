@@ -24,6 +24,8 @@
 #include "tensafe/bfv.h"
 #include "tensafe/bfv_backend.h"
 #include "support/tsafe_test_rng.h"
+#include "../libtensafe-he-core/src/bfv/bfv_internal.h"
+#include "../libtensafe-he-core/src/common/prng.h"
 
 #ifdef TSAFE_WITH_CUDA
 #include "tensafe/cuda.h"
@@ -186,6 +188,56 @@ static void test_batch_cpu(void **state)
     expect_same_seals(&s, got, want, "cpu batch");
     seals_free(&s, want);
     seals_free(&s, got);
+    spec_free(&s);
+}
+
+/* The batch's host draws (tsafe_bfv_seal_draw_lean) are tsafe_bfv_seal's
+ * with e1 left in the stream at the offset they return: r and the read
+ * additions equal, and the stream read from (key, offset) gives e1. */
+static void test_lean_draws(void **state)
+{
+    (void)state;
+    seal_spec s;
+    spec_make(&s, 6);
+    size_t n = s.n;
+    int8_t *r0 = malloc(n), *e10 = malloc(n), *e00 = malloc(n), *r1 = malloc(n),
+           *e01 = malloc(n), *e1s = malloc(n);
+    uint64_t *a0 = malloc(3 * n * sizeof *a0), *a1 = malloc(3 * n * sizeof *a1);
+    assert_true(r0 && e10 && e00 && r1 && e01 && e1s && a0 && a1);
+    for (size_t j = 0; j < s.J; j++) {
+        seal_draw d0 = {r0, e10, e00, a0}, d1 = {r1, NULL, e01, a1};
+        uint8_t key[32];
+        uint64_t off = 0;
+        assert_int_equal(tsafe_bfv_seal_draw(s.c, s.seed[j], s.mask[j], s.reads[j], 30, 1, &d0),
+                         TSAFE_OK);
+        assert_int_equal(tsafe_bfv_seal_draw_lean(s.c, s.seed[j], s.mask[j], s.reads[j], 30,
+                                                  &d1, key, &off),
+                         TSAFE_OK);
+        assert_memory_equal(r0, r1, n);
+        assert_memory_equal(a0, a1, s.L * s.reads[j] * sizeof *a0);
+        assert_memory_equal(key, s.seed[j], 32); /* the master seed is the stream's key */
+        tsafe_prng g;
+        tsafe_prng_init(&g, key, TSAFE_BFV_STREAM_SEAL);
+        tsafe_prng_seek(&g, off);
+        assert_int_equal(tsafe_prng_offset(&g), off);
+        tsafe_prng_cbd_tight(&g, e1s, n);
+        assert_memory_equal(e1s, e10, n);
+#ifdef TSAFE_WITH_CUDA
+        /* and the device's expansion (its kernels' bodies, emulated) */
+        memset(e1s, 0x55, n);
+        assert_int_equal(tsafe_cuda_emu_seal_e1(key, off, TSAFE_BFV_STREAM_SEAL, 12, e1s),
+                         TSAFE_OK);
+        assert_memory_equal(e1s, e10, n);
+#endif
+    }
+    free(r0);
+    free(e10);
+    free(e00);
+    free(r1);
+    free(e01);
+    free(e1s);
+    free(a0);
+    free(a1);
     spec_free(&s);
 }
 
@@ -396,6 +448,7 @@ int main(void)
     tsafe_test_rng_init("test_cuda_seal");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batch_cpu),
+        cmocka_unit_test(test_lean_draws),
         cmocka_unit_test(test_batch_refuses),
         cmocka_unit_test(test_encode_not_host),
 #ifdef TSAFE_WITH_CUDA

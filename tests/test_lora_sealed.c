@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "tensafe/backend_impl.h"
 #include "tensafe/lora_sealed.h"
 #include "../libtensafe-lora/src/sealed/sealed_internal.h"
@@ -660,12 +662,27 @@ static tsafe_status ref_seal_batch(tsafe_backend *b, const void *pk,
             (st = tsafe_backend_mul_acc(b, &m, 1)) != TSAFE_OK ||
             (st = tsafe_backend_ntt_inverse(b, &acc)) != TSAFE_OK)
             break;
+        int8_t e1[4096]; /* from the job's ChaCha20 stream, as the slot defines */
+        assert_true(N <= sizeof e1);
+        uint8_t *ks = calloc(6 * N + 64, 1), nonce[8];
+        assert_non_null(ks);
+        for (int i = 0; i < 8; i++)
+            nonce[i] = (uint8_t)(jb->e1_stream >> (8 * i));
+        crypto_stream_chacha20_xor_ic(ks, ks, 6 * N + 64, nonce, jb->e1_off / 64, jb->e1_key);
+        for (size_t k = 0; k < N; k++) {
+            const uint8_t *w = ks + jb->e1_off % 64 + 6 * k;
+            uint64_t v = 0;
+            for (int i = 0; i < 6; i++)
+                v |= (uint64_t)w[i] << (8 * i);
+            e1[k] = (int8_t)(__builtin_popcountll(v & 0x1FFFFF) -
+                             __builtin_popcountll((v >> 21) & 0x1FFFFF));
+        }
+        free(ks);
         for (uint32_t i = 0; i < L; i++) {
             uint64_t q = tsafe_backend_prime(b, i);
             for (size_t k = 0; k < N; k++) /* e1 on c1 */
                 a[(L + i) * N + k] = (a[(L + i) * N + k] +
-                                      (jb->e1[k] < 0 ? q - (uint64_t)(-jb->e1[k])
-                                                     : (uint64_t)jb->e1[k])) % q;
+                                      (e1[k] < 0 ? q - (uint64_t)(-e1[k]) : (uint64_t)e1[k])) % q;
             for (size_t k = 0; k < jb->n_reads; k++) /* the reads of c0 */
                 a[i * N + jb->pos[k]] = (a[i * N + jb->pos[k]] +
                                          jb->add[i * jb->n_reads + k]) % q;

@@ -30,7 +30,13 @@ struct tsafe_ring_view; /* internal: degree, primes, NTT tables */
 typedef struct tsafe_backend_seal_job {
     void *acc;            /* 2 polys x L limbs, NTT form; consumed */
     const int8_t *r;      /* N: the ternary r of the encryption of zero */
-    const int8_t *e1;     /* N: its error on c1 (coefficient form) */
+    /* its error e1 on c1 (coefficient form), expanded by the backend:
+     * e1[k] = popcount(v & 0x1FFFFF) - popcount((v >> 21) & 0x1FFFFF),
+     * v the little-endian 6 bytes at offset e1_off + 6 k of the ChaCha20
+     * keystream (DJB's: 64-bit block counter from 0, 64-bit nonce) of key
+     * e1_key (32 bytes, secret) and nonce e1_stream (little-endian) */
+    const uint8_t *e1_key;
+    uint64_t e1_off, e1_stream;
     const uint32_t *pos;  /* n_reads distinct positions < N */
     const uint64_t *add;  /* L x n_reads (limb-major): residues added to c0
                              at pos (error, flood, scaled mask) */

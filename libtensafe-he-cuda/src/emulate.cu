@@ -353,3 +353,33 @@ extern "C" tsafe_status tsafe_cuda_emu_seal_batch(tsafe_cuda_emu *e, const uint6
     free(ws);
     return st;
 }
+
+extern "C" tsafe_status tsafe_cuda_emu_seal_e1(const uint8_t key[32], uint64_t off,
+                                               uint64_t stream, uint32_t log_n, int8_t *e1)
+{
+    if (!key || !e1)
+        return TSAFE_E_NULL;
+    if (log_n < 3 || log_n > 17)
+        return TSAFE_E_RANGE;
+    uint64_t n = 1ull << log_n, kb = TSAFE_SEAL_KB(n);
+    uint32_t *ks = (uint32_t *)malloc(kb * 64), k[8];
+    if (!ks)
+        return TSAFE_E_NOMEM;
+    memcpy(k, key, 32);
+    tsafe_seal_args g;
+    memset(&g, 0, sizeof g);
+    g.log_n = log_n;
+    g.n_jobs = 1;
+    g.key = k;
+    g.e1_off = &off;
+    g.e1_stream = &stream;
+    g.ks = ks;
+    g.e1 = e1;
+    emu_exec x = {NULL};
+    (void)x.body(g, TSAFE_SEAL_KEYSTREAM);
+    (void)x.body(g, TSAFE_SEAL_CBD);
+    explicit_bzero(ks, kb * 64);
+    explicit_bzero(k, sizeof k);
+    free(ks);
+    return TSAFE_OK;
+}

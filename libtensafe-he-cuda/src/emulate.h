@@ -79,6 +79,11 @@ tsafe_status tsafe_cuda_emu_mod_switch(tsafe_cuda_emu *e, uint64_t *out,
 tsafe_status tsafe_cuda_emu_seal_batch(tsafe_cuda_emu *e, const uint64_t *pk,
                                        const tsafe_backend_seal_job *jobs, size_t n);
 
+/* The keystream and e1 stages alone for one job (N = 2^log_n samples
+ * into e1): the expansion the device makes of a sealing's stream. */
+tsafe_status tsafe_cuda_emu_seal_e1(const uint8_t key[32], uint64_t off, uint64_t stream,
+                                    uint32_t log_n, int8_t *e1);
+
 /* Test hook for the error path (needs no device): makes a CUDA runtime
  * call fail, converts it with tsafe_cuda_fail and says whether the
  * runtime's last error was cleared: 1 cleared, 0 still pending (the next

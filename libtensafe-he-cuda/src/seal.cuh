@@ -4,13 +4,17 @@
  * emulation (emulate.cu), which differ only in how a stage is launched.
  *
  * A call of J jobs with R reads in all works in one device workspace:
- *   upload  acc pointers (J), r and e1 bytes (J N each), reads (R words:
- *           job << 32 | pos), their additions (R x L, read-major)
+ *   upload  acc pointers (J), r bytes (J N), each job's e1 stream key (4
+ *           words), offset and nonce, reads (R words: job << 32 | pos),
+ *           their additions (R x L, read-major)
+ *   e1      J N bytes, expanded here: CBD(21) of the job's ChaCha20 stream
+ *   ks      J x KB ChaCha20 blocks (the stream window of each job's e1)
  *   u       J x L x N    NTT(r), the encryption of zero's randomness
  *   w       J x 2 x L x N  acc + u (*) pk, then inverse NTT, e1, reads
  *   s[l]    J x 2 x l x N  after each switch (l = L-1 .. 1)
  *   out     J x N c1 words, then R c0 words (one download)
- * Stages: expand r -> NTT(u) -> combine -> inverse NTT(w) -> errors (e1
+ * Stages: keystream -> e1 -> expand r -> NTT(u) -> combine -> inverse
+ * NTT(w) -> errors (e1
  * on c1, additions at the reads of c0) -> L-1 switches -> gather. Each
  * body computes one output word from its flat index, with the CPU's
  * arithmetic (canonical residues throughout), so the words are those of
@@ -25,6 +29,8 @@
 
 #define TSAFE_SEAL_THREADS 256
 #define TSAFE_SEAL_MAX_LIMBS 8
+/* ChaCha20 blocks of one job's e1 window: 6 N bytes from any offset */
+#define TSAFE_SEAL_KB(n) (6 * (uint64_t)(n) / 64 + 2)
 
 typedef struct tsafe_seal_args {
     const tsafe_cuda_prime *primes;
@@ -32,7 +38,11 @@ typedef struct tsafe_seal_args {
     uint64_t n_jobs, n_reads;
     const uint64_t *const *acc;  /* J accumulators (2 x L x N each) */
     const uint64_t *pk;          /* 2 x L x N, NTT form */
-    const int8_t *r, *e1;        /* J x N each */
+    const int8_t *r;             /* J x N */
+    int8_t *e1;                  /* J x N, expanded on the device */
+    const uint32_t *key;         /* J x 8 words: the e1 streams' keys */
+    const uint64_t *e1_off, *e1_stream; /* J each */
+    uint32_t *ks;                /* J x TSAFE_SEAL_KB(N) blocks of 16 words */
     const uint64_t *reads;       /* R: job << 32 | pos */
     const uint64_t *add;         /* R x L */
     uint64_t *u, *w;
@@ -43,7 +53,8 @@ typedef struct tsafe_seal_args {
 /* Word offsets of the workspace's parts for J jobs and R reads. */
 typedef struct tsafe_seal_layout {
     uint64_t upload_words; /* acc pointers .. additions */
-    uint64_t r_off, e1_off, reads_off, add_off;
+    uint64_t r_off, key_off, eoff_off, estream_off, reads_off, add_off;
+    uint64_t e1_off, ks_off;
     uint64_t u_off, w_off;
     uint64_t s_off[TSAFE_SEAL_MAX_LIMBS]; /* s_off[l], 1 <= l < L */
     uint64_t out_off, out_words, total_words;
@@ -55,14 +66,22 @@ static inline void tsafe_seal_layout_make(uint64_t J, uint64_t R, uint32_t L, ui
     uint64_t N = 1ull << log_n, o = J;
     y->r_off = o;
     o += J * N / 8;
-    y->e1_off = o;
-    o += J * N / 8;
+    y->key_off = o;
+    o += 4 * J;
+    y->eoff_off = o;
+    o += J;
+    y->estream_off = o;
+    o += J;
     y->reads_off = o;
     o += R;
     y->add_off = o;
     o += R * L;
     y->upload_words = o;
-    o = (o + 1) & ~1ull; /* 16-byte alignment of the polynomials */
+    y->e1_off = o;
+    o += J * N / 8;
+    o = (o + 1) & ~1ull; /* 16-byte alignment of the blocks and polynomials */
+    y->ks_off = o;
+    o += J * TSAFE_SEAL_KB(N) * 8;
     y->u_off = o;
     o += J * L * N;
     y->w_off = o;
@@ -78,14 +97,16 @@ static inline void tsafe_seal_layout_make(uint64_t J, uint64_t R, uint32_t L, ui
 
 /* The stages that are plain bodies (the NTTs and switches are the
  * backend's own launches). */
-enum { TSAFE_SEAL_EXPAND, TSAFE_SEAL_COMBINE, TSAFE_SEAL_E1, TSAFE_SEAL_READS,
-       TSAFE_SEAL_GATHER };
+enum { TSAFE_SEAL_KEYSTREAM, TSAFE_SEAL_CBD, TSAFE_SEAL_EXPAND, TSAFE_SEAL_COMBINE,
+       TSAFE_SEAL_E1, TSAFE_SEAL_READS, TSAFE_SEAL_GATHER };
 
 /* Threads a body stage needs. */
 TSAFE_HD uint64_t tsafe_seal_count(const tsafe_seal_args &g, int stage)
 {
     uint64_t N = 1ull << g.log_n;
     switch (stage) {
+    case TSAFE_SEAL_KEYSTREAM: return g.n_jobs * TSAFE_SEAL_KB(N);
+    case TSAFE_SEAL_CBD: return g.n_jobs * N;
     case TSAFE_SEAL_EXPAND: return g.n_jobs * g.L * N;
     case TSAFE_SEAL_COMBINE: return 2 * g.n_jobs * g.L * N;
     case TSAFE_SEAL_E1: return g.n_jobs * g.L * N;
@@ -97,6 +118,69 @@ TSAFE_HD uint64_t tsafe_seal_count(const tsafe_seal_args &g, int stage)
 TSAFE_HD uint64_t ts_from_i8(int8_t v, uint64_t q)
 {
     return v < 0 ? q - (uint64_t)(-(int64_t)v) : (uint64_t)v;
+}
+
+/* ChaCha20 (DJB's: 64-bit block counter, 64-bit nonce), the stream of
+ * the library's PRNG (common/prng.c): block `ctr` of key k into out. */
+TSAFE_HD uint32_t ts_rotl(uint32_t v, int c) { return (v << c) | (v >> (32 - c)); }
+
+#define TS_QR(a, b, c, d)                                                       \
+    do {                                                                        \
+        a += b; d = ts_rotl(d ^ a, 16);                                         \
+        c += d; b = ts_rotl(b ^ c, 12);                                         \
+        a += b; d = ts_rotl(d ^ a, 8);                                          \
+        c += d; b = ts_rotl(b ^ c, 7);                                          \
+    } while (0)
+
+TSAFE_HD void ts_chacha20_block(const uint32_t *k, uint64_t ctr, uint64_t nonce, uint32_t *out)
+{
+    uint32_t x[16] = {0x61707865u, 0x3320646eu, 0x79622d32u, 0x6b206574u,
+                      k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7],
+                      (uint32_t)ctr, (uint32_t)(ctr >> 32),
+                      (uint32_t)nonce, (uint32_t)(nonce >> 32)};
+    uint32_t s[16];
+    for (int i = 0; i < 16; i++)
+        s[i] = x[i];
+    for (int r = 0; r < 10; r++) {
+        TS_QR(x[0], x[4], x[8], x[12]);
+        TS_QR(x[1], x[5], x[9], x[13]);
+        TS_QR(x[2], x[6], x[10], x[14]);
+        TS_QR(x[3], x[7], x[11], x[15]);
+        TS_QR(x[0], x[5], x[10], x[15]);
+        TS_QR(x[1], x[6], x[11], x[12]);
+        TS_QR(x[2], x[7], x[8], x[13]);
+        TS_QR(x[3], x[4], x[9], x[14]);
+    }
+    for (int i = 0; i < 16; i++)
+        out[i] = x[i] + s[i];
+}
+
+TSAFE_HD int ts_popc64(uint64_t v)
+{
+#if defined(__CUDA_ARCH__)
+    return __popcll(v);
+#else
+    return __builtin_popcountll(v);
+#endif
+}
+
+/* block b of job j's e1 window (from the block holding its offset) */
+TSAFE_HD void tsafe_seal_keystream(const tsafe_seal_args &g, uint64_t x)
+{
+    uint64_t kb = TSAFE_SEAL_KB(1ull << g.log_n), j = x / kb, b = x % kb;
+    ts_chacha20_block(g.key + 8 * j, g.e1_off[j] / 64 + b, g.e1_stream[j], g.ks + 16 * x);
+}
+
+/* e1[j][k]: the binomial sample of the 6 bytes at e1_off + 6 k (low 42
+ * bits: popcount of 21 minus popcount of the next 21), as tsafe_prng_cbd_tight */
+TSAFE_HD void tsafe_seal_cbd(const tsafe_seal_args &g, uint64_t x)
+{
+    uint64_t kb = TSAFE_SEAL_KB(1ull << g.log_n), j = x >> g.log_n, k = x & ((1ull << g.log_n) - 1);
+    const uint8_t *w = (const uint8_t *)(g.ks + 16 * kb * j) + g.e1_off[j] % 64 + 6 * k;
+    uint64_t v = 0;
+    for (int i = 0; i < 6; i++)
+        v |= (uint64_t)w[i] << (8 * i);
+    g.e1[x] = (int8_t)(ts_popc64(v & 0x1FFFFFull) - ts_popc64((v >> 21) & 0x1FFFFFull));
 }
 
 /* u[j][i][k] = r_j[k] mod q_i */
@@ -157,6 +241,8 @@ TSAFE_HD void tsafe_seal_body(const tsafe_seal_args &g, int stage, uint64_t x)
     if (x >= tsafe_seal_count(g, stage))
         return;
     switch (stage) {
+    case TSAFE_SEAL_KEYSTREAM: tsafe_seal_keystream(g, x); break;
+    case TSAFE_SEAL_CBD: tsafe_seal_cbd(g, x); break;
     case TSAFE_SEAL_EXPAND: tsafe_seal_expand(g, x); break;
     case TSAFE_SEAL_COMBINE: tsafe_seal_combine(g, x); break;
     case TSAFE_SEAL_E1: tsafe_seal_e1(g, x); break;
@@ -177,7 +263,9 @@ static inline void tsafe_seal_pack(const tsafe_backend_seal_job *jobs, size_t J,
     for (size_t j = 0; j < J; j++) {
         ws[j] = (uint64_t)(uintptr_t)jobs[j].acc;
         memcpy((uint8_t *)(ws + y.r_off) + j * N, jobs[j].r, N);
-        memcpy((uint8_t *)(ws + y.e1_off) + j * N, jobs[j].e1, N);
+        memcpy(ws + y.key_off + 4 * j, jobs[j].e1_key, 32);
+        ws[y.eoff_off + j] = jobs[j].e1_off;
+        ws[y.estream_off + j] = jobs[j].e1_stream;
         for (size_t k = 0; k < jobs[j].n_reads; k++, m++) {
             ws[y.reads_off + m] = (uint64_t)j << 32 | jobs[j].pos[k];
             for (uint32_t i = 0; i < L; i++) /* limb-major in, read-major here */
@@ -200,7 +288,11 @@ static inline tsafe_seal_args tsafe_seal_args_make(const tsafe_seal_layout &y, u
     g.acc = (const uint64_t *const *)dev;
     g.pk = pk;
     g.r = (const int8_t *)(dev + y.r_off);
-    g.e1 = (const int8_t *)(dev + y.e1_off);
+    g.e1 = (int8_t *)(dev + y.e1_off);
+    g.key = (const uint32_t *)(dev + y.key_off);
+    g.e1_off = dev + y.eoff_off;
+    g.e1_stream = dev + y.estream_off;
+    g.ks = (uint32_t *)(dev + y.ks_off);
     g.reads = dev + y.reads_off;
     g.add = dev + y.add_off;
     g.u = dev + y.u_off;
@@ -218,7 +310,9 @@ tsafe_status tsafe_seal_stages(X &x, const tsafe_seal_args &g, const tsafe_seal_
                                uint64_t *dev)
 {
     tsafe_status st;
-    if ((st = x.body(g, TSAFE_SEAL_EXPAND)) != TSAFE_OK ||
+    if ((st = x.body(g, TSAFE_SEAL_KEYSTREAM)) != TSAFE_OK ||
+        (st = x.body(g, TSAFE_SEAL_CBD)) != TSAFE_OK ||
+        (st = x.body(g, TSAFE_SEAL_EXPAND)) != TSAFE_OK ||
         (st = x.ntt(1, g.u, g.n_jobs, g.L)) != TSAFE_OK ||
         (st = x.body(g, TSAFE_SEAL_COMBINE)) != TSAFE_OK ||
         (st = x.ntt(0, g.w, 2 * g.n_jobs, g.L)) != TSAFE_OK ||

@@ -100,6 +100,14 @@ typedef struct seal_draw {
 tsafe_status tsafe_bfv_seal_draw(const tsafe_bfv_context *c, const uint8_t *seed,
                                  const uint64_t *mask, size_t n_reads, uint32_t flood_bits,
                                  int with_zero, seal_draw *d);
+/* The same draws with the encryption of zero, except that e1 is not
+ * drawn: its N samples (6 stream bytes each, cbd21 of their low 42 bits)
+ * are skipped at stream offset *e1_off, for a device to expand from key
+ * (the sealing's master seed, secret: wipe it) -- d->e1 is untouched. */
+tsafe_status tsafe_bfv_seal_draw_lean(const tsafe_bfv_context *c, const uint8_t *seed,
+                                      const uint64_t *mask, size_t n_reads,
+                                      uint32_t flood_bits, seal_draw *d, uint8_t key[32],
+                                      uint64_t *e1_off);
 /* A sealing's reads: within N, distinct, masks < t, at most r's capacity;
  * flood_bits <= 100. */
 tsafe_status tsafe_bfv_seal_check_reads(const tsafe_bfv_context *c, const uint32_t *pos,

@@ -53,27 +53,15 @@ tsafe_status tsafe_bfv_seal_check_reads(const tsafe_bfv_context *c, const uint32
     return TSAFE_OK;
 }
 
-tsafe_status tsafe_bfv_seal_draw(const tsafe_bfv_context *c, const uint8_t *seed,
-                                 const uint64_t *mask, size_t n_reads, uint32_t flood_bits,
-                                 int with_zero, seal_draw *d)
+/* The reads' part of a sealing's draws from g: e0, then per read the
+ * flood, summed with the scaled mask into d->add. */
+static void draw_reads(tsafe_prng *g, const tsafe_bfv_context *c, const uint64_t *mask,
+                       size_t n_reads, uint32_t flood_bits, seal_draw *d)
 {
-    uint8_t master[32];
-    tsafe_status st;
-    if (seed)
-        memcpy(master, seed, 32);
-    else if ((st = tsafe_seed_fresh(master)) != TSAFE_OK)
-        return st;
-    tsafe_prng g;
-    tsafe_prng_init(&g, master, TSAFE_BFV_STREAM_SEAL);
-    sodium_memzero(master, sizeof master);
-    if (with_zero) { /* r and e1 of the encryption of zero, unless prepared */
-        tsafe_prng_ternary(&g, d->r, c->n);
-        tsafe_prng_cbd_tight(&g, d->e1, c->n);
-    }
-    tsafe_prng_cbd_tight(&g, d->e0, n_reads ? n_reads : 1);
+    tsafe_prng_cbd_tight(g, d->e0, n_reads ? n_reads : 1);
     for (size_t k = 0; k < n_reads; k++) {
         uint64_t f[TSAFE_BFV_MAX_LIMBS];
-        flood_sample(&g, flood_bits, c, f);
+        flood_sample(g, flood_bits, c, f);
         for (uint32_t i = 0; i < c->L; i++) {
             uint64_t q = c->mod[i].q;
             uint64_t add = tsafe_add_mod(tsafe_bfv_signed_mod(d->e0[k], q), f[i], q);
@@ -82,6 +70,51 @@ tsafe_status tsafe_bfv_seal_draw(const tsafe_bfv_context *c, const uint8_t *seed
             d->add[i * n_reads + k] = add;
         }
     }
+}
+
+/* The sealing's master seed: seed, or fresh from the CSPRNG. */
+static tsafe_status master_seed(const uint8_t *seed, uint8_t master[32])
+{
+    if (!seed)
+        return tsafe_seed_fresh(master);
+    memcpy(master, seed, 32);
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_bfv_seal_draw(const tsafe_bfv_context *c, const uint8_t *seed,
+                                 const uint64_t *mask, size_t n_reads, uint32_t flood_bits,
+                                 int with_zero, seal_draw *d)
+{
+    uint8_t master[32];
+    tsafe_status st = master_seed(seed, master);
+    if (st != TSAFE_OK)
+        return st;
+    tsafe_prng g;
+    tsafe_prng_init(&g, master, TSAFE_BFV_STREAM_SEAL);
+    sodium_memzero(master, sizeof master);
+    if (with_zero) { /* r and e1 of the encryption of zero, unless prepared */
+        tsafe_prng_ternary(&g, d->r, c->n);
+        tsafe_prng_cbd_tight(&g, d->e1, c->n);
+    }
+    draw_reads(&g, c, mask, n_reads, flood_bits, d);
+    tsafe_prng_clear(&g);
+    return TSAFE_OK;
+}
+
+tsafe_status tsafe_bfv_seal_draw_lean(const tsafe_bfv_context *c, const uint8_t *seed,
+                                      const uint64_t *mask, size_t n_reads,
+                                      uint32_t flood_bits, seal_draw *d, uint8_t key[32],
+                                      uint64_t *e1_off)
+{
+    tsafe_status st = master_seed(seed, key);
+    if (st != TSAFE_OK)
+        return st;
+    tsafe_prng g;
+    tsafe_prng_init(&g, key, TSAFE_BFV_STREAM_SEAL);
+    tsafe_prng_ternary(&g, d->r, c->n);
+    *e1_off = tsafe_prng_offset(&g);
+    tsafe_prng_seek(&g, *e1_off + 6 * (uint64_t)c->n); /* e1: N samples of 6 bytes */
+    draw_reads(&g, c, mask, n_reads, flood_bits, d);
     tsafe_prng_clear(&g);
     return TSAFE_OK;
 }

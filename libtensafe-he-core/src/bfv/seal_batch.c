@@ -1,6 +1,8 @@
 /* Many sealings in one call (tsafe_bfv_seal_batch): the draws of every
- * item on the host, in the order tsafe_bfv_seal_buffer draws them, then
- * the ring work of all items in one backend call (seal_batch, API 4) --
+ * item on the host, in the order tsafe_bfv_seal_buffer draws them, except
+ * e1 (N binomial samples, most of the stream: the backend expands them
+ * from the item's key and stream offset), then the ring work of all items
+ * in one backend call (seal_batch, API 4) --
  * a GPU's case, where one sealing at a time is a handful of tiny kernels
  * and two PCIe round trips. Backends without the slot seal item by item. */
 #include <stdlib.h>
@@ -45,27 +47,29 @@ static tsafe_status check_items(const tsafe_bfv_sealer *s, const tsafe_buffer *p
     return TSAFE_OK;
 }
 
-/* The host side of a batch: r and e1 of every item (n x N bytes each),
- * the read additions (L x reads, item-major), e0 scratch; all secret. */
+/* The host side of a batch: r of every item (n x N bytes), the keys of
+ * their streams (e1 is expanded by the backend from key and offset), the
+ * read additions (L x reads, item-major), e0 scratch; all secret. */
 typedef struct {
-    int8_t *r, *e1, *e0;
+    int8_t *r, *e0;
+    uint8_t *key;
     uint64_t *add;
     tsafe_backend_seal_job *job;
-    size_t rbytes, addw, e0n;
+    size_t n, rbytes, addw, e0n;
 } batch_draws;
 
 static void draws_free(batch_draws *d)
 {
     if (d->r)
         sodium_memzero(d->r, d->rbytes);
-    if (d->e1)
-        sodium_memzero(d->e1, d->rbytes);
+    if (d->key)
+        sodium_memzero(d->key, 32 * d->n);
     if (d->e0)
         sodium_memzero(d->e0, d->e0n);
     if (d->add)
         sodium_memzero(d->add, d->addw * sizeof *d->add);
     free(d->r);
-    free(d->e1);
+    free(d->key);
     free(d->e0);
     free(d->add);
     free(d->job);
@@ -76,25 +80,28 @@ static tsafe_status draw_all(const tsafe_bfv_context *c, const tsafe_bfv_seal_it
                              batch_draws *d)
 {
     size_t N = c->n;
+    d->n = n;
     d->rbytes = n * N;
     d->addw = total_reads * c->L;
     d->e0n = N;
     d->r = malloc(d->rbytes);
-    d->e1 = malloc(d->rbytes);
+    d->key = malloc(32 * n);
     d->e0 = malloc(N);
     d->add = malloc((d->addw ? d->addw : 1) * sizeof *d->add);
     d->job = calloc(n, sizeof *d->job);
-    TSAFE_REQUIRE(d->r && d->e1 && d->e0 && d->add && d->job, TSAFE_E_NOMEM);
+    TSAFE_REQUIRE(d->r && d->key && d->e0 && d->add && d->job, TSAFE_E_NOMEM);
     size_t off = 0;
     for (size_t j = 0; j < n; j++) {
         const tsafe_bfv_seal_item *it = &items[j];
-        seal_draw sd = {d->r + j * N, d->e1 + j * N, d->e0, d->add + off * c->L};
-        tsafe_status st = tsafe_bfv_seal_draw(c, it->seed, it->mask, it->n_reads,
-                                              flood_bits, 1, &sd);
+        seal_draw sd = {d->r + j * N, NULL, d->e0, d->add + off * c->L};
+        uint64_t e1_off = 0;
+        tsafe_status st = tsafe_bfv_seal_draw_lean(c, it->seed, it->mask, it->n_reads,
+                                                   flood_bits, &sd, d->key + 32 * j, &e1_off);
         if (st != TSAFE_OK)
             return st;
         d->job[j] = (tsafe_backend_seal_job){
-            .acc = it->acc->mem, .r = sd.r, .e1 = sd.e1, .pos = it->pos, .add = sd.add,
+            .acc = it->acc->mem, .r = sd.r, .e1_key = d->key + 32 * j, .e1_off = e1_off,
+            .e1_stream = TSAFE_BFV_STREAM_SEAL, .pos = it->pos, .add = sd.add,
             .n_reads = it->n_reads, .c1 = it->out->c1, .c0 = it->out->c0};
         off += it->n_reads;
     }

@@ -31,6 +31,22 @@ void tsafe_prng_init(tsafe_prng *p, const uint8_t seed[32], uint64_t stream)
     p->pos = sizeof p->buf;
 }
 
+uint64_t tsafe_prng_offset(const tsafe_prng *p)
+{
+    /* block is the counter after buf's blocks (0 before the first fill,
+     * when pos is sizeof buf) */
+    return p->block * 64 + p->pos - sizeof p->buf;
+}
+
+static void refill(tsafe_prng *p);
+
+void tsafe_prng_seek(tsafe_prng *p, uint64_t off)
+{
+    p->block = off / 64;
+    refill(p);
+    p->pos = (size_t)(off % 64);
+}
+
 void tsafe_prng_clear(tsafe_prng *p)
 {
     sodium_memzero(p, sizeof *p);

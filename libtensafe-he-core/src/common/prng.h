@@ -38,6 +38,12 @@ void tsafe_seed_derive(uint8_t out[32], const uint8_t seed[32],
 
 void tsafe_prng_init(tsafe_prng *p, const uint8_t seed[32], uint64_t stream);
 void tsafe_prng_clear(tsafe_prng *p);
+/* The stream's position: bytes consumed since init. */
+uint64_t tsafe_prng_offset(const tsafe_prng *p);
+/* Continue at byte offset off of the stream (as if the bytes before it
+ * had been consumed): a reader that leaves a span to someone else (the
+ * sealing's e1, expanded on a device from the key and its offset). */
+void tsafe_prng_seek(tsafe_prng *p, uint64_t off);
 void tsafe_prng_bytes(tsafe_prng *p, uint8_t *out, size_t len);
 uint64_t tsafe_prng_u64(tsafe_prng *p);
 
