@@ -342,6 +342,15 @@ static tsafe_status emu_slot(tsafe_backend *b, const void *pk,
     return tsafe_cuda_emu_seal_batch(g_emu, pk, jobs, n);
 }
 
+/* A sealer on b seals in batches (b has the seal_batch slot). */
+static void expect_batches(const seal_spec *s, tsafe_backend *b)
+{
+    tsafe_bfv_sealer *sl = NULL;
+    assert_int_equal(tsafe_bfv_sealer_create(s->c, b, &sl), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_sealer_batches(sl), 1);
+    tsafe_bfv_sealer_free(sl);
+}
+
 static void test_batch_emulated(void **state)
 {
     (void)state;
@@ -358,10 +367,7 @@ static void test_batch_emulated(void **state)
     assert_int_equal(tsafe_backend_init_bfv(&b, TSAFE_BACKEND_API_VERSION, &g_emu_iface,
                                             s.cpu->ctx, s.c),
                      TSAFE_OK);
-    tsafe_bfv_sealer *sl = NULL;
-    assert_int_equal(tsafe_bfv_sealer_create(s.c, b, &sl), TSAFE_OK);
-    assert_int_equal(tsafe_bfv_sealer_batches(sl), 1);
-    tsafe_bfv_sealer_free(sl);
+    expect_batches(&s, b);
     tsafe_bfv_sealed **want = seal_on(&s, s.cpu, 0), **got = seal_on(&s, b, 1);
     expect_same_seals(&s, got, want, "emulated batch");
     seals_free(&s, got);
@@ -396,10 +402,7 @@ static void test_batch_gpu(void **state)
     if (st != TSAFE_OK)
         print_error("cuda create: %s\n", tsafe_cuda_last_error());
     assert_int_equal(st, TSAFE_OK);
-    tsafe_bfv_sealer *sl = NULL;
-    assert_int_equal(tsafe_bfv_sealer_create(s.c, b, &sl), TSAFE_OK);
-    assert_int_equal(tsafe_bfv_sealer_batches(sl), 1);
-    tsafe_bfv_sealer_free(sl);
+    expect_batches(&s, b);
     tsafe_bfv_sealed **want = seal_on(&s, s.cpu, 0), **got = seal_on(&s, b, 1);
     expect_same_seals(&s, got, want, "GPU batch");
     seals_free(&s, got);
