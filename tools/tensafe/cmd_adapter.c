@@ -497,11 +497,17 @@ static int print_manifest_json(const tsafe_package_manifest *m, const char *khex
                             json_integer((json_int_t)m->rank_pattern[i].value));
     for (size_t i = 0; ap && i < m->n_alpha_pattern; i++)
         json_object_set_new(ap, m->alpha_pattern[i].key, json_real(m->alpha_pattern[i].value));
-    if (j && (json_object_set_new(j, "rank_pattern", rp) ||
-              json_object_set_new(j, "alpha_pattern", ap) ||
-              json_object_set_new(j, "use_rslora", json_boolean(m->use_rslora)))) {
-        json_decref(j);
-        j = NULL;
+    if (!j) { /* set_new below takes rp and ap, even when it fails */
+        json_decref(rp);
+        json_decref(ap);
+    } else { /* each set_new takes its value, so all three are tried */
+        int bad = json_object_set_new(j, "rank_pattern", rp);
+        bad |= json_object_set_new(j, "alpha_pattern", ap);
+        bad |= json_object_set_new(j, "use_rslora", json_boolean(m->use_rslora));
+        if (bad) {
+            json_decref(j);
+            j = NULL;
+        }
     }
     return print_json(j, "adapter verify: JSON output");
 }

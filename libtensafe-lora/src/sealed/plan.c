@@ -440,27 +440,21 @@ tsafe_status tsafe_sealed_plan_check(const tsafe_sealed_plan *plan)
     return sodium_memcmp(a, b, 32) == 0 ? TSAFE_OK : TSAFE_E_PARAMS;
 }
 
-static void put_u32(crypto_generichash_state *h, uint32_t v)
-{
-    uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
-    crypto_generichash_update(h, b, 4);
-}
-
 static void put_f64(crypto_generichash_state *h, double d)
 {
     uint64_t v;
     memcpy(&v, &d, 8);
-    put_u32(h, (uint32_t)v);
-    put_u32(h, (uint32_t)(v >> 32));
+    tsafe_sealed_hash_u32(h, (uint32_t)v);
+    tsafe_sealed_hash_u32(h, (uint32_t)(v >> 32));
 }
 
 static void put_bfv(crypto_generichash_state *h, const tsafe_bfv_params *b)
 {
-    put_u32(h, b->log_n);
-    put_u32(h, b->resp_bits);
-    put_u32(h, b->gap_bits);
-    put_u32(h, b->t_bits);
-    put_u32(h, b->flags);
+    tsafe_sealed_hash_u32(h, b->log_n);
+    tsafe_sealed_hash_u32(h, b->resp_bits);
+    tsafe_sealed_hash_u32(h, b->gap_bits);
+    tsafe_sealed_hash_u32(h, b->t_bits);
+    tsafe_sealed_hash_u32(h, b->flags);
 }
 
 void tsafe_sealed_plan_fingerprint(const tsafe_sealed_plan *p, uint8_t out[32])
@@ -472,7 +466,7 @@ void tsafe_sealed_plan_fingerprint(const tsafe_sealed_plan *p, uint8_t out[32])
                     p->n_chunks1, p->flood1, p->trunc_bits, p->chunk2,
                     p->rotate_after, p->sites_per_query, p->semi_honest};
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
-        put_u32(&h, f[i]);
+        tsafe_sealed_hash_u32(&h, f[i]);
     put_bfv(&h, &p->r1);
     put_bfv(&h, &p->r2);
     put_f64(&h, p->log2_sd1);

@@ -44,7 +44,7 @@ tsafe_status tsafe_sealed_set_rounding_key(const uint8_t *key)
     return TSAFE_OK;
 }
 
-static void put_u32(crypto_generichash_state *h, uint32_t v)
+void tsafe_sealed_hash_u32(crypto_generichash_state *h, uint32_t v)
 {
     uint8_t b[4];
     tsafe_store_le32(b, v);
@@ -67,12 +67,12 @@ tsafe_status tsafe_sealed_rounding_offsets(const float *A, const float *B, uint3
     crypto_generichash_init(&h, g_key, sizeof g_key, sizeof seed);
     pthread_mutex_unlock(&g_lock);
     crypto_generichash_update(&h, (const unsigned char *)"tsafe-sealed-round-b", 20);
-    put_u32(&h, rank);
-    put_u32(&h, d_in);
-    put_u32(&h, d_out);
+    tsafe_sealed_hash_u32(&h, rank);
+    tsafe_sealed_hash_u32(&h, d_in);
+    tsafe_sealed_hash_u32(&h, d_out);
     uint32_t sb;
     memcpy(&sb, &scale, 4);
-    put_u32(&h, sb);
+    tsafe_sealed_hash_u32(&h, sb);
     /* the float bytes as stored: every caller is little-endian (the wire
      * formats assume it too) */
     crypto_generichash_update(&h, (const unsigned char *)A, (size_t)rank * d_in * sizeof *A);

@@ -3,8 +3,14 @@
 #ifndef TSAFE_SEALED_INTERNAL_H
 #define TSAFE_SEALED_INTERNAL_H
 
+#include <sodium.h>
+
 #include "tensafe/bfv_backend.h"
 #include "tensafe/lora_sealed.h"
+
+/* v into a BLAKE2b state as 4 little-endian bytes (the plan fingerprint,
+ * the rounding key's derivation: rounding.c). */
+void tsafe_sealed_hash_u32(crypto_generichash_state *h, uint32_t v);
 
 /* Coefficient layout of one sealed product: an input vector of length
  * len cut into chunks of `chunk`, an output of `outs` rows in blocks of
