@@ -320,6 +320,8 @@ static void destroy_state(tsafe_cuda_backend *cb)
         tsafe_cuda_ignore(cudaGraphExecDestroy(cb->graph_exec));
     if (cb->seal_ws)
         (void)tsafe_cuda_pool_free(&cb->pool, cb->seal_ws);
+    if (cb->seal_host) /* its secret part is wiped after every call */
+        tsafe_cuda_ignore(cudaFreeHost(cb->seal_host));
     tsafe_cuda_memory_teardown(cb);
     tsafe_cuda_ignore(cudaFree(cb->d_tw_fwd));
     tsafe_cuda_ignore(cudaFree(cb->d_tw_inv));

@@ -35,9 +35,10 @@ typedef struct tsafe_cuda_backend {
     int capturing;
     tsafe_status capture_status;       /* first failure inside the capture */
     cudaGraphExec_t graph_exec;
-    /* seal_batch's workspace (pool memory, grown on demand; seal.cu) */
-    uint64_t *seal_ws;
-    uint64_t seal_ws_words;
+    /* seal_batch's workspace (pool memory) and pinned host area, grown on
+     * demand (seal.cu) */
+    uint64_t *seal_ws, *seal_host;
+    uint64_t seal_ws_words, seal_host_words;
 } tsafe_cuda_backend;
 
 /* ------------------------------------------------------------- errors */

@@ -1,10 +1,12 @@
 /* The seal_batch slot on the device (seal.cuh has the layout, bodies and
  * stage order): every job of a call in one upload, a fixed sequence of
- * launches over all jobs (three body kernels, two NTT calls, the
- * switches, the gather) and one download, in chunks of jobs whose
- * workspace fits TSAFE_SEAL_WS_BUDGET. The workspace stays with the
- * backend for the next call; its secret part (r, e1, the additions and
- * NTT(r)) is zeroed on the stream after each chunk. */
+ * launches over all jobs (the body kernels, two NTT calls, the switches,
+ * the gather) and one download, in chunks of jobs whose workspace fits
+ * TSAFE_SEAL_WS_BUDGET. The workspace and a pinned host area (both ways'
+ * copies go straight from and to it) stay with the backend for the next
+ * call; the workspace's secret part (r, the stream keys, e1, the additions
+ * and NTT(r)) is zeroed on the stream after each chunk, the host area's
+ * once the stream is done. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,40 +70,65 @@ static tsafe_status workspace(tsafe_cuda_backend *cb, uint64_t words)
     return TSAFE_OK;
 }
 
-/* Jobs [0, J) of one chunk: pack, upload, run, zero the secrets, download. */
-static tsafe_status seal_chunk(tsafe_backend *b, tsafe_cuda_backend *cb, const uint64_t *pk,
+/* The pinned host area of at least words (upload area, then the out
+ * area), kept for later calls: copies go straight between it and the
+ * device (no staging copy, no fresh pages to fault in per call). */
+static tsafe_status host_area(tsafe_cuda_backend *cb, uint64_t words)
+{
+    if (cb->seal_host_words >= words)
+        return TSAFE_OK;
+    if (cb->seal_host)
+        tsafe_cuda_ignore(cudaFreeHost(cb->seal_host));
+    cb->seal_host = NULL;
+    cb->seal_host_words = 0;
+    cudaError_t e = cudaHostAlloc((void **)&cb->seal_host, words * sizeof(uint64_t),
+                                  cudaHostAllocDefault);
+    if (e != cudaSuccess) {
+        cb->seal_host = NULL;
+        return tsafe_cuda_fail(e, "cudaHostAlloc(seal batch host area)");
+    }
+    cb->seal_host_words = words;
+    return TSAFE_OK;
+}
+
+/* Jobs [0, J) of one chunk: pack, upload, run, zero the secrets, download;
+ * returns after the stream is done with the host area, whose secret part
+ * (r, the stream keys, the masked additions) is then wiped. */
+static tsafe_status seal_chunk(tsafe_cuda_backend *cb, const uint64_t *pk,
                                const tsafe_backend_seal_job *jobs, size_t J, uint64_t R)
 {
     uint32_t L = cb->tables.n_primes, log_n = cb->tables.log_n;
     tsafe_seal_layout y;
     tsafe_seal_layout_make(J, R, L, log_n, &y);
     tsafe_status st = workspace(cb, y.total_words);
+    if (st == TSAFE_OK)
+        st = host_area(cb, y.upload_words + y.out_words);
     if (st != TSAFE_OK)
         return st;
-    uint64_t *host = (uint64_t *)malloc(y.upload_words * sizeof *host);
-    uint64_t *out = (uint64_t *)malloc(y.out_words * sizeof *out);
-    if (!host || !out) {
-        free(host);
-        free(out);
-        return tsafe_cuda_fail_msg(TSAFE_E_NOMEM, "seal batch host staging");
-    }
+    uint64_t *host = cb->seal_host, *out = host + y.upload_words;
     tsafe_seal_pack(jobs, J, L, log_n, y, host);
-    st = tsafe_cuda_buffer_upload(b, cb->seal_ws, host, y.upload_words);
-    explicit_bzero(host, y.upload_words * sizeof *host); /* r, e1, masks */
-    free(host);
+    cudaError_t e = cudaMemcpyAsync(cb->seal_ws, host, y.upload_words * sizeof *host,
+                                    cudaMemcpyHostToDevice, cb->stream);
+    if (e != cudaSuccess)
+        st = tsafe_cuda_fail(e, "seal batch upload");
     tsafe_seal_args g = tsafe_seal_args_make(y, cb->seal_ws, cb->d_primes, L, log_n, J, R, pk);
     cuda_exec x = {cb};
     if (st == TSAFE_OK)
         st = tsafe_seal_stages(x, g, y, cb->seal_ws);
-    if (st == TSAFE_OK) {
-        cudaError_t e = cudaMemsetAsync(cb->seal_ws, 0, y.w_off * sizeof(uint64_t), cb->stream);
-        st = e == cudaSuccess ? TSAFE_OK : tsafe_cuda_fail(e, "seal batch: zero the draws");
-    }
-    if (st == TSAFE_OK)
-        st = tsafe_cuda_buffer_download(b, cb->seal_ws + y.out_off, out, y.out_words);
+    if (st == TSAFE_OK &&
+        (e = cudaMemsetAsync(cb->seal_ws, 0, y.w_off * sizeof(uint64_t), cb->stream)) != cudaSuccess)
+        st = tsafe_cuda_fail(e, "seal batch: zero the draws");
+    if (st == TSAFE_OK &&
+        (e = cudaMemcpyAsync(out, cb->seal_ws + y.out_off, y.out_words * sizeof *out,
+                             cudaMemcpyDeviceToHost, cb->stream)) != cudaSuccess)
+        st = tsafe_cuda_fail(e, "seal batch download");
+    /* always: the upload may be in flight when a later step failed */
+    e = cudaStreamSynchronize(cb->stream);
+    if (e != cudaSuccess && st == TSAFE_OK)
+        st = tsafe_cuda_fail(e, "seal batch (queued work failed)");
+    explicit_bzero(host, y.upload_words * sizeof *host);
     if (st == TSAFE_OK)
         tsafe_seal_unpack(out, jobs, J, log_n);
-    free(out);
     return st;
 }
 
@@ -132,7 +159,7 @@ tsafe_status tsafe_cuda_seal_batch_launch(tsafe_backend *b, const void *pk,
             J++;
             tsafe_seal_layout_make(J + 1, R + cb->tables.n, L, cb->tables.log_n, &y);
         } while (first + J < n && y.total_words <= TSAFE_SEAL_WS_BUDGET && (!cap || J < cap));
-        st = seal_chunk(b, cb, (const uint64_t *)pk, jobs + first, J, R);
+        st = seal_chunk(cb, (const uint64_t *)pk, jobs + first, J, R);
         first += J;
     }
     return st;
