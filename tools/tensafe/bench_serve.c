@@ -446,11 +446,19 @@ int bench_serve(bench_report *r, int quick)
     const tsafe_backend_factory *cuda = NULL;
     char what[256];
     if (!rc && io_backend_factory("cuda", &cuda, what, sizeof what) == TSAFE_OK) {
-        tsafe_cpu_pool *none = NULL;
-        const char *label = "cuda";
-        rc = serve_case(r, TSAFE_SESSION_SEALED, &cuda, &none, &label, 1, quick);
+        /* the device driven by every core (sessions side by side, each on
+         * its own streams), as --backend cuda runs it */
+        tsafe_cpu_pool *all = NULL;
+        tsafe_status st = tsafe_cpu_pool_create(0, &all);
+        if (st != TSAFE_OK)
+            return tool_fail("bench serve: pool", st);
+        char label[64];
+        snprintf(label, sizeof label, "cuda, %u threads", tsafe_cpu_pool_threads(all));
+        const char *lp = label;
+        rc = serve_case(r, TSAFE_SESSION_SEALED, &cuda, &all, &lp, 1, quick);
         if (!rc)
-            rc = serve_case(r, TSAFE_SESSION_SEALED_PRIVATE, &cuda, &none, &label, 1, quick);
+            rc = serve_case(r, TSAFE_SESSION_SEALED_PRIVATE, &cuda, &all, &lp, 1, quick);
+        tsafe_cpu_pool_free(all);
     } else if (!rc)
         bench_report_add_value(r, "serve", "cuda skipped", what, 0, "devices");
     return rc;
