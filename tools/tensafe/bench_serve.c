@@ -387,26 +387,41 @@ static void serve_control(bench_report *r, tsafe_cpu_pool *all, const char *when
     bench_report_add(r, "serve", "control", params, b, note);
 }
 
+/* A pool of every core and its row label "<what>, N threads"; 0 or the
+ * tool's failure status. */
+static int pool_all(const char *what, tsafe_cpu_pool **all, char *label, size_t cap)
+{
+    tsafe_status st = tsafe_cpu_pool_create(0, all);
+    if (st != TSAFE_OK)
+        return tool_fail("bench serve: pool", st);
+    snprintf(label, cap, "%s, %u threads", what, tsafe_cpu_pool_threads(*all));
+    return 0;
+}
+
+/* Both protocols on the configurations given. */
+static int serve_modes(bench_report *r, const tsafe_backend_factory *const *f,
+                       tsafe_cpu_pool *const *pool, const char *const *label, int n_cfg,
+                       int quick)
+{
+    int rc = serve_case(r, TSAFE_SESSION_SEALED, f, pool, label, n_cfg, quick);
+    return rc ? rc : serve_case(r, TSAFE_SESSION_SEALED_PRIVATE, f, pool, label, n_cfg, quick);
+}
+
 /* CPU with one thread and with a pool of every core (the sessions of a
  * batch, a round's sealings and the backends' products on it), side by
  * side; both modes. */
 static int serve_cpu(bench_report *r, int quick)
 {
     tsafe_cpu_pool *all = NULL;
-    tsafe_status st = tsafe_cpu_pool_create(0, &all);
-    if (st != TSAFE_OK)
-        return tool_fail("bench serve: pool", st);
     char label[64];
-    snprintf(label, sizeof label, "cpu, %u threads", tsafe_cpu_pool_threads(all));
-    const tsafe_session_protocol modes[2] = {TSAFE_SESSION_SEALED,
-                                             TSAFE_SESSION_SEALED_PRIVATE};
+    int rc = pool_all("cpu", &all, label, sizeof label);
+    if (rc)
+        return rc;
     const tsafe_backend_factory *f[2] = {NULL, NULL};
     tsafe_cpu_pool *pool[2] = {NULL, all};
     const char *labels[2] = {"cpu, 1 thread", label};
-    int rc = 0;
     serve_control(r, all, "before");
-    for (int m = 0; m < 2 && !rc; m++)
-        rc = serve_case(r, modes[m], f, pool, labels, 2, quick);
+    rc = serve_modes(r, f, pool, labels, 2, quick);
     serve_control(r, all, "after");
     tsafe_cpu_pool_free(all);
     return rc;
@@ -421,19 +436,15 @@ static int serve_cpu(bench_report *r, int quick)
 static int serve_device(bench_report *r, int quick, const tsafe_backend_factory *dev)
 {
     tsafe_cpu_pool *all = NULL;
-    tsafe_status st = tsafe_cpu_pool_create(0, &all);
-    if (st != TSAFE_OK)
-        return tool_fail("bench serve: pool", st);
-    char label[64];
-    char dlabel[64];
-    snprintf(label, sizeof label, "cpu, %u threads", tsafe_cpu_pool_threads(all));
+    char label[64], dlabel[64];
+    int rc = pool_all("cpu", &all, label, sizeof label);
+    if (rc)
+        return rc;
     snprintf(dlabel, sizeof dlabel, "%s, %u threads", dev->name, tsafe_cpu_pool_threads(all));
     const tsafe_backend_factory *f[2] = {NULL, dev};
     tsafe_cpu_pool *pool[2] = {all, all};
     const char *labels[2] = {label, dlabel};
-    int rc = serve_case(r, TSAFE_SESSION_SEALED, f, pool, labels, 2, quick);
-    if (!rc)
-        rc = serve_case(r, TSAFE_SESSION_SEALED_PRIVATE, f, pool, labels, 2, quick);
+    rc = serve_modes(r, f, pool, labels, 2, quick);
     tsafe_cpu_pool_free(all);
     return rc;
 }
@@ -449,15 +460,11 @@ int bench_serve(bench_report *r, int quick)
         /* the device driven by every core (sessions side by side, each on
          * its own streams), as --backend cuda runs it */
         tsafe_cpu_pool *all = NULL;
-        tsafe_status st = tsafe_cpu_pool_create(0, &all);
-        if (st != TSAFE_OK)
-            return tool_fail("bench serve: pool", st);
         char label[64];
-        snprintf(label, sizeof label, "cuda, %u threads", tsafe_cpu_pool_threads(all));
+        if ((rc = pool_all("cuda", &all, label, sizeof label)) != 0)
+            return rc;
         const char *lp = label;
-        rc = serve_case(r, TSAFE_SESSION_SEALED, &cuda, &all, &lp, 1, quick);
-        if (!rc)
-            rc = serve_case(r, TSAFE_SESSION_SEALED_PRIVATE, &cuda, &all, &lp, 1, quick);
+        rc = serve_modes(r, &cuda, &all, &lp, 1, quick);
         tsafe_cpu_pool_free(all);
     } else if (!rc)
         bench_report_add_value(r, "serve", "cuda skipped", what, 0, "devices");
