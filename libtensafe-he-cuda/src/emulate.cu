@@ -301,8 +301,9 @@ struct emu_exec {
     tsafe_cuda_emu *e;
     tsafe_status body(const tsafe_seal_args &g, int stage)
     {
-        uint64_t n = tsafe_seal_count(g, stage);
-        uint64_t blocks = (n + TSAFE_SEAL_THREADS - 1) / TSAFE_SEAL_THREADS;
+        uint64_t blocks;
+        if (tsafe_seal_blocks(g, stage, &blocks) != TSAFE_OK)
+            return TSAFE_E_RANGE;
         for (uint64_t blk = 0; blk < blocks; blk++)
             for (uint32_t t = 0; t < TSAFE_SEAL_THREADS; t++)
                 tsafe_seal_body(g, stage, blk * TSAFE_SEAL_THREADS + t);

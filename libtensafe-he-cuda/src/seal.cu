@@ -27,12 +27,11 @@ struct cuda_exec {
     tsafe_cuda_backend *cb;
     tsafe_status body(const tsafe_seal_args &g, int stage)
     {
-        uint64_t n = tsafe_seal_count(g, stage);
-        uint64_t blocks = (n + TSAFE_SEAL_THREADS - 1) / TSAFE_SEAL_THREADS;
+        uint64_t blocks;
+        if (tsafe_seal_blocks(g, stage, &blocks) != TSAFE_OK)
+            return tsafe_cuda_fail_msg(TSAFE_E_RANGE, "seal batch stage too large");
         if (blocks == 0)
             return TSAFE_OK;
-        if (blocks > 0x7fffffffull)
-            return tsafe_cuda_fail_msg(TSAFE_E_RANGE, "seal batch stage too large");
         tsafe_cuda_launch_prepare();
         tsafe_seal_kernel<<<(unsigned)blocks, TSAFE_SEAL_THREADS, 0, cb->stream>>>(g, stage);
         cudaError_t e = cudaGetLastError();

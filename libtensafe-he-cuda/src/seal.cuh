@@ -115,6 +115,16 @@ TSAFE_HD uint64_t tsafe_seal_count(const tsafe_seal_args &g, int stage)
     }
 }
 
+/* Launch geometry of a body stage, the device's and the emulation's:
+ * blocks of TSAFE_SEAL_THREADS threads, thread x = block * threads + t;
+ * TSAFE_E_RANGE beyond one launch's grid. */
+static inline tsafe_status tsafe_seal_blocks(const tsafe_seal_args &g, int stage,
+                                             uint64_t *blocks)
+{
+    *blocks = (tsafe_seal_count(g, stage) + TSAFE_SEAL_THREADS - 1) / TSAFE_SEAL_THREADS;
+    return *blocks > 0x7fffffffull ? TSAFE_E_RANGE : TSAFE_OK;
+}
+
 TSAFE_HD uint64_t ts_from_i8(int8_t v, uint64_t q)
 {
     return v < 0 ? q - (uint64_t)(-(int64_t)v) : (uint64_t)v;

@@ -161,40 +161,52 @@ static size_t host_tasks(const tsafe_sealed_server *s, size_t n, int host)
     return t < 2 || !host ? 1 : t;
 }
 
-/* The band plaintexts of a prepared token over the pool's threads, a site
- * at a time (thread t: sites t, t + T, ...; thread 0 on the server's
- * scratch, the others on their own, wiped). Only for band buffers in host
- * memory: encoding them is no backend call, so threads may share it. */
+/* Host work of n items (the sites of a prepared token, the parts of a
+ * round-2 group) over the pool's threads when its buffers are host memory
+ * (no backend call then, so threads may share the backend; a device's
+ * uploads stay on this thread). Task t takes items t, t + T, ...; task 0
+ * on the server's scratch, the others on their own, wiped. */
+typedef tsafe_status (*band_work)(tsafe_sealed_server *s, const void *arg, size_t i,
+                                  const band_scratch *sc);
+
 typedef struct {
     tsafe_sealed_server *s;
-    const tsafe_sealed_site *const *sites;
-    size_t n_sites, threads;
+    band_work fn;
+    const void *arg;
+    size_t n, threads;
     tsafe_status st[TSAFE_SEALED_MAX_SLOTS + 1];
 } band_run;
 
 static void band_task(void *arg, size_t t)
 {
     band_run *b = arg;
-    tsafe_sealed_server *s = b->s;
     band_scratch sc;
-    tsafe_status st = scratch_take(s, t, &sc);
-    for (size_t i = t; i < b->n_sites && st == TSAFE_OK; i += b->threads)
-        st = build_band_plains_with(s, b->sites[i], s->pband + s->off[i], s->pfirst[i],
-                                    sc.colsel, sc.coeff);
-    scratch_drop(s, t, &sc);
+    tsafe_status st = scratch_take(b->s, t, &sc);
+    for (size_t i = t; i < b->n && st == TSAFE_OK; i += b->threads)
+        st = b->fn(b->s, b->arg, i, &sc);
+    scratch_drop(b->s, t, &sc);
     b->st[t] = st;
 }
 
-static tsafe_status build_prepared_bands(tsafe_sealed_server *s,
-                                         const tsafe_sealed_site *const *sites, size_t n_sites)
+static tsafe_status run_band_work(tsafe_sealed_server *s, band_work fn, const void *arg,
+                                  size_t n, int host)
 {
-    size_t threads = host_tasks(s, n_sites, tsafe_buffer_host_words(s->band[0]) != NULL);
-    band_run b = {s, sites, n_sites, threads, {TSAFE_OK}};
+    size_t threads = host_tasks(s, n, host);
+    band_run b = {s, fn, arg, n, threads, {TSAFE_OK}};
     tsafe_cpu_pool_run(threads > 1 ? s->pool : NULL, threads, band_task, &b);
     for (size_t t = 0; t < threads; t++)
         if (b.st[t] != TSAFE_OK)
             return b.st[t];
     return TSAFE_OK;
+}
+
+/* Site i of a prepared token (arg: the sites): its band plaintexts. */
+static tsafe_status prepared_site(tsafe_sealed_server *s, const void *arg, size_t i,
+                                  const band_scratch *sc)
+{
+    const tsafe_sealed_site *const *sites = arg;
+    return build_band_plains_with(s, sites[i], s->pband + s->off[i], s->pfirst[i], sc->colsel,
+                                  sc->coeff);
 }
 
 /* The sites of round 2 whose sealings are queued and whose products are
@@ -278,7 +290,8 @@ tsafe_status tsafe_sealed_server_prepare_round2(tsafe_sealed_server *s,
     }
     st = tsafe_sealed_pool_reserve(s->be2, &s->band, &s->n_band, total, 1);
     if (st == TSAFE_OK && total)
-        st = build_prepared_bands(s, sites, n_sites);
+        st = run_band_work(s, prepared_site, sites, n_sites,
+                           tsafe_buffer_host_words(s->band[0]) != NULL);
     for (size_t i = 0; i < n_sites; i++)
         s->psites[i] = sites[i];
     /* Round 2's encryptions of zero are left to the sealings (or to
@@ -309,53 +322,27 @@ static tsafe_status take_shares(tsafe_sealed_server *s, const tsafe_sealed_site 
     return st;
 }
 
-/* The decoding and encoding of a group before its products, over the
- * pool's threads when its buffers are host memory (no backend call, so
- * threads may share the backend; a device's uploads stay on this
- * thread): part p's share ciphertexts and, unless prepared, its band
- * plaintexts. Task t takes parts t, t + T, ...; task 0 on the server's
- * scratch, the others on their own, wiped. */
-typedef struct {
-    tsafe_sealed_server *s;
-    const round2_group *g;
-    size_t threads;
-    tsafe_status st[TSAFE_SEALED_MAX_SLOTS + 1];
-} fill_run;
-
-static tsafe_status fill_part(tsafe_sealed_server *s, const round2_part *q, int64_t *colsel,
-                              int64_t *coeff)
+/* Part p of a round-2 group (arg: the group), before the group's
+ * products: its share ciphertexts decoded and, unless prepared, its band
+ * plaintexts built (run_band_work spreads the parts over the pool). */
+static tsafe_status fill_part(tsafe_sealed_server *s, const void *arg, size_t p,
+                              const band_scratch *sc)
 {
+    const round2_part *q = &((const round2_group *)arg)->part[p];
     size_t ctl = tsafe_bfv_ct_bytes(s->c2);
     tsafe_status st = TSAFE_OK;
     for (uint32_t c = 0; c < 2 * q->site->l2.n_chunks && st == TSAFE_OK; c++)
         st = tsafe_bfv_ct_read_buffer(s->c2, q->ct0 + c * ctl, ctl, s->zb[q->z0 + c]);
     if (st == TSAFE_OK && q->band)
-        st = build_band_plains_with(s, q->site, q->band, q->band0, colsel, coeff);
+        st = build_band_plains_with(s, q->site, q->band, q->band0, sc->colsel, sc->coeff);
     return st;
-}
-
-static void fill_task(void *arg, size_t t)
-{
-    fill_run *f = arg;
-    band_scratch sc;
-    tsafe_status st = scratch_take(f->s, t, &sc);
-    for (size_t p = t; p < f->g->n && st == TSAFE_OK; p += f->threads)
-        st = fill_part(f->s, &f->g->part[p], sc.colsel, sc.coeff);
-    scratch_drop(f->s, t, &sc);
-    f->st[t] = st;
 }
 
 static tsafe_status round2_fill(tsafe_sealed_server *s, const round2_group *g)
 {
     int host = tsafe_buffer_host_words(s->zb[0]) &&
                (!s->n_band || tsafe_buffer_host_words(s->band[0]));
-    size_t threads = host_tasks(s, g->n, host);
-    fill_run f = {s, g, threads, {TSAFE_OK}};
-    tsafe_cpu_pool_run(threads > 1 ? s->pool : NULL, threads, fill_task, &f);
-    for (size_t t = 0; t < threads; t++)
-        if (f.st[t] != TSAFE_OK)
-            return f.st[t];
-    return TSAFE_OK;
+    return run_band_work(s, fill_part, g, g->n, host);
 }
 
 /* One site of a sealed-private round 2, joined to the group: its share
@@ -374,11 +361,10 @@ static tsafe_status round2_site(tsafe_sealed_server *s, const tsafe_sealed_site 
     tsafe_status st = take_shares(s, site, r, g, q);
     if (st != TSAFE_OK)
         return st;
-    const uint8_t *band = s->pband + s->off[i];
-    const int64_t *C = s->pC + s->off[i];
+    uint8_t *band = s->pband + s->off[i];
+    int64_t *C = s->pC + s->off[i];
     if (!prepared)
-        tsafe_sealed_band_and_c(&s->plan, site, s->R + s->off[i], s->pband + s->off[i],
-                                s->pC + s->off[i]);
+        tsafe_sealed_band_and_c(&s->plan, site, s->R + s->off[i], band, C);
     tsafe_sealed_put_site2(w, site);
     tsafe_sealed_draw_out_noise(&s->draws, site, s->noise);
     st = tsafe_sealed_opcache_get(&s->cache, s->be1, s->be2, site, &q->ops);
