@@ -102,14 +102,15 @@ static int drive(serve_bench *b, size_t k, double *server_us)
     return 0;
 }
 
-/* One token of `sites` sites on each of the first k sessions (the last
- * takes the remainder of total); the server time of its batch calls. */
-static int batch_token(serve_bench *b, size_t total, double *server_us)
+/* One token on each of the first k sessions, of the modules first,
+ * first + 1, ... (mod 28), 28 sites each but the last, which takes the
+ * remainder of total; the server time of its batch calls. */
+static int token_from(serve_bench *b, size_t total, uint32_t first, double *server_us)
 {
     size_t k = (total + SERVE_GROUP - 1) / SERVE_GROUP;
     uint32_t mods[SERVE_GROUP];
     for (uint32_t m = 0; m < SERVE_GROUP; m++)
-        mods[m] = m;
+        mods[m] = (first + m) % SERVE_GROUP;
     for (size_t i = 0; i < k; i++) {
         size_t n = total - i * SERVE_GROUP < SERVE_GROUP ? total - i * SERVE_GROUP : SERVE_GROUP;
         float *out[SERVE_GROUP];
@@ -120,6 +121,11 @@ static int batch_token(serve_bench *b, size_t total, double *server_us)
     }
     *server_us = 0;
     return drive(b, k, server_us);
+}
+
+static int batch_token(serve_bench *b, size_t total, double *server_us)
+{
+    return token_from(b, total, 0, server_us);
 }
 
 static void serve_free(serve_bench *b)
@@ -273,8 +279,10 @@ static int serve_sizes(bench_report *r, serve_bench *b, const char *const *label
     return 0;
 }
 
-/* One 28-site token in one call against 28 one-site tokens (one session
- * of each configuration, interleaved). */
+/* One 28-site token in one call against the same 28 sites as 28 one-site
+ * tokens, module 0 to 27 (one session of each configuration,
+ * interleaved). Until 2026-11-27 the one-site tokens all read module 0,
+ * whose operands then stayed in cache: a comparison of other work. */
 static int serve_ratio(bench_report *r, serve_bench *b, const char *const *label, int n_cfg,
                        int quick)
 {
@@ -289,7 +297,7 @@ static int serve_ratio(bench_report *r, serve_bench *b, const char *const *label
                 return -1;
             many[c][i] = 0;
             for (uint32_t s = 0; s < SERVE_GROUP; s++) {
-                if (batch_token(&b[c], 1, &x) != 0)
+                if (token_from(&b[c], 1, s, &x) != 0)
                     return -1;
                 many[c][i] += x;
             }
