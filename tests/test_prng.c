@@ -290,6 +290,56 @@ static void seek_matches_sequential(void **state)
     free(all);
 }
 
+/* tsafe_prng_reserve: a refill of fewer bytes leaves the stream as it
+ * was. With every hint size (1 byte to past a whole buffer) before the
+ * first refill and before a seek, each sampler then reads the bytes (and
+ * the offsets) of an unhinted reader, past the short fill into whole
+ * refills; a reserve that fetched other bytes, or a reader that ran past
+ * the short fill into stale buffer bytes, fails it. */
+static void reserve_keeps_the_stream(void **state)
+{
+    (void)state;
+    uint8_t key[32];
+    tsafe_test_seed32(key);
+    static const size_t hints[] = {1, 63, 64, 65, 200, 1000, 1024, 4095, 4096, 5000};
+    for (size_t h = 0; h < sizeof hints / sizeof hints[0]; h++)
+        for (int kind = 0; kind < 4; kind++) {
+            tsafe_prng a, b;
+            tsafe_prng_init(&a, key, 0xBF13);
+            tsafe_prng_init(&b, key, 0xBF13);
+            tsafe_prng_reserve(&b, hints[h]);
+            if (kind == 3) { /* past a seek, as the lean sealing draws */
+                tsafe_prng_seek(&a, 24611);
+                tsafe_prng_reserve(&b, hints[h]);
+                tsafe_prng_seek(&b, 24611);
+            }
+            int8_t ta[5000], tb[5000];
+            uint64_t ua[700], ub[700];
+            switch (kind) {
+            case 0:
+            case 3:
+                tsafe_prng_ternary(&a, ta, 5000);
+                tsafe_prng_ternary(&b, tb, 5000);
+                assert_memory_equal(ta, tb, 5000);
+                break;
+            case 1:
+                tsafe_prng_uniform_mod_tight(&a, (1ull << 49) - 81, ua, 700);
+                tsafe_prng_uniform_mod_tight(&b, (1ull << 49) - 81, ub, 700);
+                assert_memory_equal(ua, ub, sizeof ua);
+                break;
+            default:
+                tsafe_prng_cbd_tight(&a, ta, 800);
+                tsafe_prng_cbd_tight(&b, tb, 800);
+                assert_memory_equal(ta, tb, 800);
+                for (int i = 0; i < 300; i++)
+                    assert_true(tsafe_prng_u64(&a) == tsafe_prng_u64(&b));
+            }
+            assert_true(tsafe_prng_offset(&a) == tsafe_prng_offset(&b));
+            tsafe_prng_clear(&a);
+            tsafe_prng_clear(&b);
+        }
+}
+
 static void tight_draws_match_stream_reference(void **state)
 {
     (void)state;
@@ -363,6 +413,7 @@ int main(void)
         cmocka_unit_test(tight_draws_are_deterministic),
         cmocka_unit_test(tight_draws_match_stream_reference),
         cmocka_unit_test(seek_matches_sequential),
+        cmocka_unit_test(reserve_keeps_the_stream),
     };
     return cmocka_run_group_tests_name("prng", tests, NULL, NULL);
 }

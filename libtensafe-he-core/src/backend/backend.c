@@ -190,14 +190,15 @@ tsafe_status tsafe_buffer_upload(tsafe_buffer *dst, const uint64_t *src,
 {
     TSAFE_REQUIRE(dst && src, TSAFE_E_NULL);
     TSAFE_REQUIRE(words == tsafe_buffer_words(dst), TSAFE_E_RANGE);
-    /* values must be reduced: check on the host before they reach a device */
+    /* values must be reduced: check on the host before they reach a device
+     * (vectorised: a device backend's host side checks every word it
+     * uploads, share ciphertexts and band plaintexts included) */
     const struct tsafe_ring_view *c = dst->backend->ring;
     for (size_t p = 0; p < dst->n_polys; p++)
-        for (uint32_t i = 0; i < dst->n_limbs; i++) {
-            const uint64_t *l = src + (p * dst->n_limbs + i) * c->n;
-            for (size_t k = 0; k < c->n; k++)
-                TSAFE_REQUIRE(l[k] < c->mod[i].q, TSAFE_E_VALUE_RANGE);
-        }
+        for (uint32_t i = 0; i < dst->n_limbs; i++)
+            TSAFE_REQUIRE(tsafe_vec_all_below(src + (p * dst->n_limbs + i) * c->n, c->n,
+                                              c->mod[i].q),
+                          TSAFE_E_VALUE_RANGE);
     const struct tsafe_backend_i *f = dst->backend->iface;
     TSAFE_REQUIRE(!dst->borrowed, TSAFE_E_ARG); /* another object's memory */
     if (dst->operand && f->operand_upload)

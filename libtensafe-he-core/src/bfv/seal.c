@@ -111,8 +111,13 @@ tsafe_status tsafe_bfv_seal_draw_lean(const tsafe_bfv_context *c, const uint8_t 
         return st;
     tsafe_prng g;
     tsafe_prng_init(&g, key, TSAFE_BFV_STREAM_SEAL);
+    /* only the keystream these draws read: r takes about N/5 bytes (5
+     * trits a byte, 243 of 256 kept), a read about 6 + 2 x 16 (its error,
+     * a flood candidate kept one time in two); a shortfall refills whole */
+    tsafe_prng_reserve(&g, (size_t)c->n / 5 * 17 / 16 + 128);
     tsafe_prng_ternary(&g, d->r, c->n);
     *e1_off = tsafe_prng_offset(&g);
+    tsafe_prng_reserve(&g, 64 * n_reads + 64);
     tsafe_prng_seek(&g, *e1_off + 6 * (uint64_t)c->n); /* e1: N samples of 6 bytes */
     draw_reads(&g, c, mask, n_reads, flood_bits, d);
     tsafe_prng_clear(&g);

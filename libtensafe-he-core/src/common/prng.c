@@ -28,14 +28,15 @@ void tsafe_prng_init(tsafe_prng *p, const uint8_t seed[32], uint64_t stream)
     memcpy(p->key, seed, 32);
     tsafe_store_le64(p->nonce, stream);
     p->block = 0;
-    p->pos = sizeof p->buf;
+    p->len = p->pos = sizeof p->buf;
+    p->next = 0;
 }
 
 uint64_t tsafe_prng_offset(const tsafe_prng *p)
 {
     /* block is the counter after buf's blocks (0 before the first fill,
      * when pos is sizeof buf) */
-    return p->block * 64 + p->pos - sizeof p->buf;
+    return p->block * 64 + p->pos - p->len;
 }
 
 static void refill(tsafe_prng *p);
@@ -113,23 +114,33 @@ static int openssl_keystream(const tsafe_prng *p, uint8_t *out, size_t len)
     return ok;
 }
 
+void tsafe_prng_reserve(tsafe_prng *p, size_t bytes)
+{
+    size_t n = (bytes + 63) / 64 * 64;
+    p->next = n == 0 || n > sizeof p->buf ? 0 : n;
+}
+
+/* The next p->next bytes of the stream (a hint from tsafe_prng_reserve,
+ * used once), else a whole buffer. */
 static void refill(tsafe_prng *p)
 {
-    if (!openssl_keystream(p, p->buf, sizeof p->buf)) {
-        memset(p->buf, 0, sizeof p->buf);
-        crypto_stream_chacha20_xor_ic(p->buf, p->buf, sizeof p->buf, p->nonce,
-                                      p->block, p->key);
+    size_t n = p->next ? p->next : sizeof p->buf;
+    p->next = 0;
+    if (!openssl_keystream(p, p->buf, n)) {
+        memset(p->buf, 0, n);
+        crypto_stream_chacha20_xor_ic(p->buf, p->buf, n, p->nonce, p->block, p->key);
     }
-    p->block += sizeof p->buf / 64;
+    p->block += n / 64;
+    p->len = n;
     p->pos = 0;
 }
 
 void tsafe_prng_bytes(tsafe_prng *p, uint8_t *out, size_t len)
 {
     while (len > 0) {
-        if (p->pos == sizeof p->buf)
+        if (p->pos == p->len)
             refill(p);
-        size_t take = sizeof p->buf - p->pos;
+        size_t take = p->len - p->pos;
         if (take > len)
             take = len;
         memcpy(out, p->buf + p->pos, take);
@@ -141,7 +152,7 @@ void tsafe_prng_bytes(tsafe_prng *p, uint8_t *out, size_t len)
 
 uint64_t tsafe_prng_u64(tsafe_prng *p)
 {
-    if (p->pos + 8 <= sizeof p->buf) { /* fast path: whole word buffered */
+    if (p->pos + 8 <= p->len) { /* fast path: whole word buffered */
         uint64_t v = tsafe_load_le64(p->buf + p->pos);
         p->pos += 8;
         return v;
@@ -171,16 +182,16 @@ void tsafe_prng_uniform_mod_tight(tsafe_prng *p, uint64_t q, uint64_t *out,
     uint64_t mask = bits == 64 ? ~0ull : ((1ull << bits) - 1);
     int simd = tsafe_cpu_has_avx512_sampling();
     for (size_t i = 0; i < n;) {
-        if (simd && n - i >= 8 && p->pos + 8 * nb <= sizeof p->buf) {
+        if (simd && n - i >= 8 && p->pos + 8 * nb <= p->len) {
             /* eight candidates a step from the buffered stream */
             size_t used;
-            i += tsafe_uniform_tight_avx512(p->buf + p->pos, sizeof p->buf - p->pos, q,
+            i += tsafe_uniform_tight_avx512(p->buf + p->pos, p->len - p->pos, q,
                                             (unsigned)nb, out + i, n - i, &used);
             p->pos += used;
             continue;
         }
         uint64_t v;
-        if (p->pos + 8 <= sizeof p->buf) { /* an 8-byte load, nb bytes used */
+        if (p->pos + 8 <= p->len) { /* an 8-byte load, nb bytes used */
             v = tsafe_load_le64(p->buf + p->pos);
             p->pos += nb;
         } else {
@@ -198,9 +209,9 @@ void tsafe_prng_ternary(tsafe_prng *p, int8_t *out, size_t n)
 {
     size_t i = 0;
     while (i < n) { /* straight from the buffer: one byte at a time as before */
-        if (p->pos == sizeof p->buf)
+        if (p->pos == p->len)
             refill(p);
-        const uint8_t *b = p->buf + p->pos, *end = p->buf + sizeof p->buf;
+        const uint8_t *b = p->buf + p->pos, *end = p->buf + p->len;
         for (; b < end && i < n; b++) {
             unsigned v = *b;
             if (v >= 243)
@@ -241,15 +252,15 @@ void tsafe_prng_cbd_tight(tsafe_prng *p, int8_t *out, size_t n)
 {
     int simd = tsafe_cpu_has_avx512_sampling();
     for (size_t i = 0; i < n; i++) {
-        if (simd && n - i >= 8 && p->pos + 48 <= sizeof p->buf) {
-            size_t k = tsafe_cbd21_avx512(p->buf + p->pos, sizeof p->buf - p->pos,
+        if (simd && n - i >= 8 && p->pos + 48 <= p->len) {
+            size_t k = tsafe_cbd21_avx512(p->buf + p->pos, p->len - p->pos,
                                           out + i, n - i);
             p->pos += 6 * k;
             i += k - 1; /* k >= 8 here; the loop adds the last one */
             continue;
         }
         uint64_t v;
-        if (p->pos + 8 <= sizeof p->buf) { /* 6 bytes: the 42 bits used */
+        if (p->pos + 8 <= p->len) { /* 6 bytes: the 42 bits used */
             v = tsafe_load_le64(p->buf + p->pos);
             p->pos += 6;
         } else {

@@ -25,7 +25,9 @@ typedef struct tsafe_prng {
     uint8_t nonce[8];
     uint64_t block;       /* next ChaCha20 block counter */
     uint8_t buf[4096];
+    size_t len;           /* bytes of buf filled (4096 but after a reserve) */
     size_t pos;           /* bytes of buf consumed */
+    size_t next;          /* the next refill's size, 0: the whole buf */
 } tsafe_prng;
 
 
@@ -44,6 +46,12 @@ uint64_t tsafe_prng_offset(const tsafe_prng *p);
  * had been consumed): a reader that leaves a span to someone else (the
  * sealing's e1, expanded on a device from the key and its offset). */
 void tsafe_prng_seek(tsafe_prng *p, uint64_t off);
+/* The next refill (the first after init, or the one a seek makes) fetches
+ * only `bytes` of keystream, rounded up to 64 (0 or > 4096: a whole
+ * buffer): a reader that knows it needs little (a sealing's lean draws,
+ * about 1 KB of the stream's first 4 and 0.2 KB past e1) spares the rest
+ * of the ChaCha20. The stream is the same; later refills are whole. */
+void tsafe_prng_reserve(tsafe_prng *p, size_t bytes);
 void tsafe_prng_bytes(tsafe_prng *p, uint8_t *out, size_t len);
 uint64_t tsafe_prng_u64(tsafe_prng *p);
 

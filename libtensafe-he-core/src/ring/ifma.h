@@ -33,6 +33,7 @@ void tsafe_ifma_vec_sub_mul_shoup(uint64_t *out, const uint64_t *b,
                                   const uint64_t *a, const uint64_t *w,
                                   const uint64_t *wp, size_t n, uint64_t q);
 void tsafe_ifma_vec_add_i8(uint64_t *x, const int8_t *e, size_t n, uint64_t q);
+int tsafe_ifma_vec_all_below(const uint64_t *a, size_t n, uint64_t q);
 void tsafe_ifma_vec_from_i8(uint64_t *out, const int8_t *e, size_t n, uint64_t q);
 int tsafe_ifma_vec_from_i64_small(uint64_t *out, const int64_t *v, size_t n, uint64_t q);
 void tsafe_ifma_vec_mul_scalar(uint64_t *out, const uint64_t *a, uint64_t c,

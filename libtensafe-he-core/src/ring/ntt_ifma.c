@@ -347,6 +347,18 @@ void tsafe_ifma_vec_add_i8(uint64_t *x, const int8_t *e, size_t n, uint64_t q)
     }
 }
 
+int tsafe_ifma_vec_all_below(const uint64_t *a, size_t n, uint64_t q)
+{
+    const __m512i vq = _mm512_set1_epi64((long long)q);
+    __mmask8 over = 0;
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8)
+        over |= _mm512_cmpge_epu64_mask(LD(a + k), vq);
+    for (; k < n; k++)
+        over |= a[k] >= q;
+    return over == 0;
+}
+
 void tsafe_ifma_vec_from_i8(uint64_t *out, const int8_t *e, size_t n, uint64_t q)
 {
     const __m512i vq = _mm512_set1_epi64((long long)q), zero = _mm512_setzero_si512();

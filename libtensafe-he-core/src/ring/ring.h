@@ -177,6 +177,10 @@ void tsafe_vec_mul_shoup_add2(uint64_t *out0, uint64_t *out1, const uint64_t *a0
                               const uint64_t *a1, const uint64_t *w, const uint64_t *wp,
                               size_t n, uint64_t q);
 
+/* 1 when every a[k] < q (any q: a reader's range check, AVX-512 where the
+ * IFMA kernels run). */
+int tsafe_vec_all_below(const uint64_t *a, size_t n, uint64_t q);
+
 /* 1 when the tsafe_vec_* kernels run IFMA for modulus q (and n >= 8). */
 int tsafe_vec_uses_ifma(uint64_t q);
 

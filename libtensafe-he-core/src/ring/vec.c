@@ -150,6 +150,16 @@ void tsafe_vec_add_i8(uint64_t *x, const int8_t *e, size_t n, uint64_t q)
         x[k] = tsafe_add_mod(x[k], e[k] >= 0 ? (uint64_t)e[k] : q - (uint64_t)(-e[k]), q);
 }
 
+int tsafe_vec_all_below(const uint64_t *a, size_t n, uint64_t q)
+{
+    if (n >= 8 && tsafe_cpu_has_ifma())
+        return tsafe_ifma_vec_all_below(a, n, q);
+    uint64_t over = 0;
+    for (size_t k = 0; k < n; k++)
+        over |= a[k] >= q;
+    return over == 0;
+}
+
 void tsafe_vec_from_i8(uint64_t *out, const int8_t *e, size_t n, uint64_t q)
 {
     if (ifma_ok(q, n)) {
