@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,6 +130,70 @@ static void products_match_reference(void **state)
     tsafe_bfv_sealed_free(res);
     tsafe_bfv_acc_free(acc);
     tsafe_bfv_ct_free(ct);
+    fx_close(&f);
+}
+
+/* TSAFE_BFV_FLOOD_STEP: a flood of one whole plaintext step. Every read
+ * decrypts to the product within +-1 (mod t), and what lies below a step
+ * (tsafe_bfv_decrypt_noise) spreads over the whole step: over 8 sealings
+ * of 32 reads, |noise| reaches above 0.45 of a step and averages about a
+ * quarter (uniform). A flood of 70 bits (a quarter step on each side, the
+ * sealed plans' flood1 until 2026-11-27) stays below 0.26 and fails it. */
+static void step_flood_spans_a_step(void **state)
+{
+    (void)state;
+    fixture f;
+    fx_open(&f, &k_params);
+    enum { READS = 32, SEALS = 8 };
+    int64_t *x = calloc(f.n, sizeof *x), *p = calloc(f.n, sizeof *p);
+    for (size_t k = 0; k < f.n; k++) {
+        x[k] = (int64_t)tsafe_test_below(4096) - 2048;
+        p[k] = (int64_t)tsafe_test_below(4096) - 2048;
+    }
+    tsafe_bfv_ct *ct;
+    tsafe_bfv_plain *pt;
+    tsafe_bfv_acc *acc;
+    tsafe_bfv_sealed *res;
+    assert_int_equal(tsafe_bfv_ct_create(f.c, &ct), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_plain_create(f.c, p, f.n, &pt), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_acc_create(f.c, &acc), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_sealed_create(f.c, READS, &res), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_encrypt(f.c, f.sk, x, f.n, NULL, ct), TSAFE_OK);
+    int64_t *xs[1] = {x}, *ps[1] = {p};
+    double step = (double)tsafe_bfv_context_prime(f.c, 0) / (double)f.t, top = 0, sum = 0;
+    uint32_t pos[READS];
+    uint64_t mask[READS], m[READS];
+    double noise[READS];
+    for (int sl = 0; sl < SEALS; sl++) {
+        tsafe_bfv_acc_zero(acc);
+        assert_int_equal(tsafe_bfv_acc_mul_add(acc, ct, pt), TSAFE_OK);
+        for (size_t k = 0; k < READS; k++) {
+            pos[k] = (uint32_t)(k * (f.n / READS) + tsafe_test_below(f.n / READS));
+            mask[k] = tsafe_test_below(f.t);
+        }
+        assert_int_equal(tsafe_bfv_seal(f.c, acc, f.pk, pos, mask, READS, TSAFE_BFV_FLOOD_STEP,
+                                        NULL, res), TSAFE_OK);
+        assert_int_equal(tsafe_bfv_decrypt_reads(f.c, f.sk, res, pos, READS, m), TSAFE_OK);
+        assert_int_equal(tsafe_bfv_decrypt_noise(f.c, f.sk, res, pos, READS, noise), TSAFE_OK);
+        for (size_t k = 0; k < READS; k++) {
+            uint64_t want = (ref_coeff(f.n, f.t, xs, ps, 1, pos[k]) + mask[k]) % f.t;
+            uint64_t d = (m[k] - want) & (f.t - 1);
+            assert_true(d == 0 || d == 1 || d == f.t - 1); /* within +-1 */
+            top = fmax(top, fabs(noise[k]) / step);
+            sum += fabs(noise[k]) / step;
+        }
+    }
+    double mean = sum / (READS * SEALS);
+    printf("# step flood: |noise| up to %.3f of a step, mean %.3f (uniform: 0.5, 0.25)\n", top,
+           mean);
+    assert_true(top > 0.45 && top <= 0.5 + 1e-3);
+    assert_true(mean > 0.2 && mean < 0.3);
+    tsafe_bfv_sealed_free(res);
+    tsafe_bfv_acc_free(acc);
+    tsafe_bfv_plain_free(pt);
+    tsafe_bfv_ct_free(ct);
+    free(x);
+    free(p);
     fx_close(&f);
 }
 
@@ -455,6 +520,7 @@ int main(void)
     tsafe_test_rng_init("bfv");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(products_match_reference),
+        cmocka_unit_test(step_flood_spans_a_step),
         cmocka_unit_test(backend_path_is_byte_identical),
         cmocka_unit_test(many_reads_match_reference),
         cmocka_unit_test(refuses_bad_params_and_values),

@@ -163,12 +163,23 @@ TSAFE_API void tsafe_bfv_sealed_free(tsafe_bfv_sealed *r);
 TSAFE_API size_t tsafe_bfv_sealed_bytes(const tsafe_bfv_context *ctx,
                                         size_t n_reads);
 
+/* flood_bits for a flood of one whole plaintext step: a uniform integer
+ * in [-h, h], h = floor(floor(Q/t)/2). The key holder then decrypts each
+ * value to within +-1 (never exactly), and what lies below one step of
+ * what it decrypts is uniform whatever noise its own ciphertext carried:
+ * a key holder who crafts the noise of the ciphertexts it sends cannot
+ * read the server's plaintexts through the flood (the sealed protocols
+ * use it; docs/THREAT_MODEL.md, F12). */
+#define TSAFE_BFV_FLOOD_STEP 255u
+
 /* Finish acc into r (acc is consumed: zero it before reuse):
  *   + a fresh encryption of zero under pk (ternary r, CBD errors);
  *   + round(Q*mask[k]/t) and a uniform integer in [-2^flood_bits,
- *     2^flood_bits] at each read position pos[k] (mask may be NULL);
+ *     2^flood_bits] (or one step, TSAFE_BFV_FLOOD_STEP) at each read
+ *     position pos[k] (mask may be NULL);
  *   switch to q0 and keep c1 and the n_reads read coefficients.
- * flood_bits <= 100; the positions must be distinct (TSAFE_E_ARG). seed
+ * flood_bits <= 100 or TSAFE_BFV_FLOOD_STEP; the positions must be
+ * distinct (TSAFE_E_ARG). seed
  * (32 bytes) reproduces the randomness in tests; NULL draws from the
  * CSPRNG. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_seal(

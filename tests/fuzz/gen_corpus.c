@@ -714,7 +714,13 @@ static void gen_sealed(void)
     PUTMF(sealed_final, "bad-sealed-d-out", 0, s->final.b, s->final.n, pre, 1, 63);
     PUTMF(sealed_final, "bad-private-scale-zero", 1, p->final.b, 52, pre + 4, 8, 0);
     PUTM(sealed_final, "bad-private-truncated", 1, p->final.b, p->final.n - 1);
-    PUTMF(sealed_final, "bad-private-c1-above-q", 1, p->final.b, p->final.n, 52, 7, 0xFF);
+    /* private: the d_out row exponents from 52, then the sealed results
+     * (until 2026-11-27 this case hit the first exponents, refused as >
+     * 63; 255 now marks a zero row) */
+    uint32_t pdo = (uint32_t)p->final.b[pre] | (uint32_t)p->final.b[pre + 1] << 8;
+    PUTMF(sealed_final, "bad-private-c1-above-q", 1, p->final.b, p->final.n, 52 + pdo, 7, 0xFF);
+    PUTMF(sealed_final, "bad-private-row-exp", 1, p->final.b, p->final.n, 52, 1, 64);
+    PUTMF(sealed_final, "ok-private-zero-row", 1, p->final.b, p->final.n, 52, 1, 255);
     PUTMF(sealed_final, "bad-replay-seq", 1, p->final.b, 52, seq, 1, 1);
 }
 

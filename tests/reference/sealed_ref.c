@@ -181,7 +181,8 @@ static tsafe_status round1_site(tsafe_ref_sealed *r, const tsafe_sealed_site *si
             st = tsafe_bfv_acc_mul_add(r->acc1, r->x[c], site->p1[(size_t)c * l->n_blocks + b]);
         tsafe_sealed_round1_masks(&r->plan, l, b, R, r->mask);
         if (st == TSAFE_OK)
-            st = seal(r, r->c1, r->acc1, r->pk1, r->res1, l, b, r->plan.flood1, w);
+            st = seal(r, r->c1, r->acc1, r->pk1, r->res1, l, b,
+                      r->plan.mode == TSAFE_SEALED_PRIVATE ? TSAFE_BFV_FLOOD_STEP : r->plan.flood1, w);
     }
     return st;
 }
@@ -291,12 +292,11 @@ static tsafe_status round2_private_site(tsafe_ref_sealed *r, const tsafe_sealed_
     tsafe_sealed_put_site2(w, site);
     tsafe_sealed_draw_out_noise(&r->draws, site, r->noise);
     tsafe_sealed_band_columns(site, band, r->colsel);
-    uint32_t flood2 = tsafe_sealed_flood2(&r->plan);
     for (uint32_t blk = 0; blk < l->n_blocks && st == TSAFE_OK; blk++) {
         st = round2_block(r, site, blk);
         tsafe_sealed_round2_masks(&r->plan, site, blk, C, r->noise, r->mask);
         if (st == TSAFE_OK)
-            st = seal(r, r->c2, r->acc2, r->pk2, r->res2, l, blk, flood2, w);
+            st = seal(r, r->c2, r->acc2, r->pk2, r->res2, l, blk, TSAFE_BFV_FLOOD_STEP, w);
     }
     return st;
 }

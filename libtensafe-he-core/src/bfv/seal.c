@@ -20,16 +20,23 @@
 static void flood_sample(tsafe_prng *g, uint32_t bits, const tsafe_bfv_context *c,
                          uint64_t out[TSAFE_BFV_MAX_LIMBS])
 {
-    tsafe_u128 span = ((tsafe_u128)1 << (bits + 1)); /* values 0..span */
-    tsafe_u128 mask = ((tsafe_u128)1 << (bits + 2)) - 1, v;
+    /* [-half, half]: 2^bits, or (TSAFE_BFV_FLOOD_STEP) floor(floor(Q/t)/2),
+     * one plaintext step in all; candidates of the span's bit length plus
+     * one, each kept with probability above 1/2 */
+    tsafe_u128 half = bits == TSAFE_BFV_FLOOD_STEP ? (c->Q >> c->p.t_bits) >> 1
+                                                   : (tsafe_u128)1 << bits;
+    tsafe_u128 span = 2 * half; /* values 0..span */
+    int len = 0;
+    while (len < 127 && ((tsafe_u128)1 << len) <= span)
+        len++;
+    tsafe_u128 mask = ((tsafe_u128)1 << len) - 1, v;
     do {
         uint64_t lo = tsafe_prng_u64(g), hi = tsafe_prng_u64(g);
         v = (((tsafe_u128)hi << 64) | lo) & mask;
     } while (v > span);
-    tsafe_u128 half = (tsafe_u128)1 << bits;
     int neg = v < half;
     tsafe_u128 mag = neg ? half - v : v - half;
-    for (uint32_t i = 0; i < c->L; i++) { /* mag < 2^101 < q * 2^64: Barrett */
+    for (uint32_t i = 0; i < c->L; i++) { /* mag < 2^111: Barrett */
         uint64_t q = c->mod[i].q, r = tsafe_reduce_128(mag, &c->mod[i]);
         out[i] = neg ? tsafe_neg_mod(r, q) : r;
     }
@@ -40,7 +47,8 @@ tsafe_status tsafe_bfv_seal_check_reads(const tsafe_bfv_context *c, const uint32
                                         const uint64_t *mask, size_t n_reads,
                                         uint32_t flood_bits, const tsafe_bfv_sealed *r)
 {
-    TSAFE_REQUIRE(n_reads <= r->cap && flood_bits <= 100, TSAFE_E_RANGE);
+    TSAFE_REQUIRE(n_reads <= r->cap && (flood_bits <= 100 || flood_bits == TSAFE_BFV_FLOOD_STEP),
+                  TSAFE_E_RANGE);
     uint64_t seen[(1u << 15) / 64] = {0}; /* N <= 2^15 */
     for (size_t k = 0; k < n_reads; k++) {
         TSAFE_REQUIRE(pos[k] < c->n, TSAFE_E_RANGE);

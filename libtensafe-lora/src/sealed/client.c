@@ -403,7 +403,7 @@ static tsafe_status finish_private(tsafe_sealed_client *c, tsafe_rbuf *r,
     if (!exps)
         return TSAFE_E_TRUNCATED;
     for (uint32_t j = 0; j < d_out; j++)
-        if (exps[j] > 63)
+        if (exps[j] > 63 && exps[j] != TSAFE_SEALED_ROW_ZERO)
             return TSAFE_E_FORMAT;
     tsafe_sealed_layout l;
     tsafe_sealed_layout2(&c->plan, c->plan.rank, d_out, &l);
@@ -416,7 +416,10 @@ static tsafe_status finish_private(tsafe_sealed_client *c, tsafe_rbuf *r,
         for (uint32_t k = 0; k < reads && st == TSAFE_OK; k++) {
             int64_t v = c->m[k] >= t2 / 2 ? (int64_t)c->m[k] - (int64_t)t2 : (int64_t)c->m[k];
             size_t row = (size_t)b * l.rows + k;
-            float d = (float)(c->sx * scale * ldexp((double)v, -(int)exps[row]));
+            /* a zero row is exactly zero (its read is +-1: the flood) */
+            float d = exps[row] == TSAFE_SEALED_ROW_ZERO
+                          ? 0.0f
+                          : (float)(c->sx * scale * ldexp((double)v, -(int)exps[row]));
             /* only a product too large for a float: the true delta itself */
             if (!isfinite(d))
                 st = TSAFE_E_VALUE_RANGE;

@@ -193,7 +193,8 @@ static tsafe_status derive_round1(tsafe_sealed_plan *p, uint32_t log_n, uint32_t
      * a_max / RMS_RATIO in sealed-private (site.c) */
     double a_l2 = p->mode == TSAFE_SEALED_PRIVATE ? a_max / TSAFE_SEALED_RMS_RATIO : a_max;
     *U = x_max * a_l2 * p->d_in;
-    uint32_t t_bits = ceil_log2(4 * *U + 1);
+    /* + 9: the sites' bands take |u| + 2 (the read's +-1, site.c) */
+    uint32_t t_bits = ceil_log2(4 * *U + 9);
     if (t_bits < 8)
         t_bits = 8;
     p->r1 = (tsafe_bfv_params){log_n, RESP_BITS, gap, t_bits, 0};
@@ -227,11 +228,13 @@ static tsafe_status derive_truncation(tsafe_sealed_plan *p, double U, double roo
 {
     uint32_t t_bits = p->r1.t_bits;
     for (uint32_t k = 0; k < 60; k++) {
-        /* per output: ||B_q,j||_2 (||u||_2 / 2^k + 2 sqrt(r) + ||z||_2),
+        /* per output: ||B_q,j||_2 (||u||_2 / 2^k + 3 sqrt(r) + ||z||_2)
+         * (u~ = floor(u/2^k) + C within -1..2 of u / 2^k: the floors and
+         * the read's +-1, round 1 flooding a whole step),
          * ||B_q,j||_2 <= b_max sqrt(r) / RMS_RATIO, ||u||_2 <= U sqrt(r)
          * (site.c) */
         double dmax = b_max(p) / TSAFE_SEALED_RMS_RATIO * p->rank *
-                      (ldexp(U, -(int)k) + 2 +
+                      (ldexp(U, -(int)k) + 3 +
                        TSAFE_SEALED_OUT_NOISE_TAIL * TSAFE_SEALED_OUT_NOISE_SD);
         uint32_t t2 = ceil_log2(2 * dmax + 1);
         if (t2 < 8)
@@ -265,7 +268,7 @@ static double round2_error2(const tsafe_sealed_plan *p, double x_max, double a_m
     double ut = x_max * a_max * sqrt((double)d_in) / TSAFE_SEALED_RMS_RATIO;
     double opn = a_max / TSAFE_SEALED_RMS_RATIO * sqrt((double)d_in);
     double row2 = bb / TSAFE_SEALED_RMS_RATIO * sqrt((double)rank);
-    double extra = (2 + TSAFE_SEALED_OUT_NOISE_TAIL * TSAFE_SEALED_OUT_NOISE_SD) *
+    double extra = (3 + TSAFE_SEALED_OUT_NOISE_TAIL * TSAFE_SEALED_OUT_NOISE_SD) *
                    sqrt((double)rank);
     uint32_t ks = tsafe_sealed_k_min(p);
     while (ks < p->trunc_bits &&

@@ -1,6 +1,8 @@
 /* Sealed protocol internals shared by plan.c, site.c, client.c, server.c
  * and pair.c (libtensafe-lora/src/sealed). */
 #ifndef TSAFE_SEALED_INTERNAL_H
+/* A row exponent that marks a zero row of B_q: delta_j = 0 exactly. */
+#define TSAFE_SEALED_ROW_ZERO 255u
 #define TSAFE_SEALED_INTERNAL_H
 
 #include <sodium.h>
@@ -124,7 +126,8 @@ struct tsafe_sealed_site {
     float *bprime;             /* rank x d_out (B transposed): scale * B * diag(row scales) */
     int64_t *bq;               /* d_out x rank quantized (sealed-private) */
     double scale_b;            /* sealed-private: row j of B' ~ scale_b 2^-row_exp[j] B_q,j */
-    uint8_t *row_exp;          /* sealed-private: d_out exponents (<= 63), sent */
+    uint8_t *row_exp;          /* sealed-private: d_out exponents (<= 63, or
+                                  TSAFE_SEALED_ROW_ZERO), sent */
     uint32_t trunc_bits;       /* sealed-private: k of this site, in [k_min, plan's] */
     int64_t *u_bound;          /* sealed-private, per row: ||A_q,i||_2 X2 (>= |u_i|) */
     tsafe_bfv_context *ctx1, *ctx2;

@@ -6,9 +6,20 @@
 #include "server_internal.h"
 #include "tsafe_check.h"
 
+/* Round 1's flood: a whole step in sealed-private (the client's reads are
+ * then +-1, and what lies below a step is uniform whatever noise its
+ * query carried: THREAT_MODEL.md, F12); plan.flood1 bits in sealed mode,
+ * whose client sends u + n back: a read +-1 there would give the server
+ * a bit of the client's decryption noise per read. */
+static uint32_t round1_flood(const tsafe_sealed_plan *p)
+{
+    return p->mode == TSAFE_SEALED_PRIVATE ? TSAFE_BFV_FLOOD_STEP : p->flood1;
+}
+
 /* Every block of every site is one job of one tsafe_backend_mul_acc call
  * (the batched entry point); accs[acc0 + j] is block j in site-major
  * order. */
+
 static tsafe_status round1_products(tsafe_sealed_server *s,
                                     const tsafe_sealed_site *const *sites,
                                     size_t n_sites, const tsafe_sealed_operands **ops,
@@ -130,7 +141,7 @@ static tsafe_status write_response1(tsafe_sealed_server *s,
         for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++, j++) {
             tsafe_sealed_round1_masks(&s->plan, l, b, R, s->mask);
             st = tsafe_sealed_server_seal(s, s->c1, s->sealer1, s->accs[j], s->pkb1, s->res,
-                                          l, b, s->plan.flood1, w);
+                                          l, b, round1_flood(&s->plan), w);
         }
         R += sites[i]->rank;
     }

@@ -378,11 +378,10 @@ static tsafe_status round2_site(tsafe_sealed_server *s, const tsafe_sealed_site 
     q->acc0 = s->sealq.n; /* one accumulator per queued sealing */
     if (st == TSAFE_OK)
         st = tsafe_sealed_pool_reserve(s->be2, &s->accs2, &s->n_accs2, q->acc0 + l->n_blocks, 2);
-    uint32_t flood2 = tsafe_sealed_flood2(&s->plan);
     for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++) {
         tsafe_sealed_round2_masks(&s->plan, site, b, C, s->noise, s->mask);
         st = tsafe_sealed_server_seal(s, s->c2, s->sealer2, s->accs2[q->acc0 + b], s->pkb2,
-                                      s->res2, l, b, flood2, w);
+                                      s->res2, l, b, TSAFE_BFV_FLOOD_STEP, w);
     }
     g->n++;
     return st;

@@ -151,7 +151,8 @@ static double row_scale_for(double rms, double qmax, double slack)
 /* sealed-private, A: each row i on its own scale row_scale[i] (its rms
  * <= a_max / RMS_RATIO after rounding, which adds at most 1/2 to an rms,
  * and nothing else: see row_scale_for), rounded to nearest into aq, and
- * u_bound[i] >= ||A_q,i||_2 X2, the band's bound on |u_i|. */
+ * u_bound[i] >= ||A_q,i||_2 X2 + 1, the band's bound on |u_i| as the
+ * client reads it (round 1 floods a whole step: its reads are u +- 1). */
 static void quantize_a_rows(tsafe_sealed_site *s, const float *A, int64_t *aq)
 {
     const tsafe_sealed_plan *p = &s->plan;
@@ -172,7 +173,7 @@ static void quantize_a_rows(tsafe_sealed_site *s, const float *A, int64_t *aq)
             aq[(size_t)i * d_in + j] = q;
             l2 += (double)q * (double)q;
         }
-        s->u_bound[i] = (int64_t)ceil(sqrt(l2) * x2 * (1 + 0x1p-40)) + 1;
+        s->u_bound[i] = (int64_t)ceil(sqrt(l2) * x2 * (1 + 0x1p-40)) + 2;
     }
 }
 
@@ -234,11 +235,18 @@ static double round_b(tsafe_sealed_site *s, const double *need, const double *w)
         }
         s->row_exp[j] = (uint8_t)e;
         double grid = ldexp(s->scale_b, -e), acc = 0;
+        int64_t any = 0;
         for (uint32_t k = 0; k < rank; k++) {
             double v = (double)s->bprime[(size_t)k * d_out + j] / grid;
             s->bq[(size_t)j * rank + k] = (int64_t)floor(v + w[(size_t)j * rank + k]);
+            any |= s->bq[(size_t)j * rank + k];
             acc += v * v;
         }
+        /* a zero row (a zero B, A or product row: PEFT's initial B) is
+         * marked, and the client writes delta_j = 0 exactly: round 2's
+         * whole-step flood leaves every read +-1 */
+        if (!any)
+            s->row_exp[j] = TSAFE_SEALED_ROW_ZERO;
         /* ||B_q,j||_2 < ||v||_2 + sqrt(r) (each entry moves by < 1): a
          * bound continuous in the product, so that k (public) is the same
          * for every factorization and every rounding */
@@ -248,14 +256,14 @@ static double round_b(tsafe_sealed_site *s, const double *need, const double *w)
 }
 
 /* The site's shift k: the smallest at least k_min with every output
- * ||B_q,j||_2 (||A_q||_op X2 / 2^k + 2 sqrt(r) + ||z||) below t2/2 (row2:
+ * ||B_q,j||_2 (||A_q||_op X2 / 2^k + 3 sqrt(r) + ||z||) below t2/2 (row2:
  * the largest row bound, opn: ||A_q||_op). */
 static tsafe_status choose_shift(tsafe_sealed_site *s, double opn, double row2)
 {
     const tsafe_sealed_plan *p = &s->plan;
     double x2 = tsafe_sealed_x2(p);
     double t2half = ldexp(1.0, (int)p->r2.t_bits - 1), sr = sqrt((double)s->rank);
-    double extra = (2 + TSAFE_SEALED_OUT_NOISE_TAIL * TSAFE_SEALED_OUT_NOISE_SD) * sr;
+    double extra = (3 + TSAFE_SEALED_OUT_NOISE_TAIL * TSAFE_SEALED_OUT_NOISE_SD) * sr;
     uint32_t k = tsafe_sealed_k_min(p);
     while (k < p->trunc_bits && row2 * (ldexp(opn * x2, -(int)k) + extra) * (1 + 0x1p-30) >= t2half)
         k++;
