@@ -92,9 +92,13 @@ static void check_site_bounds(const tsafe_sealed_plan *p, const tsafe_sealed_sit
             ss += (double)q * (double)q;
         }
         worst_b = fmax(worst_b, sqrt(ss / s->rank) / (bmax / 4));
+        /* a zero row of B_q, and only that, is marked (delta_j = 0
+         * exactly: round 2's reads are +-1 now and then) */
+        assert_int_equal(s->row_exp[j] == TSAFE_SEALED_ROW_ZERO, ss == 0);
     }
+    /* u_bound: ||A_q,i||_2 X2 rounded up, + 2 (the read's +-1) */
     for (uint32_t i = 0; i < s->rank; i++)
-        worst_u = fmax(worst_u, (double)s->u_bound[i] / (U + 2));
+        worst_u = fmax(worst_u, (double)s->u_bound[i] / (U + 3));
     assert_true(worst_b <= 1 && worst_u <= 1 && s->trunc_bits <= p->trunc_bits);
 }
 

@@ -416,7 +416,7 @@ static tsafe_status finish_private(tsafe_sealed_client *c, tsafe_rbuf *r,
         for (uint32_t k = 0; k < reads && st == TSAFE_OK; k++) {
             int64_t v = c->m[k] >= t2 / 2 ? (int64_t)c->m[k] - (int64_t)t2 : (int64_t)c->m[k];
             size_t row = (size_t)b * l.rows + k;
-            /* a zero row is exactly zero (its read is +-1: the flood) */
+            /* a zero row is exactly zero (its read may be off by one) */
             float d = exps[row] == TSAFE_SEALED_ROW_ZERO
                           ? 0.0f
                           : (float)(c->sx * scale * ldexp((double)v, -(int)exps[row]));

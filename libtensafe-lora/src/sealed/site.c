@@ -243,8 +243,9 @@ static double round_b(tsafe_sealed_site *s, const double *need, const double *w)
             acc += v * v;
         }
         /* a zero row (a zero B, A or product row: PEFT's initial B) is
-         * marked, and the client writes delta_j = 0 exactly: round 2's
-         * whole-step flood leaves every read +-1 */
+         * marked, and the client writes delta_j = 0 exactly: with round 2
+         * flooding a whole step, a read is off by one now and then (when
+         * flood and noise together pass half a step) */
         if (!any)
             s->row_exp[j] = TSAFE_SEALED_ROW_ZERO;
         /* ||B_q,j||_2 < ||v||_2 + sqrt(r) (each entry moves by < 1): a
