@@ -383,6 +383,139 @@ static void test_batch_emulated(void **state)
     spec_free(&s);
 }
 
+/* ------------------------------------------------ ct_read (API 5) */
+
+enum { CT_N = 20 }; /* more than one launch's 16 */
+
+/* CT_N ciphertexts' bytes, one after the other (*ctl bytes each). */
+static uint8_t *ct_bytes(const seal_spec *s, size_t *ctl)
+{
+    tsafe_bfv_secret_key *sk = NULL;
+    tsafe_bfv_ct *ct = NULL;
+    assert_int_equal(tsafe_bfv_secret_key_generate(s->c, NULL, &sk), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_ct_create(s->c, &ct), TSAFE_OK);
+    *ctl = tsafe_bfv_ct_bytes(s->c);
+    uint8_t *buf = malloc(CT_N * *ctl);
+    int64_t *m = malloc(s->n * sizeof *m);
+    assert_true(buf && m);
+    for (size_t j = 0; j < CT_N; j++) {
+        for (size_t k = 0; k < s->n; k++)
+            m[k] = (int64_t)tsafe_test_below(1u << 20) - (1 << 19);
+        assert_int_equal(tsafe_bfv_encrypt(s->c, sk, m, s->n, NULL, ct), TSAFE_OK);
+        assert_int_equal(tsafe_bfv_ct_write(s->c, ct, buf + j * *ctl, *ctl), TSAFE_OK);
+    }
+    free(m);
+    tsafe_bfv_ct_free(ct);
+    tsafe_bfv_secret_key_free(sk);
+    return buf;
+}
+
+/* The words tsafe_bfv_ct_read_buffers gives on backend b. */
+static uint64_t *ct_words(const seal_spec *s, tsafe_backend *b, const uint8_t *buf, size_t ctl)
+{
+    size_t words = 2 * (size_t)s->L * s->n;
+    uint64_t *out = malloc(CT_N * words * sizeof *out);
+    tsafe_buffer *dst[CT_N];
+    for (size_t j = 0; j < CT_N; j++)
+        assert_int_equal(tsafe_buffer_alloc(b, 2, s->L, &dst[j]), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_ct_read_buffers(s->c, buf, ctl, CT_N, dst), TSAFE_OK);
+    for (size_t j = 0; j < CT_N; j++) {
+        assert_int_equal(tsafe_buffer_download(dst[j], out + j * words, words), TSAFE_OK);
+        tsafe_buffer_free(dst[j]);
+    }
+    return out;
+}
+
+/* A CPU backend that hides its host words and reads ciphertexts through
+ * the emulated slot: what the library does with a device's ct_read. */
+static tsafe_backend *g_ct_inner;
+static int g_ct_calls;
+
+static tsafe_status emu_ct_read(tsafe_backend *b, const tsafe_backend_ct_job *jobs, size_t n,
+                                uint64_t stream)
+{
+    g_ct_calls++;
+    uint32_t L = tsafe_backend_max_limbs(b), log_n = tsafe_backend_log_n(b);
+    size_t words = (size_t)L << log_n;
+    uint64_t q[8];
+    for (uint32_t i = 0; i < L; i++)
+        q[i] = tsafe_backend_prime(b, i);
+    for (size_t j = 0; j < n; j++) {
+        uint64_t *w = g_ct_inner->iface->host_words(g_ct_inner, jobs[j].mem);
+        memcpy(w, jobs[j].c0, words * sizeof *w);
+        tsafe_status st = tsafe_cuda_emu_expand(jobs[j].seed, stream, q, L, log_n, w + words);
+        if (st != TSAFE_OK)
+            return st;
+    }
+    return TSAFE_OK;
+}
+
+static void test_ct_read_emulated(void **state)
+{
+    (void)state;
+    seal_spec s;
+    spec_make(&s, 1);
+    static struct tsafe_backend_i iface;
+    iface = *s.cpu->iface;
+    iface.destroy = nohost_destroy;
+    iface.host_words = NULL;
+    iface.ct_read = emu_ct_read;
+    g_ct_inner = s.cpu;
+    tsafe_backend *b = NULL;
+    assert_int_equal(tsafe_backend_init_bfv(&b, TSAFE_BACKEND_API_VERSION, &iface, s.cpu->ctx,
+                                            s.c),
+                     TSAFE_OK);
+    size_t ctl, words = 2 * (size_t)s.L * s.n;
+    uint8_t *buf = ct_bytes(&s, &ctl);
+    uint64_t *want = ct_words(&s, s.cpu, buf, ctl);
+    g_ct_calls = 0;
+    uint64_t *got = ct_words(&s, b, buf, ctl);
+    assert_int_equal(g_ct_calls, 1); /* the whole group in one slot call */
+    assert_memory_equal(got, want, CT_N * words * sizeof *got);
+    free(got);
+    /* one at a time, and a refused ciphertext (a residue >= q) refused */
+    tsafe_buffer *one = NULL;
+    assert_int_equal(tsafe_buffer_alloc(b, 2, s.L, &one), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_ct_read_buffer(s.c, buf, ctl, one), TSAFE_OK);
+    memset(buf + 32, 0xFF, 7);
+    g_ct_calls = 0;
+    assert_int_not_equal(tsafe_bfv_ct_read_buffer(s.c, buf, ctl, one), TSAFE_OK);
+    assert_int_equal(g_ct_calls, 0); /* refused before the slot */
+    tsafe_buffer_free(one);
+    free(want);
+    free(buf);
+    tsafe_backend_free(b);
+    spec_free(&s);
+}
+
+/* The expansion's bodies against the host sampler on primes that reject
+ * often (just above a power of two: about half the candidates), small and
+ * large, and on ones that almost never do. */
+static void test_expand_rejections(void **state)
+{
+    (void)state;
+    const uint64_t q[] = {(1ull << 40) + 27, (1ull << 30) + 3, (1ull << 49) - 81,
+                          (1ull << 16) + 1, (1ull << 61) + 1};
+    enum { LOGN = 12, L = sizeof q / sizeof q[0] };
+    size_t n = 1u << LOGN;
+    uint64_t *got = malloc(L * n * sizeof *got), *want = malloc(n * sizeof *want);
+    assert_true(got && want);
+    for (int rep = 0; rep < 4; rep++) {
+        uint8_t seed[32];
+        tsafe_test_seed32(seed);
+        assert_int_equal(tsafe_cuda_emu_expand(seed, 0xBF00, q, L, LOGN, got), TSAFE_OK);
+        for (uint32_t i = 0; i < L; i++) {
+            tsafe_prng g;
+            tsafe_prng_init(&g, seed, 0xBF00 + i);
+            tsafe_prng_uniform_mod_tight(&g, q[i], want, n);
+            tsafe_prng_clear(&g);
+            assert_memory_equal(got + i * n, want, n * sizeof *want);
+        }
+    }
+    free(got);
+    free(want);
+}
+
 /* ------------------------------------------------------- on a GPU */
 
 static void test_batch_gpu(void **state)
@@ -431,6 +564,17 @@ static void test_batch_gpu(void **state)
     expect_same_seals(&s, got, want, "GPU one at a time");
     seals_free(&s, got);
     seals_free(&s, want);
+    /* query and share ciphertexts: c1 expanded from the seeds on the
+     * device, CT_N of them (two launches) */
+    {
+        size_t ctl, words = 2 * (size_t)s.L * s.n;
+        uint8_t *buf = ct_bytes(&s, &ctl);
+        uint64_t *host = ct_words(&s, s.cpu, buf, ctl), *dev = ct_words(&s, b, buf, ctl);
+        assert_memory_equal(dev, host, CT_N * words * sizeof *dev);
+        free(host);
+        free(dev);
+        free(buf);
+    }
     tsafe_backend_free(b);
     spec_free(&s);
 }
@@ -456,6 +600,8 @@ int main(void)
         cmocka_unit_test(test_encode_not_host),
 #ifdef TSAFE_WITH_CUDA
         cmocka_unit_test(test_batch_emulated),
+        cmocka_unit_test(test_ct_read_emulated),
+        cmocka_unit_test(test_expand_rejections),
         cmocka_unit_test(test_batch_gpu),
 #else
         cmocka_unit_test(test_no_cuda_build),

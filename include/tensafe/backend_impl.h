@@ -21,12 +21,20 @@ extern "C" {
  *    words (a host or device address), as both built-in backends have.
  * 4: seal_batch (optional): a BFV sealer's ring work for many sealings in
  *    one call (the GPU's case: one pass over every site of a round). */
-#define TSAFE_BACKEND_API_VERSION 4
+#define TSAFE_BACKEND_API_VERSION 5
 
 struct tsafe_ring_view; /* internal: degree, primes, NTT tables */
 
 /* One sealing of a seal_batch call (BFV rings; tsafe_bfv_seal_batch draws
  * r, e1 and the read additions on the host and fills these). */
+/* One ciphertext for the ct_read slot: its bytes' c0 (host, L limbs, NTT
+ * form, reduced: the reader checked them) and the 32-byte seed of c1. */
+typedef struct tsafe_backend_ct_job {
+    void *mem;            /* a 2 x L buffer of the backend's: c0, then c1 */
+    const uint64_t *c0;   /* L x N words */
+    const uint8_t *seed;  /* 32 bytes */
+} tsafe_backend_ct_job;
+
 typedef struct tsafe_backend_seal_job {
     void *acc;            /* 2 polys x L limbs, NTT form; consumed */
     const int8_t *r;      /* N: the ternary r of the encryption of zero */
@@ -101,6 +109,16 @@ struct tsafe_backend_i {
      * written. NULL = one tsafe_bfv_seal_buffer per job. */
     tsafe_status (*seal_batch)(tsafe_backend *b, const void *pk,
                                const tsafe_backend_seal_job *jobs, size_t n_jobs);
+    /* optional (5), BFV rings: n ciphertexts into their buffers, c0 from
+     * the job's words and c1 expanded from its seed by
+     * tsafe_bfv_expand_a's rule (limb i: ChaCha20 with key = seed, nonce
+     * = stream + i, block counter from 0; each candidate the next
+     * ceil(bits_i / 8) bytes little-endian, masked to bits_i, kept when
+     * below q_i), the words the host gives. May return with the work
+     * queued (the host words are not read after it returns). NULL = c1
+     * expanded on the host and uploaded. */
+    tsafe_status (*ct_read)(tsafe_backend *b, const tsafe_backend_ct_job *jobs, size_t n,
+                            uint64_t stream);
 };
 
 struct tsafe_backend {

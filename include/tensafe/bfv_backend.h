@@ -31,6 +31,14 @@ extern "C" {
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_ct_read_buffer(
     const tsafe_bfv_context *ctx, const uint8_t *buf, size_t len,
     tsafe_buffer *dst);
+/* n ciphertexts of ct_len bytes each, one after the other in buf, into
+ * dst[0..n) (as tsafe_bfv_ct_read_buffer each). On a backend with the
+ * ct_read slot (a GPU) in one call: c0 parsed and checked here, c1
+ * expanded from its seed on the device. A refused ciphertext leaves the
+ * buffers unspecified. */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_ct_read_buffers(
+    const tsafe_bfv_context *c, const uint8_t *buf, size_t ct_len, size_t n,
+    tsafe_buffer *const *dst);
 
 /* An operand buffer holding pt on backend b. On this library's CPU backend
  * the buffer borrows pt's storage (no copy: pt must outlive the buffer);

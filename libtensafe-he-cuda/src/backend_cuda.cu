@@ -140,6 +140,12 @@ static tsafe_status cuda_seal_batch(tsafe_backend *b, const void *pk,
     return note(state(b), tsafe_cuda_seal_batch_launch(b, pk, jobs, n_jobs));
 }
 
+static tsafe_status cuda_ct_read(tsafe_backend *b, const tsafe_backend_ct_job *jobs, size_t n,
+                                 uint64_t stream)
+{
+    return note(state(b), tsafe_cuda_ct_read_launch(b, jobs, n, stream));
+}
+
 static tsafe_status cuda_synchronize(tsafe_backend *b)
 {
     tsafe_cuda_backend *cb = state(b);
@@ -354,6 +360,7 @@ const struct tsafe_backend_i tsafe_cuda_iface = {
     .graph_end = cuda_graph_end,
     .graph_launch = cuda_graph_launch,
     .seal_batch = cuda_seal_batch,
+    .ct_read = cuda_ct_read,
 };
 } // namespace
 

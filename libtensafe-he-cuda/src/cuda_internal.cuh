@@ -134,6 +134,10 @@ tsafe_status tsafe_cuda_mod_switch_launch(tsafe_cuda_backend *cb, uint64_t *out,
 
 /* The seal_batch slot (seal.cu): chunks of jobs, each one upload, the
  * stages of seal.cuh and one download; returns with the outputs written. */
+/* The ct_read slot (expand.cu): c0 uploaded, c1 expanded from the seed
+ * on the device, queued on the stream. */
+tsafe_status tsafe_cuda_ct_read_launch(tsafe_backend *b, const tsafe_backend_ct_job *jobs,
+                                       size_t n, uint64_t stream);
 tsafe_status tsafe_cuda_seal_batch_launch(tsafe_backend *b, const void *pk,
                                           const tsafe_backend_seal_job *jobs, size_t n);
 

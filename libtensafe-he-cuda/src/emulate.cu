@@ -14,6 +14,7 @@
 
 #include "elementwise.cuh"
 #include "emulate.h"
+#include "expand.cuh"
 #include "mac.cuh"
 #include "modswitch.cuh"
 #include "ntt.cuh"
@@ -382,5 +383,44 @@ extern "C" tsafe_status tsafe_cuda_emu_seal_e1(const uint8_t key[32], uint64_t o
     explicit_bzero(ks, kb * 64);
     explicit_bzero(k, sizeof k);
     free(ks);
+    return TSAFE_OK;
+}
+
+/* The ct_read slot's expansion of one seed (expand.cuh's phases, a
+ * block's threads in turn between barriers): limb i of c1 (L x N) from
+ * nonce stream + i under prime q[i]. */
+extern "C" tsafe_status tsafe_cuda_emu_expand(const uint8_t seed[32], uint64_t stream,
+                                              const uint64_t *q, uint32_t L, uint32_t log_n,
+                                              uint64_t *c1)
+{
+    if (!seed || !q || !c1)
+        return TSAFE_E_NULL;
+    if (log_n < 3 || log_n > 17 || L < 1 || L > TSAFE_EXPAND_MAX_LIMBS)
+        return TSAFE_E_RANGE;
+    for (uint32_t i = 0; i < L; i++)
+        if (q[i] < 2)
+            return TSAFE_E_RANGE;
+    tsafe_expand_shared *sh = (tsafe_expand_shared *)malloc(sizeof *sh);
+    if (!sh)
+        return TSAFE_E_NOMEM;
+    uint32_t k[8];
+    memcpy(k, seed, 32);
+    uint64_t n = 1ull << log_n;
+    for (uint32_t i = 0; i < L; i++) {
+        tsafe_expand_block b = {k, stream + i, q[i], c1 + (uint64_t)i * n, n};
+        sh->cand = 0;
+        sh->kept = 0;
+        while (sh->kept < n) {
+            for (uint32_t t = 0; t < TSAFE_EXPAND_THREADS; t++)
+                ts_expand_keystream(b, *sh, t);
+            for (uint32_t t = 0; t < TSAFE_EXPAND_THREADS; t++)
+                ts_expand_candidates(b, *sh, t);
+            ts_expand_scan(*sh);
+            for (uint32_t t = 0; t < TSAFE_EXPAND_THREADS; t++)
+                ts_expand_place(b, *sh, t);
+            ts_expand_advance(*sh);
+        }
+    }
+    free(sh);
     return TSAFE_OK;
 }

@@ -73,6 +73,13 @@ tsafe_status tsafe_cuda_emu_mod_switch(tsafe_cuda_emu *e, uint64_t *out,
                                        const uint64_t *in, size_t n_polys,
                                        uint32_t n_limbs_in);
 
+/* The ct_read slot's seed expansion (backend_impl.h API 5, expand.cuh):
+ * c1 (L x N) of the ciphertext with this seed, limb i from ChaCha20 nonce
+ * stream + i, kept below q[i]; any primes (tests take ones that reject
+ * often). */
+tsafe_status tsafe_cuda_emu_expand(const uint8_t seed[32], uint64_t stream, const uint64_t *q,
+                                   uint32_t L, uint32_t log_n, uint64_t *c1);
+
 /* The seal_batch slot (backend_impl.h API 4) on host memory: pk and every
  * job's accumulator a CPU backend's BFV buffers of this ring (the
  * operand's values first). Same stages and bodies as the device. */

@@ -28,6 +28,7 @@
 #define TSAFE_EXPAND_KS_BLOCKS (TSAFE_EXPAND_ROUND * 8 / 64 + 2)
 /* ciphertexts per launch (their pointers and keys travel as arguments) */
 #define TSAFE_EXPAND_MAX_JOBS 16
+#define TSAFE_EXPAND_MAX_LIMBS 8
 
 typedef struct tsafe_expand_shared {
     uint32_t ks[TSAFE_EXPAND_KS_BLOCKS * 16];

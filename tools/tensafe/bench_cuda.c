@@ -114,6 +114,77 @@ static int add_seal_batch(bench_report *r, const char *group, const tsafe_bfv_co
     return st == TSAFE_OK ? 0 : tool_fail("bench cuda (seal batch)", st);
 }
 
+/* tsafe_bfv_ct_read_buffers of n ciphertexts (a sealed-private token's
+ * share ciphertexts, a query's chunks) on backend b, synchronized: the
+ * host wall time, median of reps. On a GPU c1 is expanded from the seeds
+ * there (the ct_read slot); on the CPU backend on this thread. */
+static double ct_read_us(const tsafe_bfv_context *c, tsafe_backend *b, size_t n, uint32_t reps,
+                         tsafe_status *st)
+{
+    size_t ctl = tsafe_bfv_ct_bytes(c), nc = tsafe_bfv_context_n(c);
+    uint8_t *buf = malloc(n * ctl);
+    tsafe_buffer **dst = calloc(n, sizeof *dst);
+    int64_t *m = calloc(nc, sizeof *m);
+    tsafe_bfv_secret_key *sk = NULL;
+    tsafe_bfv_ct *ct = NULL;
+    double t[64], med = 0;
+    *st = buf && dst && m ? TSAFE_OK : TSAFE_E_NOMEM;
+    if (*st == TSAFE_OK)
+        *st = tsafe_bfv_secret_key_generate(c, NULL, &sk);
+    if (*st == TSAFE_OK)
+        *st = tsafe_bfv_ct_create(c, &ct);
+    for (size_t j = 0; j < n && *st == TSAFE_OK; j++) {
+        if ((*st = tsafe_bfv_encrypt(c, sk, m, nc, NULL, ct)) == TSAFE_OK &&
+            (*st = tsafe_bfv_ct_write(c, ct, buf + j * ctl, ctl)) == TSAFE_OK)
+            *st = tsafe_buffer_alloc(b, 2, tsafe_bfv_context_limbs(c), &dst[j]);
+    }
+    if (reps > 64)
+        reps = 64;
+    for (uint32_t i = 0; i <= reps && *st == TSAFE_OK; i++) { /* the first: warm-up */
+        double t0 = bench_now_us();
+        *st = tsafe_bfv_ct_read_buffers(c, buf, ctl, n, dst);
+        if (*st == TSAFE_OK)
+            *st = tsafe_backend_synchronize(b);
+        if (i)
+            t[i - 1] = bench_now_us() - t0;
+    }
+    if (*st == TSAFE_OK)
+        med = bench_median_of(t, reps);
+    for (size_t j = 0; dst && j < n; j++)
+        tsafe_buffer_free(dst[j]);
+    free(dst);
+    free(buf);
+    free(m);
+    tsafe_bfv_ct_free(ct);
+    tsafe_bfv_secret_key_free(sk);
+    return med;
+}
+
+static int add_ct_read(bench_report *r, const char *group, const tsafe_bfv_context *c, int quick)
+{
+    tsafe_backend *gpu = NULL, *cpu = NULL;
+    tsafe_status st = tsafe_backend_cuda_create_bfv(c, 0, &gpu);
+    if (st == TSAFE_OK)
+        st = tsafe_backend_cpu_create_bfv(c, &cpu);
+    uint32_t reps = quick ? 3 : 11;
+    static const size_t sizes[] = {8, 128};
+    for (int i = 0; i < 2 && st == TSAFE_OK; i++) {
+        double g = ct_read_us(c, gpu, sizes[i], reps, &st);
+        double h = st == TSAFE_OK ? ct_read_us(c, cpu, sizes[i], reps, &st) : 0;
+        char params[160], note[160];
+        snprintf(params, sizeof params, "BFV sealed ring, %zu ciphertexts, one call on %s",
+                 sizes[i], tsafe_backend_name(gpu));
+        snprintf(note, sizeof note, "%.2f us per ciphertext; CPU backend %.1f us (%.1fx)",
+                 g / sizes[i], h / sizes[i], h / g);
+        if (st == TSAFE_OK)
+            bench_report_add(r, group, "ct read (seeds expanded on the device)", params, g,
+                             note);
+    }
+    tsafe_backend_free(gpu);
+    tsafe_backend_free(cpu);
+    return st == TSAFE_OK ? 0 : tool_fail("bench cuda (ct read)", st);
+}
+
 int bench_cuda(bench_report *r, int quick)
 {
     const char *group = "cuda";
@@ -166,6 +237,8 @@ int bench_cuda(bench_report *r, int quick)
              res.device_name);
     add_ring_ops(r, group, params, &res);
     int rc = add_seal_batch(r, group, bfv, quick);
+    if (rc == 0)
+        rc = add_ct_read(r, group, bfv, quick);
     tsafe_bfv_context_free(bfv);
     return rc;
 }

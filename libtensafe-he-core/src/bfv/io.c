@@ -112,19 +112,25 @@ tsafe_status tsafe_bfv_ct_write(const tsafe_bfv_context *c,
     return finish_write(&w, need);
 }
 
+tsafe_status tsafe_bfv_ct_parse(const tsafe_bfv_context *c, const uint8_t *buf, size_t len,
+                                uint8_t seed[TSAFE_BFV_SEED_BYTES], uint64_t *c0)
+{
+    size_t need = tsafe_bfv_ct_bytes(c);
+    TSAFE_REQUIRE(len >= need, TSAFE_E_TRUNCATED);
+    TSAFE_REQUIRE(len == need, TSAFE_E_FORMAT);
+    tsafe_reader r = {buf, len, 0};
+    if (!tsafe_get_bytes(&r, seed, TSAFE_BFV_SEED_BYTES))
+        return TSAFE_E_TRUNCATED;
+    return read_limbs(&r, c, c0);
+}
+
 tsafe_status tsafe_bfv_ct_read(const tsafe_bfv_context *c, const uint8_t *buf,
                                size_t len, tsafe_bfv_ct *ct)
 {
     TSAFE_REQUIRE(c && buf && ct, TSAFE_E_NULL);
     TSAFE_REQUIRE(ct->ctx == c, TSAFE_E_PARAMS_MISMATCH);
     ct->valid = 0; /* a failed read leaves no usable ciphertext behind */
-    size_t need = tsafe_bfv_ct_bytes(c);
-    TSAFE_REQUIRE(len >= need, TSAFE_E_TRUNCATED);
-    TSAFE_REQUIRE(len == need, TSAFE_E_FORMAT);
-    tsafe_reader r = {buf, len, 0};
-    if (!tsafe_get_bytes(&r, ct->seed, TSAFE_BFV_SEED_BYTES))
-        return TSAFE_E_TRUNCATED;
-    tsafe_status st = read_limbs(&r, c, ct->c0);
+    tsafe_status st = tsafe_bfv_ct_parse(c, buf, len, ct->seed, ct->c0);
     if (st != TSAFE_OK)
         return st;
     tsafe_bfv_expand_a(c, ct->seed, ct->c1);

@@ -15,6 +15,35 @@ int tsafe_bfv_backend_serves(const tsafe_backend *b, const tsafe_bfv_context *c)
     return b->bfv && tsafe_bfv_same_ctx(b->bfv, c);
 }
 
+/* n ciphertexts through the backend's ct_read slot: c0 parsed here, c1
+ * expanded by the backend (a device's kernels). */
+static tsafe_status read_by_slot(const tsafe_bfv_context *c, const uint8_t *buf, size_t ct_len,
+                                 size_t n, tsafe_buffer *const *dst)
+{
+    size_t words = (size_t)c->L * c->n;
+    uint64_t *c0 = malloc((n ? n : 1) * words * sizeof *c0);
+    uint8_t *seed = malloc((n ? n : 1) * TSAFE_BFV_SEED_BYTES);
+    tsafe_backend_ct_job *job = malloc((n ? n : 1) * sizeof *job);
+    tsafe_status st = c0 && seed && job ? TSAFE_OK : TSAFE_E_NOMEM;
+    for (size_t j = 0; j < n && st == TSAFE_OK; j++) {
+        st = tsafe_bfv_ct_parse(c, buf + j * ct_len, ct_len, seed + j * TSAFE_BFV_SEED_BYTES,
+                                c0 + j * words);
+        job[j] = (tsafe_backend_ct_job){dst[j]->mem, c0 + j * words,
+                                        seed + j * TSAFE_BFV_SEED_BYTES};
+    }
+    if (st == TSAFE_OK && n)
+        st = dst[0]->backend->iface->ct_read(dst[0]->backend, job, n, TSAFE_BFV_STREAM_A);
+    free(c0);
+    free(seed);
+    free(job);
+    return st;
+}
+
+static int reads_by_slot(const tsafe_buffer *dst)
+{
+    return !tsafe_buffer_host_words((tsafe_buffer *)dst) && dst->backend->iface->ct_read;
+}
+
 tsafe_status tsafe_bfv_ct_read_buffer(const tsafe_bfv_context *c,
                                       const uint8_t *buf, size_t len,
                                       tsafe_buffer *dst)
@@ -23,6 +52,8 @@ tsafe_status tsafe_bfv_ct_read_buffer(const tsafe_bfv_context *c,
     TSAFE_REQUIRE(tsafe_bfv_backend_serves(dst->backend, c), TSAFE_E_PARAMS_MISMATCH);
     TSAFE_REQUIRE(dst->n_polys == 2 && dst->n_limbs == c->L && !dst->operand,
                   TSAFE_E_RANGE);
+    if (reads_by_slot(dst))
+        return read_by_slot(c, buf, len, 1, &dst);
     size_t words = (size_t)c->L * c->n; /* one polynomial */
     /* parse into a ciphertext whose limbs are the buffer's words when the
      * backend keeps them in host memory (no copy), else into staging */
@@ -36,6 +67,26 @@ tsafe_status tsafe_bfv_ct_read_buffer(const tsafe_bfv_context *c,
     if (st == TSAFE_OK && stage)
         st = tsafe_buffer_upload(dst, stage, 2 * words);
     free(stage);
+    return st;
+}
+
+tsafe_status tsafe_bfv_ct_read_buffers(const tsafe_bfv_context *c, const uint8_t *buf,
+                                       size_t ct_len, size_t n, tsafe_buffer *const *dst)
+{
+    TSAFE_REQUIRE(c && (buf || n == 0) && (dst || n == 0), TSAFE_E_NULL);
+    int slot = n > 0;
+    for (size_t j = 0; j < n; j++) {
+        TSAFE_REQUIRE(dst[j], TSAFE_E_NULL);
+        TSAFE_REQUIRE(tsafe_bfv_backend_serves(dst[j]->backend, c), TSAFE_E_PARAMS_MISMATCH);
+        TSAFE_REQUIRE(dst[j]->n_polys == 2 && dst[j]->n_limbs == c->L && !dst[j]->operand,
+                      TSAFE_E_RANGE);
+        slot &= reads_by_slot(dst[j]) && dst[j]->backend == dst[0]->backend;
+    }
+    if (slot)
+        return read_by_slot(c, buf, ct_len, n, dst);
+    tsafe_status st = TSAFE_OK;
+    for (size_t j = 0; j < n && st == TSAFE_OK; j++)
+        st = tsafe_bfv_ct_read_buffer(c, buf + j * ct_len, ct_len, dst[j]);
     return st;
 }
 

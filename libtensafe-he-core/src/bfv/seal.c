@@ -15,8 +15,8 @@
 #include "../common/bytes.h"
 #include "../common/prng.h"
 
-/* Uniform integer in [-2^bits, 2^bits] (bits <= 100) as residues mod every
- * limb: rejection sampling on bits + 2 random bits. */
+/* Uniform integer in [-2^bits, 2^bits] (bits <= 100), or over one
+ * plaintext step (TSAFE_BFV_FLOOD_STEP), as residues mod every limb. */
 static void flood_sample(tsafe_prng *g, uint32_t bits, const tsafe_bfv_context *c,
                          uint64_t out[TSAFE_BFV_MAX_LIMBS])
 {
@@ -26,9 +26,8 @@ static void flood_sample(tsafe_prng *g, uint32_t bits, const tsafe_bfv_context *
     tsafe_u128 half = bits == TSAFE_BFV_FLOOD_STEP ? (c->Q >> c->p.t_bits) >> 1
                                                    : (tsafe_u128)1 << bits;
     tsafe_u128 span = 2 * half; /* values 0..span */
-    int len = 0;
-    while (len < 127 && ((tsafe_u128)1 << len) <= span)
-        len++;
+    uint64_t sh = (uint64_t)(span >> 64), sl = (uint64_t)span; /* span >= 2 */
+    int len = sh ? 128 - __builtin_clzll(sh) : 64 - __builtin_clzll(sl); /* bits of span */
     tsafe_u128 mask = ((tsafe_u128)1 << len) - 1, v;
     do {
         uint64_t lo = tsafe_prng_u64(g), hi = tsafe_prng_u64(g);

@@ -88,14 +88,14 @@ static tsafe_status read_query(tsafe_sealed_server *s, const uint8_t *query, siz
         (st = tsafe_sealed_get_tag(&r, &s->tag)) != TSAFE_OK ||
         (st = tsafe_sealed_get_chunks(&r, &s->plan)) != TSAFE_OK)
         return st;
-    size_t ctl = tsafe_bfv_ct_bytes(s->c1);
-    for (uint32_t c = 0; c < s->plan.n_chunks1; c++) {
-        const uint8_t *p = tsafe_rbuf_take(&r, ctl);
-        if (!p)
-            return TSAFE_E_TRUNCATED;
-        if ((st = tsafe_bfv_ct_read_buffer(s->c1, p, ctl, s->xb[c])) != TSAFE_OK)
-            return st;
-    }
+    /* the chunks lie one after the other: one call (on a device, their
+     * seeds expanded there) */
+    size_t ctl = tsafe_bfv_ct_bytes(s->c1), nc = s->plan.n_chunks1;
+    const uint8_t *p = tsafe_rbuf_take(&r, nc * ctl);
+    if (!p)
+        return TSAFE_E_TRUNCATED;
+    if ((st = tsafe_bfv_ct_read_buffers(s->c1, p, ctl, nc, s->xb)) != TSAFE_OK)
+        return st;
     if (r.pos != len)
         return TSAFE_E_FORMAT;
     return TSAFE_OK;

@@ -330,9 +330,8 @@ static tsafe_status fill_part(tsafe_sealed_server *s, const void *arg, size_t p,
 {
     const round2_part *q = &((const round2_group *)arg)->part[p];
     size_t ctl = tsafe_bfv_ct_bytes(s->c2);
-    tsafe_status st = TSAFE_OK;
-    for (uint32_t c = 0; c < 2 * q->site->l2.n_chunks && st == TSAFE_OK; c++)
-        st = tsafe_bfv_ct_read_buffer(s->c2, q->ct0 + c * ctl, ctl, s->zb[q->z0 + c]);
+    tsafe_status st = tsafe_bfv_ct_read_buffers(s->c2, q->ct0, ctl, 2 * q->site->l2.n_chunks,
+                                                s->zb + q->z0);
     if (st == TSAFE_OK && q->band)
         st = build_band_plains_with(s, q->site, q->band, q->band0, sc->colsel, sc->coeff);
     return st;
