@@ -16,7 +16,7 @@
 #   another distribution and lacks most of them).
 # run: on the device machine: the conformance test (every vtable op, CPU vs
 #   CUDA bit for bit, graph capture + replay) and the batched sealing test
-#   (test_cuda_seal: seal_batch on the GPU against the CPU), compute-sanitizer memcheck,
+#   (test_cuda_seal: seal_batch and ct_read on the GPU against the CPU), compute-sanitizer memcheck,
 #   racecheck and synccheck, the full benchmark (TSAFE_CUDA_BENCH=1), then
 #   the tool: `bench cuda`, `bench lora --backend cuda`, a CUDA-backed demo.
 #   serve (named only): `tensafe bench serve --backend cuda`, batched
