@@ -133,6 +133,31 @@ static void products_match_reference(void **state)
     fx_close(&f);
 }
 
+/* The objects of one product: a ciphertext, the plaintext of p (n
+ * coefficients), an accumulator and room for `reads` sealed reads. */
+typedef struct {
+    tsafe_bfv_ct *ct;
+    tsafe_bfv_plain *pt;
+    tsafe_bfv_acc *acc;
+    tsafe_bfv_sealed *res;
+} product;
+
+static void product_open(const fixture *f, const int64_t *p, size_t reads, product *o)
+{
+    assert_int_equal(tsafe_bfv_ct_create(f->c, &o->ct), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_plain_create(f->c, p, f->n, &o->pt), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_acc_create(f->c, &o->acc), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_sealed_create(f->c, reads, &o->res), TSAFE_OK);
+}
+
+static void product_close(product *o)
+{
+    tsafe_bfv_sealed_free(o->res);
+    tsafe_bfv_acc_free(o->acc);
+    tsafe_bfv_plain_free(o->pt);
+    tsafe_bfv_ct_free(o->ct);
+}
+
 /* TSAFE_BFV_FLOOD_STEP: a flood of one whole plaintext step. Every read
  * decrypts to the product within +-1 (mod t), and what lies below a step
  * (tsafe_bfv_decrypt_noise) spreads over the whole step: over 8 sealings
@@ -150,31 +175,25 @@ static void step_flood_spans_a_step(void **state)
         x[k] = (int64_t)tsafe_test_below(4096) - 2048;
         p[k] = (int64_t)tsafe_test_below(4096) - 2048;
     }
-    tsafe_bfv_ct *ct;
-    tsafe_bfv_plain *pt;
-    tsafe_bfv_acc *acc;
-    tsafe_bfv_sealed *res;
-    assert_int_equal(tsafe_bfv_ct_create(f.c, &ct), TSAFE_OK);
-    assert_int_equal(tsafe_bfv_plain_create(f.c, p, f.n, &pt), TSAFE_OK);
-    assert_int_equal(tsafe_bfv_acc_create(f.c, &acc), TSAFE_OK);
-    assert_int_equal(tsafe_bfv_sealed_create(f.c, READS, &res), TSAFE_OK);
-    assert_int_equal(tsafe_bfv_encrypt(f.c, f.sk, x, f.n, NULL, ct), TSAFE_OK);
+    product o;
+    product_open(&f, p, READS, &o);
+    assert_int_equal(tsafe_bfv_encrypt(f.c, f.sk, x, f.n, NULL, o.ct), TSAFE_OK);
     int64_t *xs[1] = {x}, *ps[1] = {p};
     double step = (double)tsafe_bfv_context_prime(f.c, 0) / (double)f.t, top = 0, sum = 0;
     uint32_t pos[READS];
     uint64_t mask[READS], m[READS];
     double noise[READS];
     for (int sl = 0; sl < SEALS; sl++) {
-        tsafe_bfv_acc_zero(acc);
-        assert_int_equal(tsafe_bfv_acc_mul_add(acc, ct, pt), TSAFE_OK);
+        tsafe_bfv_acc_zero(o.acc);
+        assert_int_equal(tsafe_bfv_acc_mul_add(o.acc, o.ct, o.pt), TSAFE_OK);
         for (size_t k = 0; k < READS; k++) {
             pos[k] = (uint32_t)(k * (f.n / READS) + tsafe_test_below(f.n / READS));
             mask[k] = tsafe_test_below(f.t);
         }
-        assert_int_equal(tsafe_bfv_seal(f.c, acc, f.pk, pos, mask, READS, TSAFE_BFV_FLOOD_STEP,
-                                        NULL, res), TSAFE_OK);
-        assert_int_equal(tsafe_bfv_decrypt_reads(f.c, f.sk, res, pos, READS, m), TSAFE_OK);
-        assert_int_equal(tsafe_bfv_decrypt_noise(f.c, f.sk, res, pos, READS, noise), TSAFE_OK);
+        assert_int_equal(tsafe_bfv_seal(f.c, o.acc, f.pk, pos, mask, READS, TSAFE_BFV_FLOOD_STEP,
+                                        NULL, o.res), TSAFE_OK);
+        assert_int_equal(tsafe_bfv_decrypt_reads(f.c, f.sk, o.res, pos, READS, m), TSAFE_OK);
+        assert_int_equal(tsafe_bfv_decrypt_noise(f.c, f.sk, o.res, pos, READS, noise), TSAFE_OK);
         for (size_t k = 0; k < READS; k++) {
             uint64_t want = (ref_coeff(f.n, f.t, xs, ps, 1, pos[k]) + mask[k]) % f.t;
             uint64_t d = (m[k] - want) & (f.t - 1);
@@ -188,10 +207,7 @@ static void step_flood_spans_a_step(void **state)
            mean);
     assert_true(top > 0.45 && top <= 0.5 + 1e-3);
     assert_true(mean > 0.2 && mean < 0.3);
-    tsafe_bfv_sealed_free(res);
-    tsafe_bfv_acc_free(acc);
-    tsafe_bfv_plain_free(pt);
-    tsafe_bfv_ct_free(ct);
+    product_close(&o);
     free(x);
     free(p);
     fx_close(&f);
@@ -209,14 +225,12 @@ static void many_reads_match_reference(void **state)
         x[k] = (int64_t)tsafe_test_below(1u << 20) - (1 << 19);
     for (size_t k = 0; k < f.n; k++)
         p[k] = (int64_t)tsafe_test_below(512) - 256;
-    tsafe_bfv_ct *ct;
-    tsafe_bfv_plain *pt;
-    tsafe_bfv_acc *acc;
-    tsafe_bfv_sealed *res;
-    assert_int_equal(tsafe_bfv_ct_create(f.c, &ct), TSAFE_OK);
-    assert_int_equal(tsafe_bfv_plain_create(f.c, p, f.n, &pt), TSAFE_OK);
-    assert_int_equal(tsafe_bfv_acc_create(f.c, &acc), TSAFE_OK);
-    assert_int_equal(tsafe_bfv_sealed_create(f.c, reads, &res), TSAFE_OK);
+    product o;
+    product_open(&f, p, reads, &o);
+    tsafe_bfv_ct *ct = o.ct;
+    tsafe_bfv_plain *pt = o.pt;
+    tsafe_bfv_acc *acc = o.acc;
+    tsafe_bfv_sealed *res = o.res;
     uint8_t seed[32];
     tsafe_test_seed32(seed);
     assert_int_equal(tsafe_bfv_encrypt(f.c, f.sk, x, 64, seed, ct), TSAFE_OK);
@@ -234,10 +248,7 @@ static void many_reads_match_reference(void **state)
     free(m);
     free(x);
     free(p);
-    tsafe_bfv_sealed_free(res);
-    tsafe_bfv_acc_free(acc);
-    tsafe_bfv_plain_free(pt);
-    tsafe_bfv_ct_free(ct);
+    product_close(&o);
     fx_close(&f);
 }
 

@@ -294,19 +294,32 @@ static void encode_words(const seal_spec *s, tsafe_backend *b, const int64_t *co
     tsafe_buffer_free(buf);
 }
 
+/* s's CPU backend with its host words hidden (every move an upload or a
+ * download, as a device's), through iface (static: it outlives b), with
+ * the ct_read slot given (NULL: none). */
+static tsafe_backend *nohost_make(const seal_spec *s, struct tsafe_backend_i *iface,
+                                  tsafe_status (*ct_read)(tsafe_backend *,
+                                                          const tsafe_backend_ct_job *, size_t,
+                                                          uint64_t))
+{
+    *iface = *s->cpu->iface;
+    iface->destroy = nohost_destroy;
+    iface->host_words = NULL;
+    iface->ct_read = ct_read;
+    tsafe_backend *b = NULL;
+    assert_int_equal(tsafe_backend_init_bfv(&b, TSAFE_BACKEND_API_VERSION, iface, s->cpu->ctx,
+                                            s->c),
+                     TSAFE_OK);
+    return b;
+}
+
 static void test_encode_not_host(void **state)
 {
     (void)state;
     seal_spec s;
     spec_make(&s, 1);
     static struct tsafe_backend_i iface;
-    iface = *s.cpu->iface;
-    iface.destroy = nohost_destroy;
-    iface.host_words = NULL;
-    tsafe_backend *b = NULL;
-    assert_int_equal(tsafe_backend_init_bfv(&b, TSAFE_BACKEND_API_VERSION, &iface, s.cpu->ctx,
-                                            s.c),
-                     TSAFE_OK);
+    tsafe_backend *b = nohost_make(&s, &iface, NULL);
     size_t words = (size_t)s.L * s.n;
     int64_t *co = malloc(s.n * sizeof *co);
     uint64_t *want = malloc(words * sizeof *want), *got = malloc(words * sizeof *got);
@@ -456,15 +469,8 @@ static void test_ct_read_emulated(void **state)
     seal_spec s;
     spec_make(&s, 1);
     static struct tsafe_backend_i iface;
-    iface = *s.cpu->iface;
-    iface.destroy = nohost_destroy;
-    iface.host_words = NULL;
-    iface.ct_read = emu_ct_read;
     g_ct_inner = s.cpu;
-    tsafe_backend *b = NULL;
-    assert_int_equal(tsafe_backend_init_bfv(&b, TSAFE_BACKEND_API_VERSION, &iface, s.cpu->ctx,
-                                            s.c),
-                     TSAFE_OK);
+    tsafe_backend *b = nohost_make(&s, &iface, emu_ct_read);
     size_t ctl, words = 2 * (size_t)s.L * s.n;
     uint8_t *buf = ct_bytes(&s, &ctl);
     uint64_t *want = ct_words(&s, s.cpu, buf, ctl);
