@@ -20,13 +20,13 @@ extern "C" {
  *    ciphertext buffer alone), so buffer memory must be one flat array of
  *    words (a host or device address), as both built-in backends have.
  * 4: seal_batch (optional): a BFV sealer's ring work for many sealings in
- *    one call (the GPU's case: one pass over every site of a round). */
+ *    one call (the GPU's case: one pass over every site of a round).
+ * 5: ct_read (optional): ciphertexts read into buffers, c1 expanded from
+ *    its seed by the backend (the GPU's case: no ChaCha20 on the host). */
 #define TSAFE_BACKEND_API_VERSION 5
 
 struct tsafe_ring_view; /* internal: degree, primes, NTT tables */
 
-/* One sealing of a seal_batch call (BFV rings; tsafe_bfv_seal_batch draws
- * r, e1 and the read additions on the host and fills these). */
 /* One ciphertext for the ct_read slot: its bytes' c0 (host, L limbs, NTT
  * form, reduced: the reader checked them) and the 32-byte seed of c1. */
 typedef struct tsafe_backend_ct_job {
@@ -35,6 +35,8 @@ typedef struct tsafe_backend_ct_job {
     const uint8_t *seed;  /* 32 bytes */
 } tsafe_backend_ct_job;
 
+/* One sealing of a seal_batch call (BFV rings; tsafe_bfv_seal_batch draws
+ * r, e1 and the read additions on the host and fills these). */
 typedef struct tsafe_backend_seal_job {
     void *acc;            /* 2 polys x L limbs, NTT form; consumed */
     const int8_t *r;      /* N: the ternary r of the encryption of zero */

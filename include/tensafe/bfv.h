@@ -165,7 +165,8 @@ TSAFE_API size_t tsafe_bfv_sealed_bytes(const tsafe_bfv_context *ctx,
 
 /* flood_bits for a flood of one whole plaintext step: a uniform integer
  * in [-h, h], h = floor(floor(Q/t)/2). The key holder then decrypts each
- * value to within +-1 (never exactly), and what lies below one step of
+ * value to within +-1 (off by one when flood and noise together pass half
+ * a step: rarely), and what lies below one step of
  * what it decrypts is uniform whatever noise its own ciphertext carried:
  * a key holder who crafts the noise of the ciphertexts it sends cannot
  * read the server's plaintexts through the flood (the sealed protocols

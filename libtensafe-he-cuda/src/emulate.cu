@@ -407,7 +407,7 @@ extern "C" tsafe_status tsafe_cuda_emu_expand(const uint8_t seed[32], uint64_t s
     memcpy(k, seed, 32);
     uint64_t n = 1ull << log_n;
     for (uint32_t i = 0; i < L; i++) {
-        tsafe_expand_block b = {k, stream + i, q[i], c1 + (uint64_t)i * n, n};
+        tsafe_expand_block b = ts_expand_block_make(k, stream + i, q[i], c1 + (uint64_t)i * n, n);
         sh->cand = 0;
         sh->kept = 0;
         while (sh->kept < n) {

@@ -22,7 +22,8 @@ __global__ void __launch_bounds__(TSAFE_EXPAND_THREADS) tsafe_expand_kernel(expa
     __shared__ tsafe_expand_shared sh;
     uint32_t job = blockIdx.x / a.L, limb = blockIdx.x % a.L, t = threadIdx.x;
     uint64_t n = 1ull << a.log_n;
-    tsafe_expand_block b = {a.key[job], a.nonce0 + limb, a.q[limb], a.c1[job] + limb * n, n};
+    tsafe_expand_block b =
+        ts_expand_block_make(a.key[job], a.nonce0 + limb, a.q[limb], a.c1[job] + limb * n, n);
     if (t == 0) {
         sh.cand = 0;
         sh.kept = 0;

@@ -40,27 +40,30 @@ typedef struct tsafe_expand_shared {
     uint32_t total;                       /* kept in the round */
 } tsafe_expand_shared;
 
-/* One (ciphertext, limb): its key, nonce, prime and output limb. */
+/* One (ciphertext, limb): its key, nonce, prime and output limb, and the
+ * prime's bit length (ts_expand_block_make). */
 typedef struct tsafe_expand_block {
     const uint32_t *key;
     uint64_t nonce, q;
     uint64_t *out; /* N words */
     uint64_t n;
+    uint32_t bits; /* of q: a candidate is ceil(bits / 8) bytes masked to bits */
 } tsafe_expand_block;
 
-TSAFE_HD uint32_t ts_expand_bytes(uint64_t q)
+TSAFE_HD tsafe_expand_block ts_expand_block_make(const uint32_t *key, uint64_t nonce, uint64_t q,
+                                                 uint64_t *out, uint64_t n)
 {
     uint32_t bits = 0;
     while (bits < 64 && (q >> bits) != 0)
         bits++;
-    return (bits + 7) / 8;
+    return tsafe_expand_block{key, nonce, q, out, n, bits};
 }
 
 /* The round's keystream: blocks from the one holding its first byte. */
 TSAFE_HD void ts_expand_keystream(const tsafe_expand_block &b, tsafe_expand_shared &sh,
                                   uint32_t t)
 {
-    uint64_t nb = ts_expand_bytes(b.q), first = sh.cand * nb / 64;
+    uint64_t nb = (b.bits + 7) / 8, first = sh.cand * nb / 64;
     uint64_t last = ((sh.cand + TSAFE_EXPAND_ROUND) * nb + 63) / 64; /* exclusive */
     for (uint64_t k = t; first + k < last; k += TSAFE_EXPAND_THREADS)
         ts_chacha20_block(b.key, first + k, b.nonce, sh.ks + 16 * k);
@@ -70,11 +73,8 @@ TSAFE_HD void ts_expand_keystream(const tsafe_expand_block &b, tsafe_expand_shar
 TSAFE_HD void ts_expand_candidates(const tsafe_expand_block &b, tsafe_expand_shared &sh,
                                    uint32_t t)
 {
-    uint64_t nb = ts_expand_bytes(b.q), base = (sh.cand * nb / 64) * 64;
-    uint64_t bits = 8 * nb;
-    while (bits > 1 && (b.q >> (bits - 1)) == 0)
-        bits--;
-    uint64_t mask = bits >= 64 ? ~0ull : (1ull << bits) - 1;
+    uint64_t nb = (b.bits + 7) / 8, base = (sh.cand * nb / 64) * 64;
+    uint64_t mask = b.bits >= 64 ? ~0ull : (1ull << b.bits) - 1;
     const uint8_t *w = (const uint8_t *)sh.ks;
     uint32_t kept = 0;
     for (uint32_t m = 0; m < TSAFE_EXPAND_PER; m++) {

@@ -104,16 +104,16 @@ tsafe_status tsafe_bfv_seal_draw(const tsafe_bfv_context *c, const uint8_t *seed
  * drawn: its N samples (6 stream bytes each, cbd21 of their low 42 bits)
  * are skipped at stream offset *e1_off, for a device to expand from key
  * (the sealing's master seed, secret: wipe it) -- d->e1 is untouched. */
-/* A ciphertext's bytes: its seed and c0 (checked: exact length, every
- * residue < q_i, zero padding), c1 not expanded. */
-tsafe_status tsafe_bfv_ct_parse(const tsafe_bfv_context *c, const uint8_t *buf, size_t len,
-                                uint8_t seed[TSAFE_BFV_SEED_BYTES], uint64_t *c0);
 tsafe_status tsafe_bfv_seal_draw_lean(const tsafe_bfv_context *c, const uint8_t *seed,
                                       const uint64_t *mask, size_t n_reads,
                                       uint32_t flood_bits, seal_draw *d, uint8_t key[32],
                                       uint64_t *e1_off);
+/* A ciphertext's bytes: its seed and c0 (checked: exact length, every
+ * residue < q_i, zero padding), c1 not expanded. */
+tsafe_status tsafe_bfv_ct_parse(const tsafe_bfv_context *c, const uint8_t *buf, size_t len,
+                                uint8_t seed[TSAFE_BFV_SEED_BYTES], uint64_t *c0);
 /* A sealing's reads: within N, distinct, masks < t, at most r's capacity;
- * flood_bits <= 100. */
+ * flood_bits <= 100 or TSAFE_BFV_FLOOD_STEP. */
 tsafe_status tsafe_bfv_seal_check_reads(const tsafe_bfv_context *c, const uint32_t *pos,
                                         const uint64_t *mask, size_t n_reads,
                                         uint32_t flood_bits, const tsafe_bfv_sealed *r);

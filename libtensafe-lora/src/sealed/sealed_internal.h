@@ -1,8 +1,6 @@
 /* Sealed protocol internals shared by plan.c, site.c, client.c, server.c
  * and pair.c (libtensafe-lora/src/sealed). */
 #ifndef TSAFE_SEALED_INTERNAL_H
-/* A row exponent that marks a zero row of B_q: delta_j = 0 exactly. */
-#define TSAFE_SEALED_ROW_ZERO 255u
 #define TSAFE_SEALED_INTERNAL_H
 
 #include <sodium.h>
@@ -113,6 +111,9 @@ size_t tsafe_sealed_part_bytes(const tsafe_sealed_plan *p, uint8_t kind,
                                uint32_t rank, uint32_t d_out);
 /* BLAKE2b-256 of the plan's fields (carried by every hello). */
 void tsafe_sealed_plan_fingerprint(const tsafe_sealed_plan *p, uint8_t out[32]);
+
+/* A row exponent that marks a zero row of B_q: delta_j = 0 exactly. */
+#define TSAFE_SEALED_ROW_ZERO 255u
 
 struct tsafe_sealed_site {
     uint64_t id;               /* unique per process: keys backend caches */

@@ -19,7 +19,6 @@ static uint32_t round1_flood(const tsafe_sealed_plan *p)
 /* Every block of every site is one job of one tsafe_backend_mul_acc call
  * (the batched entry point); accs[acc0 + j] is block j in site-major
  * order. */
-
 static tsafe_status round1_products(tsafe_sealed_server *s,
                                     const tsafe_sealed_site *const *sites,
                                     size_t n_sites, const tsafe_sealed_operands **ops,
