@@ -177,6 +177,23 @@ CHECK_FN(tsafe_bfv_encrypt)
     OK(tsafe_bfv_encrypt(S.c, S.sk, m, 1, NULL, S.ct)); /* leave it valid */
 }
 
+CHECK_FN(tsafe_bfv_encrypt_frac)
+{
+    (void)f;
+    /* at 24 fractional bits 2^40 fits (t 2^24 / 2 is above it) */
+    int64_t m[2] = {0, (int64_t)1 << 62};
+    sealed_world();
+    IS(TSAFE_E_NULL, tsafe_bfv_encrypt_frac(NULL, S.sk, m, 1, 4, NULL, S.ct));
+    IS(TSAFE_E_NULL, tsafe_bfv_encrypt_frac(S.c, NULL, m, 1, 4, NULL, S.ct));
+    IS(TSAFE_E_NULL, tsafe_bfv_encrypt_frac(S.c, S.sk, NULL, 1, 4, NULL, S.ct));
+    IS(TSAFE_E_NULL, tsafe_bfv_encrypt_frac(S.c, S.sk, m, 1, 4, NULL, NULL));
+    IS(TSAFE_E_RANGE, tsafe_bfv_encrypt_frac(S.c, S.sk, m, 5000, 4, NULL, S.ct));
+    IS(TSAFE_E_RANGE, tsafe_bfv_encrypt_frac(S.c, S.sk, m, 1, TSAFE_BFV_MAX_FRAC_BITS + 1,
+                                             NULL, S.ct));
+    IS(TSAFE_E_VALUE_RANGE, tsafe_bfv_encrypt_frac(S.c, S.sk, m, 2, 4, NULL, S.ct));
+    OK(tsafe_bfv_encrypt_frac(S.c, S.sk, m, 1, 4, NULL, S.ct)); /* leave it valid */
+}
+
 CHECK_FN(tsafe_bfv_ct_bytes)
 {
     (void)f;
@@ -370,7 +387,7 @@ static const api_case k_bfv[] = {
     ENTRY(tsafe_bfv_public_key_generate), ENTRY(tsafe_bfv_public_key_free),
     ENTRY(tsafe_bfv_public_key_bytes), ENTRY(tsafe_bfv_public_key_write),
     ENTRY(tsafe_bfv_public_key_read), ENTRY(tsafe_bfv_ct_create), ENTRY(tsafe_bfv_ct_free),
-    ENTRY(tsafe_bfv_encrypt), ENTRY(tsafe_bfv_ct_bytes), ENTRY(tsafe_bfv_ct_write),
+    ENTRY(tsafe_bfv_encrypt), ENTRY(tsafe_bfv_encrypt_frac), ENTRY(tsafe_bfv_ct_bytes), ENTRY(tsafe_bfv_ct_write),
     ENTRY(tsafe_bfv_ct_read), ENTRY(tsafe_bfv_plain_create), ENTRY(tsafe_bfv_plain_free),
     ENTRY(tsafe_bfv_acc_create), ENTRY(tsafe_bfv_acc_free), ENTRY(tsafe_bfv_acc_zero),
     ENTRY(tsafe_bfv_acc_mul_add), ENTRY(tsafe_bfv_sealed_create), ENTRY(tsafe_bfv_sealed_free),

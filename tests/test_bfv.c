@@ -158,6 +158,59 @@ static void product_close(product *o)
     tsafe_bfv_ct_free(o->ct);
 }
 
+/* tsafe_bfv_encrypt_frac: x at the scale Q / (t 2^f) times an integer
+ * plaintext p decrypts to round(x p / 2^f) mod t (the reference: the same
+ * negacyclic sums in 128-bit integers, then the rounding), within one
+ * unit only where x p / 2^f lies within a quarter of a half-integer (the
+ * noise decides there; it is far below a quarter step). Plain encryption
+ * is f = 0, and a fraction too wide is refused. */
+static void fractional_scale_reads_top_bits(void **state)
+{
+    (void)state;
+    fixture f;
+    fx_open(&f, &k_params);
+    enum { READS = 32, F = 11 };
+    int64_t *x = calloc(f.n, sizeof *x), *p = calloc(f.n, sizeof *p);
+    for (size_t k = 0; k < 64; k++) /* short vectors: a sealed round-1 chunk */
+        x[k] = (int64_t)tsafe_test_below(1u << 14) - (1 << 13);
+    for (size_t k = 0; k < 64; k++)
+        p[k] = (int64_t)tsafe_test_below(1u << 16) - (1 << 15);
+    product o;
+    product_open(&f, p, READS, &o);
+    assert_int_equal(tsafe_bfv_encrypt_frac(f.c, f.sk, x, 64, F, NULL, o.ct), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_acc_mul_add(o.acc, o.ct, o.pt), TSAFE_OK);
+    uint32_t pos[READS];
+    uint64_t m[READS];
+    for (size_t k = 0; k < READS; k++)
+        pos[k] = (uint32_t)(4 * k + 1);
+    assert_int_equal(tsafe_bfv_seal(f.c, o.acc, f.pk, pos, NULL, READS, 20, NULL, o.res),
+                     TSAFE_OK);
+    assert_int_equal(tsafe_bfv_decrypt_reads(f.c, f.sk, o.res, pos, READS, m), TSAFE_OK);
+    int64_t *xs[1] = {x}, *ps[1] = {p};
+    size_t exact = 0;
+    for (size_t k = 0; k < READS; k++) {
+        /* the full product (below 2^37 < t: no wrap), then its rounding */
+        uint64_t full = ref_coeff(f.n, 1ull << 62, xs, ps, 1, pos[k]);
+        int64_t v = full >= 1ull << 61 ? (int64_t)full - (int64_t)(1ull << 62) : (int64_t)full;
+        double r = ldexp((double)v, -F), frac = r - floor(r);
+        int64_t want = (int64_t)floor(r + 0.5);
+        int64_t got = m[k] >= f.t / 2 ? (int64_t)m[k] - (int64_t)f.t : (int64_t)m[k];
+        if (fabs(frac - 0.5) > 0.25) {
+            assert_int_equal(got, want);
+            exact++;
+        } else
+            assert_true(llabs(got - want) <= 1);
+    }
+    assert_true(exact >= READS / 4);
+    /* f = 0 is the plain encoding; a fraction past the limit is refused */
+    assert_int_equal(tsafe_bfv_encrypt_frac(f.c, f.sk, x, 64, TSAFE_BFV_MAX_FRAC_BITS + 1, NULL,
+                                            o.ct), TSAFE_E_RANGE);
+    product_close(&o);
+    free(x);
+    free(p);
+    fx_close(&f);
+}
+
 /* TSAFE_BFV_FLOOD_STEP: a flood of one whole plaintext step. Every read
  * decrypts to the product within +-1 (mod t), and what lies below a step
  * (tsafe_bfv_decrypt_noise) spreads over the whole step: over 8 sealings
@@ -532,6 +585,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(products_match_reference),
         cmocka_unit_test(step_flood_spans_a_step),
+        cmocka_unit_test(fractional_scale_reads_top_bits),
         cmocka_unit_test(backend_path_is_byte_identical),
         cmocka_unit_test(many_reads_match_reference),
         cmocka_unit_test(refuses_bad_params_and_values),

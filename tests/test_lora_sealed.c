@@ -316,7 +316,6 @@ static void token_sites(tsafe_sealed_client *c, tsafe_sealed_server *s,
         tsafe_lora_stats st = {0};
         assert_int_equal(tsafe_sealed_server_prepare_round2(s, prep_ss, (size_t)n, &st),
                          TSAFE_OK);
-        assert_true(st.offline_us > 0);
         /* a second call for the same token does nothing */
         assert_int_equal(tsafe_sealed_server_prepare_round2(s, prep_ss, (size_t)n, NULL),
                          TSAFE_OK);
@@ -333,27 +332,25 @@ static void token_sites(tsafe_sealed_client *c, tsafe_sealed_server *s,
     tsafe_lora_bytes_free(r2);
 }
 
-/* Round 2 prepared between the rounds (what tensafe serve does while the
- * client answers) gives the same deltas as round 2 done in one go: two
- * servers with the same seed draw the same masks R, so the clients'
- * shares and the exact u~ agree, and only the sealing randomness differs
- * -- which since plan version 6 (a flood of a whole step) may move a
- * read by one unit now and then, so a few outputs may differ by one unit
- * of their grid (bit for bit until then). Also with the preparation made for other site objects (round 2
- * then redoes it), and the preparation's refusals. */
-/* a and b equal but for a few entries off by about one output unit
- * (2^-20 of the largest: outputs carry 30 bits or so) */
-static void same_but_a_unit(const float *a, const float *b, uint32_t n)
+/* Round 2 "prepared" between the rounds (what tensafe serve calls while
+ * the client answers; since plan version 7 there is nothing to prepare,
+ * and the call must change nothing) gives the deltas of round 2 done in
+ * one go: two servers with the same seed draw the same masks R; the
+ * clients' encryptions and the refill between tokens differ, and round 1
+ * reads a stochastic rounding (a flood of a whole step, plan version 7),
+ * so the two deltas differ by the protocol's rounding of u~ (one unit
+ * of a coordinate here and there), well within the plan's error model,
+ * and each is within 1e-3 of the reference. Also with the preparation
+ * called for other site objects, and the preparation's refusals. */
+static void same_within_rounding(const float *a, const float *b, uint32_t n,
+                                 const tsafe_sealed_plan *p)
 {
-    double top = 0;
-    uint32_t off = 0;
+    double *ad = malloc(n * sizeof *ad);
     for (uint32_t j = 0; j < n; j++)
-        top = fmax(top, fabs((double)a[j]));
-    for (uint32_t j = 0; j < n; j++) {
-        off += a[j] != b[j];
-        assert_true(fabs((double)a[j] - (double)b[j]) <= 0x1p-20 * top);
-    }
-    assert_true(off <= n / 20);
+        ad[j] = a[j];
+    double e = rel_l2(b, ad, n);
+    free(ad);
+    assert_true(e <= 2 * p->expected_rel_error);
 }
 
 static void prepared_round2_same_deltas(void **state)
@@ -397,10 +394,10 @@ static void prepared_round2_same_deltas(void **state)
         /* token 2: prepared for other objects, so round 2 redoes the work */
         token_sites(cB, sB, ss, tok == 2 ? other : ss, NS, rank, d_out, a[0].x, dB);
         for (int i = 0; i < NS; i++) {
-            same_but_a_unit(dA[i], dB[i], d_out[i]);
+            same_within_rounding(dA[i], dB[i], d_out[i], &p);
             reference_delta(&a[i], want[i]);
             double err = rel_l2(dB[i], want[i], d_out[i]);
-            printf("# prepared round 2, token %d site %d: rel L2 %.2e, same bits as unprepared\n",
+            printf("# prepared round 2, token %d site %d: rel L2 %.2e\n",
                    tok, i, err);
             assert_true(err <= 1e-3);
         }
@@ -865,13 +862,13 @@ static void backend_path_byte_identical(tsafe_sealed_mode mode)
     }
 }
 
-/* Round 2's work must not depend on the server's masks R: which chunks
- * hold band coordinates is a function of R, and a round 2 that skipped
- * the others would take less time for some R, a timing channel to the
- * client (R with the client's share gives u). Tokens with fresh R, one
- * site of rank 8 (a chunk without a band coordinate in about one token of
- * ten); the products round 2 asks of the backend are the same every time,
- * with and without the preparation between the rounds. */
+/* Round 2's work must not depend on the server's masks R (R with the
+ * client's share gives u: a round 2 whose work varied with R would be a
+ * timing channel to the client; until plan version 7 the wrap band, a
+ * function of R, decided which chunks had work). Tokens with fresh R,
+ * one site of rank 8; the products round 2 asks of the backend are the
+ * same every time, with and without the preparation call between the
+ * rounds. */
 static void round2_work_independent_of_masks(void **state)
 {
     (void)state;
@@ -888,9 +885,9 @@ static void round2_work_independent_of_masks(void **state)
     tsafe_sealed_layout1(&p, rank, &l1);
     tsafe_sealed_layout2(&p, rank, d_out, &l2);
     /* per block of round 1: its x chunks; per block of round 2: the share
-     * chunks and the wrap chunks; one term per sealing in both */
+     * chunks; one term per sealing in both */
     unsigned long want = (unsigned long)l1.n_blocks * (l1.n_chunks + 1) +
-                         (unsigned long)l2.n_blocks * (2 * l2.n_chunks + 1);
+                         (unsigned long)l2.n_blocks * (l2.n_chunks + 1);
     float *delta = malloc(d_out * sizeof *delta);
     for (int tok = 0; tok < 24; tok++) {
         g_terms = 0;

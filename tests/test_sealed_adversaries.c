@@ -16,7 +16,9 @@
  *  F5  sealed: response 1's scale field drives the client's DP noise; a
  *      value near 1e295 must not crash the client.
  *  F6  sealed-private: a truncation shift from the server makes the client
- *      abort exactly when a chosen comparison on u holds (reaction).
+ *      abort exactly when a chosen comparison on u holds (reaction); since
+ *      plan version 7 there is no shift field, and the attack's masks
+ *      (chosen R) must not make the client abort either.
  *  F7  after a failed token the client accepts another response for it.
  *  F8  a response 2 with a huge scale yields delta = inf as success.
  *  F11 zero B, zero A, single-entry A at d_in >= 1024 (sealed-private):
@@ -81,10 +83,12 @@ typedef struct {
 } field;
 
 /* per-site fields before the site's objects, in order */
-/* sealed-private's response 1 (sealed mode, retired for untrusted peers,
- * carries scale_a in place of the shift) and response 2 (the rows'
- * power-of-two exponents after the scale, since issue 19) */
-static const field R1_FIELDS[] = {{"rank", FU32}, {"d_out", FU32}, {"shift", FU32}};
+/* sealed-private's response 1 (plan version 7 dropped the truncation
+ * shift the server used to send: the client reads round 1 at t2's step
+ * and shifts nothing; sealed mode, retired for untrusted peers, carries
+ * scale_a after d_out) and response 2 (the rows' power-of-two exponents
+ * after the scale, since issue 19) */
+static const field R1_FIELDS[] = {{"rank", FU32}, {"d_out", FU32}};
 static const field R2_FIELDS[] = {{"d_out", FU32}, {"scale", FF64}, {"row_exp", FROWS}};
 static const field SHARE_CT_FIELDS[] = {{"rank", FU32}, {"n_cts", FU32}};
 static const field SHARE_FIELDS[] = {{"rank", FU32}};
@@ -282,7 +286,7 @@ static size_t put_fields(uint8_t *out, const field *fields, size_t n, const doub
 
 /* Value of a named field for a crafted response-1 site. */
 typedef struct {
-    uint32_t rank, d_out, shift;
+    uint32_t rank, d_out;
     double scale_a;
 } r1_fields;
 
@@ -294,7 +298,6 @@ static size_t put_r1_fields(uint8_t *out, const r1_fields *f)
         vals[i] = !strcmp(n, "rank")      ? f->rank
                   : !strcmp(n, "d_out")   ? f->d_out
                   : !strcmp(n, "scale_a") ? f->scale_a
-                  : !strcmp(n, "shift")   ? f->shift
                                           : 0;
     }
     return put_fields(out, R1_FIELDS, NF(R1_FIELDS), vals);
@@ -1200,7 +1203,7 @@ static double attack_decryption_oracle(double scale_mult, long *tokens, double *
         uint32_t jsel[SITES * 8];
         size_t nj = 0;
         for (size_t s = 0; s < SITES; s++) {
-            r1_fields f = {R, DO, (uint32_t)w.plan.trunc_bits, 0.0};
+            r1_fields f = {R, DO, 0.0};
             /* an honest-looking A scale: max|A| = 1 */
             f.scale_a = scale_mult / (double)tsafe_sealed_qmax(w.plan.a_bits);
             off += put_r1_fields(msg + off, &f);
@@ -1468,16 +1471,14 @@ static int64_t plain_u(const world *w, const float *x, uint32_t row)
 /* The reaction attack: |P(abort | u_0 >= 0) - P(abort | u_0 < 0)|. */
 static double attack_reaction(int trials, int *shift_used, int *second_accepted)
 {
-    /* a shape whose round-1 t is above round 2's (t1 2^36, t2 2^35) */
+    /* the shape the review used (t1 2^36 > t2 2^35 until plan version 7,
+     * which reads round 1 at t2: no shift left for the server to choose) */
     enum { DI = 1024, R = 8, DO = 1024 };
     world w;
     world_open(&w, TSAFE_SEALED_PRIVATE, DI, R, DO, 1, 1);
-    int ks = (int)w.plan.r1.t_bits - (int)w.plan.r2.t_bits;
-    if (ks < 0)
-        ks = 0;
-    if ((uint32_t)ks > w.plan.trunc_bits)
-        ks = (int)w.plan.trunc_bits;
+    int ks = 0;
     *shift_used = ks;
+    uint64_t tt = 1ull << w.plan.r1.t_bits;
     const tsafe_sealed_site *site = w.site[0];
     int fails[2] = {0, 0}, count[2] = {0, 0};
     *second_accepted = 0;
@@ -1487,11 +1488,13 @@ static double attack_reaction(int trials, int *shift_used, int *second_accepted)
         rand_x(x, DI);
         int64_t u0 = plain_u(&w, x, 0);
         int bit = u0 >= 0;
-        /* R_k = U_k + 1 keeps v_k < t/2 whatever u_k; R_0 = 0 tests u_0 >= 0 */
+        /* the review's masks: R_k = t/4 puts v_k away from the wrap
+         * whatever u_k; R_0 = 0 puts v_0 at t/2 + u_0/2^k, the edge an
+         * abort would test */
         for (uint32_t k = 0; k < R; k++)
-            Rm[k] = (uint64_t)site->u_bound[k] + 1;
+            Rm[k] = tt / 4;
         Rm[0] = 0;
-        r1_fields f = {R, DO, (uint32_t)ks, site->scale_a};
+        r1_fields f = {R, DO, site->scale_a};
         token t;
         memset(&t, 0, sizeof t);
         if (tsafe_sealed_client_needs_hello(w.c))
@@ -1504,7 +1507,7 @@ static double attack_reaction(int trials, int *shift_used, int *second_accepted)
         fails[bit] += st != TSAFE_OK;
         if (st != TSAFE_OK) {
             /* F7: another response for the failed token (no abort this time) */
-            Rm[0] = (uint64_t)site->u_bound[0] + 1;
+            Rm[0] = tt / 4;
             size_t l2;
             uint8_t *r2 = malicious_round1(&w, t.q, t.ql, Rm, &f, &l2), *sh;
             size_t shl;

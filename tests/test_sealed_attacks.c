@@ -104,9 +104,9 @@ static void decrypt_response(world *w, const uint8_t *r, size_t len, uint64_t *v
     const struct tsafe_sealed_client *cv = w->c;
     tsafe_sealed_layout l;
     tsafe_sealed_layout1(&w->plan, RANK, &l);
-    /* header, tag, n, rank, d_out, then the A scale (sealed) or the shift
-     * k (sealed-private) */
-    size_t off = 8 + 16 + 4 + 8 + 4 + 4 + 4 + (w->plan.mode == TSAFE_SEALED ? 8 : 4);
+    /* header, tag, n, rank, d_out, then the A scale (sealed; nothing more
+     * in sealed-private since plan version 7) */
+    size_t off = 8 + 16 + 4 + 8 + 4 + 4 + 4 + (w->plan.mode == TSAFE_SEALED ? 8 : 0);
     tsafe_bfv_sealed *res;
     assert_int_equal(tsafe_bfv_sealed_create(cv->c1, 4096, &res), TSAFE_OK);
     uint32_t pos[4096];

@@ -78,13 +78,11 @@ static void fill_x(float *x, uint32_t d, inputs k)
 
 /* White box: the site stays within the bounds the plan's noise, flooding
  * and t were sized for (plan.c): every row of B_q at rms <= b_max / 4
- * (entries may pass b_max), every |u_i| bound ||A_q,i||_2 X2 within the
- * plan's U = x_max a_max d_in / 4 (rows of A_q at rms <= a_max / 4), and
- * the site's shift within the plan's. */
+ * (entries may pass b_max), and the site's shift between k_min (its A
+ * plaintexts carry 2^(K - k), at most 2^LIFT_MAX) and the plan's K. */
 static void check_site_bounds(const tsafe_sealed_plan *p, const tsafe_sealed_site *s)
 {
-    double bmax = (double)tsafe_sealed_qmax(p->b_bits), amax = (double)tsafe_sealed_qmax(p->a_bits);
-    double U = (double)tsafe_sealed_qmax(p->x_bits) * amax * p->d_in / 4, worst_b = 0, worst_u = 0;
+    double bmax = (double)tsafe_sealed_qmax(p->b_bits), worst_b = 0;
     for (uint32_t j = 0; j < s->d_out; j++) {
         double ss = 0;
         for (uint32_t k = 0; k < s->rank; k++) {
@@ -96,10 +94,8 @@ static void check_site_bounds(const tsafe_sealed_plan *p, const tsafe_sealed_sit
          * exactly: round 2's reads are +-1 now and then) */
         assert_int_equal(s->row_exp[j] == TSAFE_SEALED_ROW_ZERO, ss == 0);
     }
-    /* u_bound: ||A_q,i||_2 X2 rounded up, + 2 (the read's +-1) */
-    for (uint32_t i = 0; i < s->rank; i++)
-        worst_u = fmax(worst_u, (double)s->u_bound[i] / (U + 3));
-    assert_true(worst_b <= 1 && worst_u <= 1 && s->trunc_bits <= p->trunc_bits);
+    assert_true(worst_b <= 1 && s->trunc_bits <= p->trunc_bits &&
+                s->trunc_bits >= tsafe_sealed_k_min(p));
 }
 
 /* ||s B A||_F in doubles. */

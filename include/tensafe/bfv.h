@@ -117,6 +117,18 @@ TSAFE_API void tsafe_bfv_ct_free(tsafe_bfv_ct *ct);
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_encrypt(
     const tsafe_bfv_context *ctx, const tsafe_bfv_secret_key *sk,
     const int64_t *m, size_t count, const uint8_t *seed, tsafe_bfv_ct *ct);
+/* Encrypt m / 2^frac_bits: the scale is Q / (t 2^frac_bits), i.e. c0 holds
+ * round(Q m / (t 2^frac_bits)) + e. A product with an integer plaintext
+ * then decrypts to round(product / 2^frac_bits) mod t, give or take the
+ * noise: the key holder reads the product's top bits only (the sealed
+ * protocol's round 1, docs/PROTOCOL.md). Every m[i] must lie in
+ * [-t 2^frac_bits / 2, t 2^frac_bits / 2); frac_bits <= 
+ * TSAFE_BFV_MAX_FRAC_BITS (TSAFE_E_RANGE) and t_bits + frac_bits <= 62. */
+#define TSAFE_BFV_MAX_FRAC_BITS 24u
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_encrypt_frac(
+    const tsafe_bfv_context *ctx, const tsafe_bfv_secret_key *sk,
+    const int64_t *m, size_t count, uint32_t frac_bits, const uint8_t *seed,
+    tsafe_bfv_ct *ct);
 TSAFE_API size_t tsafe_bfv_ct_bytes(const tsafe_bfv_context *ctx);
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_ct_write(
     const tsafe_bfv_context *ctx, const tsafe_bfv_ct *ct, uint8_t *buf,

@@ -9,11 +9,12 @@
  *                                              Enc(A x) + Enc(0), mask R,
  *                                              flood, switch to q0
  *                                        <--   response: c1 + read c0s
- *   decrypt share v = u + t/2 - R mod t (uniform: reveals nothing of A)
+ *   decrypt share v = u + t/2 - R mod t (uniform: reveals nothing of A;
+ *   sealed-private reads f = u/2^k + t/2 - R at t's step, plan version 7)
  *   sealed:         v + DP noise         -->   u + n = v + R - t/2 (mod t)
  *                                        <--   delta' = s B (u + n)
- *   sealed-private: Enc(floor(v/2^k), d) -->   round 2: Enc(B' u~) (exact,
- *                                              u~ = floor(u/2^k) - {0,1})
+ *   sealed-private: Enc(f)               -->   round 2: Enc(B' u~) (exact,
+ *                                              u~ = f + R - t/2 = u/2^k +- 1)
  *                                        <--   sealed result: delta
  *
  * Arithmetic is exact integer fixed point (BFV-style, tensafe/bfv.h): x is
@@ -46,7 +47,7 @@
 extern "C" {
 #endif
 
-#define TSAFE_SEALED_PLAN_VERSION 6u
+#define TSAFE_SEALED_PLAN_VERSION 7u
 #define TSAFE_SEALED_SESSION_BYTES 16
 
 typedef enum tsafe_sealed_mode {
@@ -249,18 +250,12 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_refill(
  * runs. */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_use_pool(
     tsafe_sealed_server *s, tsafe_cpu_pool *pool);
-/* sealed-private: the part of round 2 that needs only the server's own
- * masks, to run between round 1 and round 2 (after response 1 went out,
- * while the client decrypts and encrypts its shares): for each site the
- * band test and constants and the per-token band plaintexts (16 encodings
- * and transforms per site at d = 2048, r = 32: about 0.3 ms, 15 % of the
- * server's round-2 work). sites: those of round 1, in the same order; round 2 uses what
- * was prepared only if it gets the same site objects, else it redoes the
- * work itself (the result is the same either way). Memory: one pooled
- * polynomial per band plaintext of the token (about 1.5 MB per such site
- * at N = 4096), kept for later tokens. Time goes to stats->offline_us
- * (NULL ok). TSAFE_E_STATE unless round 1 is pending; a no-op in sealed
- * mode and when already prepared for this token. */
+/* The hook a host calls between round 1 and round 2 (after response 1
+ * went out, while the client decrypts and encrypts its shares) for the
+ * part of round 2 that needs only the server's own masks. Since plan
+ * version 7 (no wrap band: docs/PROTOCOL.md) there is none; the call is
+ * checked and returns. sites: those of round 1, in the same order.
+ * TSAFE_E_STATE unless round 1 is pending; stats unused (NULL ok). */
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_sealed_server_prepare_round2(
     tsafe_sealed_server *s, const tsafe_sealed_site *const *sites, size_t n_sites,
     tsafe_lora_stats *stats);

@@ -676,14 +676,15 @@ static void gen_sealed(void)
     PUTMF(sealed_query, "bad-n-chunks", 0, s->query.b, pre, 36, 1, 2);
     PUTMF(sealed_query, "bad-coefficient-above-q", 0, s->query.b, s->query.n, pre + 32, 7, 0xFF);
 
-    /* response 1: per site rank, d_out, f64 scale, u32 k (from 40), then
-     * the sealed results from 60 */
+    /* response 1: per site rank, d_out (from 40), sealed mode's f64 scale,
+     * then the sealed results (sealed-private has no shift field since
+     * plan version 7) */
     PUTM(sealed_response1, "ok-sealed", 0, s->r1.b, s->r1.n);
     PUTM(sealed_response1, "ok-private", 1, p->r1.b, p->r1.n);
     PUTM(sealed_response1, "bad-truncated", 0, s->r1.b, s->r1.n - 1);
     PUTMF(sealed_response1, "bad-rank", 0, s->r1.b, 60, pre, 1, 3);
     PUTMF(sealed_response1, "bad-scale-nan", 0, s->r1.b, 60, pre + 8, 8, 0xFF);
-    PUTMF(sealed_response1, "bad-shift-above-plan", 1, p->r1.b, 60, pre + 16, 1, 0x7F);
+    PUTMF(sealed_response1, "bad-private-d-out", 1, p->r1.b, 60, pre + 4, 1, 3);
     PUTMF(sealed_response1, "bad-c1-above-q", 1, p->r1.b, p->r1.n, 60, 7, 0xFF);
     PUTMF(sealed_response1, "bad-replay-seq", 0, s->r1.b, 60, seq, 1, 1);
 

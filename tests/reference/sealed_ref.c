@@ -16,14 +16,14 @@ struct tsafe_ref_sealed {
     tsafe_bfv_public_key *pk1, *pk2;
     tsafe_sealed_tag tag;
     tsafe_sealed_draws draws;
-    tsafe_bfv_ct *x[REF_MAX_CHUNKS], *z[2 * REF_MAX_CHUNKS];
+    tsafe_bfv_ct *x[REF_MAX_CHUNKS], *z[REF_MAX_CHUNKS];
     tsafe_bfv_acc *acc1, *acc2;
     tsafe_bfv_sealed *res1, *res2;
     uint64_t *R;
     size_t off[TSAFE_MSG_MAX_SITES + 1];
     uint32_t *pos;
     uint64_t *mask;
-    int64_t *coeff, *colsel, *noise;
+    int64_t *noise;
 };
 
 void tsafe_ref_sealed_free(tsafe_ref_sealed *r)
@@ -32,7 +32,7 @@ void tsafe_ref_sealed_free(tsafe_ref_sealed *r)
         return;
     for (size_t i = 0; i < REF_MAX_CHUNKS; i++)
         tsafe_bfv_ct_free(r->x[i]);
-    for (size_t i = 0; i < 2 * REF_MAX_CHUNKS; i++)
+    for (size_t i = 0; i < REF_MAX_CHUNKS; i++)
         tsafe_bfv_ct_free(r->z[i]);
     tsafe_bfv_acc_free(r->acc1);
     tsafe_bfv_acc_free(r->acc2);
@@ -45,8 +45,6 @@ void tsafe_ref_sealed_free(tsafe_ref_sealed *r)
     free(r->R);
     free(r->pos);
     free(r->mask);
-    free(r->coeff);
-    free(r->colsel);
     free(r->noise);
     free(r);
 }
@@ -57,16 +55,14 @@ static tsafe_status create_round2(tsafe_ref_sealed *r, size_t n)
     tsafe_sealed_layout l2;
     tsafe_sealed_layout2(&r->plan, r->plan.rank, r->plan.d_out_max, &l2);
     tsafe_status st = l2.n_chunks <= REF_MAX_CHUNKS ? TSAFE_OK : TSAFE_E_RANGE;
-    for (uint32_t i = 0; i < 2 * l2.n_chunks && st == TSAFE_OK; i++)
+    for (uint32_t i = 0; i < l2.n_chunks && st == TSAFE_OK; i++)
         st = tsafe_bfv_ct_create(r->c2, &r->z[i]);
     if (st == TSAFE_OK)
         st = tsafe_bfv_acc_create(r->c2, &r->acc2);
     if (st == TSAFE_OK)
         st = tsafe_bfv_sealed_create(r->c2, n, &r->res2);
-    r->coeff = malloc(n * sizeof *r->coeff);
-    r->colsel = malloc((size_t)r->plan.d_out_max * r->plan.rank * sizeof *r->colsel);
     r->noise = malloc((size_t)r->plan.d_out_max * sizeof *r->noise);
-    return st == TSAFE_OK && !(r->coeff && r->colsel && r->noise) ? TSAFE_E_NOMEM : st;
+    return st == TSAFE_OK && !r->noise ? TSAFE_E_NOMEM : st;
 }
 
 tsafe_status tsafe_ref_sealed_create(const tsafe_sealed_plan *plan, const uint8_t *seed,
@@ -257,23 +253,14 @@ static tsafe_status round2_sealed_site(tsafe_ref_sealed *r, const tsafe_sealed_s
     return TSAFE_OK;
 }
 
-/* Block b of round 2: the shares times B_q's blocks and the band's
- * columns (every chunk, band or not, as the server does). */
+/* Block b of round 2: the shares times B_q's blocks. */
 static tsafe_status round2_block(tsafe_ref_sealed *r, const tsafe_sealed_site *site, uint32_t b)
 {
     const tsafe_sealed_layout *l = &site->l2;
-    size_t n = tsafe_bfv_context_n(r->c2);
     tsafe_status st = TSAFE_OK;
     tsafe_bfv_acc_zero(r->acc2);
     for (uint32_t c = 0; c < l->n_chunks && st == TSAFE_OK; c++)
         st = tsafe_bfv_acc_mul_add(r->acc2, r->z[c], site->p2[(size_t)c * l->n_blocks + b]);
-    for (uint32_t c = 0; c < l->n_chunks && st == TSAFE_OK; c++) {
-        tsafe_bfv_plain *pd;
-        tsafe_sealed_encode_block(l, r->colsel, site->rank, c, b, r->coeff, n);
-        if ((st = tsafe_bfv_plain_create(r->c2, r->coeff, n, &pd)) == TSAFE_OK)
-            st = tsafe_bfv_acc_mul_add(r->acc2, r->z[l->n_chunks + c], pd);
-        tsafe_bfv_plain_free(pd);
-    }
     return st;
 }
 
@@ -281,17 +268,15 @@ static tsafe_status round2_private_site(tsafe_ref_sealed *r, const tsafe_sealed_
                                         const uint64_t *R, tsafe_rbuf *b, tsafe_wbuf *w)
 {
     const tsafe_sealed_layout *l = &site->l2;
-    uint8_t band[1024];
     int64_t C[1024];
     tsafe_status st = tsafe_sealed_get_site2(b, site);
     if (st == TSAFE_OK)
-        st = read_cts(b, r->c2, r->z, 2 * l->n_chunks);
+        st = read_cts(b, r->c2, r->z, l->n_chunks);
     if (st != TSAFE_OK)
         return st;
-    tsafe_sealed_band_and_c(&r->plan, site, R, band, C);
+    tsafe_sealed_round2_c(&r->plan, site, R, C);
     tsafe_sealed_put_site2(w, site);
     tsafe_sealed_draw_out_noise(&r->draws, site, r->noise);
-    tsafe_sealed_band_columns(site, band, r->colsel);
     for (uint32_t blk = 0; blk < l->n_blocks && st == TSAFE_OK; blk++) {
         st = round2_block(r, site, blk);
         tsafe_sealed_round2_masks(&r->plan, site, blk, C, r->noise, r->mask);

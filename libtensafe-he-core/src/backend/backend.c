@@ -192,7 +192,7 @@ tsafe_status tsafe_buffer_upload(tsafe_buffer *dst, const uint64_t *src,
     TSAFE_REQUIRE(words == tsafe_buffer_words(dst), TSAFE_E_RANGE);
     /* values must be reduced: check on the host before they reach a device
      * (vectorised: a device backend's host side checks every word it
-     * uploads, share ciphertexts and band plaintexts included) */
+     * uploads, share ciphertexts included) */
     const struct tsafe_ring_view *c = dst->backend->ring;
     for (size_t p = 0; p < dst->n_polys; p++)
         for (uint32_t i = 0; i < dst->n_limbs; i++)

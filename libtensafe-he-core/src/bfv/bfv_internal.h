@@ -148,7 +148,7 @@ static inline void tsafe_bfv_encode_limb(const tsafe_bfv_context *c, uint32_t i,
 {
     uint64_t q = c->mod[i].q, one = c->one_shoup[i];
     /* Weights (11-14 bits) are far below every prime: one vectorised pass
-     * (a band plaintext is half zeros in random places, which a branch per
+     * (a sparse plaintext has zeros in random places, which a branch per
      * value mispredicts); larger values take the Shoup reduction. */
     if (tsafe_vec_from_i64_small(l, coeffs, count, q) == 0)
         return;
@@ -183,6 +183,15 @@ void tsafe_bfv_expand_a(const tsafe_bfv_context *c, const uint8_t seed[32],
 /* round(Q * m / t) mod q_i for 0 <= |m| < 2^63 (m signed). */
 uint64_t tsafe_bfv_scale_up(const tsafe_bfv_context *c, uint32_t i,
                             int64_t m);
+/* round(Q * m / (t 2^f)) mod q_i: the constants of a fractional scale. */
+typedef struct {
+    uint32_t bits; /* t_bits + f */
+    tsafe_u128 q_mod; /* Q mod 2^bits */
+    uint64_t delta_mod[TSAFE_BFV_MAX_LIMBS]; /* floor(Q / 2^bits) mod q_i */
+} tsafe_bfv_frac;
+void tsafe_bfv_frac_init(const tsafe_bfv_context *c, uint32_t frac_bits, tsafe_bfv_frac *f);
+uint64_t tsafe_bfv_scale_up_frac(const tsafe_bfv_context *c, const tsafe_bfv_frac *f,
+                                 uint32_t i, int64_t m);
 
 /* b is a backend over c's ring (its own context or one with equal
  * parameters). */

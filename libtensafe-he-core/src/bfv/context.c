@@ -144,18 +144,43 @@ void tsafe_bfv_expand_a(const tsafe_bfv_context *c, const uint8_t seed[32],
     }
 }
 
-uint64_t tsafe_bfv_scale_up(const tsafe_bfv_context *c, uint32_t i, int64_t m)
+/* round(Q m / 2^T) mod q_i from floor(Q / 2^T) mod q_i (dmod) and
+ * Q mod 2^T (qmt): floor(Q/2^T) m + round(qmt m / 2^T). |m| < 2^63 and
+ * qmt |m| < 2^128. */
+static uint64_t scale_up_at(const tsafe_bfv_context *c, uint32_t i, int64_t m,
+                            uint64_t dmod, tsafe_u128 qmt, uint32_t T)
 {
     uint64_t am = m < 0 ? (uint64_t)0 - (uint64_t)m : (uint64_t)m;
     const tsafe_modulus *q = &c->mod[i];
-    /* |m| < 2^63 and, below, lo < 2^t_bits: both reduce by Barrett (no
+    /* |m| < 2^63 and, below, lo < 2^T: both reduce by Barrett (no
      * division; the 30-bit gap limbs need it for every value above q) */
     uint64_t ar = am < q->q ? am : tsafe_reduce_128(am, q);
-    uint64_t hi = tsafe_mul_mod(c->delta_mod[i], ar, q);
-    uint64_t lo = (uint64_t)(((tsafe_u128)c->q_mod_t * am + (c->t >> 1)) >> c->p.t_bits);
+    uint64_t hi = tsafe_mul_mod(dmod, ar, q);
+    uint64_t lo = (uint64_t)((qmt * am + ((tsafe_u128)1 << (T - 1))) >> T);
     uint64_t lr = lo < q->q ? lo : tsafe_reduce_128(lo, q);
     uint64_t v = tsafe_add_mod(hi, lr, q->q);
     return m < 0 ? tsafe_neg_mod(v, q->q) : v;
+}
+
+uint64_t tsafe_bfv_scale_up(const tsafe_bfv_context *c, uint32_t i, int64_t m)
+{
+    return scale_up_at(c, i, m, c->delta_mod[i], c->q_mod_t, c->p.t_bits);
+}
+
+void tsafe_bfv_frac_init(const tsafe_bfv_context *c, uint32_t frac_bits, tsafe_bfv_frac *f)
+{
+    uint32_t T = c->p.t_bits + frac_bits;
+    f->bits = T;
+    f->q_mod = c->Q & (((tsafe_u128)1 << T) - 1);
+    tsafe_u128 delta = c->Q >> T;
+    for (uint32_t i = 0; i < c->L; i++)
+        f->delta_mod[i] = (uint64_t)(delta % c->mod[i].q);
+}
+
+uint64_t tsafe_bfv_scale_up_frac(const tsafe_bfv_context *c, const tsafe_bfv_frac *f,
+                                 uint32_t i, int64_t m)
+{
+    return scale_up_at(c, i, m, f->delta_mod[i], f->q_mod, f->bits);
 }
 
 /* ------------------------------------------------------------------ keys */

@@ -39,15 +39,20 @@ void tsafe_bfv_ct_free(tsafe_bfv_ct *ct)
     free(ct);
 }
 
-tsafe_status tsafe_bfv_encrypt(const tsafe_bfv_context *c,
-                               const tsafe_bfv_secret_key *sk, const int64_t *m,
-                               size_t count, const uint8_t *seed,
-                               tsafe_bfv_ct *ct)
+/* Encrypt with the scale Q / (t 2^frac_bits): frac_bits 0 is the plain
+ * encoding, round(Q m / t). */
+static tsafe_status encrypt_at(const tsafe_bfv_context *c, const tsafe_bfv_secret_key *sk,
+                               const int64_t *m, size_t count, uint32_t frac_bits,
+                               const uint8_t *seed, tsafe_bfv_ct *ct)
 {
     TSAFE_REQUIRE(c && sk && ct && (m || count == 0), TSAFE_E_NULL);
     TSAFE_REQUIRE(sk->ctx == c && ct->ctx == c, TSAFE_E_PARAMS_MISMATCH);
     TSAFE_REQUIRE(count <= c->n, TSAFE_E_RANGE);
-    int64_t half = (int64_t)(c->t >> 1);
+    TSAFE_REQUIRE(frac_bits <= TSAFE_BFV_MAX_FRAC_BITS && c->p.t_bits + frac_bits <= 62,
+                  TSAFE_E_RANGE);
+    tsafe_bfv_frac f;
+    tsafe_bfv_frac_init(c, frac_bits, &f);
+    int64_t half = (int64_t)1 << (f.bits - 1);
     for (size_t k = 0; k < count; k++)
         TSAFE_REQUIRE(m[k] >= -half && m[k] < half, TSAFE_E_VALUE_RANGE);
     tsafe_status st;
@@ -72,7 +77,7 @@ tsafe_status tsafe_bfv_encrypt(const tsafe_bfv_context *c,
         tsafe_vec_from_i8(tmp, e, c->n, q); /* e, then + round(Q m / t) */
         for (size_t k = 0; k < count; k++)
             if (m[k])
-                tmp[k] = tsafe_add_mod(tmp[k], tsafe_bfv_scale_up(c, i, m[k]), q);
+                tmp[k] = tsafe_add_mod(tmp[k], tsafe_bfv_scale_up_frac(c, &f, i, m[k]), q);
         tsafe_ntt_forward(&c->ntt[i], tmp);
         uint64_t *c0 = ct->c0 + i * c->n;
         const uint64_t *a = ct->c1 + i * c->n;
@@ -91,6 +96,20 @@ fail:
     sodium_memzero(master, sizeof master);
     sodium_memzero(eseed, sizeof eseed);
     return st;
+}
+
+tsafe_status tsafe_bfv_encrypt(const tsafe_bfv_context *c, const tsafe_bfv_secret_key *sk,
+                               const int64_t *m, size_t count, const uint8_t *seed,
+                               tsafe_bfv_ct *ct)
+{
+    return encrypt_at(c, sk, m, count, 0, seed, ct);
+}
+
+tsafe_status tsafe_bfv_encrypt_frac(const tsafe_bfv_context *c, const tsafe_bfv_secret_key *sk,
+                                    const int64_t *m, size_t count, uint32_t frac_bits,
+                                    const uint8_t *seed, tsafe_bfv_ct *ct)
+{
+    return encrypt_at(c, sk, m, count, frac_bits, seed, ct);
 }
 
 /* ------------------------------------------------------------- plaintext */

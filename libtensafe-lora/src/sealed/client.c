@@ -191,7 +191,11 @@ tsafe_status tsafe_sealed_client_query(tsafe_sealed_client *c, const float *x,
     for (uint32_t ch = 0; ch < p->n_chunks1 && st == TSAFE_OK; ch++) {
         uint32_t from = ch * p->chunk1;
         uint32_t cnt = from + p->chunk1 <= p->d_in ? p->chunk1 : p->d_in - from;
-        st = tsafe_bfv_encrypt(c->c1, c->sk1, c->xq + from, cnt, NULL, c->ct1);
+        /* sealed-private: at the scale Q / (t 2^K), so that round 1 reads
+         * u / 2^K (a site's plaintexts carry 2^(K - k)) at t's step */
+        st = tsafe_bfv_encrypt_frac(c->c1, c->sk1, c->xq + from, cnt,
+                                    p->mode == TSAFE_SEALED_PRIVATE ? p->trunc_bits : 0, NULL,
+                                    c->ct1);
         uint8_t *dst = st == TSAFE_OK ? tsafe_wbuf_reserve(&w, ctl) : NULL;
         if (st == TSAFE_OK)
             st = dst ? tsafe_bfv_ct_write(c->c1, c->ct1, dst, ctl) : TSAFE_E_NOMEM;
@@ -241,33 +245,31 @@ static tsafe_status decrypt_site(tsafe_sealed_client *c, tsafe_rbuf *r, uint32_t
     return TSAFE_OK;
 }
 
-/* sealed-private: encrypt floor(v/2^k) and d = -(t/2^k)[v >= t/2] */
+/* sealed-private: encrypt the reads f (values mod t2, centred: each
+ * encodes, whatever was decrypted) */
 static tsafe_status share_ct(tsafe_sealed_client *c, uint32_t rank, uint32_t d_out,
-                             uint32_t ks, tsafe_wbuf *w)
+                             tsafe_wbuf *w)
 {
     const tsafe_sealed_plan *p = &c->plan;
     tsafe_sealed_layout l;
     tsafe_sealed_layout2(p, rank, d_out, &l);
     uint64_t t = 1ull << p->r1.t_bits;
-    int64_t big = (int64_t)(t >> ks);
     size_t ctl = tsafe_bfv_ct_bytes(c->c2);
     tsafe_wbuf_u32(w, rank);
-    tsafe_wbuf_u32(w, 2 * l.n_chunks);
+    tsafe_wbuf_u32(w, l.n_chunks);
     tsafe_status st = TSAFE_OK;
-    for (int part = 0; part < 2 && st == TSAFE_OK; part++)
-        for (uint32_t ch = 0; ch < l.n_chunks && st == TSAFE_OK; ch++) {
-            uint32_t from = ch * l.chunk;
-            uint32_t cnt = from + l.chunk <= rank ? l.chunk : rank - from;
-            for (uint32_t k = 0; k < cnt; k++) {
-                uint64_t v = c->m[from + k];
-                c->z[k] = part == 0 ? (int64_t)(v >> ks)
-                                    : (v >= t / 2 ? -big : 0);
-            }
-            st = tsafe_bfv_encrypt(c->c2, c->sk2, c->z, cnt, NULL, c->ct2);
-            uint8_t *dst = st == TSAFE_OK ? tsafe_wbuf_reserve(w, ctl) : NULL;
-            if (st == TSAFE_OK)
-                st = dst ? tsafe_bfv_ct_write(c->c2, c->ct2, dst, ctl) : TSAFE_E_NOMEM;
+    for (uint32_t ch = 0; ch < l.n_chunks && st == TSAFE_OK; ch++) {
+        uint32_t from = ch * l.chunk;
+        uint32_t cnt = from + l.chunk <= rank ? l.chunk : rank - from;
+        for (uint32_t k = 0; k < cnt; k++) {
+            uint64_t v = c->m[from + k];
+            c->z[k] = v >= t / 2 ? (int64_t)v - (int64_t)t : (int64_t)v;
         }
+        st = tsafe_bfv_encrypt(c->c2, c->sk2, c->z, cnt, NULL, c->ct2);
+        uint8_t *dst = st == TSAFE_OK ? tsafe_wbuf_reserve(w, ctl) : NULL;
+        if (st == TSAFE_OK)
+            st = dst ? tsafe_bfv_ct_write(c->c2, c->ct2, dst, ctl) : TSAFE_E_NOMEM;
+    }
     return st;
 }
 
@@ -306,24 +308,23 @@ static tsafe_status respond_site(tsafe_sealed_client *c, tsafe_rbuf *r, tsafe_wb
                                  double *dec_us)
 {
     int priv = c->plan.mode == TSAFE_SEALED_PRIVATE;
-    uint32_t rank, d_out, ks = 0;
+    uint32_t rank, d_out;
     double scale_a = 1;
     if (!tsafe_rbuf_u32(r, &rank) || !tsafe_rbuf_u32(r, &d_out) ||
-        (!priv && !tsafe_rbuf_f64(r, &scale_a)) || (priv && !tsafe_rbuf_u32(r, &ks)))
+        (!priv && !tsafe_rbuf_f64(r, &scale_a)))
         return TSAFE_E_TRUNCATED;
     /* public fields only, checked before this site is decrypted: a
-     * refusal tells nothing of x; a shift of at least k_min makes every
-     * decrypted value encode in round 2 (no reaction channel) */
+     * refusal tells nothing of x (sealed-private's shares are values mod
+     * t2, each encodes: no decrypted value can fail round 2) */
     if (rank != want_rank || d_out != want_d_out || !(scale_a >= 0x1p-100) ||
-        !(scale_a <= 0x1p100) ||
-        (priv && (ks < tsafe_sealed_k_min(&c->plan) || ks > c->plan.trunc_bits)))
+        !(scale_a <= 0x1p100))
         return TSAFE_E_FORMAT;
     double d0 = tsafe_now_us();
     tsafe_status st = decrypt_site(c, r, rank);
     if (st != TSAFE_OK)
         return st;
     *dec_us += tsafe_now_us() - d0;
-    return priv ? share_ct(c, rank, d_out, ks, w) : share_noised(c, rank, scale_a, dp, w);
+    return priv ? share_ct(c, rank, d_out, w) : share_noised(c, rank, scale_a, dp, w);
 }
 
 static tsafe_status respond(tsafe_sealed_client *c, const uint8_t *response, size_t len,

@@ -53,8 +53,6 @@ void tsafe_sealed_put_site1(tsafe_wbuf *w, const tsafe_sealed_plan *p,
     tsafe_wbuf_u32(w, site->d_out);
     if (p->mode == TSAFE_SEALED)
         tsafe_wbuf_f64(w, site->scale_a); /* the client's DP calibration */
-    else
-        tsafe_wbuf_u32(w, site->trunc_bits); /* checked by the client */
 }
 
 void tsafe_sealed_put_site2(tsafe_wbuf *w, const tsafe_sealed_site *site)
@@ -77,5 +75,5 @@ tsafe_status tsafe_sealed_get_site2(tsafe_rbuf *r, const tsafe_sealed_site *site
     uint32_t rank, ncts;
     if (!tsafe_rbuf_u32(r, &rank) || !tsafe_rbuf_u32(r, &ncts))
         return TSAFE_E_TRUNCATED;
-    return rank == site->rank && ncts == 2 * site->l2.n_chunks ? TSAFE_OK : TSAFE_E_FORMAT;
+    return rank == site->rank && ncts == site->l2.n_chunks ? TSAFE_OK : TSAFE_E_FORMAT;
 }

@@ -1,5 +1,5 @@
 /* The sealed server's masking arithmetic (no ring work): what each block
- * adds to its sealing, the sealed-private band and constants. */
+ * adds to its sealing, sealed-private's round-2 constants. */
 #include "server_internal.h"
 
 uint32_t tsafe_sealed_round1_masks(const tsafe_sealed_plan *p, const tsafe_sealed_layout *l,
@@ -12,30 +12,12 @@ uint32_t tsafe_sealed_round1_masks(const tsafe_sealed_plan *p, const tsafe_seale
     return reads;
 }
 
-void tsafe_sealed_band_and_c(const tsafe_sealed_plan *p, const tsafe_sealed_site *site,
-                             const uint64_t *R, uint8_t *band, int64_t *C)
+void tsafe_sealed_round2_c(const tsafe_sealed_plan *p, const tsafe_sealed_site *site,
+                           const uint64_t *R, int64_t *C)
 {
-    int64_t t = (int64_t)1 << p->r1.t_bits, half = t / 2;
-    for (uint32_t k = 0; k < site->rank; k++) {
-        int64_t Rk = (int64_t)R[k], U = site->u_bound[k];
-        band[k] = Rk > half - U && Rk <= half + U;
-        int64_t known = !band[k] && Rk > half + U;
-        /* + 1: the two floors lose 1 on average; this centres u~ */
-        C[k] = tsafe_sealed_floor_shift(Rk - half - (known ? t : 0), site->trunc_bits) + 1;
-    }
-}
-
-/* A mask per column: no branch on the random band. */
-void tsafe_sealed_band_columns(const tsafe_sealed_site *site, const uint8_t *band,
-                               int64_t *colsel)
-{
-    uint32_t rank = site->rank;
-    int64_t keep[1024];
-    for (uint32_t k = 0; k < rank; k++)
-        keep[k] = band[k] ? -1 : 0;
-    for (uint32_t j = 0; j < site->d_out; j++)
-        for (uint32_t k = 0; k < rank; k++)
-            colsel[(size_t)j * rank + k] = site->bq[(size_t)j * rank + k] & keep[k];
+    uint64_t t = 1ull << p->r1.t_bits, half = t >> 1;
+    for (uint32_t k = 0; k < site->rank; k++)
+        C[k] = (int64_t)((R[k] - half) & (t - 1));
 }
 
 uint32_t tsafe_sealed_round2_masks(const tsafe_sealed_plan *p, const tsafe_sealed_site *site,

@@ -92,8 +92,7 @@ static double switched_noise(uint32_t log_n, double gap, uint32_t flood, double 
 /* The cheapest split (input bytes + 2 * readers * output bytes: an input
  * of round 1 is shared by the sites that read it) of a product with input
  * len and outs outputs. */
-static uint32_t best_chunk(uint32_t log_n, uint32_t len, uint32_t outs,
-                           uint32_t chunks_mult, uint32_t readers)
+static uint32_t best_chunk(uint32_t log_n, uint32_t len, uint32_t outs, uint32_t readers)
 {
     uint32_t n = 1u << log_n, best = 0;
     double best_cost = INFINITY;
@@ -103,7 +102,7 @@ static uint32_t best_chunk(uint32_t log_n, uint32_t len, uint32_t outs,
             continue;
         tsafe_sealed_layout l;
         tsafe_sealed_layout_make(n, len, chunk, outs, &l);
-        double up = (double)chunks_mult * l.n_chunks * ct_bytes(log_n, RESP_BITS, 60);
+        double up = (double)l.n_chunks * ct_bytes(log_n, RESP_BITS, 60);
         double down = (double)l.n_blocks * sealed_bytes(log_n, RESP_BITS, l.rows);
         double cost = up + 2.0 * readers * down;
         if (cost < best_cost) {
@@ -127,7 +126,7 @@ void tsafe_sealed_layout1(const tsafe_sealed_plan *p, uint32_t rank,
  * shapes; round2_noise bounds every chunk it can return. */
 static uint32_t site_chunk2(const tsafe_sealed_plan *p, uint32_t d_out)
 {
-    uint32_t c = best_chunk(p->r2.log_n, p->rank, d_out, 2, 1);
+    uint32_t c = best_chunk(p->r2.log_n, p->rank, d_out, 1);
     return c > p->chunk2 ? c : p->chunk2;
 }
 
@@ -151,8 +150,7 @@ static double round2_noise(const tsafe_sealed_plan *p)
     for (uint32_t c = p->chunk2; c <= p->rank; c++) {
         tsafe_sealed_layout l;
         tsafe_sealed_layout_make(1u << p->r2.log_n, p->rank, c, p->d_out_max, &l);
-        /* v-chunks and, when every coordinate is in the band, as many d-chunks */
-        double b = product_noise(2 * l.n_chunks, l.chunk, l.rows, b_max(p),
+        double b = product_noise(l.n_chunks, l.chunk, l.rows, b_max(p),
                                  b_max(p) / TSAFE_SEALED_RMS_RATIO);
         worst = b > worst ? b : worst;
     }
@@ -193,12 +191,14 @@ static tsafe_status derive_round1(tsafe_sealed_plan *p, uint32_t log_n, uint32_t
      * a_max / RMS_RATIO in sealed-private (site.c) */
     double a_l2 = p->mode == TSAFE_SEALED_PRIVATE ? a_max / TSAFE_SEALED_RMS_RATIO : a_max;
     *U = x_max * a_l2 * p->d_in;
-    /* + 9: the sites' bands take |u| + 2 (the read's +-1, site.c) */
-    uint32_t t_bits = ceil_log2(4 * *U + 9);
+    /* sealed: 4U <= t1 (the share reconstruction in round 2);
+     * sealed-private reads round 1 at round 2's t (derive_round2 sets it) */
+    int priv = p->mode == TSAFE_SEALED_PRIVATE;
+    uint32_t t_bits = priv ? 8 : ceil_log2(4 * *U + 9);
     if (t_bits < 8)
         t_bits = 8;
     p->r1 = (tsafe_bfv_params){log_n, RESP_BITS, gap, t_bits, 0};
-    p->chunk1 = best_chunk(log_n, p->d_in, p->rank, 1, p->sites_per_query);
+    p->chunk1 = best_chunk(log_n, p->d_in, p->rank, p->sites_per_query);
     if (!p->chunk1)
         return TSAFE_E_VALUE_RANGE;
     tsafe_sealed_layout l1;
@@ -214,23 +214,42 @@ static tsafe_status derive_round1(tsafe_sealed_plan *p, uint32_t log_n, uint32_t
     tsafe_status st = primes_of(&p->r1, q0, q1);
     if (st != TSAFE_OK)
         return st == TSAFE_E_INSECURE ? TSAFE_E_VALUE_RANGE : st;
-    if (switched_noise(log_n, *q1, p->flood1, b1) >= *q0 / (2 * ldexp(1.0, (int)t_bits)))
+    if (!priv && switched_noise(log_n, *q1, p->flood1, b1) >= *q0 / (2 * ldexp(1.0, (int)t_bits)))
         return TSAFE_E_VALUE_RANGE;
     p->log2_fail = -40;
     return TSAFE_OK;
 }
 
+/* sealed-private's round 1 at round 2's t (t2): the query is encrypted at
+ * the scale Q / (t2 2^K) (K = trunc_bits), a site's A plaintexts carry
+ * 2^(K - k) (k its own shift, at least k_min), so each read is
+ * u / 2^k + M (M the mask) in units of t2's step, flooded by a whole step.
+ * The read is then within 1 of that value (a stochastic rounding, plus
+ * at most one more when the noise below passes half a step), provided
+ * the switched noise without the flood stays below half a step. */
+static tsafe_status check_round1_private(const tsafe_sealed_plan *p, double q0, double q1)
+{
+    tsafe_sealed_layout l1;
+    tsafe_sealed_layout1(p, p->rank, &l1);
+    double lift = ldexp(1.0, (int)(p->trunc_bits - tsafe_sealed_k_min(p)));
+    double a_max = (double)tsafe_sealed_qmax(p->a_bits) * lift;
+    double b1 = product_noise(l1.n_chunks, l1.chunk, l1.rows, a_max,
+                              a_max / TSAFE_SEALED_RMS_RATIO);
+    double rounding = (0.5 + 4 * sqrt(ldexp(1.0, (int)p->r1.log_n))) * (1 + ldexp(1.0, -20));
+    return b1 / q1 + rounding < q0 / (2 * ldexp(1.0, (int)p->r1.t_bits)) ? TSAFE_OK
+                                                                        : TSAFE_E_VALUE_RANGE;
+}
+
 /* Round 2's truncation k and t2: the smallest k whose |B_q u~| fits t2
- * within the room the switched noise leaves, and whose truncated shares
- * floor(v/2^k) < 2^(t1-k) always encode mod t2: no decrypted value can
- * make the client's round 2 fail. */
+ * within the room the switched noise leaves. The client's shares are
+ * values mod t2 (round 1 reads at t2): every one encodes, so no
+ * decrypted value can make its round 2 fail. */
 static tsafe_status derive_truncation(tsafe_sealed_plan *p, double U, double room)
 {
-    uint32_t t_bits = p->r1.t_bits;
-    for (uint32_t k = 0; k < 60; k++) {
+    for (uint32_t k = 0; k <= TSAFE_BFV_MAX_FRAC_BITS; k++) {
         /* per output: ||B_q,j||_2 (||u||_2 / 2^k + 3 sqrt(r) + ||z||_2)
-         * (u~ = floor(u/2^k) + C within -1..2 of u / 2^k: the floors and
-         * the read's +-1, round 1 flooding a whole step),
+         * (u~ within 1 of u / 2^k: a stochastic rounding, round 1
+         * flooding a whole step, and the read's +-1; 3 leaves room),
          * ||B_q,j||_2 <= b_max sqrt(r) / RMS_RATIO, ||u||_2 <= U sqrt(r)
          * (site.c) */
         double dmax = b_max(p) / TSAFE_SEALED_RMS_RATIO * p->rank *
@@ -239,9 +258,7 @@ static tsafe_status derive_truncation(tsafe_sealed_plan *p, double U, double roo
         uint32_t t2 = ceil_log2(2 * dmax + 1);
         if (t2 < 8)
             t2 = 8;
-        if (k < t_bits && t_bits - k + 1 > t2)
-            t2 = t_bits - k + 1;
-        if (k <= t_bits && t2 + 8 <= RESP_BITS && ldexp(1.0, (int)t2) < room) {
+        if (t2 + 8 <= RESP_BITS && ldexp(1.0, (int)t2) < room) {
             p->trunc_bits = k;
             p->r2.t_bits = t2;
             return TSAFE_OK;
@@ -287,7 +304,7 @@ static tsafe_status derive_round2(tsafe_sealed_plan *p, uint32_t log_n, uint32_t
                                   double q0, double q1)
 {
     p->r2 = (tsafe_bfv_params){log_n, RESP_BITS, gap, 8, 0};
-    p->chunk2 = best_chunk(log_n, p->rank, p->d_out_max, 2, 1);
+    p->chunk2 = best_chunk(log_n, p->rank, p->d_out_max, 1);
     if (!p->chunk2)
         return TSAFE_E_VALUE_RANGE;
     double noise2 = round2_noise(p);
@@ -297,7 +314,8 @@ static tsafe_status derive_round2(tsafe_sealed_plan *p, uint32_t log_n, uint32_t
     if (st != TSAFE_OK)
         return st;
     p->log2_sd2 = log2((double)p->d_out_max) + log2(noise2) - flood2;
-    return TSAFE_OK;
+    p->r1.t_bits = p->r2.t_bits; /* round 1 reads at t2 */
+    return check_round1_private(p, q0, q1);
 }
 
 static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
@@ -498,7 +516,7 @@ tsafe_status tsafe_sealed_plan_sizes(const tsafe_sealed_plan *p, uint32_t rank,
         tsafe_sealed_layout l2;
         tsafe_sealed_layout2(p, rank, d_out, &l2);
         const tsafe_bfv_params *b2 = &p->r2;
-        out->share = 2 * (size_t)l2.n_chunks * ct_bytes(b2->log_n, b2->resp_bits, b2->gap_bits);
+        out->share = (size_t)l2.n_chunks * ct_bytes(b2->log_n, b2->resp_bits, b2->gap_bits);
         out->response2 = d_out; /* the rows' exponents */
         for (uint32_t b = 0; b < l2.n_blocks; b++)
             out->response2 += sealed_bytes(b2->log_n, b2->resp_bits,

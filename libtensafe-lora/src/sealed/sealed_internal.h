@@ -88,12 +88,15 @@ static inline double tsafe_sealed_out_noise_sd(uint32_t rank)
 #define TSAFE_SEALED_B_BITS_MIN 12u
 #define TSAFE_SEALED_B_BITS_MAX 15u
 
-/* The smallest truncation a site may use: floor(v / 2^k) < 2^(t1 - k)
- * must encode mod t2 for every v, so that no decrypted value can make the
- * client's second message fail (a failure would be a bit about x). */
+/* The smallest shift a site may take in sealed-private: its round-1
+ * plaintexts carry A_q 2^(K - k) (K = the plan's trunc_bits), at most
+ * 2^TSAFE_SEALED_LIFT_MAX, which keeps them below the plaintexts' 2^40
+ * (|A_q| <= 2^21: a_max sqrt(d_in) / RMS_RATIO) and inside the plan's
+ * round-1 noise bound (plan.c). */
+#define TSAFE_SEALED_LIFT_MAX 15u
 static inline uint32_t tsafe_sealed_k_min(const tsafe_sealed_plan *p)
 {
-    return p->r1.t_bits + 1 > p->r2.t_bits ? p->r1.t_bits + 1 - p->r2.t_bits : 0;
+    return p->trunc_bits > TSAFE_SEALED_LIFT_MAX ? p->trunc_bits - TSAFE_SEALED_LIFT_MAX : 0;
 }
 
 /* Round-2 flooding bits for a site with d_out outputs. */
@@ -130,7 +133,6 @@ struct tsafe_sealed_site {
     uint8_t *row_exp;          /* sealed-private: d_out exponents (<= 63, or
                                   TSAFE_SEALED_ROW_ZERO), sent */
     uint32_t trunc_bits;       /* sealed-private: k of this site, in [k_min, plan's] */
-    int64_t *u_bound;          /* sealed-private, per row: ||A_q,i||_2 X2 (>= |u_i|) */
     tsafe_bfv_context *ctx1, *ctx2;
     int borrowed_ctx;          /* contexts belong to the caller (pair lane) */
     tsafe_bfv_plain **p1;      /* n_chunks1 x n_blocks1 */

@@ -25,9 +25,8 @@ static void backend_teardown(tsafe_sealed_server *s)
     tsafe_sealed_opcache_clear(&s->cache);
     pool_free(s->accs, s->n_accs);
     pool_free(s->accs2, s->n_accs2);
-    pool_free(s->band, s->n_band);
-    s->accs = s->accs2 = s->band = NULL;
-    s->n_accs = s->n_accs2 = s->n_band = 0;
+    s->accs = s->accs2 = NULL;
+    s->n_accs = s->n_accs2 = 0;
     for (size_t i = 0; i < TSAFE_SEALED_MAX_CHUNKS; i++)
         tsafe_buffer_free(s->xb[i]);
     pool_free(s->zb, s->n_zb);
@@ -156,25 +155,18 @@ tsafe_status tsafe_sealed_server_refill(tsafe_sealed_server *s, tsafe_lora_stats
     return st;
 }
 
-/* The pending token's masks and what was derived from them (C and the
- * band of a prepared round 2) are as secret as R: wiped together. */
+/* The pending token's masks and what was derived from them (round 2's
+ * constants C) are as secret as R: wiped together. */
 void tsafe_sealed_server_wipe_masks(tsafe_sealed_server *s)
 {
     if (s->R)
         sodium_memzero(s->R, s->R_cap * sizeof *s->R);
-    if (s->pC)
-        sodium_memzero(s->pC, s->R_cap * sizeof *s->pC);
-    if (s->pband)
-        sodium_memzero(s->pband, s->R_cap);
-    /* the last block's sealing masks (t/2 - R, then B_q C) and the band's
-     * columns of B_q with their encoding: all derived from R */
+    if (s->C)
+        sodium_memzero(s->C, s->R_cap * sizeof *s->C);
+    /* the last block's sealing masks (t/2 - R, then B_q C): derived from R */
     size_t n = (size_t)1 << s->plan.r1.log_n; /* not c1's: freed before this at free */
     if (s->mask)
         sodium_memzero(s->mask, n * sizeof *s->mask);
-    if (s->colsel)
-        sodium_memzero(s->colsel, (size_t)s->plan.d_out_max * s->plan.rank * sizeof *s->colsel);
-    if (s->coeff)
-        sodium_memzero(s->coeff, n * sizeof *s->coeff);
     if (s->noise)
         sodium_memzero(s->noise, s->plan.d_out_max * sizeof *s->noise);
 }
@@ -194,16 +186,11 @@ void tsafe_sealed_server_free(tsafe_sealed_server *s)
     tsafe_bfv_context_free(s->c1);
     tsafe_bfv_context_free(s->c2);
     free(s->R);
-    free(s->pC);
-    free(s->pband);
-    free(s->pfirst);
-    free(s->psites);
+    free(s->C);
     free(s->last_u);
     free(s->off);
     free(s->pos);
     free(s->mask);
-    free(s->coeff);
-    free(s->colsel);
     free(s->noise);
     free(s);
 }
@@ -233,12 +220,8 @@ tsafe_status tsafe_sealed_server_create(const tsafe_sealed_plan *plan,
         tsafe_sealed_layout2(plan, plan->rank, plan->d_out_max, &l2);
         TSAFE_CHECK(l2.n_chunks <= TSAFE_SEALED_MAX_CHUNKS, TSAFE_E_RANGE);
         TSAFE_TRY(tsafe_bfv_sealed_create(s->c2, n, &s->res2));
-        s->coeff = malloc(n * sizeof *s->coeff);
-        s->colsel = malloc((size_t)plan->d_out_max * plan->rank * sizeof *s->colsel);
         s->noise = malloc((size_t)plan->d_out_max * sizeof *s->noise);
-        s->pfirst = calloc(TSAFE_MSG_MAX_SITES, sizeof *s->pfirst);
-        s->psites = calloc(TSAFE_MSG_MAX_SITES, sizeof *s->psites);
-        TSAFE_CHECK(s->coeff && s->colsel && s->noise && s->pfirst && s->psites, TSAFE_E_NOMEM);
+        TSAFE_CHECK(s->noise, TSAFE_E_NOMEM);
     }
     TSAFE_TRY(backend_setup(s)); /* the CPU backend until the host picks one */
     *out = s;
@@ -334,15 +317,13 @@ tsafe_status tsafe_sealed_server_reserve_R(tsafe_sealed_server *s, size_t need)
         return TSAFE_OK;
     tsafe_sealed_server_wipe_masks(s);
     free(s->R);
-    free(s->pC);
-    free(s->pband);
+    free(s->C);
     free(s->last_u);
     s->R = malloc(need * sizeof *s->R);
     s->last_u = calloc(need, sizeof *s->last_u);
     int priv = s->plan.mode == TSAFE_SEALED_PRIVATE;
-    s->pC = priv ? malloc(need * sizeof *s->pC) : NULL;
-    s->pband = priv ? malloc(need) : NULL;
-    s->R_cap = s->R && s->last_u && (!priv || (s->pC && s->pband)) ? need : 0;
+    s->C = priv ? malloc(need * sizeof *s->C) : NULL;
+    s->R_cap = s->R && s->last_u && (!priv || s->C) ? need : 0;
     return s->R_cap ? TSAFE_OK : TSAFE_E_NOMEM;
 }
 
@@ -365,12 +346,8 @@ size_t tsafe_sealed_server_secrets_(const tsafe_sealed_server *s, tsafe_sealed_s
     size_t n = tsafe_bfv_context_n(s->c1), k = 0;
     const tsafe_sealed_secret all[] = {
         {"R", s->R, s->R_cap * sizeof *s->R},
-        {"pC", s->pC, s->pC ? s->R_cap * sizeof *s->pC : 0},
-        {"pband", s->pband, s->pband ? s->R_cap : 0},
+        {"C", s->C, s->C ? s->R_cap * sizeof *s->C : 0},
         {"mask", s->mask, n * sizeof *s->mask},
-        {"colsel", s->colsel,
-         s->colsel ? (size_t)s->plan.d_out_max * s->plan.rank * sizeof *s->colsel : 0},
-        {"coeff", s->coeff, s->coeff ? n * sizeof *s->coeff : 0},
         {"sealq.mask", s->sealq.mask, s->sealq.wcap * sizeof *s->sealq.mask},
     };
     for (size_t i = 0; i < sizeof all / sizeof *all && k < max; i++)

@@ -36,14 +36,11 @@ void tsafe_sealed_draw_out_noise(tsafe_sealed_draws *d, const tsafe_sealed_site 
  * block's reads. */
 uint32_t tsafe_sealed_round1_masks(const tsafe_sealed_plan *p, const tsafe_sealed_layout *l,
                                    uint32_t b, const uint64_t *R, uint64_t *mask);
-/* sealed-private: a site's band (coordinates whose wrap the server cannot
- * decide from R alone) and the constants C of u~ = floor(v/2^k) + band d
- * + C, from its masks R (rank entries each). */
-void tsafe_sealed_band_and_c(const tsafe_sealed_plan *p, const tsafe_sealed_site *site,
-                             const uint64_t *R, uint8_t *band, int64_t *C);
-/* colsel (d_out x rank) = the band's columns of B_q, the rest zero. */
-void tsafe_sealed_band_columns(const tsafe_sealed_site *site, const uint8_t *band,
-                               int64_t *colsel);
+/* sealed-private: the constants C of u~ = f + C mod t2 (f the client's
+ * read of round 1, t/2 - R + u / 2^k), from a site's masks R (rank
+ * entries): C = R - t/2 mod t. */
+void tsafe_sealed_round2_c(const tsafe_sealed_plan *p, const tsafe_sealed_site *site,
+                           const uint64_t *R, int64_t *C);
 /* Round 2, block b: mask[k] = (B_q C + noise) mod t2 for the block's
  * reads (returned). */
 uint32_t tsafe_sealed_round2_masks(const tsafe_sealed_plan *p, const tsafe_sealed_site *site,
@@ -62,8 +59,7 @@ size_t tsafe_sealed_message_bytes(const tsafe_sealed_plan *p,
 /* A sealed result of `reads` reads appended to w. */
 tsafe_status tsafe_sealed_put_sealed(const tsafe_bfv_context *ctx, const tsafe_bfv_sealed *res,
                                      size_t reads, tsafe_wbuf *w);
-/* Response 1's per-site header (rank, d_out, then the sealed scale_a or
- * the sealed-private truncation). */
+/* Response 1's per-site header (rank, d_out, then in sealed mode scale_a). */
 void tsafe_sealed_put_site1(tsafe_wbuf *w, const tsafe_sealed_plan *p,
                             const tsafe_sealed_site *site);
 /* Response 2's per-site header (sealed-private): d_out, scale, exponents. */
@@ -156,7 +152,6 @@ struct tsafe_sealed_server {
     size_t R_cap;
     int64_t *last_u;          /* sealed: u + n of the last round 2 (flat) */
     size_t *off;              /* site i's masks start at R + off[i] */
-    int64_t *coeff, *colsel;  /* round-2 per-token plaintext scratch */
     int64_t *noise;           /* round-2 output noise of one site (d_out_max) */
 
     /* The ring work runs on backends (one per round's ring) from the
@@ -170,24 +165,14 @@ struct tsafe_sealed_server {
     size_t n_zb;
     tsafe_buffer **accs, **accs2;         /* one per block (round 1, 2) */
     size_t n_accs, n_accs2;
-    tsafe_buffer **band;                  /* per-token round-2 plaintexts */
-    size_t n_band;
     tsafe_sealed_opcache cache;
     tsafe_sealed_draws draws;
     size_t seals1, seals2;                /* of the last token: refill targets */
     tsafe_cpu_pool *pool;                 /* borrowed: threads for the sealings */
     tsafe_sealed_sealq sealq;             /* the round's queued sealings */
     uint64_t key_gen;                     /* +1 at every new key operand */
-
-    /* Round 2 prepared while the client answers round 1
-     * (tsafe_sealed_server_prepare_round2): per coordinate the band bit
-     * and C (flat like R, and as secret), per site its first band
-     * plaintext in `band`; round 2 uses them only for the same sites. */
-    uint8_t *pband;
-    int64_t *pC;
-    size_t *pfirst;
-    const tsafe_sealed_site **psites;
-    int prepared;
+    int64_t *C;                           /* sealed-private: round 2's
+                                             constants (flat like R, as secret) */
 };
 
 /* At least n buffers of polys x (every limb of b's ring) in *pool. */

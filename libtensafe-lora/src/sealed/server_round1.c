@@ -173,7 +173,6 @@ static tsafe_status round1(tsafe_sealed_server *s, const tsafe_sealed_site *cons
         return st;
     }
     s->await_round2 = 1;
-    s->prepared = 0;
     s->n_sites = n_sites;
     s->seals1 = seals; /* what refill prepares for the next token */
     *response = w.buf;

@@ -3,8 +3,6 @@
  * on the backend and seals the result (docs/THREAT_MODEL.md). */
 #include <stdlib.h>
 
-#include <sodium.h>
-
 #include "clock.h"
 #include "cpu.h"
 #include "server_internal.h"
@@ -100,55 +98,6 @@ static tsafe_status round2_sealed(tsafe_sealed_server *s,
     return TSAFE_OK;
 }
 
-/* The per-token band plaintexts of a site on the backend, one per block
- * and wrap chunk (block-major) into band[first..] (the pool holds at least
- * first + n_chunks * n_blocks entries). Every chunk gets one, also when
- * none of its coordinates is in the band (a zero plaintext): the work of
- * round 2 must not depend on R, or its timing would tell the client which
- * chunks hold band coordinates, i.e. something of R and so of u. */
-static tsafe_status build_band_plains_with(tsafe_sealed_server *s,
-                                           const tsafe_sealed_site *site, const uint8_t *band,
-                                           size_t first, int64_t *colsel, int64_t *coeff)
-{
-    const tsafe_sealed_layout *l = &site->l2;
-    size_t n = tsafe_bfv_context_n(s->c2), used = first;
-    tsafe_sealed_band_columns(site, band, colsel);
-    tsafe_status st = TSAFE_OK;
-    for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++)
-        for (uint32_t c = 0; c < l->n_chunks && st == TSAFE_OK; c++) {
-            tsafe_sealed_encode_block(l, colsel, site->rank, c, b, coeff, n);
-            st = tsafe_bfv_plain_encode_buffer(s->c2, coeff, n, s->band[used++]);
-        }
-    return st;
-}
-
-/* Scratch of a band-building task: task 0 on the server's, the others on
- * their own (wiped and freed by scratch_drop). */
-typedef struct {
-    int64_t *colsel, *coeff;
-} band_scratch;
-
-static tsafe_status scratch_take(tsafe_sealed_server *s, size_t t, band_scratch *b)
-{
-    size_t n = tsafe_bfv_context_n(s->c2), cw = (size_t)s->plan.d_out_max * s->plan.rank;
-    b->colsel = t ? malloc(cw * sizeof *b->colsel) : s->colsel;
-    b->coeff = t ? malloc(n * sizeof *b->coeff) : s->coeff;
-    return b->colsel && b->coeff ? TSAFE_OK : TSAFE_E_NOMEM;
-}
-
-static void scratch_drop(tsafe_sealed_server *s, size_t t, band_scratch *b)
-{
-    if (!t)
-        return;
-    size_t n = tsafe_bfv_context_n(s->c2), cw = (size_t)s->plan.d_out_max * s->plan.rank;
-    if (b->colsel) /* the band's columns of B_q and their encodings */
-        sodium_memzero(b->colsel, cw * sizeof *b->colsel);
-    if (b->coeff)
-        sodium_memzero(b->coeff, n * sizeof *b->coeff);
-    free(b->colsel);
-    free(b->coeff);
-}
-
 /* Tasks for n items of host work: the pool's threads (at most n and the
  * slots' count) when host is set, else 1. */
 static size_t host_tasks(const tsafe_sealed_server *s, size_t n, int host)
@@ -161,83 +110,34 @@ static size_t host_tasks(const tsafe_sealed_server *s, size_t n, int host)
     return t < 2 || !host ? 1 : t;
 }
 
-/* Host work of n items (the sites of a prepared token, the parts of a
- * round-2 group) over the pool's threads when its buffers are host memory
- * (no backend call then, so threads may share the backend; a device's
- * uploads stay on this thread). Task t takes items t, t + T, ...; task 0
- * on the server's scratch, the others on their own, wiped. */
-typedef tsafe_status (*band_work)(tsafe_sealed_server *s, const void *arg, size_t i,
-                                  const band_scratch *sc);
-
-typedef struct {
-    tsafe_sealed_server *s;
-    band_work fn;
-    const void *arg;
-    size_t n, threads;
-    tsafe_status st[TSAFE_SEALED_MAX_SLOTS + 1];
-} band_run;
-
-static void band_task(void *arg, size_t t)
-{
-    band_run *b = arg;
-    band_scratch sc;
-    tsafe_status st = scratch_take(b->s, t, &sc);
-    for (size_t i = t; i < b->n && st == TSAFE_OK; i += b->threads)
-        st = b->fn(b->s, b->arg, i, &sc);
-    scratch_drop(b->s, t, &sc);
-    b->st[t] = st;
-}
-
-static tsafe_status run_band_work(tsafe_sealed_server *s, band_work fn, const void *arg,
-                                  size_t n, int host)
-{
-    size_t threads = host_tasks(s, n, host);
-    band_run b = {s, fn, arg, n, threads, {TSAFE_OK}};
-    tsafe_cpu_pool_run(threads > 1 ? s->pool : NULL, threads, band_task, &b);
-    for (size_t t = 0; t < threads; t++)
-        if (b.st[t] != TSAFE_OK)
-            return b.st[t];
-    return TSAFE_OK;
-}
-
-/* Site i of a prepared token (arg: the sites): its band plaintexts. */
-static tsafe_status prepared_site(tsafe_sealed_server *s, const void *arg, size_t i,
-                                  const band_scratch *sc)
-{
-    const tsafe_sealed_site *const *sites = arg;
-    return build_band_plains_with(s, sites[i], s->pband + s->off[i], s->pfirst[i], sc->colsel,
-                                  sc->coeff);
-}
-
 /* The sites of round 2 whose sealings are queued and whose products are
  * not done yet: their products go in one multiply-accumulate call. */
 typedef struct {
     const tsafe_sealed_site *site;
     const tsafe_sealed_operands *ops;
-    size_t z0, band0, acc0; /* its share ciphertexts, band plaintexts and
-                               accumulators: zb[z0..], band[band0..], accs2[acc0..] */
-    const uint8_t *ct0;     /* its share ciphertexts' bytes (2 n_chunks, in
-                               the message), decoded by round2_fill */
-    const uint8_t *band;    /* its band bits when round2_fill builds its
-                               band plaintexts (not prepared), else NULL */
+    size_t z0, acc0;    /* its share ciphertexts and accumulators:
+                           zb[z0..], accs2[acc0..] */
+    const uint8_t *ct0; /* its share ciphertexts' bytes (n_chunks, in the
+                           message), decoded by round2_fill */
 } round2_part;
 
 typedef struct {
     round2_part part[TSAFE_SEALED_ROUND2_QUEUE_BATCHED];
-    size_t n, zused, bused;
+    size_t n, zused;
+    tsafe_sealed_server *s;
+    size_t threads;
+    tsafe_status st[TSAFE_SEALED_MAX_SLOTS + 1];
 } round2_group;
 
 /* Round 2's products of a group of sites as one multiply-accumulate call:
- * per block of each site the share chunks times the fixed B_q blocks and
- * the wrap chunks times their band plaintexts (block-major, as
- * build_band_plains lays them out). */
+ * per block of each site the share chunks times the fixed B_q blocks. */
 static tsafe_status round2_products(tsafe_sealed_server *s, const round2_group *g)
 {
     size_t jobs = 0, nterms = 0;
     for (size_t p = 0; p < g->n; p++) {
         const tsafe_sealed_layout *l = &g->part[p].site->l2;
         jobs += l->n_blocks;
-        nterms += (size_t)l->n_blocks * 4 * l->n_chunks;
+        nterms += (size_t)l->n_blocks * 2 * l->n_chunks;
     }
     tsafe_backend_mac *job = malloc(jobs * sizeof *job);
     const tsafe_buffer **terms = malloc(nterms * sizeof *terms);
@@ -250,17 +150,15 @@ static tsafe_status round2_products(tsafe_sealed_server *s, const round2_group *
     for (size_t p = 0; p < g->n; p++) {
         const round2_part *q = &g->part[p];
         const tsafe_sealed_layout *l = &q->site->l2;
-        size_t nb = l->n_blocks, nc = l->n_chunks, used = q->band0;
+        size_t nb = l->n_blocks, nc = l->n_chunks;
         for (uint32_t b = 0; b < nb; b++, j++) {
-            const tsafe_buffer **a = terms + t, **w = a + 2 * nc;
-            t += 4 * nc;
+            const tsafe_buffer **a = terms + t, **w = a + nc;
+            t += 2 * nc;
             for (uint32_t c = 0; c < nc; c++) {
                 a[c] = s->zb[q->z0 + c];
                 w[c] = q->ops->o2[(size_t)c * nb + b];
-                a[nc + c] = s->zb[q->z0 + nc + c];
-                w[nc + c] = s->band[used++];
             }
-            job[j] = (tsafe_backend_mac){s->accs2[q->acc0 + b], 2 * nc, a, w, 1};
+            job[j] = (tsafe_backend_mac){s->accs2[q->acc0 + b], nc, a, w, 1};
         }
     }
     tsafe_status st = tsafe_backend_mul_acc(s->be2, job, jobs);
@@ -274,34 +172,8 @@ tsafe_status tsafe_sealed_server_prepare_round2(tsafe_sealed_server *s,
                                                 size_t n_sites, tsafe_lora_stats *stats)
 {
     TSAFE_REQUIRE(s, TSAFE_E_NULL);
-    tsafe_status st = tsafe_sealed_server_check_pending(s, sites, n_sites);
-    if (st != TSAFE_OK)
-        return st;
-    if (s->plan.mode != TSAFE_SEALED_PRIVATE || s->prepared)
-        return TSAFE_OK; /* nothing to prepare, or done */
-    double t0 = tsafe_now_us();
-    size_t total = 0;
-    for (size_t i = 0; i < n_sites; i++) {
-        const tsafe_sealed_site *site = sites[i];
-        size_t o = s->off[i];
-        tsafe_sealed_band_and_c(&s->plan, site, s->R + o, s->pband + o, s->pC + o);
-        s->pfirst[i] = total;
-        total += (size_t)site->l2.n_chunks * site->l2.n_blocks;
-    }
-    st = tsafe_sealed_pool_reserve(s->be2, &s->band, &s->n_band, total, 1);
-    if (st == TSAFE_OK && total)
-        st = run_band_work(s, prepared_site, sites, n_sites,
-                           tsafe_buffer_host_words(s->band[0]) != NULL);
-    for (size_t i = 0; i < n_sites; i++)
-        s->psites[i] = sites[i];
-    /* Round 2's encryptions of zero are left to the sealings (or to
-     * tsafe_sealed_server_refill): prepared here they cost twice the band
-     * work, more than the client's answer takes on a fast link (measured
-     * on 127.0.0.1: the share then waits for the server). */
-    s->prepared = st == TSAFE_OK;
-    if (stats)
-        stats->offline_us += tsafe_now_us() - t0;
-    return st;
+    (void)stats; /* plan version 7 has no per-token plaintexts to prepare */
+    return tsafe_sealed_server_check_pending(s, sites, n_sites);
 }
 
 /* Site i's share ciphertexts: room in the pool (zb[g->zused..]) and
@@ -313,46 +185,51 @@ static tsafe_status take_shares(tsafe_sealed_server *s, const tsafe_sealed_site 
     size_t ctl = tsafe_bfv_ct_bytes(s->c2);
     tsafe_status st = tsafe_sealed_get_site2(r, site);
     if (st == TSAFE_OK)
-        st = tsafe_sealed_pool_reserve(s->be2, &s->zb, &s->n_zb, g->zused + 2 * l->n_chunks, 2);
+        st = tsafe_sealed_pool_reserve(s->be2, &s->zb, &s->n_zb, g->zused + l->n_chunks, 2);
     q->z0 = g->zused;
     q->ct0 = r->buf + r->pos;
-    for (uint32_t c = 0; c < 2 * l->n_chunks && st == TSAFE_OK; c++, g->zused++)
+    for (uint32_t c = 0; c < l->n_chunks && st == TSAFE_OK; c++, g->zused++)
         if (!tsafe_rbuf_take(r, ctl))
             st = TSAFE_E_TRUNCATED;
     return st;
 }
 
-/* Part p of a round-2 group (arg: the group), before the group's
- * products: its share ciphertexts decoded and, unless prepared, its band
- * plaintexts built (run_band_work spreads the parts over the pool). */
-static tsafe_status fill_part(tsafe_sealed_server *s, const void *arg, size_t p,
-                              const band_scratch *sc)
+/* Task t of round2_fill: parts t, t + T, ... of the group decoded (their
+ * share ciphertexts, c1 from the seeds). */
+static void fill_task(void *arg, size_t t)
 {
-    const round2_part *q = &((const round2_group *)arg)->part[p];
+    round2_group *g = arg;
+    tsafe_sealed_server *s = g->s;
     size_t ctl = tsafe_bfv_ct_bytes(s->c2);
-    tsafe_status st = tsafe_bfv_ct_read_buffers(s->c2, q->ct0, ctl, 2 * q->site->l2.n_chunks,
-                                                s->zb + q->z0);
-    if (st == TSAFE_OK && q->band)
-        st = build_band_plains_with(s, q->site, q->band, q->band0, sc->colsel, sc->coeff);
-    return st;
+    tsafe_status st = TSAFE_OK;
+    for (size_t p = t; p < g->n && st == TSAFE_OK; p += g->threads) {
+        const round2_part *q = &g->part[p];
+        st = tsafe_bfv_ct_read_buffers(s->c2, q->ct0, ctl, q->site->l2.n_chunks, s->zb + q->z0);
+    }
+    g->st[t] = st;
 }
 
-static tsafe_status round2_fill(tsafe_sealed_server *s, const round2_group *g)
+/* The group's share ciphertexts decoded, over the pool's threads when
+ * they are host memory (no backend call then, so threads may share the
+ * backend; a device's uploads stay on this thread). */
+static tsafe_status round2_fill(tsafe_sealed_server *s, round2_group *g)
 {
-    int host = tsafe_buffer_host_words(s->zb[0]) &&
-               (!s->n_band || tsafe_buffer_host_words(s->band[0]));
-    return run_band_work(s, fill_part, g, g->n, host);
+    g->s = s;
+    g->threads = host_tasks(s, g->n, tsafe_buffer_host_words(s->zb[0]) != NULL);
+    tsafe_cpu_pool_run(g->threads > 1 ? s->pool : NULL, g->threads, fill_task, g);
+    for (size_t t = 0; t < g->threads; t++)
+        if (g->st[t] != TSAFE_OK)
+            return g->st[t];
+    return TSAFE_OK;
 }
 
 /* One site of a sealed-private round 2, joined to the group: its share
- * ciphertexts' bytes, its band bits and C (prepared, else computed here),
- * then per block the masks B_q C + noise and the queued sealing of the
- * block's accumulator. round2_fill then decodes the shares and builds the
- * band plaintexts, the group's products fill the accumulators, the flush
+ * ciphertexts' bytes and C, then per block the masks B_q C + noise and
+ * the queued sealing of the block's accumulator. round2_fill then decodes
+ * the shares, the group's products fill the accumulators, the flush
  * seals them. */
 static tsafe_status round2_site(tsafe_sealed_server *s, const tsafe_sealed_site *site,
-                                size_t i, int prepared, tsafe_rbuf *r, tsafe_wbuf *w,
-                                round2_group *g)
+                                size_t i, tsafe_rbuf *r, tsafe_wbuf *w, round2_group *g)
 {
     const tsafe_sealed_layout *l = &site->l2;
     round2_part *q = &g->part[g->n];
@@ -360,20 +237,11 @@ static tsafe_status round2_site(tsafe_sealed_server *s, const tsafe_sealed_site 
     tsafe_status st = take_shares(s, site, r, g, q);
     if (st != TSAFE_OK)
         return st;
-    uint8_t *band = s->pband + s->off[i];
-    int64_t *C = s->pC + s->off[i];
-    if (!prepared)
-        tsafe_sealed_band_and_c(&s->plan, site, s->R + s->off[i], band, C);
+    int64_t *C = s->C + s->off[i];
+    tsafe_sealed_round2_c(&s->plan, site, s->R + s->off[i], C);
     tsafe_sealed_put_site2(w, site);
     tsafe_sealed_draw_out_noise(&s->draws, site, s->noise);
     st = tsafe_sealed_opcache_get(&s->cache, s->be1, s->be2, site, &q->ops);
-    size_t nbc = (size_t)l->n_chunks * l->n_blocks;
-    q->band0 = prepared ? s->pfirst[i] : g->bused;
-    q->band = prepared ? NULL : band;
-    if (st == TSAFE_OK && !prepared) {
-        st = tsafe_sealed_pool_reserve(s->be2, &s->band, &s->n_band, g->bused + nbc, 1);
-        g->bused += nbc;
-    }
     q->acc0 = s->sealq.n; /* one accumulator per queued sealing */
     if (st == TSAFE_OK)
         st = tsafe_sealed_pool_reserve(s->be2, &s->accs2, &s->n_accs2, q->acc0 + l->n_blocks, 2);
@@ -386,8 +254,8 @@ static tsafe_status round2_site(tsafe_sealed_server *s, const tsafe_sealed_site 
     return st;
 }
 
-/* The group's shares decoded and band plaintexts built (round2_fill), its
- * products, then its queued sealings; the group starts over. */
+/* The group's shares decoded (round2_fill), its products, then its queued
+ * sealings; the group starts over. */
 static tsafe_status round2_flush(tsafe_sealed_server *s, round2_group *g, tsafe_wbuf *w,
                                  double *prod_us)
 {
@@ -401,40 +269,38 @@ static tsafe_status round2_flush(tsafe_sealed_server *s, round2_group *g, tsafe_
         fs = tsafe_sealed_server_seal_flush(s, w);
     else /* a share that does not decode: nothing is sealed */
         tsafe_sealed_sealq_discard(&s->sealq);
-    g->n = g->zused = g->bused = 0;
+    g->n = g->zused = 0;
     return st != TSAFE_OK ? st : fs;
 }
 
-/* sealed-private: Enc(floor(v/2^k)), Enc(d) -> Enc(B_q u~), with
- * u~ = floor(v/2^k) + band * d + C (see docs/THREAT_MODEL.md: the band is
- * where the server cannot tell whether v + R wrapped; there the client's
- * second representative d = -(t/2^k)[v >= t/2] is used). The band work
- * comes from tsafe_sealed_server_prepare_round2 when it ran for these
- * sites, else it is done here. Sites go in groups: one product call and
- * one flush of the sealings per TSAFE_SEALED_ROUND2_QUEUE sealings (each
- * queued sealing holds an accumulator: a token's worth is megabytes; on a
- * batching backend, a GPU, _BATCHED: fewer, larger device calls). */
+/* sealed-private: Enc(f) -> Enc(B_q u~), u~ = f + C mod t2 with f the
+ * client's read of round 1 (u / 2^k + t2/2 - R at t2's step, plan
+ * version 7: no wrap to resolve, docs/PROTOCOL.md). Sites go in groups:
+ * one product call and one flush of the sealings per
+ * TSAFE_SEALED_ROUND2_QUEUE sealings (each queued sealing holds an
+ * accumulator: a token's worth is megabytes; on a batching backend, a
+ * GPU, _BATCHED: fewer, larger device calls). */
 static tsafe_status round2_private(tsafe_sealed_server *s,
                                    const tsafe_sealed_site *const *sites,
                                    size_t n_sites, tsafe_rbuf *r, tsafe_wbuf *w,
                                    double *prod_us)
 {
-    int prepared = s->prepared;
-    for (size_t i = 0; prepared && i < n_sites; i++)
-        prepared = sites[i] == s->psites[i];
     tsafe_status st = TSAFE_OK;
-    round2_group g = {.n = 0};
+    round2_group *g = calloc(1, sizeof *g);
+    if (!g)
+        return TSAFE_E_NOMEM;
     size_t lim = tsafe_bfv_sealer_batches(s->sealer2) ? TSAFE_SEALED_ROUND2_QUEUE_BATCHED
                                                       : TSAFE_SEALED_ROUND2_QUEUE;
     for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
-        st = round2_site(s, sites[i], i, prepared, r, w, &g);
-        if (st == TSAFE_OK && (s->sealq.n >= lim || g.n == lim))
-            st = round2_flush(s, &g, w, prod_us);
+        st = round2_site(s, sites[i], i, r, w, g);
+        if (st == TSAFE_OK && (s->sealq.n >= lim || g->n == lim))
+            st = round2_flush(s, g, w, prod_us);
     }
     if (st == TSAFE_OK)
-        st = round2_flush(s, &g, w, prod_us); /* the rest */
+        st = round2_flush(s, g, w, prod_us); /* the rest */
     else /* a part may lack its operands: no products, no sealings */
         tsafe_sealed_sealq_discard(&s->sealq);
+    free(g);
     return st;
 }
 
@@ -444,7 +310,6 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
 static void abort_session(tsafe_sealed_server *s)
 {
     tsafe_sealed_server_wipe_masks(s);
-    s->prepared = 0;
     s->await_round2 = 0;
     s->have_session = 0;
 }
@@ -496,7 +361,6 @@ static tsafe_status round2(tsafe_sealed_server *s, const tsafe_sealed_site *cons
         s->seals2 += sites[i]->l2.n_blocks;
     /* the token is done: its masks go, the next query must be seq + 1 */
     tsafe_sealed_server_wipe_masks(s);
-    s->prepared = 0;
     s->await_round2 = 0;
     s->tag.seq++;
     *out = w.buf;

@@ -150,30 +150,23 @@ static double row_scale_for(double rms, double qmax, double slack)
 
 /* sealed-private, A: each row i on its own scale row_scale[i] (its rms
  * <= a_max / RMS_RATIO after rounding, which adds at most 1/2 to an rms,
- * and nothing else: see row_scale_for), rounded to nearest into aq, and
- * u_bound[i] >= ||A_q,i||_2 X2 + 1, the band's bound on |u_i| as the
- * client reads it (round 1 floods a whole step: its reads are u +- 1). */
+ * and nothing else: see row_scale_for), rounded to nearest into aq. */
 static void quantize_a_rows(tsafe_sealed_site *s, const float *A, int64_t *aq)
 {
     const tsafe_sealed_plan *p = &s->plan;
     uint32_t d_in = p->d_in;
     double amax = (double)tsafe_sealed_qmax(p->a_bits);
-    double x2 = tsafe_sealed_x2(p);
     for (uint32_t i = 0; i < s->rank; i++) {
         const float *row = A + (size_t)i * d_in;
         double ss = 0;
         for (uint32_t j = 0; j < d_in; j++)
             ss += (double)row[j] * row[j];
-        double sc = row_scale_for(sqrt(ss / d_in), amax, 0.5), l2 = 0;
+        double sc = row_scale_for(sqrt(ss / d_in), amax, 0.5);
         if (!(sc > 0))
             sc = 1.0; /* a zero row: A_q = 0 */
         s->row_scale[i] = sc;
-        for (uint32_t j = 0; j < d_in; j++) {
-            int64_t q = (int64_t)lrint(row[j] / sc);
-            aq[(size_t)i * d_in + j] = q;
-            l2 += (double)q * (double)q;
-        }
-        s->u_bound[i] = (int64_t)ceil(sqrt(l2) * x2 * (1 + 0x1p-40)) + 2;
+        for (uint32_t j = 0; j < d_in; j++)
+            aq[(size_t)i * d_in + j] = (int64_t)lrint(row[j] / sc);
     }
 }
 
@@ -281,7 +274,7 @@ static tsafe_status choose_shift(tsafe_sealed_site *s, double opn, double row2)
  * not quantized on the grid of the largest one; B' = scale * B * diag(row
  * scales) = scale_b B_q with |B_q| <= b_max. The client scales x to
  * ||x_q||_2 <= X2 (tsafe_sealed_x2), so by Cauchy-Schwarz |u_i| <=
- * ||A_q,i||_2 X2 (the band's bound) and ||u||_2 <= ||A_q||_op X2, and
+ * ||A_q,i||_2 X2 and ||u||_2 <= ||A_q||_op X2, and
  * every output |B_q,j (u~ + z)| <= ||B_q,j||_2 (||A_q||_op X2 / 2^k + 2
  * sqrt(r) + ||z||): the site's shift k is the smallest at least k_min
  * that keeps that below t2/2. These bounds hold for every x; for a
@@ -295,9 +288,8 @@ static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const
     const tsafe_sealed_plan *p = &s->plan;
     size_t nb = (size_t)s->d_out * s->rank;
     s->row_scale = malloc(s->rank * sizeof *s->row_scale);
-    s->u_bound = malloc(s->rank * sizeof *s->u_bound);
     s->bq = malloc(nb * sizeof *s->bq);
-    if (!s->row_scale || !s->u_bound || !s->bq)
+    if (!s->row_scale || !s->bq)
         return TSAFE_E_NOMEM;
     quantize_a_rows(s, A, aq);
     double opn;
@@ -316,7 +308,13 @@ static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const
     choose_scale_b(s, need);
     double row2 = round_b(s, need, w);
     free(need);
-    return choose_shift(s, opn, row2);
+    tsafe_status st2 = choose_shift(s, opn, row2);
+    /* round 1 reads u / 2^K (the query's scale): A_q 2^(K - k) gives this
+     * site's u / 2^k (at most 2^LIFT_MAX: tsafe_sealed_k_min) */
+    size_t na = (size_t)s->rank * p->d_in;
+    for (size_t i = 0; st2 == TSAFE_OK && i < na; i++)
+        aq[i] *= (int64_t)1 << (p->trunc_bits - s->trunc_bits);
+    return st2;
 }
 
 /* The adapter's product P = B A in a canonical factorization that depends
@@ -469,7 +467,6 @@ void tsafe_sealed_site_free(tsafe_sealed_site *s)
     free(s->bq);
     free(s->row_scale);
     free(s->row_exp);
-    free(s->u_bound);
     if (!s->borrowed_ctx) {
         tsafe_bfv_context_free(s->ctx1);
         tsafe_bfv_context_free(s->ctx2);
