@@ -36,12 +36,9 @@ void tsafe_sealed_draw_masks(tsafe_sealed_draws *d, uint64_t *R, size_t n)
  * It smooths the lattice of the outputs and is not a DP mechanism: any sd
  * at least the smoothing parameter serves, so the sampler's float
  * rounding does not matter. A zero B gives zero noise (delta = 0). */
-void tsafe_sealed_draw_out_noise(tsafe_sealed_draws *d, const tsafe_sealed_site *site,
-                                 int64_t *noise)
+void tsafe_sealed_draw_out_z(tsafe_sealed_draws *d, uint32_t rank, double *z)
 {
-    uint32_t rank = site->rank;
     uint64_t u[1026];
-    double z[1026];
     tsafe_sealed_draw_masks(d, u, rank + 1);
     double sd = tsafe_sealed_out_noise_sd(rank), lim = TSAFE_SEALED_OUT_NOISE_TAIL * sd;
     for (uint32_t i = 0; i < rank; i += 2) {
@@ -49,8 +46,15 @@ void tsafe_sealed_draw_out_noise(tsafe_sealed_draws *d, const tsafe_sealed_site 
         double b = (double)(u[i + 1] >> 11) * 0x1p-53;
         double rad = sd * sqrt(-2 * log(a));
         z[i] = fmin(fmax(rad * cos(2 * M_PI * b), -lim), lim);
-        z[i + 1] = fmin(fmax(rad * sin(2 * M_PI * b), -lim), lim);
+        if (i + 1 < rank)
+            z[i + 1] = fmin(fmax(rad * sin(2 * M_PI * b), -lim), lim);
     }
+    sodium_memzero(u, sizeof u);
+}
+
+void tsafe_sealed_out_noise(const tsafe_sealed_site *site, const double *z, int64_t *noise)
+{
+    uint32_t rank = site->rank;
     for (uint32_t j = 0; j < site->d_out; j++) {
         const int64_t *row = site->bq + (size_t)j * rank;
         double acc = 0;
@@ -58,6 +62,13 @@ void tsafe_sealed_draw_out_noise(tsafe_sealed_draws *d, const tsafe_sealed_site 
             acc += (double)row[i] * z[i];
         noise[j] = (int64_t)llround(acc);
     }
-    sodium_memzero(u, sizeof u);
+}
+
+void tsafe_sealed_draw_out_noise(tsafe_sealed_draws *d, const tsafe_sealed_site *site,
+                                 int64_t *noise)
+{
+    double z[1026];
+    tsafe_sealed_draw_out_z(d, site->rank, z);
+    tsafe_sealed_out_noise(site, z, noise);
     sodium_memzero(z, sizeof z);
 }

@@ -128,6 +128,11 @@ tsafe_status tsafe_sealed_server_seal(tsafe_sealed_server *s, const tsafe_bfv_co
     return TSAFE_OK;
 }
 
+uint64_t *tsafe_sealed_sealq_masks(tsafe_sealed_sealq *q, size_t j)
+{
+    return q->mask + q->job[j].first;
+}
+
 /* Slot i of the queue's ring, made (or given the current keys) on first
  * use. */
 static tsafe_status slot_ready(tsafe_sealed_server *s, tsafe_sealed_slot *sl)

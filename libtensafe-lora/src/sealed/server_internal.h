@@ -25,9 +25,13 @@ typedef struct tsafe_sealed_draws {
 const uint8_t *tsafe_sealed_next_seed(tsafe_sealed_draws *d, uint8_t out[32]);
 /* n fresh uniform 64-bit masks. */
 void tsafe_sealed_draw_masks(tsafe_sealed_draws *d, uint64_t *R, size_t n);
-/* sealed-private: the output noise of one site into noise (d_out). */
+/* sealed-private: the output noise of one site into noise (d_out):
+ * tsafe_sealed_draw_out_z (the rank Gaussians, in the draws' order) then
+ * tsafe_sealed_out_noise (noise = round(B_q z), no draws: any thread). */
 void tsafe_sealed_draw_out_noise(tsafe_sealed_draws *d, const tsafe_sealed_site *site,
                                  int64_t *noise);
+void tsafe_sealed_draw_out_z(tsafe_sealed_draws *d, uint32_t rank, double *z);
+void tsafe_sealed_out_noise(const tsafe_sealed_site *site, const double *z, int64_t *noise);
 
 /* ------------------------------------------------------------- masks.c */
 
@@ -128,6 +132,9 @@ struct tsafe_sealed_server;
 /* Runs the queued sealings into w's reserved bytes and empties the queue;
  * the first failure in queue order. */
 tsafe_status tsafe_sealed_server_seal_flush(struct tsafe_sealed_server *s, tsafe_wbuf *w);
+/* Queued job j's masks (its reads' words), to be written after queueing
+ * and before the flush; valid until the next job is queued. */
+uint64_t *tsafe_sealed_sealq_masks(tsafe_sealed_sealq *q, size_t j);
 /* Frees the queue and the slots (their backends come from the factory). */
 void tsafe_sealed_sealq_free(tsafe_sealed_sealq *q);
 /* Drops the queued sealings (a failed round), their masks wiped. */
@@ -191,7 +198,8 @@ void tsafe_sealed_server_wipe_masks(tsafe_sealed_server *s);
 /* Queues the sealing of block b of layout l (reads at the block's rows,
  * masks in s->mask) from the backend accumulator acc, its bytes reserved
  * in w; the round runs tsafe_sealed_server_seal_flush before it returns.
- * acc must stay as it is until then. */
+ * acc must stay as it is until then. Queued job j's masks stay writable
+ * (tsafe_sealed_sealq_masks) until the flush. */
 tsafe_status tsafe_sealed_server_seal(tsafe_sealed_server *s, const tsafe_bfv_context *ctx,
                                       tsafe_bfv_sealer *sealer, tsafe_buffer *acc,
                                       const tsafe_buffer *pk, tsafe_bfv_sealed *res,

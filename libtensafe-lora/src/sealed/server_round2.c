@@ -1,7 +1,10 @@
 /* Sealed server, round 2: sealed mode turns the shares into the deltas in
- * clear; sealed-private multiplies the encrypted truncated shares by B_q
+ * clear; sealed-private multiplies the encrypted round-1 reads by B_q
  * on the backend and seals the result (docs/THREAT_MODEL.md). */
 #include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
 
 #include "clock.h"
 #include "cpu.h"
@@ -116,14 +119,18 @@ typedef struct {
     const tsafe_sealed_site *site;
     const tsafe_sealed_operands *ops;
     size_t z0, acc0;    /* its share ciphertexts and accumulators:
-                           zb[z0..], accs2[acc0..] */
+                           zb[z0..], accs2[acc0..]; acc0 is also its first
+                           queued sealing */
     const uint8_t *ct0; /* its share ciphertexts' bytes (n_chunks, in the
                            message), decoded by round2_fill */
+    const int64_t *C;   /* its constants (s->C + off) */
+    double *z;          /* its output noise's Gaussians (rank, secret) */
 } round2_part;
 
 typedef struct {
     round2_part part[TSAFE_SEALED_ROUND2_QUEUE_BATCHED];
     size_t n, zused;
+    double *z; /* the parts' Gaussians, plan.rank each (wiped by the flush) */
     tsafe_sealed_server *s;
     size_t threads;
     tsafe_status st[TSAFE_SEALED_MAX_SLOTS + 1];
@@ -194,24 +201,42 @@ static tsafe_status take_shares(tsafe_sealed_server *s, const tsafe_sealed_site 
     return st;
 }
 
+/* Part p's masks into its queued sealings: its output noise round(B_q z)
+ * (noise: d_out scratch), then per block B_q C + noise (mod t2). */
+static void part_masks(tsafe_sealed_server *s, const round2_part *q, int64_t *noise)
+{
+    tsafe_sealed_out_noise(q->site, q->z, noise);
+    for (uint32_t b = 0; b < q->site->l2.n_blocks; b++)
+        tsafe_sealed_round2_masks(&s->plan, q->site, b, q->C, noise,
+                                  tsafe_sealed_sealq_masks(&s->sealq, q->acc0 + b));
+}
+
 /* Task t of round2_fill: parts t, t + T, ... of the group decoded (their
- * share ciphertexts, c1 from the seeds). */
+ * share ciphertexts, c1 from the seeds) and their masks written. */
 static void fill_task(void *arg, size_t t)
 {
     round2_group *g = arg;
     tsafe_sealed_server *s = g->s;
-    size_t ctl = tsafe_bfv_ct_bytes(s->c2);
-    tsafe_status st = TSAFE_OK;
+    size_t ctl = tsafe_bfv_ct_bytes(s->c2), dn = s->plan.d_out_max;
+    int64_t *noise = t ? malloc(dn * sizeof *noise) : s->noise; /* task 0: the server's */
+    tsafe_status st = noise ? TSAFE_OK : TSAFE_E_NOMEM;
     for (size_t p = t; p < g->n && st == TSAFE_OK; p += g->threads) {
         const round2_part *q = &g->part[p];
         st = tsafe_bfv_ct_read_buffers(s->c2, q->ct0, ctl, q->site->l2.n_chunks, s->zb + q->z0);
+        if (st == TSAFE_OK)
+            part_masks(s, q, noise);
+    }
+    if (t && noise) { /* derived from z: as secret */
+        sodium_memzero(noise, dn * sizeof *noise);
+        free(noise);
     }
     g->st[t] = st;
 }
 
-/* The group's share ciphertexts decoded, over the pool's threads when
- * they are host memory (no backend call then, so threads may share the
- * backend; a device's uploads stay on this thread). */
+/* The group's share ciphertexts decoded and its masks written, over the
+ * pool's threads when the shares are host memory (no backend call then,
+ * so threads may share the backend; a device's uploads stay on this
+ * thread). */
 static tsafe_status round2_fill(tsafe_sealed_server *s, round2_group *g)
 {
     g->s = s;
@@ -224,10 +249,11 @@ static tsafe_status round2_fill(tsafe_sealed_server *s, round2_group *g)
 }
 
 /* One site of a sealed-private round 2, joined to the group: its share
- * ciphertexts' bytes and C, then per block the masks B_q C + noise and
- * the queued sealing of the block's accumulator. round2_fill then decodes
- * the shares, the group's products fill the accumulators, the flush
- * seals them. */
+ * ciphertexts' bytes, C and the Gaussians of its output noise (drawn
+ * here, in the draws' order), then per block the queued sealing of the
+ * block's accumulator, its masks left to round2_fill (which also decodes
+ * the shares, over the pool's threads); the group's products fill the
+ * accumulators, the flush seals them. */
 static tsafe_status round2_site(tsafe_sealed_server *s, const tsafe_sealed_site *site,
                                 size_t i, tsafe_rbuf *r, tsafe_wbuf *w, round2_group *g)
 {
@@ -239,17 +265,18 @@ static tsafe_status round2_site(tsafe_sealed_server *s, const tsafe_sealed_site 
         return st;
     int64_t *C = s->C + s->off[i];
     tsafe_sealed_round2_c(&s->plan, site, s->R + s->off[i], C);
+    q->C = C;
+    q->z = g->z + g->n * (size_t)s->plan.rank;
     tsafe_sealed_put_site2(w, site);
-    tsafe_sealed_draw_out_noise(&s->draws, site, s->noise);
+    tsafe_sealed_draw_out_z(&s->draws, site->rank, q->z);
     st = tsafe_sealed_opcache_get(&s->cache, s->be1, s->be2, site, &q->ops);
     q->acc0 = s->sealq.n; /* one accumulator per queued sealing */
     if (st == TSAFE_OK)
         st = tsafe_sealed_pool_reserve(s->be2, &s->accs2, &s->n_accs2, q->acc0 + l->n_blocks, 2);
-    for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++) {
-        tsafe_sealed_round2_masks(&s->plan, site, b, C, s->noise, s->mask);
+    memset(s->mask, 0, (size_t)l->rows * sizeof *s->mask); /* written by round2_fill */
+    for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++)
         st = tsafe_sealed_server_seal(s, s->c2, s->sealer2, s->accs2[q->acc0 + b], s->pkb2,
                                       s->res2, l, b, TSAFE_BFV_FLOOD_STEP, w);
-    }
     g->n++;
     return st;
 }
@@ -269,6 +296,7 @@ static tsafe_status round2_flush(tsafe_sealed_server *s, round2_group *g, tsafe_
         fs = tsafe_sealed_server_seal_flush(s, w);
     else /* a share that does not decode: nothing is sealed */
         tsafe_sealed_sealq_discard(&s->sealq);
+    sodium_memzero(g->z, g->n * (size_t)s->plan.rank * sizeof *g->z);
     g->n = g->zused = 0;
     return st != TSAFE_OK ? st : fs;
 }
@@ -286,11 +314,15 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
                                    double *prod_us)
 {
     tsafe_status st = TSAFE_OK;
-    round2_group *g = calloc(1, sizeof *g);
-    if (!g)
-        return TSAFE_E_NOMEM;
     size_t lim = tsafe_bfv_sealer_batches(s->sealer2) ? TSAFE_SEALED_ROUND2_QUEUE_BATCHED
                                                       : TSAFE_SEALED_ROUND2_QUEUE;
+    round2_group *g = calloc(1, sizeof *g);
+    if (g)
+        g->z = malloc(lim * (size_t)s->plan.rank * sizeof *g->z);
+    if (!g || !g->z) {
+        free(g);
+        return TSAFE_E_NOMEM;
+    }
     for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
         st = round2_site(s, sites[i], i, r, w, g);
         if (st == TSAFE_OK && (s->sealq.n >= lim || g->n == lim))
@@ -300,6 +332,8 @@ static tsafe_status round2_private(tsafe_sealed_server *s,
         st = round2_flush(s, g, w, prod_us); /* the rest */
     else /* a part may lack its operands: no products, no sealings */
         tsafe_sealed_sealq_discard(&s->sealq);
+    sodium_memzero(g->z, lim * (size_t)s->plan.rank * sizeof *g->z);
+    free(g->z);
     free(g);
     return st;
 }
