@@ -274,6 +274,51 @@ static void zero_and_sparse(void **state)
  * keys do, and neither differs from the real factor by 1 or more. What a
  * client (or test_sealed_adversaries F2's malicious one) could read of B_q
  * is then a function of the product and the server's secret rounding. */
+/* The planner over a grid of shapes (d_in 64..16384, rank 4..256, d_out
+ * 256..16384, default widths): every plan is one its client accepts
+ * (tsafe_sealed_plan_check re-derives it from the plan's own widths); a
+ * plan on N = 8192 only where no width pair gives an N = 4096 plan that
+ * models 1e-3 (with pinned widths the planner keeps N = 4096 whenever
+ * that plan meets the target, so such a pair would show as one); and the
+ * default plan models the smallest error of the pinned-width plans on
+ * its ring (of all of them when on N = 8192). */
+static void planner_ring_choice(void **state)
+{
+    (void)state;
+    const uint32_t di[] = {64, 1024, 2048, 8192, 16384}, rk[] = {4, 32, 64, 256},
+                   dout[] = {256, 4096, 8192, 16384};
+    size_t n = 0, large = 0, under = 0;
+    for (size_t a = 0; a < 5; a++)
+        for (size_t b = 0; b < 4; b++)
+            for (size_t c = 0; c < 4; c++) {
+                tsafe_sealed_plan p;
+                assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED_PRIVATE, di[a], rk[b],
+                                                          dout[c], NULL, &p),
+                                 TSAFE_OK);
+                assert_int_equal(tsafe_sealed_plan_check(&p), TSAFE_OK);
+                n++;
+                under += p.expected_rel_error <= 1e-3;
+                large += p.r1.log_n == 13;
+                double best = INFINITY;
+                for (uint32_t ab = TSAFE_SEALED_A_BITS_MIN; ab <= TSAFE_SEALED_A_BITS_MAX; ab++)
+                    for (uint32_t bb = TSAFE_SEALED_B_BITS_MIN; bb <= TSAFE_SEALED_B_BITS_MAX;
+                         bb++) {
+                        tsafe_sealed_opts o = {.x_bits = p.x_bits, .a_bits = ab, .b_bits = bb};
+                        tsafe_sealed_plan q;
+                        if (tsafe_sealed_plan_derive(TSAFE_SEALED_PRIVATE, di[a], rk[b], dout[c],
+                                                     &o, &q) != TSAFE_OK)
+                            continue;
+                        if (p.r1.log_n == 13 || q.r1.log_n == 12)
+                            best = fmin(best, q.expected_rel_error);
+                        if (p.r1.log_n == 13 && q.r1.log_n == 12)
+                            assert_true(q.expected_rel_error > 1e-3);
+                    }
+                assert_true(p.expected_rel_error == best);
+            }
+    printf("# planner: %zu shapes, %zu on N = 8192, %zu model <= 1e-3\n", n, large, under);
+    assert_true(large > 0 && large < n);
+}
+
 static void count_off(const tsafe_sealed_site *a, const tsafe_sealed_site *b, size_t n,
                       size_t *off, size_t *big)
 {
@@ -364,6 +409,7 @@ int main(void)
         cmocka_unit_test(peft_scales),
         cmocka_unit_test(zero_and_sparse),
         cmocka_unit_test(canonical_sites_depend_on_product_only),
+        cmocka_unit_test(planner_ring_choice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

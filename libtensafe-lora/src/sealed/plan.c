@@ -398,8 +398,10 @@ tsafe_status tsafe_sealed_plan_derive(tsafe_sealed_mode mode, uint32_t d_in,
         o.sites_per_query > 4096)
         return TSAFE_E_RANGE;
     /* Default widths: the plan takes, on the smallest ring that has room
-     * (N = 8192 costs about twice as much per token as 4096), the pair of
-     * widths whose plan models the smallest error (expected_rel_error).
+     * (N = 8192 costs about twice as much per token as 4096) for a plan
+     * that models the precision target (TSAFE_SEALED_TARGET_REL_ERROR;
+     * else the better of both rings), the pair of widths whose plan
+     * models the smallest error (expected_rel_error).
      * A bit of A costs round 1 two bits of room (t1 and the flood grow)
      * and nothing on the wire; a bit of B halves B's rounding error but
      * costs round 2 a bit of room (the flood grows with B) and every
@@ -414,25 +416,30 @@ tsafe_status tsafe_sealed_plan_derive(tsafe_sealed_mode mode, uint32_t d_in,
     uint32_t b_lo = b_free ? TSAFE_SEALED_B_BITS_MIN : o.b_bits;
     uint32_t b_hi = b_free ? TSAFE_SEALED_B_BITS_MAX : o.b_bits;
     tsafe_status st = TSAFE_E_VALUE_RANGE;
+    int have = 0;
     for (uint32_t log_n = 12; log_n <= 13; log_n++) {
         tsafe_sealed_opts w = o;
-        int found = 0;
         for (w.a_bits = a_hi; w.a_bits >= a_lo; w.a_bits--)
             for (w.b_bits = b_lo; w.b_bits <= b_hi; w.b_bits++) {
                 tsafe_sealed_plan cand;
                 st = derive_at(mode, log_n, d_in, rank, d_out_max, &w, &cand);
                 if (st != TSAFE_OK && st != TSAFE_E_VALUE_RANGE)
                     goto fail;
-                /* ties go to the first: the wider A, the narrower B */
+                /* ties go to the first: the smaller ring, the wider A,
+                 * the narrower B */
                 if (st == TSAFE_OK &&
-                    (!found || cand.expected_rel_error < out->expected_rel_error)) {
+                    (!have || cand.expected_rel_error < out->expected_rel_error)) {
                     *out = cand;
-                    found = 1;
+                    have = 1;
                 }
             }
-        if (found)
+        /* the larger ring only when the smaller one has no plan or none
+         * that models the precision target (the best of both then) */
+        if (have && out->expected_rel_error <= TSAFE_SEALED_TARGET_REL_ERROR)
             return TSAFE_OK;
     }
+    if (have)
+        return TSAFE_OK;
     st = TSAFE_E_VALUE_RANGE;
 fail:
     memset(out, 0, sizeof *out);

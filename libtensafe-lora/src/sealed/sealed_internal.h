@@ -83,6 +83,9 @@ static inline double tsafe_sealed_out_noise_sd(uint32_t rank)
  * smallest for its shapes, on the smallest ring with room (plan.c). A
  * up to 13 bits in sealed mode (its rows are bounded entry by entry), B
  * in sealed-private only. */
+/* The precision the planner aims at (relative L2 of delta, its model):
+ * it takes N = 8192 only when N = 4096 has no plan that models this. */
+#define TSAFE_SEALED_TARGET_REL_ERROR 1e-3
 #define TSAFE_SEALED_A_BITS_MIN 12u
 #define TSAFE_SEALED_A_BITS_MAX 16u
 #define TSAFE_SEALED_B_BITS_MIN 12u
