@@ -202,7 +202,21 @@ static void fractional_scale_reads_top_bits(void **state)
             assert_true(llabs(got - want) <= 1);
     }
     assert_true(exact >= READS / 4);
-    /* f = 0 is the plain encoding; a fraction past the limit is refused */
+    /* f = 0 is the plain encoding (the same bytes for one seed); a
+     * fraction past the limit is refused */
+    uint8_t seed[32] = {7};
+    size_t ctl = tsafe_bfv_ct_bytes(f.c);
+    uint8_t *b0 = malloc(ctl), *b1 = malloc(ctl);
+    tsafe_bfv_ct *plain;
+    assert_int_equal(tsafe_bfv_ct_create(f.c, &plain), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_encrypt(f.c, f.sk, x, 64, seed, plain), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_encrypt_frac(f.c, f.sk, x, 64, 0, seed, o.ct), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_ct_write(f.c, plain, b0, ctl), TSAFE_OK);
+    assert_int_equal(tsafe_bfv_ct_write(f.c, o.ct, b1, ctl), TSAFE_OK);
+    assert_memory_equal(b0, b1, ctl);
+    tsafe_bfv_ct_free(plain);
+    free(b0);
+    free(b1);
     assert_int_equal(tsafe_bfv_encrypt_frac(f.c, f.sk, x, 64, TSAFE_BFV_MAX_FRAC_BITS + 1, NULL,
                                             o.ct), TSAFE_E_RANGE);
     product_close(&o);

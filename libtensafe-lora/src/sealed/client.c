@@ -245,6 +245,12 @@ static tsafe_status decrypt_site(tsafe_sealed_client *c, tsafe_rbuf *r, uint32_t
     return TSAFE_OK;
 }
 
+/* v mod t (v < t) as the representative in [-t/2, t/2). */
+static int64_t centred(uint64_t v, uint64_t t)
+{
+    return v >= t / 2 ? (int64_t)v - (int64_t)t : (int64_t)v;
+}
+
 /* sealed-private: encrypt the reads f (values mod t2, centred: each
  * encodes, whatever was decrypted) */
 static tsafe_status share_ct(tsafe_sealed_client *c, uint32_t rank, uint32_t d_out,
@@ -261,10 +267,8 @@ static tsafe_status share_ct(tsafe_sealed_client *c, uint32_t rank, uint32_t d_o
     for (uint32_t ch = 0; ch < l.n_chunks && st == TSAFE_OK; ch++) {
         uint32_t from = ch * l.chunk;
         uint32_t cnt = from + l.chunk <= rank ? l.chunk : rank - from;
-        for (uint32_t k = 0; k < cnt; k++) {
-            uint64_t v = c->m[from + k];
-            c->z[k] = v >= t / 2 ? (int64_t)v - (int64_t)t : (int64_t)v;
-        }
+        for (uint32_t k = 0; k < cnt; k++)
+            c->z[k] = centred(c->m[from + k], t);
         st = tsafe_bfv_encrypt(c->c2, c->sk2, c->z, cnt, NULL, c->ct2);
         uint8_t *dst = st == TSAFE_OK ? tsafe_wbuf_reserve(w, ctl) : NULL;
         if (st == TSAFE_OK)
@@ -415,7 +419,7 @@ static tsafe_status finish_private(tsafe_sealed_client *c, tsafe_rbuf *r,
         uint32_t reads = tsafe_sealed_block_reads(&l, b, c->pos);
         st = read_block(c->c2, c->sk2, c->res2, r, c->pos, reads, c->m);
         for (uint32_t k = 0; k < reads && st == TSAFE_OK; k++) {
-            int64_t v = c->m[k] >= t2 / 2 ? (int64_t)c->m[k] - (int64_t)t2 : (int64_t)c->m[k];
+            int64_t v = centred(c->m[k], t2);
             size_t row = (size_t)b * l.rows + k;
             /* a zero row is exactly zero (its read may be off by one) */
             float d = exps[row] == TSAFE_SEALED_ROW_ZERO

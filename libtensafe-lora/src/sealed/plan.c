@@ -402,7 +402,8 @@ tsafe_status tsafe_sealed_plan_derive(tsafe_sealed_mode mode, uint32_t d_in,
      * that models the precision target (TSAFE_SEALED_TARGET_REL_ERROR;
      * else the better of both rings), the pair of widths whose plan
      * models the smallest error (expected_rel_error).
-     * A bit of A costs round 1 two bits of room (t1 and the flood grow)
+     * A bit of A costs round 1 room (sealed: t1 and the flood grow;
+     * sealed-private: the product noise below t2's step and the shift)
      * and nothing on the wire; a bit of B halves B's rounding error but
      * costs round 2 a bit of room (the flood grows with B) and every
      * site's shift a bit (B_q u~ must fit t2), doubling the truncation

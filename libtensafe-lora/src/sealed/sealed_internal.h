@@ -33,13 +33,6 @@ static inline int64_t tsafe_sealed_qmax(uint32_t bits)
     return ((int64_t)1 << (bits - 1)) - 1;
 }
 
-/* floor(a / 2^k) for signed a (C's >> on negatives is implementation
- * defined). */
-static inline int64_t tsafe_sealed_floor_shift(int64_t a, uint32_t k)
-{
-    return a >= 0 ? a >> k : -(int64_t)((((uint64_t)0 - (uint64_t)a) + (((uint64_t)1 << k) - 1)) >> k);
-}
-
 /* Coefficients of the plaintext for chunk c, block b of the matrix m
  * (outs x width, row-major): row o of the block holds row b*rows + o,
  * its entries for inputs c*chunk + j reversed (coefficient n entries). */

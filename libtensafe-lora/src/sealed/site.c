@@ -308,13 +308,15 @@ static tsafe_status quantize_private(tsafe_sealed_site *s, const float *A, const
     choose_scale_b(s, need);
     double row2 = round_b(s, need, w);
     free(need);
-    tsafe_status st2 = choose_shift(s, opn, row2);
+    if ((st = choose_shift(s, opn, row2)) != TSAFE_OK)
+        return st;
     /* round 1 reads u / 2^K (the query's scale): A_q 2^(K - k) gives this
      * site's u / 2^k (at most 2^LIFT_MAX: tsafe_sealed_k_min) */
+    int64_t lift = (int64_t)1 << (p->trunc_bits - s->trunc_bits);
     size_t na = (size_t)s->rank * p->d_in;
-    for (size_t i = 0; st2 == TSAFE_OK && i < na; i++)
-        aq[i] *= (int64_t)1 << (p->trunc_bits - s->trunc_bits);
-    return st2;
+    for (size_t i = 0; i < na; i++)
+        aq[i] *= lift;
+    return TSAFE_OK;
 }
 
 /* The adapter's product P = B A in a canonical factorization that depends
