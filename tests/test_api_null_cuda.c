@@ -97,12 +97,20 @@ CHECK_FN(tsafe_cuda_last_error)
     assert_non_null(tsafe_cuda_last_error());
 }
 
+CHECK_FN(tsafe_cuda_profile)
+{
+    /* NULL rows count only; off (no TSAFE_CUDA_PROFILE) reads nothing */
+    assert_int_equal(tsafe_cuda_profile(NULL, 0, 0), 0);
+    assert_int_equal(tsafe_cuda_profile(NULL, 5, 1), 0);
+}
+
 static const api_case k_cuda[] = {
     ENTRY(tsafe_cuda_device_count), ENTRY(tsafe_cuda_device_name), ENTRY(tsafe_cuda_mem_info),
     ENTRY(tsafe_backend_cuda_create), ENTRY(tsafe_backend_cuda_create_bfv),
     ENTRY(tsafe_backend_cuda_factory), ENTRY(tsafe_backend_is_cuda),
     ENTRY(tsafe_cuda_buffer_device_pointer), ENTRY(tsafe_cuda_graph_begin),
     ENTRY(tsafe_cuda_graph_end), ENTRY(tsafe_cuda_graph_launch), ENTRY(tsafe_cuda_last_error),
+    ENTRY(tsafe_cuda_profile),
 };
 #endif
 

@@ -10,8 +10,10 @@
  * backend's. A tsafe_backend_mul_acc call is one kernel launch over all its
  * jobs and terms (more only beyond 32 jobs / 160 terms, or where a job
  * reads another job's accumulator, which keeps the CPU's job order);
- * operand buffers are ordinary device buffers. Never yet run on a GPU:
- * only a host emulation of the kernel bodies is tested without one.
+ * operand buffers are ordinary device buffers. Tested bit for bit against
+ * the CPU backend on H100 and H200 GPUs (test_cuda_conformance,
+ * test_cuda_seal) and, without a GPU, through a host emulation of the
+ * kernel bodies.
  *
  * Work is queued on the backend's own CUDA stream: tsafe_buffer_upload
  * returns once the source array may be reused (the copy
@@ -26,6 +28,13 @@
  * TSAFE_E_NO_DEVICE, TSAFE_E_NOMEM, ...) and a readable message available
  * through tsafe_cuda_last_error() on the failing thread. Nothing aborts or
  * prints.
+ *
+ * Waiting: a thread waiting on a backend's work (a download, a seal
+ * batch, synchronize) waits as the environment variable TSAFE_CUDA_SYNC
+ * says when the backend is created: "spin", "yield" or "blocking"
+ * (cudaSetDeviceFlags on the device, process-wide; unset: the runtime's
+ * default, which spins while the process has fewer active contexts than
+ * cores). Another value fails creation with TSAFE_E_ARG.
  *
  * Thread safety: the free functions here are thread-safe. A backend and its
  * buffers belong to one thread at a time (as every backend). The backend
@@ -119,6 +128,24 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_buffer_device_pointer(
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_graph_begin(tsafe_backend *b);
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_graph_end(tsafe_backend *b);
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_cuda_graph_launch(tsafe_backend *b);
+
+/* Where callers of CUDA backends spend their host time, for benchmarks:
+ * with the environment variable TSAFE_CUDA_PROFILE set (to anything but
+ * "0") when a backend is first used, every backend call (and the parts of
+ * a seal_batch call: packing, queueing, waiting, unpacking) adds its wall
+ * time to a process-wide row, from every thread and backend. Up to cap
+ * rows with calls into rows (rows may be NULL to count); returns how many
+ * rows have calls, 0 when profiling is off. reset != 0 zeroes the rows
+ * read (a concurrent call may land on either side). Row names are static
+ * strings. Thread-safe. */
+typedef struct tsafe_cuda_profile_row {
+    const char *what;
+    uint64_t calls;
+    uint64_t items; /* jobs (mul_acc, seal_batch, ct_read), words (copies) */
+    double seconds; /* wall time summed over the calls */
+} tsafe_cuda_profile_row;
+
+TSAFE_API size_t tsafe_cuda_profile(tsafe_cuda_profile_row *rows, size_t cap, int reset);
 
 /* Message of the last failing CUDA-backend call on this thread (""
  * when none). Static thread-local storage; never NULL. */

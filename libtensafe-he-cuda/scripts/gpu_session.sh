@@ -5,7 +5,7 @@
 #   then, with the device tool (repository root there):
 #     command: sh libtensafe-he-cuda/scripts/gpu_session.sh run [STEPS]
 #     (STEPS: any of conformance memcheck racecheck synccheck bench tool serve
-#     model; default all but serve and model -- split them over several calls
+#     model profile; default all but serve, model and profile -- split them over several calls
 #     if one call nears the 10-minute limit)
 #     carry:   ["build/tests/test_cuda_conformance", "build/tests/test_cuda_seal",
 #               "build/gpu-carry"]
@@ -22,6 +22,10 @@
 #   serve (named only): `tensafe bench serve --backend cuda`, batched
 #   sessions at 1..4096 sites on the GPU against the CPU on all 16 threads,
 #   interleaved in one run (issue 21; SERVE_LIMIT seconds, default 300).
+#   profile (named only): `bench serve --backend cuda --protocol P` for each
+#   protocol with TSAFE_CUDA_PROFILE=1 (where the host threads spend their
+#   time in backend calls, per token), and sealed-private again with
+#   TSAFE_CUDA_SYNC=blocking (threads sleep, not spin, on the device).
 #   Logs go to $OUT (or build/gpu-out); a summary table is printed last.
 set -u
 mode="${1:-}"
@@ -62,7 +66,7 @@ run)
     shift
     steps="${*:-conformance memcheck racecheck synccheck bench tool}"
     want() { case " $steps " in *" $1 "*) return 0;; esac; return 1; }
-    r_conf=0; r_mem=0; r_race=0; r_sync=0; r_bench=0; r_tool=0; r_serve=0; r_model=0
+    r_conf=0; r_mem=0; r_race=0; r_sync=0; r_bench=0; r_tool=0; r_serve=0; r_model=0; r_prof=0
     if want conformance; then
         lim 120 $t > "$out/conformance.log" 2>&1; r_conf=$?
         lim 120 build/tests/test_cuda_seal >> "$out/conformance.log" 2>&1 || r_conf=$?
@@ -100,6 +104,15 @@ run)
         OPENBLAS_NUM_THREADS=1 timeout ${SERVE_LIMIT:-300} $tsafe_tool bench serve --backend cuda > "$out/serve.log" 2>&1
         r_serve=$?
     fi
+    if want profile; then
+        for p in sealed sealed-private; do
+            TSAFE_CUDA_PROFILE=1 OPENBLAS_NUM_THREADS=1 timeout ${PROFILE_LIMIT:-150} $tsafe_tool bench serve \
+                --backend cuda --protocol $p > "$out/profile-$p.log" 2>&1 || r_prof=$?
+        done
+        TSAFE_CUDA_SYNC=blocking TSAFE_CUDA_PROFILE=1 OPENBLAS_NUM_THREADS=1 timeout ${PROFILE_LIMIT:-150} \
+            $tsafe_tool bench serve --backend cuda --protocol sealed-private \
+            > "$out/profile-blocking.log" 2>&1 || r_prof=$?
+    fi
     echo "== device";       cat "$out/gpu.txt"
     echo "== conformance";  grep -E "SEED|PASSED|FAILED|SKIPPED|differs|error" "$out/conformance.log" 2>/dev/null | head -30
     echo "== sanitizers";   for f in memcheck racecheck synccheck; do
@@ -108,9 +121,13 @@ run)
     echo "== tool";         grep -E "cuda|sealed|per token|error|tensafe:" "$out/tool.log" 2>/dev/null | head -40
     echo "== serve";        grep -E "sealed|cuda" "$out/serve.log" 2>/dev/null | head -60
     echo "== model";        grep -E "sealed|Qwen" "$out/model.log" 2>/dev/null | head -20
+    for f in profile-sealed profile-sealed-private profile-blocking; do
+        [ -f "$out/$f.log" ] || continue
+        echo "== $f";  grep -E "cuda, |profile, batch (224|1344|4096) " "$out/$f.log" | head -70
+    done
     echo "steps: $steps"
-    echo "conformance $(status $r_conf); memcheck $(status $r_mem); racecheck $(status $r_race); synccheck $(status $r_sync); bench $(status $r_bench); tool $(status $r_tool); serve $(status $r_serve); model $(status $r_model)"
-    [ $r_conf -eq 0 ] && [ $r_mem -eq 0 ] && [ $r_race -eq 0 ] && [ $r_sync -eq 0 ] && [ $r_bench -eq 0 ] && [ $r_tool -eq 0 ] && [ $r_serve -eq 0 ] && [ $r_model -eq 0 ]
+    echo "conformance $(status $r_conf); memcheck $(status $r_mem); racecheck $(status $r_race); synccheck $(status $r_sync); bench $(status $r_bench); tool $(status $r_tool); serve $(status $r_serve); model $(status $r_model); profile $(status $r_prof)"
+    [ $r_conf -eq 0 ] && [ $r_mem -eq 0 ] && [ $r_race -eq 0 ] && [ $r_sync -eq 0 ] && [ $r_bench -eq 0 ] && [ $r_tool -eq 0 ] && [ $r_serve -eq 0 ] && [ $r_model -eq 0 ] && [ $r_prof -eq 0 ]
     ;;
 *)
     echo "usage: $0 prepare|run" >&2

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cuda_internal.cuh"
+#include "profile.cuh"
 
 namespace {
 extern const struct tsafe_backend_i tsafe_cuda_iface; /* defined below */
@@ -44,6 +45,7 @@ static tsafe_status check_limbs(const tsafe_cuda_backend *cb, uint32_t n_limbs)
 static tsafe_status cuda_ntt(tsafe_backend *b, void *mem, size_t n_polys,
                              uint32_t n_limbs, int forward)
 {
+    tsafe_cuda_prof_scope ps(TSAFE_PROF_NTT, n_polys);
     tsafe_cuda_backend *cb = state(b);
     tsafe_status st = check_limbs(cb, n_limbs);
     if (st != TSAFE_OK)
@@ -74,6 +76,7 @@ static tsafe_status cuda_elementwise(tsafe_backend *b, tsafe_elementwise_op op,
                                      size_t n_polys, size_t b_polys,
                                      uint32_t n_limbs)
 {
+    tsafe_cuda_prof_scope ps(TSAFE_PROF_ELEMENTWISE, n_polys);
     tsafe_cuda_backend *cb = state(b);
     tsafe_status st = check_limbs(cb, n_limbs);
     if (st != TSAFE_OK)
@@ -112,6 +115,7 @@ static tsafe_status cuda_rescale(tsafe_backend *b, void *out, const void *in,
 static tsafe_status cuda_mul_acc(tsafe_backend *b, const tsafe_backend_mac *jobs,
                                  size_t n_jobs)
 {
+    tsafe_cuda_prof_scope ps(TSAFE_PROF_MUL_ACC, n_jobs);
     tsafe_cuda_backend *cb = state(b);
     tsafe_cuda_device_guard g(cb->device);
     if (g.err != cudaSuccess)
@@ -122,6 +126,7 @@ static tsafe_status cuda_mul_acc(tsafe_backend *b, const tsafe_backend_mac *jobs
 static tsafe_status cuda_mod_switch(tsafe_backend *b, void *out, const void *in,
                                     size_t n_polys, uint32_t n_limbs_in)
 {
+    tsafe_cuda_prof_scope ps(TSAFE_PROF_MOD_SWITCH, n_polys);
     tsafe_cuda_backend *cb = state(b);
     if (out == in)
         return note(cb, tsafe_cuda_fail_msg(TSAFE_E_ARG,
@@ -137,17 +142,20 @@ static tsafe_status cuda_mod_switch(tsafe_backend *b, void *out, const void *in,
 static tsafe_status cuda_seal_batch(tsafe_backend *b, const void *pk,
                                     const tsafe_backend_seal_job *jobs, size_t n_jobs)
 {
+    tsafe_cuda_prof_scope ps(TSAFE_PROF_SEAL_BATCH, n_jobs);
     return note(state(b), tsafe_cuda_seal_batch_launch(b, pk, jobs, n_jobs));
 }
 
 static tsafe_status cuda_ct_read(tsafe_backend *b, const tsafe_backend_ct_job *jobs, size_t n,
                                  uint64_t stream)
 {
+    tsafe_cuda_prof_scope ps(TSAFE_PROF_CT_READ, n);
     return note(state(b), tsafe_cuda_ct_read_launch(b, jobs, n, stream));
 }
 
 static tsafe_status cuda_synchronize(tsafe_backend *b)
 {
+    tsafe_cuda_prof_scope ps(TSAFE_PROF_SYNCHRONIZE);
     tsafe_cuda_backend *cb = state(b);
     tsafe_status st = tsafe_cuda_refuse_in_capture(cb, "synchronize");
     if (st != TSAFE_OK)
@@ -328,6 +336,12 @@ static void destroy_state(tsafe_cuda_backend *cb)
         (void)tsafe_cuda_pool_free(&cb->pool, cb->seal_ws);
     if (cb->seal_host) /* its secret part is wiped after every call */
         tsafe_cuda_ignore(cudaFreeHost(cb->seal_host));
+    if (cb->read_ev) /* after the stream's work: the event's copy is done */
+        tsafe_cuda_ignore(cudaEventDestroy(cb->read_ev));
+    if (cb->read_host)
+        tsafe_cuda_ignore(cudaFreeHost(cb->read_host));
+    if (cb->read_dev)
+        (void)tsafe_cuda_pool_free(&cb->pool, cb->read_dev);
     tsafe_cuda_memory_teardown(cb);
     tsafe_cuda_ignore(cudaFree(cb->d_tw_fwd));
     tsafe_cuda_ignore(cudaFree(cb->d_tw_inv));
@@ -375,6 +389,30 @@ static tsafe_status upload_table(void **dst, const void *src, size_t bytes)
                             : tsafe_cuda_fail(e, "cudaMemcpy(constant tables)");
 }
 
+/* TSAFE_CUDA_SYNC (spin, yield or blocking): how a thread waiting on a
+ * device's work waits, set on the device when a backend is created there
+ * (the runtime's default, unset: spin while the process has fewer active
+ * contexts than cores). Blocking frees the waiting thread's core for
+ * other host work at the price of a wake-up per wait. */
+static tsafe_status apply_sync_mode(void)
+{
+    const char *v = getenv("TSAFE_CUDA_SYNC");
+    if (!v || !*v)
+        return TSAFE_OK;
+    unsigned flags;
+    if (!strcmp(v, "spin"))
+        flags = cudaDeviceScheduleSpin;
+    else if (!strcmp(v, "yield"))
+        flags = cudaDeviceScheduleYield;
+    else if (!strcmp(v, "blocking"))
+        flags = cudaDeviceScheduleBlockingSync;
+    else
+        return tsafe_cuda_fail_msg(TSAFE_E_ARG,
+                                   "TSAFE_CUDA_SYNC is '%s': spin, yield or blocking", v);
+    cudaError_t e = cudaSetDeviceFlags(flags);
+    return e == cudaSuccess ? TSAFE_OK : tsafe_cuda_fail(e, "cudaSetDeviceFlags(TSAFE_CUDA_SYNC)");
+}
+
 /* Shared by both constructors: exactly one of ckks / bfv. The handle is
  * made first (it carries the ring facts the tables are built from); after
  * that, a failure frees the handle, whose destroy frees the state. */
@@ -388,6 +426,8 @@ static tsafe_status cuda_create(const tsafe_context *ckks,
     tsafe_cuda_device_guard g(device);
     if (g.err != cudaSuccess)
         return tsafe_cuda_fail(g.err, "cudaSetDevice");
+    if ((st = apply_sync_mode()) != TSAFE_OK)
+        return st;
 
     tsafe_cuda_backend *cb = (tsafe_cuda_backend *)calloc(1, sizeof(*cb));
     if (!cb)

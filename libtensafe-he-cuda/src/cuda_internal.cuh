@@ -39,6 +39,12 @@ typedef struct tsafe_cuda_backend {
      * demand (seal.cu) */
     uint64_t *seal_ws, *seal_host;
     uint64_t seal_ws_words, seal_host_words;
+    /* ct_read's c0 words: a pinned host area and its device copy, grown on
+     * demand (expand.cu); the event marks the last upload out of the host
+     * area (public bytes: never wiped) */
+    uint64_t *read_host, *read_dev;
+    uint64_t read_words;
+    cudaEvent_t read_ev;
 } tsafe_cuda_backend;
 
 /* ------------------------------------------------------------- errors */

@@ -1,16 +1,23 @@
-/* The ct_read slot on the device (expand.cuh has the phases): each
- * ciphertext's c0 uploaded into poly 0 of its buffer, its c1 expanded
- * from the seed into poly 1 by one block per limb, TSAFE_EXPAND_MAX_JOBS
+/* The ct_read slot on the device (expand.cuh has the phases): the c0 of
+ * every ciphertext of a call packed into a pinned host area and uploaded
+ * in one copy (up to TSAFE_READ_CHUNK_WORDS a copy), then one block per
+ * (ciphertext, limb) copies its c0 limb into poly 0 of the ciphertext's
+ * buffer and expands c1 from the seed into poly 1, TSAFE_EXPAND_MAX_JOBS
  * ciphertexts a launch (their pointers and keys are the arguments). The
- * seeds are public (they travel in the clear), so nothing here is
+ * seeds and c0 are public (they travel in the clear), so nothing here is
  * wiped. Returns with the work queued on the backend's stream. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_internal.cuh"
 #include "expand.cuh"
 
+/* c0 words of one upload: 32 MiB (a round's query and shares fit) */
+#define TSAFE_READ_CHUNK_WORDS (1ull << 22)
+
 typedef struct expand_launch {
     uint64_t *c1[TSAFE_EXPAND_MAX_JOBS];
+    const uint64_t *c0_src[TSAFE_EXPAND_MAX_JOBS]; /* the uploaded c0 */
     uint32_t key[TSAFE_EXPAND_MAX_JOBS][8];
     uint64_t q[TSAFE_EXPAND_MAX_LIMBS];
     uint64_t nonce0;
@@ -21,7 +28,12 @@ __global__ void __launch_bounds__(TSAFE_EXPAND_THREADS) tsafe_expand_kernel(expa
 {
     __shared__ tsafe_expand_shared sh;
     uint32_t job = blockIdx.x / a.L, limb = blockIdx.x % a.L, t = threadIdx.x;
-    uint64_t n = 1ull << a.log_n;
+    uint64_t n = 1ull << a.log_n, words = (uint64_t)a.L * n;
+    /* c0 sits one poly before c1 in the ciphertext's buffer */
+    const uint64_t *src = a.c0_src[job] + limb * n;
+    uint64_t *c0 = a.c1[job] - words + limb * n;
+    for (uint64_t i = t; i < n; i += TSAFE_EXPAND_THREADS)
+        c0[i] = src[i];
     tsafe_expand_block b =
         ts_expand_block_make(a.key[job], a.nonce0 + limb, a.q[limb], a.c1[job] + limb * n, n);
     if (t == 0) {
@@ -45,6 +57,82 @@ __global__ void __launch_bounds__(TSAFE_EXPAND_THREADS) tsafe_expand_kernel(expa
     }
 }
 
+/* The pinned host area and device copy of at least words, kept for later
+ * calls; the host area is free once the last upload out of it is done. */
+static tsafe_status read_area(tsafe_cuda_backend *cb, uint64_t words)
+{
+    cudaError_t e;
+    if (!cb->read_ev &&
+        (e = cudaEventCreateWithFlags(&cb->read_ev, cudaEventDisableTiming)) != cudaSuccess) {
+        cb->read_ev = NULL;
+        return tsafe_cuda_fail(e, "cudaEventCreate(ct read)");
+    }
+    if ((e = cudaEventSynchronize(cb->read_ev)) != cudaSuccess)
+        return tsafe_cuda_fail(e, "ct read (queued work failed)");
+    if (cb->read_words >= words)
+        return TSAFE_OK;
+    if (cb->read_host)
+        tsafe_cuda_ignore(cudaFreeHost(cb->read_host));
+    if (cb->read_dev) /* later work on this stream only: safe to reuse */
+        (void)tsafe_cuda_pool_free(&cb->pool, cb->read_dev);
+    cb->read_host = cb->read_dev = NULL;
+    cb->read_words = 0;
+    e = cudaHostAlloc((void **)&cb->read_host, words * sizeof(uint64_t), cudaHostAllocDefault);
+    if (e != cudaSuccess) {
+        cb->read_host = NULL;
+        return tsafe_cuda_fail(e, "cudaHostAlloc(ct read host area)");
+    }
+    tsafe_status st = tsafe_cuda_pool_alloc(&cb->pool, words * sizeof(uint64_t), 1,
+                                            (void **)&cb->read_dev);
+    if (st != TSAFE_OK) {
+        cb->read_dev = NULL;
+        return st == TSAFE_E_NOMEM ? tsafe_cuda_fail_msg(st, "ct read area of %llu words",
+                                                         (unsigned long long)words)
+                                   : st;
+    }
+    cb->read_words = words;
+    return TSAFE_OK;
+}
+
+/* Ciphertexts [0, J) whose c0 fit one upload. */
+static tsafe_status read_chunk(tsafe_cuda_backend *cb, const tsafe_backend_ct_job *jobs,
+                               size_t J, uint64_t stream)
+{
+    uint32_t L = cb->tables.n_primes;
+    uint64_t words = (uint64_t)L * cb->tables.n;
+    tsafe_status st = read_area(cb, J * words);
+    if (st != TSAFE_OK)
+        return st;
+    for (size_t j = 0; j < J; j++)
+        memcpy(cb->read_host + j * words, jobs[j].c0, words * sizeof(uint64_t));
+    cudaError_t e = cudaMemcpyAsync(cb->read_dev, cb->read_host, J * words * sizeof(uint64_t),
+                                    cudaMemcpyHostToDevice, cb->stream);
+    if (e != cudaSuccess)
+        return tsafe_cuda_fail(e, "ct read upload");
+    if ((e = cudaEventRecord(cb->read_ev, cb->stream)) != cudaSuccess)
+        return tsafe_cuda_fail(e, "cudaEventRecord(ct read)");
+    expand_launch a;
+    memset(&a, 0, sizeof a);
+    for (uint32_t i = 0; i < L; i++)
+        a.q[i] = cb->tables.primes[i].q;
+    a.nonce0 = stream;
+    a.L = L;
+    a.log_n = cb->tables.log_n;
+    for (size_t first = 0; first < J; first += TSAFE_EXPAND_MAX_JOBS) {
+        size_t K = J - first < TSAFE_EXPAND_MAX_JOBS ? J - first : TSAFE_EXPAND_MAX_JOBS;
+        for (size_t j = 0; j < K; j++) {
+            a.c1[j] = (uint64_t *)jobs[first + j].mem + words;
+            a.c0_src[j] = cb->read_dev + (first + j) * words;
+            memcpy(a.key[j], jobs[first + j].seed, 32); /* little-endian words, as the host */
+        }
+        tsafe_cuda_launch_prepare();
+        tsafe_expand_kernel<<<(unsigned)(K * L), TSAFE_EXPAND_THREADS, 0, cb->stream>>>(a);
+        if ((e = cudaGetLastError()) != cudaSuccess)
+            return tsafe_cuda_fail(e, "ct read launch");
+    }
+    return TSAFE_OK;
+}
+
 tsafe_status tsafe_cuda_ct_read_launch(tsafe_backend *b, const tsafe_backend_ct_job *jobs,
                                        size_t n, uint64_t stream)
 {
@@ -59,29 +147,16 @@ tsafe_status tsafe_cuda_ct_read_launch(tsafe_backend *b, const tsafe_backend_ct_
     if (dg.err != cudaSuccess)
         return tsafe_cuda_fail(dg.err, "cudaSetDevice");
     uint64_t words = (uint64_t)L * cb->tables.n;
-    expand_launch a;
-    memset(&a, 0, sizeof a);
-    for (uint32_t i = 0; i < L; i++)
-        a.q[i] = cb->tables.primes[i].q;
-    a.nonce0 = stream;
-    a.L = L;
-    a.log_n = cb->tables.log_n;
-    for (size_t first = 0; first < n && st == TSAFE_OK; first += TSAFE_EXPAND_MAX_JOBS) {
-        size_t J = n - first < TSAFE_EXPAND_MAX_JOBS ? n - first : TSAFE_EXPAND_MAX_JOBS;
-        for (size_t j = 0; j < J && st == TSAFE_OK; j++) {
-            const tsafe_backend_ct_job *jb = &jobs[first + j];
-            /* c0 through the staging halves, ordered on the stream */
-            st = tsafe_cuda_buffer_upload(b, jb->mem, jb->c0, words);
-            a.c1[j] = (uint64_t *)jb->mem + words;
-            memcpy(a.key[j], jb->seed, 32); /* little-endian words, as the host */
-        }
-        if (st != TSAFE_OK)
-            break;
-        tsafe_cuda_launch_prepare();
-        tsafe_expand_kernel<<<(unsigned)(J * L), TSAFE_EXPAND_THREADS, 0, cb->stream>>>(a);
-        cudaError_t e = cudaGetLastError();
-        if (e != cudaSuccess)
-            st = tsafe_cuda_fail(e, "ct read launch");
-    }
+    size_t per = (size_t)(TSAFE_READ_CHUNK_WORDS / words);
+    /* tests: TSAFE_CUDA_READ_MAX_JOBS caps an upload (several from a small
+     * call) */
+    const char *cap_env = getenv("TSAFE_CUDA_READ_MAX_JOBS");
+    size_t cap = cap_env ? strtoull(cap_env, NULL, 10) : 0;
+    if (cap && cap < per)
+        per = cap;
+    if (per == 0)
+        per = 1;
+    for (size_t first = 0; first < n && st == TSAFE_OK; first += per)
+        st = read_chunk(cb, jobs + first, n - first < per ? n - first : per, stream);
     return st;
 }

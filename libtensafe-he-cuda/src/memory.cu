@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cuda_internal.cuh"
+#include "profile.cuh"
 
 static tsafe_status slab_alloc(void *user, size_t bytes, void **ptr)
 {
@@ -49,6 +50,7 @@ void tsafe_cuda_memory_teardown(tsafe_cuda_backend *cb)
 
 tsafe_status tsafe_cuda_buffer_alloc(tsafe_backend *b, size_t words, void **mem)
 {
+    tsafe_cuda_prof_scope ps(TSAFE_PROF_ALLOC, words);
     tsafe_cuda_backend *cb = (tsafe_cuda_backend *)b->ctx;
     tsafe_status st = tsafe_cuda_refuse_in_capture(cb, "buffer allocation");
     if (st != TSAFE_OK)
@@ -83,6 +85,7 @@ tsafe_status tsafe_cuda_buffer_alloc(tsafe_backend *b, size_t words, void **mem)
 
 void tsafe_cuda_buffer_free(tsafe_backend *b, void *mem)
 {
+    tsafe_cuda_prof_scope ps(TSAFE_PROF_FREE);
     tsafe_cuda_backend *cb = (tsafe_cuda_backend *)b->ctx;
     /* Freed memory is reused only by later work on the same stream; a
      * buffer freed during a capture would be reused under the graph, so
@@ -95,6 +98,7 @@ void tsafe_cuda_buffer_free(tsafe_backend *b, void *mem)
 tsafe_status tsafe_cuda_buffer_upload(tsafe_backend *b, void *mem, const uint64_t *src,
                                       size_t words)
 {
+    tsafe_cuda_prof_scope ps(TSAFE_PROF_UPLOAD, words);
     tsafe_cuda_backend *cb = (tsafe_cuda_backend *)b->ctx;
     tsafe_status st = tsafe_cuda_refuse_in_capture(cb, "upload");
     if (st != TSAFE_OK)
@@ -130,6 +134,7 @@ tsafe_status tsafe_cuda_buffer_upload(tsafe_backend *b, void *mem, const uint64_
 tsafe_status tsafe_cuda_buffer_download(tsafe_backend *b, const void *mem, uint64_t *dst,
                                         size_t words)
 {
+    tsafe_cuda_prof_scope ps(TSAFE_PROF_DOWNLOAD, words);
     tsafe_cuda_backend *cb = (tsafe_cuda_backend *)b->ctx;
     tsafe_status st = tsafe_cuda_refuse_in_capture(cb, "download");
     if (st != TSAFE_OK)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cuda_internal.cuh"
+#include "profile.cuh"
 #include "seal.cuh"
 
 #define TSAFE_SEAL_WS_BUDGET (1ull << 27) /* words per chunk: 1 GiB */
@@ -105,7 +106,11 @@ static tsafe_status seal_chunk(tsafe_cuda_backend *cb, const uint64_t *pk,
     if (st != TSAFE_OK)
         return st;
     uint64_t *host = cb->seal_host, *out = host + y.upload_words;
-    tsafe_seal_pack(jobs, J, L, log_n, y, host);
+    {
+        tsafe_cuda_prof_scope ps(TSAFE_PROF_SEAL_PACK, J);
+        tsafe_seal_pack(jobs, J, L, log_n, y, host);
+    }
+    tsafe_cuda_prof_scope pq(TSAFE_PROF_SEAL_QUEUE, J);
     cudaError_t e = cudaMemcpyAsync(cb->seal_ws, host, y.upload_words * sizeof *host,
                                     cudaMemcpyHostToDevice, cb->stream);
     if (e != cudaSuccess)
@@ -121,13 +126,19 @@ static tsafe_status seal_chunk(tsafe_cuda_backend *cb, const uint64_t *pk,
         (e = cudaMemcpyAsync(out, cb->seal_ws + y.out_off, y.out_words * sizeof *out,
                              cudaMemcpyDeviceToHost, cb->stream)) != cudaSuccess)
         st = tsafe_cuda_fail(e, "seal batch download");
+    pq.stop();
     /* always: the upload may be in flight when a later step failed */
-    e = cudaStreamSynchronize(cb->stream);
+    {
+        tsafe_cuda_prof_scope pw(TSAFE_PROF_SEAL_WAIT, J);
+        e = cudaStreamSynchronize(cb->stream);
+    }
     if (e != cudaSuccess && st == TSAFE_OK)
         st = tsafe_cuda_fail(e, "seal batch (queued work failed)");
     explicit_bzero(host, y.upload_words * sizeof *host);
-    if (st == TSAFE_OK)
+    if (st == TSAFE_OK) {
+        tsafe_cuda_prof_scope pu(TSAFE_PROF_SEAL_UNPACK, J);
         tsafe_seal_unpack(out, jobs, J, log_n);
+    }
     return st;
 }
 

@@ -11,6 +11,9 @@ struct tsafe_backend_factory;
 /* --backend of `tensafe bench`: where the HE-LoRA / MoE servers' ring work
  * runs (the CPU factory unless another was chosen). */
 extern const struct tsafe_backend_factory *bench_backend;
+/* --protocol of `tensafe bench serve`: "sealed" or "sealed-private" alone
+ * (NULL: both). */
+extern const char *bench_protocol;
 
 /* Function under test: called repeatedly with its argument. */
 typedef void (*bench_fn)(void *arg);

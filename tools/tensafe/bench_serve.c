@@ -22,6 +22,9 @@
 #include "tensafe/backend.h"
 #include "tensafe/cpu_pool.h"
 #include "tensafe/lora_session.h"
+#ifdef TSAFE_WITH_CUDA
+#include "tensafe/cuda.h"
+#endif
 
 #define SERVE_GROUP 28u /* sites of one token: a layer group */
 
@@ -252,6 +255,30 @@ static void report_ratio(bench_report *r, tsafe_session_protocol proto,
     bench_report_add(r, "serve", tsafe_session_protocol_name(proto), params, p50[1], note);
 }
 
+/* With TSAFE_CUDA_PROFILE set: what the CUDA backends' callers spent in
+ * each kind of backend call over the batch's tokens (the rows since the
+ * last reset), per token, summed over the threads; then reset (r NULL:
+ * only reset). */
+static void report_profile(bench_report *r, const serve_bench *b, size_t sites, int tokens)
+{
+#ifdef TSAFE_WITH_CUDA
+    tsafe_cuda_profile_row row[32];
+    size_t n = tsafe_cuda_profile(row, 32, 1);
+    if (!r)
+        return;
+    for (size_t i = 0; i < n && i < 32; i++) {
+        char params[128], note[128];
+        snprintf(params, sizeof params, "profile, batch %zu site(s): %s", sites, row[i].what);
+        snprintf(note, sizeof note, "%.1f calls, %.0f items per token; time summed over threads",
+                 (double)row[i].calls / tokens, (double)row[i].items / tokens);
+        bench_report_add(r, "serve", tsafe_session_protocol_name(b->proto), params,
+                         row[i].seconds * 1e6 / tokens, note);
+    }
+#else
+    (void)r, (void)b, (void)sites, (void)tokens;
+#endif
+}
+
 /* Batch sizes [z0, z1) on each configuration of b[c0 .. c0 + n_cfg), their
  * repetitions interleaved (a load that comes and goes hits them alike);
  * each one's p50 into p50[c][z]. */
@@ -267,6 +294,7 @@ static int serve_sizes(bench_report *r, serve_bench *b, const char *const *label
                 return -1;
             b[c].cpu_us = 0;
         }
+        report_profile(NULL, &b[c0], sites, 1); /* reset: the timed tokens only */
         for (int i = 0; i < reps; i++)
             for (int c = c0; c < c0 + n_cfg; c++)
                 if (batch_token(&b[c], sites, &t[c][i]) != 0)
@@ -275,6 +303,7 @@ static int serve_sizes(bench_report *r, serve_bench *b, const char *const *label
             cpu[c] = b[c].cpu_us;
             report_size(r, &b[c], label[c], sites, t[c], reps, cpu[c], &p50[c][z]);
         }
+        report_profile(r, &b[c0], sites, reps);
     }
     return 0;
 }
@@ -406,13 +435,17 @@ static int pool_all(const char *what, tsafe_cpu_pool **all, char *label, size_t 
     return 0;
 }
 
-/* Both protocols on the configurations given. */
+/* Both protocols (or --protocol's) on the configurations given. */
 static int serve_modes(bench_report *r, const tsafe_backend_factory *const *f,
                        tsafe_cpu_pool *const *pool, const char *const *label, int n_cfg,
                        int quick)
 {
-    int rc = serve_case(r, TSAFE_SESSION_SEALED, f, pool, label, n_cfg, quick);
-    return rc ? rc : serve_case(r, TSAFE_SESSION_SEALED_PRIVATE, f, pool, label, n_cfg, quick);
+    int rc = 0;
+    if (!bench_protocol || !strcmp(bench_protocol, "sealed"))
+        rc = serve_case(r, TSAFE_SESSION_SEALED, f, pool, label, n_cfg, quick);
+    if (!rc && (!bench_protocol || !strcmp(bench_protocol, "sealed-private")))
+        rc = serve_case(r, TSAFE_SESSION_SEALED_PRIVATE, f, pool, label, n_cfg, quick);
+    return rc;
 }
 
 /* CPU with one thread and with a pool of every core (the sessions of a
