@@ -31,6 +31,10 @@ struct tsafe_bfv_context {
      * kept limb i < l */
     tsafe_switch_consts sw[TSAFE_BFV_MAX_LIMBS][TSAFE_BFV_MAX_LIMBS];
     uint64_t one_shoup[TSAFE_BFV_MAX_LIMBS]; /* Shoup of 1: y mod q_i for any 64-bit y */
+    /* the sealings' read draws (seal.c): Shoup of delta_mod, and 2^64 mod
+     * q_i with its Shoup (a 128-bit flood in two 64-bit halves) */
+    uint64_t delta_shoup[TSAFE_BFV_MAX_LIMBS];
+    uint64_t r64[TSAFE_BFV_MAX_LIMBS], r64_shoup[TSAFE_BFV_MAX_LIMBS];
     double log2_q;
     uint8_t fingerprint[TSAFE_BFV_FINGERPRINT_BYTES];
     struct tsafe_ring_view ring; /* all limbs, for backends */

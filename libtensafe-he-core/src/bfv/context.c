@@ -73,8 +73,12 @@ tsafe_status tsafe_bfv_context_create(const tsafe_bfv_params *p,
     c->t = 1ull << p->t_bits;
     tsafe_u128 delta = c->Q >> p->t_bits;
     c->q_mod_t = (uint64_t)(c->Q & (c->t - 1));
-    for (uint32_t i = 0; i < c->L; i++)
+    for (uint32_t i = 0; i < c->L; i++) {
         c->delta_mod[i] = (uint64_t)(delta % q[i]);
+        c->delta_shoup[i] = tsafe_shoup_precompute(c->delta_mod[i], q[i]);
+        c->r64[i] = (uint64_t)(((tsafe_u128)1 << 64) % q[i]);
+        c->r64_shoup[i] = tsafe_shoup_precompute(c->r64[i], q[i]);
+    }
     for (uint32_t l = 1; l < c->L; l++)
         for (uint32_t i = 0; i < l; i++)
             tsafe_switch_consts_init(&c->sw[l][i], &c->mod[i], &c->mod[l]);

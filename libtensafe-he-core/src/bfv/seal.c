@@ -35,9 +35,27 @@ static void flood_sample(tsafe_prng *g, uint32_t bits, const tsafe_bfv_context *
     } while (v > span);
     int neg = v < half;
     tsafe_u128 mag = neg ? half - v : v - half;
-    for (uint32_t i = 0; i < c->L; i++) { /* mag < 2^111: Barrett */
-        uint64_t q = c->mod[i].q, r = tsafe_reduce_128(mag, &c->mod[i]);
+    uint64_t mh = (uint64_t)(mag >> 64), ml = (uint64_t)mag;
+    for (uint32_t i = 0; i < c->L; i++) { /* mh 2^64 + ml, by Shoup: no division */
+        uint64_t q = c->mod[i].q;
+        uint64_t r = tsafe_add_mod(tsafe_mul_shoup(mh, c->r64[i], c->r64_shoup[i], q),
+                                   tsafe_mul_shoup(ml, 1, c->one_shoup[i], q), q);
         out[i] = neg ? tsafe_neg_mod(r, q) : r;
+    }
+}
+
+/* round(Q m / t) mod every limb for a mask 0 <= m < t (tsafe_bfv_scale_up,
+ * its limb-free part once and Shoup products in place of Barrett's). */
+static void scale_up_mask(const tsafe_bfv_context *c, uint64_t m,
+                          uint64_t out[TSAFE_BFV_MAX_LIMBS])
+{
+    uint32_t T = c->p.t_bits;
+    uint64_t lo = (uint64_t)(((tsafe_u128)c->q_mod_t * m + ((tsafe_u128)1 << (T - 1))) >> T);
+    for (uint32_t i = 0; i < c->L; i++) {
+        uint64_t q = c->mod[i].q;
+        uint64_t mr = m < q ? m : tsafe_mul_shoup(m, 1, c->one_shoup[i], q);
+        uint64_t lr = lo < q ? lo : tsafe_mul_shoup(lo, 1, c->one_shoup[i], q);
+        out[i] = tsafe_add_mod(tsafe_mul_shoup(mr, c->delta_mod[i], c->delta_shoup[i], q), lr, q);
     }
 }
 
@@ -67,13 +85,15 @@ static void draw_reads(tsafe_prng *g, const tsafe_bfv_context *c, const uint64_t
 {
     tsafe_prng_cbd_tight(g, d->e0, n_reads ? n_reads : 1);
     for (size_t k = 0; k < n_reads; k++) {
-        uint64_t f[TSAFE_BFV_MAX_LIMBS];
+        uint64_t f[TSAFE_BFV_MAX_LIMBS], s[TSAFE_BFV_MAX_LIMBS];
         flood_sample(g, flood_bits, c, f);
+        if (mask) /* < t, checked by tsafe_bfv_seal_check_reads */
+            scale_up_mask(c, mask[k], s);
         for (uint32_t i = 0; i < c->L; i++) {
             uint64_t q = c->mod[i].q;
             uint64_t add = tsafe_add_mod(tsafe_bfv_signed_mod(d->e0[k], q), f[i], q);
             if (mask)
-                add = tsafe_add_mod(add, tsafe_bfv_scale_up(c, i, (int64_t)mask[k]), q);
+                add = tsafe_add_mod(add, s[i], q);
             d->add[i * n_reads + k] = add;
         }
     }

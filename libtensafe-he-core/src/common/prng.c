@@ -205,8 +205,21 @@ void tsafe_prng_uniform_mod_tight(tsafe_prng *p, uint64_t q, uint64_t *out,
     }
 }
 
+/* The five trits of each byte value below 243, least significant first,
+ * minus 1 (filled once; the same values as dividing by 3 in turn). */
+static int8_t g_trits[243][8];
+static pthread_once_t g_trits_once = PTHREAD_ONCE_INIT;
+
+static void trits_fill(void)
+{
+    for (unsigned v = 0; v < 243; v++)
+        for (unsigned t = 0, x = v; t < 5; t++, x /= 3)
+            g_trits[v][t] = (int8_t)((int)(x % 3) - 1);
+}
+
 void tsafe_prng_ternary(tsafe_prng *p, int8_t *out, size_t n)
 {
+    pthread_once(&g_trits_once, trits_fill);
     size_t i = 0;
     while (i < n) { /* straight from the buffer: one byte at a time as before */
         if (p->pos == p->len)
@@ -216,9 +229,12 @@ void tsafe_prng_ternary(tsafe_prng *p, int8_t *out, size_t n)
             unsigned v = *b;
             if (v >= 243)
                 continue;
-            for (int t = 0; t < 5 && i < n; t++) {
-                out[i++] = (int8_t)((int)(v % 3) - 1);
-                v /= 3;
+            if (n - i >= 5) {
+                memcpy(out + i, g_trits[v], 5);
+                i += 5;
+            } else {
+                for (unsigned t = 0; i < n; t++)
+                    out[i++] = g_trits[v][t];
             }
         }
         p->pos = (size_t)(b - p->buf);
