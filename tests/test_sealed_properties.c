@@ -27,6 +27,7 @@
 #include "tensafe/lora_sealed.h"
 #include "support/tsafe_test_rng.h"
 #include "../libtensafe-lora/src/sealed/sealed_internal.h"
+#include "../libtensafe-lora/src/sealed/server_internal.h"
 
 /* ------------------------------------------------------------- helpers */
 
@@ -725,11 +726,64 @@ static void dp_sigma_pinned(void **state)
     world_close(&w);
 }
 
+/* Round 2's masks with their output noise in one pass (the server's
+ * path, AVX-512 where the CPU has it) give the bits of the two-pass
+ * reference (tsafe_sealed_out_noise, tsafe_sealed_round2_masks, which
+ * tests/reference/sealed_ref.c uses): ties of the rounding, sums of mixed
+ * magnitudes (an order of summation other than tsafe_sealed_row_dot's
+ * changes their bits) and sums past 2^53, over blocks with a short last
+ * one. */
+static void round2_noise_masks_paths(void **state)
+{
+    (void)state;
+    world w;
+    world_open(&w, TSAFE_SEALED_PRIVATE, 64, 32, 203, NULL, NULL);
+    world_site(&w, 1.0f);
+    const tsafe_sealed_site *ss = w.site;
+    uint32_t rank = ss->rank, d_out = ss->d_out, rows = ss->l2.rows;
+    uint64_t t = 1ull << w.plan.r1.t_bits;
+    int64_t *noise = malloc(d_out * sizeof *noise), C[64];
+    uint64_t *want = malloc(rows * sizeof *want), *got = malloc(rows * sizeof *got);
+    double z[64];
+    assert_true(noise && want && got);
+    int ties = 0;
+    for (int trial = 0; trial < 12; trial++) {
+        for (uint32_t q = 0; q < rank; q++) {
+            C[q] = (int64_t)(tsafe_test_u64() & (t - 1));
+            /* trials 0-3: halves (ties wherever a row's sum is odd); 4-7:
+             * Gaussian-like; 8-11: sums far past 2^53 */
+            z[q] = trial < 4   ? (q == (uint32_t)trial ? 0.5 : q == 7 ? -1.5 : 0)
+                   : trial < 8 ? tsafe_test_uniform_float(-1, 1) * pow(10, (int)(q % 7) - 2)
+                               : tsafe_test_uniform_float(-1, 1) * 1e15;
+        }
+        tsafe_sealed_out_noise(ss, z, noise);
+        for (uint32_t j = 0; j < d_out; j++) {
+            double acc = tsafe_sealed_row_dot(ss->bq + (size_t)j * rank, z, rank);
+            ties += trial < 4 && acc != floor(acc);
+        }
+        for (uint32_t b = 0; b < ss->l2.n_blocks; b++) {
+            uint32_t n = tsafe_sealed_round2_masks(&w.plan, ss, b, C, noise, want);
+            for (int vector = 0; vector < 2; vector++) {
+                memset(got, 0xA5, rows * sizeof *got);
+                assert_int_equal(tsafe_sealed_round2_noise_masks(&w.plan, ss, b, C, z, got,
+                                                                 vector), n);
+                assert_memory_equal(got, want, n * sizeof *got);
+            }
+        }
+    }
+    assert_true(ties > 100); /* the ties were there to round */
+    free(noise);
+    free(want);
+    free(got);
+    world_close(&w);
+}
+
 int main(void)
 {
     tsafe_test_rng_init("sealed_properties");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(flooding_noise_matches_plan),
+        cmocka_unit_test(round2_noise_masks_paths),
         cmocka_unit_test(plan_flood_covers_noise),
         cmocka_unit_test(key_rotation_pinned),
         cmocka_unit_test(inputs_at_u_bound),

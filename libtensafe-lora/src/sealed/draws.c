@@ -52,16 +52,21 @@ void tsafe_sealed_draw_out_z(tsafe_sealed_draws *d, uint32_t rank, double *z)
     sodium_memzero(u, sizeof u);
 }
 
+double tsafe_sealed_row_dot(const int64_t *row, const double *z, uint32_t rank)
+{
+    double s[8] = {0, 0, 0, 0, 0, 0, 0, 0}, a[4];
+    for (uint32_t i = 0; i < rank; i++)
+        s[i & 7] += (double)row[i] * z[i];
+    for (int l = 0; l < 4; l++)
+        a[l] = s[l] + s[l + 4];
+    return (a[0] + a[2]) + (a[1] + a[3]);
+}
+
 void tsafe_sealed_out_noise(const tsafe_sealed_site *site, const double *z, int64_t *noise)
 {
     uint32_t rank = site->rank;
-    for (uint32_t j = 0; j < site->d_out; j++) {
-        const int64_t *row = site->bq + (size_t)j * rank;
-        double acc = 0;
-        for (uint32_t i = 0; i < rank; i++)
-            acc += (double)row[i] * z[i];
-        noise[j] = (int64_t)llround(acc);
-    }
+    for (uint32_t j = 0; j < site->d_out; j++)
+        noise[j] = (int64_t)llround(tsafe_sealed_row_dot(site->bq + (size_t)j * rank, z, rank));
 }
 
 void tsafe_sealed_draw_out_noise(tsafe_sealed_draws *d, const tsafe_sealed_site *site,

@@ -167,8 +167,6 @@ void tsafe_sealed_server_wipe_masks(tsafe_sealed_server *s)
     size_t n = (size_t)1 << s->plan.r1.log_n; /* not c1's: freed before this at free */
     if (s->mask)
         sodium_memzero(s->mask, n * sizeof *s->mask);
-    if (s->noise)
-        sodium_memzero(s->noise, s->plan.d_out_max * sizeof *s->noise);
 }
 
 void tsafe_sealed_server_free(tsafe_sealed_server *s)
@@ -191,7 +189,6 @@ void tsafe_sealed_server_free(tsafe_sealed_server *s)
     free(s->off);
     free(s->pos);
     free(s->mask);
-    free(s->noise);
     free(s);
 }
 
@@ -220,8 +217,6 @@ tsafe_status tsafe_sealed_server_create(const tsafe_sealed_plan *plan,
         tsafe_sealed_layout2(plan, plan->rank, plan->d_out_max, &l2);
         TSAFE_CHECK(l2.n_chunks <= TSAFE_SEALED_MAX_CHUNKS, TSAFE_E_RANGE);
         TSAFE_TRY(tsafe_bfv_sealed_create(s->c2, n, &s->res2));
-        s->noise = malloc((size_t)plan->d_out_max * sizeof *s->noise);
-        TSAFE_CHECK(s->noise, TSAFE_E_NOMEM);
     }
     TSAFE_TRY(backend_setup(s)); /* the CPU backend until the host picks one */
     *out = s;

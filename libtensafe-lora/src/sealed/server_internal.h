@@ -32,6 +32,11 @@ void tsafe_sealed_draw_out_noise(tsafe_sealed_draws *d, const tsafe_sealed_site 
                                  int64_t *noise);
 void tsafe_sealed_draw_out_z(tsafe_sealed_draws *d, uint32_t rank, double *z);
 void tsafe_sealed_out_noise(const tsafe_sealed_site *site, const double *z, int64_t *noise);
+/* The sum of row[i] z[i] in doubles in a fixed order that eight vector
+ * lanes keep: lane l sums the products i = l, l + 8, ... in turn, then
+ * (s0 + s4) + (s2 + s6) ... as written in draws.c; every path computing
+ * the output noise uses this order, so all give the same bits. */
+double tsafe_sealed_row_dot(const int64_t *row, const double *z, uint32_t rank);
 
 /* ------------------------------------------------------------- masks.c */
 
@@ -50,6 +55,16 @@ void tsafe_sealed_round2_c(const tsafe_sealed_plan *p, const tsafe_sealed_site *
 uint32_t tsafe_sealed_round2_masks(const tsafe_sealed_plan *p, const tsafe_sealed_site *site,
                                    uint32_t b, const int64_t *C, const int64_t *noise,
                                    uint64_t *mask);
+/* The same masks with their output noise in one pass over the block's
+ * rows of B_q: mask[k] = (B_q C + round(B_q z)) mod t2, the bits of
+ * tsafe_sealed_out_noise then tsafe_sealed_round2_masks (B_q is read once,
+ * not twice; eight rows a step with AVX-512 when vector != 0 and the CPU
+ * has it -- test_sealed_properties compares the paths). Returns the
+ * block's reads. */
+uint32_t tsafe_sealed_round2_noise_masks(const tsafe_sealed_plan *p,
+                                         const tsafe_sealed_site *site, uint32_t b,
+                                         const int64_t *C, const double *z, uint64_t *mask,
+                                         int vector);
 /* sealed round 2: share v (< t, checked by the caller) and mask R -> the
  * signed u + n. */
 int64_t tsafe_sealed_unmask(const tsafe_sealed_plan *p, uint64_t v, uint64_t R);
@@ -159,7 +174,6 @@ struct tsafe_sealed_server {
     size_t R_cap;
     int64_t *last_u;          /* sealed: u + n of the last round 2 (flat) */
     size_t *off;              /* site i's masks start at R + off[i] */
-    int64_t *noise;           /* round-2 output noise of one site (d_out_max) */
 
     /* The ring work runs on backends (one per round's ring) from the
      * host's factory (the CPU backend by default). */

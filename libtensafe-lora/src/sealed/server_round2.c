@@ -201,14 +201,13 @@ static tsafe_status take_shares(tsafe_sealed_server *s, const tsafe_sealed_site 
     return st;
 }
 
-/* Part p's masks into its queued sealings: its output noise round(B_q z)
- * (noise: d_out scratch), then per block B_q C + noise (mod t2). */
-static void part_masks(tsafe_sealed_server *s, const round2_part *q, int64_t *noise)
+/* Part p's masks into its queued sealings: per block B_q C + round(B_q z)
+ * (mod t2), its output noise with it. */
+static void part_masks(tsafe_sealed_server *s, const round2_part *q)
 {
-    tsafe_sealed_out_noise(q->site, q->z, noise);
     for (uint32_t b = 0; b < q->site->l2.n_blocks; b++)
-        tsafe_sealed_round2_masks(&s->plan, q->site, b, q->C, noise,
-                                  tsafe_sealed_sealq_masks(&s->sealq, q->acc0 + b));
+        tsafe_sealed_round2_noise_masks(&s->plan, q->site, b, q->C, q->z,
+                                        tsafe_sealed_sealq_masks(&s->sealq, q->acc0 + b), 1);
 }
 
 /* Task t of round2_fill: parts t, t + T, ... of the group decoded (their
@@ -217,18 +216,13 @@ static void fill_task(void *arg, size_t t)
 {
     round2_group *g = arg;
     tsafe_sealed_server *s = g->s;
-    size_t ctl = tsafe_bfv_ct_bytes(s->c2), dn = s->plan.d_out_max;
-    int64_t *noise = t ? malloc(dn * sizeof *noise) : s->noise; /* task 0: the server's */
-    tsafe_status st = noise ? TSAFE_OK : TSAFE_E_NOMEM;
+    size_t ctl = tsafe_bfv_ct_bytes(s->c2);
+    tsafe_status st = TSAFE_OK;
     for (size_t p = t; p < g->n && st == TSAFE_OK; p += g->threads) {
         const round2_part *q = &g->part[p];
         st = tsafe_bfv_ct_read_buffers(s->c2, q->ct0, ctl, q->site->l2.n_chunks, s->zb + q->z0);
         if (st == TSAFE_OK)
-            part_masks(s, q, noise);
-    }
-    if (t && noise) { /* derived from z: as secret */
-        sodium_memzero(noise, dn * sizeof *noise);
-        free(noise);
+            part_masks(s, q);
     }
     g->st[t] = st;
 }
