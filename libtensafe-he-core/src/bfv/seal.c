@@ -15,47 +15,46 @@
 #include "../common/bytes.h"
 #include "../common/prng.h"
 
-/* Uniform integer in [-2^bits, 2^bits] (bits <= 100), or over one
- * plaintext step (TSAFE_BFV_FLOOD_STEP), as residues mod every limb. */
-static void flood_sample(tsafe_prng *g, uint32_t bits, const tsafe_bfv_context *c,
-                         uint64_t out[TSAFE_BFV_MAX_LIMBS])
+/* A read's flood: uniform in [-half, half], half 2^bits (bits <= 100) or
+ * (TSAFE_BFV_FLOOD_STEP) floor(floor(Q/t)/2), one plaintext step in all;
+ * candidates of the span's bit length, each kept with probability above
+ * 1/2. The range is the same for every read of a sealing: made once. */
+typedef struct {
+    tsafe_u128 half, span, mask;
+} flood_range;
+
+static void flood_range_make(const tsafe_bfv_context *c, uint32_t bits, flood_range *r)
 {
-    /* [-half, half]: 2^bits, or (TSAFE_BFV_FLOOD_STEP) floor(floor(Q/t)/2),
-     * one plaintext step in all; candidates of the span's bit length plus
-     * one, each kept with probability above 1/2 */
-    tsafe_u128 half = bits == TSAFE_BFV_FLOOD_STEP ? (c->Q >> c->p.t_bits) >> 1
-                                                   : (tsafe_u128)1 << bits;
-    tsafe_u128 span = 2 * half; /* values 0..span */
-    uint64_t sh = (uint64_t)(span >> 64), sl = (uint64_t)span; /* span >= 2 */
+    r->half = bits == TSAFE_BFV_FLOOD_STEP ? (c->Q >> c->p.t_bits) >> 1 : (tsafe_u128)1 << bits;
+    r->span = 2 * r->half; /* values 0..span, span >= 2 */
+    uint64_t sh = (uint64_t)(r->span >> 64), sl = (uint64_t)r->span;
     int len = sh ? 128 - __builtin_clzll(sh) : 64 - __builtin_clzll(sl); /* bits of span */
-    tsafe_u128 mask = ((tsafe_u128)1 << len) - 1, v;
+    r->mask = ((tsafe_u128)1 << len) - 1;
+}
+
+static __int128 flood_draw(tsafe_prng *g, const flood_range *r)
+{
+    tsafe_u128 v;
     do {
         uint64_t lo = tsafe_prng_u64(g), hi = tsafe_prng_u64(g);
-        v = (((tsafe_u128)hi << 64) | lo) & mask;
-    } while (v > span);
-    int neg = v < half;
-    tsafe_u128 mag = neg ? half - v : v - half;
+        v = (((tsafe_u128)hi << 64) | lo) & r->mask;
+    } while (v > r->span);
+    return (__int128)v - (__int128)r->half;
+}
+
+/* v mod every limb into out[i * stride], |v| < 2^112: the magnitude's two
+ * 64-bit halves by Shoup products against 2^64 mod q_i and 1 (no
+ * division), then the sign. */
+static void residues(const tsafe_bfv_context *c, __int128 v, uint64_t *out, size_t stride)
+{
+    int neg = v < 0;
+    tsafe_u128 mag = neg ? (tsafe_u128)(-v) : (tsafe_u128)v;
     uint64_t mh = (uint64_t)(mag >> 64), ml = (uint64_t)mag;
-    for (uint32_t i = 0; i < c->L; i++) { /* mh 2^64 + ml, by Shoup: no division */
+    for (uint32_t i = 0; i < c->L; i++) {
         uint64_t q = c->mod[i].q;
         uint64_t r = tsafe_add_mod(tsafe_mul_shoup(mh, c->r64[i], c->r64_shoup[i], q),
                                    tsafe_mul_shoup(ml, 1, c->one_shoup[i], q), q);
-        out[i] = neg ? tsafe_neg_mod(r, q) : r;
-    }
-}
-
-/* round(Q m / t) mod every limb for a mask 0 <= m < t (tsafe_bfv_scale_up,
- * its limb-free part once and Shoup products in place of Barrett's). */
-static void scale_up_mask(const tsafe_bfv_context *c, uint64_t m,
-                          uint64_t out[TSAFE_BFV_MAX_LIMBS])
-{
-    uint32_t T = c->p.t_bits;
-    uint64_t lo = (uint64_t)(((tsafe_u128)c->q_mod_t * m + ((tsafe_u128)1 << (T - 1))) >> T);
-    for (uint32_t i = 0; i < c->L; i++) {
-        uint64_t q = c->mod[i].q;
-        uint64_t mr = m < q ? m : tsafe_mul_shoup(m, 1, c->one_shoup[i], q);
-        uint64_t lr = lo < q ? lo : tsafe_mul_shoup(lo, 1, c->one_shoup[i], q);
-        out[i] = tsafe_add_mod(tsafe_mul_shoup(mr, c->delta_mod[i], c->delta_shoup[i], q), lr, q);
+        out[i * stride] = neg ? tsafe_neg_mod(r, q) : r;
     }
 }
 
@@ -79,23 +78,24 @@ tsafe_status tsafe_bfv_seal_check_reads(const tsafe_bfv_context *c, const uint32
 }
 
 /* The reads' part of a sealing's draws from g: e0, then per read the
- * flood, summed with the scaled mask into d->add. */
+ * flood; each read's addition e0 + flood + round(Q mask / t) as one
+ * integer (|.| < 2^112; the scaled mask is floor(Q/t) m + round((Q mod t)
+ * m / t), tsafe_bfv_scale_up's value), reduced mod each limb once. */
 static void draw_reads(tsafe_prng *g, const tsafe_bfv_context *c, const uint64_t *mask,
                        size_t n_reads, uint32_t flood_bits, seal_draw *d)
 {
     tsafe_prng_cbd_tight(g, d->e0, n_reads ? n_reads : 1);
+    flood_range fr;
+    flood_range_make(c, flood_bits, &fr);
+    uint32_t T = c->p.t_bits;
+    tsafe_u128 delta = c->Q >> T, round_half = (tsafe_u128)1 << (T - 1);
     for (size_t k = 0; k < n_reads; k++) {
-        uint64_t f[TSAFE_BFV_MAX_LIMBS], s[TSAFE_BFV_MAX_LIMBS];
-        flood_sample(g, flood_bits, c, f);
-        if (mask) /* < t, checked by tsafe_bfv_seal_check_reads */
-            scale_up_mask(c, mask[k], s);
-        for (uint32_t i = 0; i < c->L; i++) {
-            uint64_t q = c->mod[i].q;
-            uint64_t add = tsafe_add_mod(tsafe_bfv_signed_mod(d->e0[k], q), f[i], q);
-            if (mask)
-                add = tsafe_add_mod(add, s[i], q);
-            d->add[i * n_reads + k] = add;
+        __int128 v = flood_draw(g, &fr) + d->e0[k];
+        if (mask) { /* < t, checked by tsafe_bfv_seal_check_reads */
+            uint64_t m = mask[k];
+            v += (__int128)(delta * m + (((tsafe_u128)c->q_mod_t * m + round_half) >> T));
         }
+        residues(c, v, d->add + k, n_reads);
     }
 }
 
