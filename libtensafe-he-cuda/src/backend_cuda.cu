@@ -336,10 +336,12 @@ static void destroy_state(tsafe_cuda_backend *cb)
         (void)tsafe_cuda_pool_free(&cb->pool, cb->seal_ws);
     if (cb->seal_host) /* its secret part is wiped after every call */
         tsafe_cuda_ignore(cudaFreeHost(cb->seal_host));
-    if (cb->read_ev) /* after the stream's work: the event's copy is done */
-        tsafe_cuda_ignore(cudaEventDestroy(cb->read_ev));
-    if (cb->read_host)
-        tsafe_cuda_ignore(cudaFreeHost(cb->read_host));
+    for (int a = 0; a < TSAFE_CUDA_READ_AREAS; a++) { /* the stream is done */
+        if (cb->read[a].ev)
+            tsafe_cuda_ignore(cudaEventDestroy(cb->read[a].ev));
+        if (cb->read[a].host)
+            tsafe_cuda_ignore(cudaFreeHost(cb->read[a].host));
+    }
     if (cb->read_dev)
         (void)tsafe_cuda_pool_free(&cb->pool, cb->read_dev);
     tsafe_cuda_memory_teardown(cb);

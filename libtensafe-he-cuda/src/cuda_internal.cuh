@@ -17,6 +17,8 @@
 #define TSAFE_CUDA_STAGING_WORDS (1u << 19) /* 4 MiB per half */
 /* Pool: reserved at creation, then grown geometrically. */
 #define TSAFE_CUDA_POOL_INITIAL (64u << 20)
+/* ct_read's pinned host areas (a ring) */
+#define TSAFE_CUDA_READ_AREAS 4
 
 typedef struct tsafe_cuda_backend {
     int device;
@@ -39,12 +41,19 @@ typedef struct tsafe_cuda_backend {
      * demand (seal.cu) */
     uint64_t *seal_ws, *seal_host;
     uint64_t seal_ws_words, seal_host_words;
-    /* ct_read's c0 words: a pinned host area and its device copy, grown on
-     * demand (expand.cu); the event marks the last upload out of the host
-     * area (public bytes: never wiped) */
-    uint64_t *read_host, *read_dev;
-    uint64_t read_words;
-    cudaEvent_t read_ev;
+    /* ct_read's c0 words (expand.cu; public bytes: never wiped): a ring of
+     * pinned host areas, each with the event of its last upload, so that a
+     * call waits only on the upload TSAFE_CUDA_READ_AREAS calls back (the
+     * last one still queues behind the previous call's kernels); and
+     * their device copy, grown on demand */
+    struct {
+        uint64_t *host;
+        uint64_t words;
+        cudaEvent_t ev;
+    } read[TSAFE_CUDA_READ_AREAS];
+    unsigned read_next;
+    uint64_t *read_dev;
+    uint64_t read_dev_words;
 } tsafe_cuda_backend;
 
 /* ------------------------------------------------------------- errors */

@@ -1,6 +1,8 @@
 /* The ct_read slot on the device (expand.cuh has the phases): the c0 of
- * every ciphertext of a call packed into a pinned host area and uploaded
- * in one copy (up to TSAFE_READ_CHUNK_WORDS a copy), then one block per
+ * every ciphertext of a call packed into a pinned host area (a ring of
+ * TSAFE_CUDA_READ_AREAS: a call never waits on the previous call's
+ * upload, which queues behind the kernels before it) and uploaded in one
+ * copy (up to TSAFE_READ_CHUNK_WORDS a copy), then one block per
  * (ciphertext, limb) copies its c0 limb into poly 0 of the ciphertext's
  * buffer and expands c1 from the seed into poly 1, TSAFE_EXPAND_MAX_JOBS
  * ciphertexts a launch (their pointers and keys are the arguments). The
@@ -57,59 +59,71 @@ __global__ void __launch_bounds__(TSAFE_EXPAND_THREADS) tsafe_expand_kernel(expa
     }
 }
 
-/* The pinned host area and device copy of at least words, kept for later
- * calls; the host area is free once the last upload out of it is done. */
-static tsafe_status read_area(tsafe_cuda_backend *cb, uint64_t words)
+/* The next pinned host area of the ring, once its last upload is done,
+ * and the device copy, each of at least words, kept for later calls. */
+static tsafe_status read_area(tsafe_cuda_backend *cb, uint64_t words, uint64_t **host,
+                              cudaEvent_t *ev)
 {
+    unsigned k = cb->read_next;
+    cb->read_next = (k + 1) % TSAFE_CUDA_READ_AREAS;
     cudaError_t e;
-    if (!cb->read_ev &&
-        (e = cudaEventCreateWithFlags(&cb->read_ev, cudaEventDisableTiming)) != cudaSuccess) {
-        cb->read_ev = NULL;
+    if (!cb->read[k].ev &&
+        (e = cudaEventCreateWithFlags(&cb->read[k].ev, cudaEventDisableTiming)) != cudaSuccess) {
+        cb->read[k].ev = NULL;
         return tsafe_cuda_fail(e, "cudaEventCreate(ct read)");
     }
-    if ((e = cudaEventSynchronize(cb->read_ev)) != cudaSuccess)
+    if ((e = cudaEventSynchronize(cb->read[k].ev)) != cudaSuccess)
         return tsafe_cuda_fail(e, "ct read (queued work failed)");
-    if (cb->read_words >= words)
-        return TSAFE_OK;
-    if (cb->read_host)
-        tsafe_cuda_ignore(cudaFreeHost(cb->read_host));
-    if (cb->read_dev) /* later work on this stream only: safe to reuse */
-        (void)tsafe_cuda_pool_free(&cb->pool, cb->read_dev);
-    cb->read_host = cb->read_dev = NULL;
-    cb->read_words = 0;
-    e = cudaHostAlloc((void **)&cb->read_host, words * sizeof(uint64_t), cudaHostAllocDefault);
-    if (e != cudaSuccess) {
-        cb->read_host = NULL;
-        return tsafe_cuda_fail(e, "cudaHostAlloc(ct read host area)");
+    if (cb->read[k].words < words) {
+        if (cb->read[k].host)
+            tsafe_cuda_ignore(cudaFreeHost(cb->read[k].host));
+        cb->read[k].words = 0;
+        e = cudaHostAlloc((void **)&cb->read[k].host, words * sizeof(uint64_t),
+                          cudaHostAllocDefault);
+        if (e != cudaSuccess) {
+            cb->read[k].host = NULL;
+            return tsafe_cuda_fail(e, "cudaHostAlloc(ct read host area)");
+        }
+        cb->read[k].words = words;
     }
-    tsafe_status st = tsafe_cuda_pool_alloc(&cb->pool, words * sizeof(uint64_t), 1,
-                                            (void **)&cb->read_dev);
-    if (st != TSAFE_OK) {
+    if (cb->read_dev_words < words) {
+        if (cb->read_dev) /* later work on this stream only: safe to reuse */
+            (void)tsafe_cuda_pool_free(&cb->pool, cb->read_dev);
         cb->read_dev = NULL;
-        return st == TSAFE_E_NOMEM ? tsafe_cuda_fail_msg(st, "ct read area of %llu words",
-                                                         (unsigned long long)words)
-                                   : st;
+        cb->read_dev_words = 0;
+        tsafe_status st = tsafe_cuda_pool_alloc(&cb->pool, words * sizeof(uint64_t), 1,
+                                                (void **)&cb->read_dev);
+        if (st != TSAFE_OK) {
+            cb->read_dev = NULL;
+            return st == TSAFE_E_NOMEM ? tsafe_cuda_fail_msg(st, "ct read area of %llu words",
+                                                             (unsigned long long)words)
+                                       : st;
+        }
+        cb->read_dev_words = words;
     }
-    cb->read_words = words;
+    *host = cb->read[k].host;
+    *ev = cb->read[k].ev;
     return TSAFE_OK;
 }
 
-/* Ciphertexts [0, J) whose c0 fit one upload. */
+/* Ciphertexts [0, J) whose c0 fit one upload. The device copy is reused
+ * by the next call's upload only after this call's kernels (one stream). */
 static tsafe_status read_chunk(tsafe_cuda_backend *cb, const tsafe_backend_ct_job *jobs,
                                size_t J, uint64_t stream)
 {
     uint32_t L = cb->tables.n_primes;
-    uint64_t words = (uint64_t)L * cb->tables.n;
-    tsafe_status st = read_area(cb, J * words);
+    uint64_t words = (uint64_t)L * cb->tables.n, *host = NULL;
+    cudaEvent_t ev = NULL;
+    tsafe_status st = read_area(cb, J * words, &host, &ev);
     if (st != TSAFE_OK)
         return st;
     for (size_t j = 0; j < J; j++)
-        memcpy(cb->read_host + j * words, jobs[j].c0, words * sizeof(uint64_t));
-    cudaError_t e = cudaMemcpyAsync(cb->read_dev, cb->read_host, J * words * sizeof(uint64_t),
+        memcpy(host + j * words, jobs[j].c0, words * sizeof(uint64_t));
+    cudaError_t e = cudaMemcpyAsync(cb->read_dev, host, J * words * sizeof(uint64_t),
                                     cudaMemcpyHostToDevice, cb->stream);
     if (e != cudaSuccess)
         return tsafe_cuda_fail(e, "ct read upload");
-    if ((e = cudaEventRecord(cb->read_ev, cb->stream)) != cudaSuccess)
+    if ((e = cudaEventRecord(ev, cb->stream)) != cudaSuccess)
         return tsafe_cuda_fail(e, "cudaEventRecord(ct read)");
     expand_launch a;
     memset(&a, 0, sizeof a);
