@@ -49,6 +49,30 @@ CHECK_FN(tsafe_bfv_ct_read_buffers)
     tsafe_backend_free(b);
 }
 
+CHECK_FN(tsafe_bfv_ct_read_buffers_at)
+{
+    sealed_world();
+    tsafe_buffer *x[2] = {NULL, NULL}, *mixed[2];
+    tsafe_backend *b = NULL;
+    OK(tsafe_backend_cpu_create_bfv(S.c, &b));
+    OK(tsafe_buffer_alloc(b, 2, tsafe_bfv_context_limbs(S.c), &x[0]));
+    OK(tsafe_buffer_alloc(b, 2, tsafe_bfv_context_limbs(S.c), &x[1]));
+    uint8_t b0[8] = {0}, b1[8] = {0};
+    const uint8_t *at[2] = {b0, b1}, *half[2] = {b0, NULL};
+    OK(tsafe_bfv_ct_read_buffers_at(S.c, NULL, 8, 0, NULL)); /* nothing to read */
+    IS(TSAFE_E_NULL, tsafe_bfv_ct_read_buffers_at(NULL, at, 8, 2, x));
+    IS(TSAFE_E_NULL, tsafe_bfv_ct_read_buffers_at(S.c, NULL, 8, 2, x));
+    IS(TSAFE_E_NULL, tsafe_bfv_ct_read_buffers_at(S.c, half, 8, 2, x));
+    IS(TSAFE_E_NULL, tsafe_bfv_ct_read_buffers_at(S.c, at, 8, 2, NULL));
+    mixed[0] = x[0];
+    mixed[1] = f->buf; /* a CKKS ring's buffer */
+    IS(TSAFE_E_PARAMS_MISMATCH, tsafe_bfv_ct_read_buffers_at(S.c, at, 8, 2, mixed));
+    IS(TSAFE_E_TRUNCATED, tsafe_bfv_ct_read_buffers_at(S.c, at, 8, 2, x));
+    tsafe_buffer_free(x[0]);
+    tsafe_buffer_free(x[1]);
+    tsafe_backend_free(b);
+}
+
 CHECK_FN(tsafe_bfv_plain_operand)
 {
     sealed_world();
@@ -239,6 +263,7 @@ static const api_case k_bfv_backend[] = {
     ENTRY(tsafe_bfv_sealer_prepare), ENTRY(tsafe_bfv_sealer_ready),
     ENTRY(tsafe_bfv_sealer_drop),
     ENTRY(tsafe_bfv_ct_read_buffer), ENTRY(tsafe_bfv_ct_read_buffers),
+    ENTRY(tsafe_bfv_ct_read_buffers_at),
     ENTRY(tsafe_bfv_plain_operand),
     ENTRY(tsafe_bfv_plain_encode_buffer), ENTRY(tsafe_bfv_public_key_operand),
     ENTRY(tsafe_bfv_sealer_create), ENTRY(tsafe_bfv_sealer_free), ENTRY(tsafe_bfv_seal_buffer),

@@ -398,7 +398,7 @@ static void test_batch_emulated(void **state)
 
 /* ------------------------------------------------ ct_read (API 5) */
 
-enum { CT_N = 20 }; /* more than one launch's 16 */
+enum { CT_N = 70 }; /* more than one launch's 64 */
 
 /* CT_N ciphertexts' bytes, one after the other (*ctl bytes each). */
 static uint8_t *ct_bytes(const seal_spec *s, size_t *ctl)
@@ -479,6 +479,27 @@ static void test_ct_read_emulated(void **state)
     assert_int_equal(g_ct_calls, 1); /* the whole group in one slot call */
     assert_memory_equal(got, want, CT_N * words * sizeof *got);
     free(got);
+    /* spread ciphertexts (tsafe_bfv_ct_read_buffers_at), in reverse order:
+     * one slot call, each buffer the words of the ciphertext it was given */
+    {
+        const uint8_t *at[CT_N];
+        tsafe_buffer *dst[CT_N];
+        uint64_t *w = malloc(words * sizeof *w);
+        assert_non_null(w);
+        for (size_t j = 0; j < CT_N; j++) {
+            at[j] = buf + (CT_N - 1 - j) * ctl;
+            assert_int_equal(tsafe_buffer_alloc(b, 2, s.L, &dst[j]), TSAFE_OK);
+        }
+        g_ct_calls = 0;
+        assert_int_equal(tsafe_bfv_ct_read_buffers_at(s.c, at, ctl, CT_N, dst), TSAFE_OK);
+        assert_int_equal(g_ct_calls, 1);
+        for (size_t j = 0; j < CT_N; j++) {
+            assert_int_equal(tsafe_buffer_download(dst[j], w, words), TSAFE_OK);
+            assert_memory_equal(w, want + (CT_N - 1 - j) * words, words * sizeof *w);
+            tsafe_buffer_free(dst[j]);
+        }
+        free(w);
+    }
     /* one at a time, and a refused ciphertext (a residue >= q) refused */
     tsafe_buffer *one = NULL;
     assert_int_equal(tsafe_buffer_alloc(b, 2, s.L, &one), TSAFE_OK);

@@ -663,7 +663,7 @@ static tsafe_status ref_seal_batch(tsafe_backend *b, const void *pk,
         st = tsafe_buffer_alloc(b, 2, l, &sw[l]);
     for (size_t j = 0; j < n && st == TSAFE_OK; j++) {
         const tsafe_backend_seal_job *jb = &jobs[j];
-        uint64_t *uw = tsafe_buffer_host_words(u), *a = jb->acc;
+        uint64_t *uw = g_cpu_iface->host_words(b, u->mem), *a = jb->acc;
         for (uint32_t i = 0; i < L; i++) {
             uint64_t q = tsafe_backend_prime(b, i);
             for (size_t k = 0; k < N; k++)
@@ -706,7 +706,7 @@ static tsafe_status ref_seal_batch(tsafe_backend *b, const void *pk,
             st = tsafe_backend_mod_switch(b, sw[l], from);
             from = sw[l];
         }
-        const uint64_t *o = tsafe_buffer_host_words(sw[1]);
+        const uint64_t *o = g_cpu_iface->host_words(b, sw[1]->mem);
         memcpy(jb->c1, o + N, N * sizeof *o);
         for (size_t k = 0; k < jb->n_reads; k++)
             jb->c0[k] = o[jb->pos[k]];
@@ -741,6 +741,72 @@ static tsafe_status batch_create(void *user, const tsafe_context *ckks,
 
 static const tsafe_backend_factory k_batching = {"batching-cpu", batch_create, NULL};
 
+/* The ct_read slot (API 5) by its definition, written here from
+ * libsodium's ChaCha20: c0 copied, c1 limb i the values below q_i among
+ * candidates of ceil(bits_i / 8) little-endian bytes masked to bits_i, of
+ * the stream of key = seed, nonce = stream + i, counter 0. */
+static tsafe_status ref_ct_read(tsafe_backend *b, const tsafe_backend_ct_job *jobs, size_t n,
+                                uint64_t stream)
+{
+    size_t N = tsafe_backend_n(b);
+    uint32_t L = tsafe_backend_max_limbs(b);
+    for (size_t j = 0; j < n; j++) {
+        uint64_t *w = g_cpu_iface->host_words(b, jobs[j].mem);
+        memcpy(w, jobs[j].c0, (size_t)L * N * sizeof *w);
+        for (uint32_t i = 0; i < L; i++) {
+            uint64_t q = tsafe_backend_prime(b, i);
+            unsigned bits = 64 - (unsigned)__builtin_clzll(q), nb = (bits + 7) / 8;
+            uint8_t nonce[8];
+            for (int k = 0; k < 8; k++)
+                nonce[k] = (uint8_t)((stream + i) >> (8 * k));
+            size_t cap = 4 * N * nb + 64, at = 0;
+            uint8_t *ks = calloc(cap, 1);
+            assert_non_null(ks);
+            crypto_stream_chacha20_xor_ic(ks, ks, cap, nonce, 0, jobs[j].seed);
+            for (size_t k = 0; k < N;) {
+                assert_true(at + nb <= cap);
+                uint64_t v = 0;
+                for (unsigned t = 0; t < nb; t++)
+                    v |= (uint64_t)ks[at + t] << (8 * t);
+                at += nb;
+                v &= bits == 64 ? ~0ull : (1ull << bits) - 1;
+                if (v < q)
+                    w[(size_t)(L + i) * N + k++] = v;
+            }
+            free(ks);
+        }
+    }
+    return TSAFE_OK;
+}
+
+static struct tsafe_backend_i g_device_iface;
+static unsigned long g_ct_read_calls;
+
+static tsafe_status count_ct_read(tsafe_backend *b, const tsafe_backend_ct_job *jobs, size_t n,
+                                  uint64_t stream)
+{
+    g_ct_read_calls++;
+    return ref_ct_read(b, jobs, n, stream);
+}
+
+/* A device-like backend: the batching one with its host words hidden (the
+ * server then takes its device paths: uploads, downloads, the ct_read
+ * slot for the query and the shares). */
+static tsafe_status device_create(void *user, const tsafe_context *ckks,
+                                  const tsafe_bfv_context *bfv, tsafe_backend **out)
+{
+    tsafe_status st = batch_create(user, ckks, bfv, out);
+    if (st == TSAFE_OK) {
+        g_device_iface = g_batch_iface;
+        g_device_iface.host_words = NULL;
+        g_device_iface.ct_read = count_ct_read;
+        (*out)->iface = &g_device_iface;
+    }
+    return st;
+}
+
+static const tsafe_backend_factory k_device = {"device-like-cpu", device_create, NULL};
+
 /* a and b hold the same bytes (b is freed). */
 static void same_bytes(uint8_t *a, size_t al, uint8_t *b, size_t bl)
 {
@@ -772,15 +838,17 @@ static void backend_path_byte_identical(tsafe_sealed_mode mode)
     for (int i = 0; i < 32; i++)
         seed[i] = (uint8_t)tsafe_test_below(256);
     tsafe_sealed_client *c;
-    tsafe_sealed_server *cpu, *viavt, *batched;
+    tsafe_sealed_server *cpu, *viavt, *batched, *device;
     tsafe_ref_sealed *ref;
     assert_int_equal(tsafe_sealed_client_create(&p, NULL, &c), TSAFE_OK);
     assert_int_equal(tsafe_ref_sealed_create(&p, seed, &ref), TSAFE_OK);
     assert_int_equal(tsafe_sealed_server_create(&p, &cpu), TSAFE_OK);
     assert_int_equal(tsafe_sealed_server_create(&p, &viavt), TSAFE_OK);
     assert_int_equal(tsafe_sealed_server_create(&p, &batched), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_server_create(&p, &device), TSAFE_OK);
     assert_int_equal(tsafe_sealed_server_use_backend(viavt, &k_counting), TSAFE_OK);
     assert_int_equal(tsafe_sealed_server_use_backend(batched, &k_batching), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_server_use_backend(device, &k_device), TSAFE_OK);
     assert_string_equal(tsafe_sealed_server_backend_name(viavt), "cpu");
     assert_string_equal(tsafe_sealed_server_backend_name(cpu), "cpu");
     uint8_t *hello;
@@ -790,11 +858,13 @@ static void backend_path_byte_identical(tsafe_sealed_mode mode)
     assert_int_equal(tsafe_sealed_server_accept(cpu, hello, hl), TSAFE_OK);
     assert_int_equal(tsafe_sealed_server_accept(viavt, hello, hl), TSAFE_OK);
     assert_int_equal(tsafe_sealed_server_accept(batched, hello, hl), TSAFE_OK);
+    assert_int_equal(tsafe_sealed_server_accept(device, hello, hl), TSAFE_OK);
     tsafe_lora_bytes_free(hello);
     tsafe_sealed_server_debug_seed(cpu, seed);
     tsafe_sealed_server_debug_seed(viavt, seed);
     tsafe_sealed_server_debug_seed(batched, seed);
-    g_mul_acc = g_mod_switch = g_ntt = g_batch_calls = 0;
+    tsafe_sealed_server_debug_seed(device, seed);
+    g_mul_acc = g_mod_switch = g_ntt = g_batch_calls = g_ct_read_calls = 0;
     const tsafe_sealed_site *sites[2] = {site[0], site[1]};
     float *delta[2] = {malloc(1024 * sizeof(float)), malloc(256 * sizeof(float))};
     double *want = malloc(1024 * sizeof *want);
@@ -811,6 +881,9 @@ static void backend_path_byte_identical(tsafe_sealed_mode mode)
         assert_int_equal(tsafe_sealed_server_round1(batched, sites, 2, q, ql, &o, &ol, NULL),
                          TSAFE_OK);
         same_bytes(r1, r1l, o, ol);
+        assert_int_equal(tsafe_sealed_server_round1(device, sites, 2, q, ql, &o, &ol, NULL),
+                         TSAFE_OK);
+        same_bytes(r1, r1l, o, ol);
         if (tok == 1)
             assert_int_equal(tsafe_sealed_server_prepare_round2(cpu, sites, 2, NULL), TSAFE_OK);
         assert_int_equal(tsafe_sealed_client_respond(c, r1, r1l, 2, ranks, d_outs, NULL, 1,
@@ -824,6 +897,9 @@ static void backend_path_byte_identical(tsafe_sealed_mode mode)
                          TSAFE_OK);
         same_bytes(r2, r2l, o, ol);
         assert_int_equal(tsafe_sealed_server_round2(batched, sites, 2, sh, shl, &o, &ol, NULL),
+                         TSAFE_OK);
+        same_bytes(r2, r2l, o, ol);
+        assert_int_equal(tsafe_sealed_server_round2(device, sites, 2, sh, shl, &o, &ol, NULL),
                          TSAFE_OK);
         same_bytes(r2, r2l, o, ol);
         assert_int_equal(tsafe_sealed_client_finish(c, r2, r2l, 2, d_outs, delta, NULL),
@@ -847,7 +923,12 @@ static void backend_path_byte_identical(tsafe_sealed_mode mode)
     /* the batching server sealed each round's blocks in one call */
     printf("# %s: %lu seal batch calls\n", mode == TSAFE_SEALED ? "sealed" : "sealed-private",
            g_batch_calls);
-    assert_int_equal(g_batch_calls, mode == TSAFE_SEALED ? 2 : 4);
+    assert_int_equal(g_batch_calls, mode == TSAFE_SEALED ? 4 : 8); /* two servers */
+    /* the device-like server read each token's query in one slot call, and
+     * sealed-private its round-2 shares (two sites) in one more */
+    printf("# %s: %lu ct_read calls\n", mode == TSAFE_SEALED ? "sealed" : "sealed-private",
+           g_ct_read_calls);
+    assert_int_equal(g_ct_read_calls, mode == TSAFE_SEALED ? 2 : 4);
     free(delta[0]);
     free(delta[1]);
     free(want);
@@ -856,6 +937,7 @@ static void backend_path_byte_identical(tsafe_sealed_mode mode)
     tsafe_sealed_server_free(cpu);
     tsafe_sealed_server_free(viavt);
     tsafe_sealed_server_free(batched);
+    tsafe_sealed_server_free(device);
     for (int i = 0; i < 2; i++) {
         tsafe_sealed_site_free(site[i]);
         adapter_free(&a[i]);

@@ -39,6 +39,12 @@ TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_ct_read_buffer(
 TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_ct_read_buffers(
     const tsafe_bfv_context *c, const uint8_t *buf, size_t ct_len, size_t n,
     tsafe_buffer *const *dst);
+/* The same for n ciphertexts of ct_len bytes each at at[0..n), which need
+ * not be adjacent (one slot call for ciphertexts spread over a message:
+ * on a GPU each call costs several runtime calls). */
+TSAFE_API TSAFE_NODISCARD tsafe_status tsafe_bfv_ct_read_buffers_at(
+    const tsafe_bfv_context *c, const uint8_t *const *at, size_t ct_len, size_t n,
+    tsafe_buffer *const *dst);
 
 /* An operand buffer holding pt on backend b. On this library's CPU backend
  * the buffer borrows pt's storage (no copy: pt must outlive the buffer);

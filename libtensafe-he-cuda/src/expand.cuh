@@ -27,7 +27,7 @@
 /* keystream blocks of a round: 8 bytes a candidate at most, from any offset */
 #define TSAFE_EXPAND_KS_BLOCKS (TSAFE_EXPAND_ROUND * 8 / 64 + 2)
 /* ciphertexts per launch (their pointers and keys travel as arguments) */
-#define TSAFE_EXPAND_MAX_JOBS 16
+#define TSAFE_EXPAND_MAX_JOBS 64 /* 3.2 KB of launch arguments (4 KB limit) */
 #define TSAFE_EXPAND_MAX_LIMBS 8
 
 typedef struct tsafe_expand_shared {

@@ -15,10 +15,18 @@ int tsafe_bfv_backend_serves(const tsafe_backend *b, const tsafe_bfv_context *c)
     return b->bfv && tsafe_bfv_same_ctx(b->bfv, c);
 }
 
+/* Ciphertext j's bytes: at[j], or buf + j ct_len when at is NULL. */
+static const uint8_t *ct_at(const uint8_t *buf, const uint8_t *const *at, size_t ct_len,
+                            size_t j)
+{
+    return at ? at[j] : buf + j * ct_len;
+}
+
 /* n ciphertexts through the backend's ct_read slot: c0 parsed here, c1
  * expanded by the backend (a device's kernels). */
-static tsafe_status read_by_slot(const tsafe_bfv_context *c, const uint8_t *buf, size_t ct_len,
-                                 size_t n, tsafe_buffer *const *dst)
+static tsafe_status read_by_slot(const tsafe_bfv_context *c, const uint8_t *buf,
+                                 const uint8_t *const *at, size_t ct_len, size_t n,
+                                 tsafe_buffer *const *dst)
 {
     size_t words = (size_t)c->L * c->n;
     uint64_t *c0 = malloc((n ? n : 1) * words * sizeof *c0);
@@ -26,8 +34,8 @@ static tsafe_status read_by_slot(const tsafe_bfv_context *c, const uint8_t *buf,
     tsafe_backend_ct_job *job = malloc((n ? n : 1) * sizeof *job);
     tsafe_status st = c0 && seed && job ? TSAFE_OK : TSAFE_E_NOMEM;
     for (size_t j = 0; j < n && st == TSAFE_OK; j++) {
-        st = tsafe_bfv_ct_parse(c, buf + j * ct_len, ct_len, seed + j * TSAFE_BFV_SEED_BYTES,
-                                c0 + j * words);
+        st = tsafe_bfv_ct_parse(c, ct_at(buf, at, ct_len, j), ct_len,
+                                seed + j * TSAFE_BFV_SEED_BYTES, c0 + j * words);
         job[j] = (tsafe_backend_ct_job){dst[j]->mem, c0 + j * words,
                                         seed + j * TSAFE_BFV_SEED_BYTES};
     }
@@ -53,7 +61,7 @@ tsafe_status tsafe_bfv_ct_read_buffer(const tsafe_bfv_context *c,
     TSAFE_REQUIRE(dst->n_polys == 2 && dst->n_limbs == c->L && !dst->operand,
                   TSAFE_E_RANGE);
     if (reads_by_slot(dst))
-        return read_by_slot(c, buf, len, 1, &dst);
+        return read_by_slot(c, buf, NULL, len, 1, &dst);
     size_t words = (size_t)c->L * c->n; /* one polynomial */
     /* parse into a ciphertext whose limbs are the buffer's words when the
      * backend keeps them in host memory (no copy), else into staging */
@@ -70,24 +78,39 @@ tsafe_status tsafe_bfv_ct_read_buffer(const tsafe_bfv_context *c,
     return st;
 }
 
-tsafe_status tsafe_bfv_ct_read_buffers(const tsafe_bfv_context *c, const uint8_t *buf,
-                                       size_t ct_len, size_t n, tsafe_buffer *const *dst)
+/* Both entry points below: buf (adjacent) or at (anywhere). */
+static tsafe_status read_buffers(const tsafe_bfv_context *c, const uint8_t *buf,
+                                 const uint8_t *const *at, size_t ct_len, size_t n,
+                                 tsafe_buffer *const *dst)
 {
-    TSAFE_REQUIRE(c && (buf || n == 0) && (dst || n == 0), TSAFE_E_NULL);
     int slot = n > 0;
     for (size_t j = 0; j < n; j++) {
-        TSAFE_REQUIRE(dst[j], TSAFE_E_NULL);
+        TSAFE_REQUIRE(dst[j] && (!at || at[j]), TSAFE_E_NULL);
         TSAFE_REQUIRE(tsafe_bfv_backend_serves(dst[j]->backend, c), TSAFE_E_PARAMS_MISMATCH);
         TSAFE_REQUIRE(dst[j]->n_polys == 2 && dst[j]->n_limbs == c->L && !dst[j]->operand,
                       TSAFE_E_RANGE);
         slot &= reads_by_slot(dst[j]) && dst[j]->backend == dst[0]->backend;
     }
     if (slot)
-        return read_by_slot(c, buf, ct_len, n, dst);
+        return read_by_slot(c, buf, at, ct_len, n, dst);
     tsafe_status st = TSAFE_OK;
     for (size_t j = 0; j < n && st == TSAFE_OK; j++)
-        st = tsafe_bfv_ct_read_buffer(c, buf + j * ct_len, ct_len, dst[j]);
+        st = tsafe_bfv_ct_read_buffer(c, ct_at(buf, at, ct_len, j), ct_len, dst[j]);
     return st;
+}
+
+tsafe_status tsafe_bfv_ct_read_buffers(const tsafe_bfv_context *c, const uint8_t *buf,
+                                       size_t ct_len, size_t n, tsafe_buffer *const *dst)
+{
+    TSAFE_REQUIRE(c && (buf || n == 0) && (dst || n == 0), TSAFE_E_NULL);
+    return read_buffers(c, buf, NULL, ct_len, n, dst);
+}
+
+tsafe_status tsafe_bfv_ct_read_buffers_at(const tsafe_bfv_context *c, const uint8_t *const *at,
+                                          size_t ct_len, size_t n, tsafe_buffer *const *dst)
+{
+    TSAFE_REQUIRE(c && (at || n == 0) && (dst || n == 0), TSAFE_E_NULL);
+    return read_buffers(c, NULL, at, ct_len, n, dst);
 }
 
 tsafe_status tsafe_bfv_plain_operand(const tsafe_bfv_plain *pt, tsafe_backend *b,

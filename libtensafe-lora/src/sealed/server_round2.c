@@ -102,15 +102,15 @@ static tsafe_status round2_sealed(tsafe_sealed_server *s,
 }
 
 /* Tasks for n items of host work: the pool's threads (at most n and the
- * slots' count) when host is set, else 1. */
-static size_t host_tasks(const tsafe_sealed_server *s, size_t n, int host)
+ * slots' count). */
+static size_t host_tasks(const tsafe_sealed_server *s, size_t n)
 {
     size_t t = tsafe_cpu_pool_available(s->pool);
     if (t > n)
         t = n;
     if (t > TSAFE_SEALED_MAX_SLOTS + 1)
         t = TSAFE_SEALED_MAX_SLOTS + 1;
-    return t < 2 || !host ? 1 : t;
+    return t < 2 ? 1 : t;
 }
 
 /* The sites of round 2 whose sealings are queued and whose products are
@@ -227,14 +227,35 @@ static void fill_task(void *arg, size_t t)
     g->st[t] = st;
 }
 
+/* A device's round2_fill: every share ciphertext of the group in one
+ * read (spread over the message between the sites' headers; one slot call,
+ * where one per site cost several runtime calls each), then the masks. */
+static tsafe_status fill_device(tsafe_sealed_server *s, round2_group *g)
+{
+    size_t ctl = tsafe_bfv_ct_bytes(s->c2);
+    const uint8_t **at = malloc((g->zused ? g->zused : 1) * sizeof *at);
+    if (!at)
+        return TSAFE_E_NOMEM;
+    for (size_t p = 0; p < g->n; p++)
+        for (uint32_t c = 0; c < g->part[p].site->l2.n_chunks; c++)
+            at[g->part[p].z0 + c] = g->part[p].ct0 + c * ctl;
+    tsafe_status st = tsafe_bfv_ct_read_buffers_at(s->c2, at, ctl, g->zused, s->zb);
+    free(at);
+    for (size_t p = 0; p < g->n && st == TSAFE_OK; p++)
+        part_masks(s, &g->part[p]);
+    return st;
+}
+
 /* The group's share ciphertexts decoded and its masks written, over the
  * pool's threads when the shares are host memory (no backend call then,
- * so threads may share the backend; a device's uploads stay on this
- * thread). */
+ * so threads may share the backend); a device's in one read (fill_device,
+ * its uploads on this thread). */
 static tsafe_status round2_fill(tsafe_sealed_server *s, round2_group *g)
 {
     g->s = s;
-    g->threads = host_tasks(s, g->n, tsafe_buffer_host_words(s->zb[0]) != NULL);
+    if (tsafe_buffer_host_words(s->zb[0]) == NULL)
+        return fill_device(s, g);
+    g->threads = host_tasks(s, g->n);
     tsafe_cpu_pool_run(g->threads > 1 ? s->pool : NULL, g->threads, fill_task, g);
     for (size_t t = 0; t < g->threads; t++)
         if (g->st[t] != TSAFE_OK)
