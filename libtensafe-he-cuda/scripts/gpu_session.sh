@@ -24,8 +24,8 @@
 #   interleaved in one run (issue 21; SERVE_LIMIT seconds, default 300).
 #   profile (named only): `bench serve --backend cuda --protocol P` for each
 #   protocol with TSAFE_CUDA_PROFILE=1 (where the host threads spend their
-#   time in backend calls, per token), and sealed-private again with
-#   TSAFE_CUDA_SYNC=blocking (threads sleep, not spin, on the device).
+#   time in backend calls, per token); with PROFILE_BLOCKING=1 sealed-private
+#   again with TSAFE_CUDA_SYNC=blocking (threads sleep, not spin, on the device).
 #   Logs go to $OUT (or build/gpu-out); a summary table is printed last.
 set -u
 mode="${1:-}"
@@ -109,9 +109,11 @@ run)
             TSAFE_CUDA_PROFILE=1 OPENBLAS_NUM_THREADS=1 timeout ${PROFILE_LIMIT:-150} $tsafe_tool bench serve \
                 --backend cuda --protocol $p > "$out/profile-$p.log" 2>&1 || r_prof=$?
         done
-        TSAFE_CUDA_SYNC=blocking TSAFE_CUDA_PROFILE=1 OPENBLAS_NUM_THREADS=1 timeout ${PROFILE_LIMIT:-150} \
-            $tsafe_tool bench serve --backend cuda --protocol sealed-private \
-            > "$out/profile-blocking.log" 2>&1 || r_prof=$?
+        if [ -n "${PROFILE_BLOCKING:-}" ]; then
+            TSAFE_CUDA_SYNC=blocking TSAFE_CUDA_PROFILE=1 OPENBLAS_NUM_THREADS=1 timeout ${PROFILE_LIMIT:-150} \
+                $tsafe_tool bench serve --backend cuda --protocol sealed-private \
+                > "$out/profile-blocking.log" 2>&1 || r_prof=$?
+        fi
     fi
     echo "== device";       cat "$out/gpu.txt"
     echo "== conformance";  grep -E "SEED|PASSED|FAILED|SKIPPED|differs|error" "$out/conformance.log" 2>/dev/null | head -30

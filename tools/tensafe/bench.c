@@ -13,6 +13,7 @@
 
 const struct tsafe_backend_factory *bench_backend;
 const char *bench_protocol;
+unsigned bench_device_threads;
 
 double bench_now_us(void)
 {
@@ -133,7 +134,13 @@ int cmd_bench(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--backend") && i + 1 < argc)
             backend = argv[++i];
-        else if (!strcmp(argv[i], "--protocol") && i + 1 < argc) {
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            char *end;
+            unsigned long v = strtoul(argv[++i], &end, 10);
+            if (*end || v < 1 || v > 256)
+                return tool_usage("bench: --threads must be 1..256");
+            bench_device_threads = (unsigned)v;
+        } else if (!strcmp(argv[i], "--protocol") && i + 1 < argc) {
             bench_protocol = argv[++i];
             if (strcmp(bench_protocol, "sealed") && strcmp(bench_protocol, "sealed-private"))
                 return tool_usage("bench: --protocol must be sealed or sealed-private");
@@ -146,7 +153,7 @@ int cmd_bench(int argc, char **argv)
             quick = 1;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: tensafe bench [core|lora|lora-sweep|moe|model|serve|cuda|all] [--json|--tsv] [--quick]\n"
-                   "                    [--backend cpu|cuda] [--protocol sealed|sealed-private]\n"
+                   "                    [--backend cpu|cuda] [--protocol sealed|sealed-private] [--threads N]\n"
                    "Prints medians (µs) of the core CKKS operations, the per-token\n"
                    "HE-LoRA delta, the MoE layer and the CUDA backend; `model`: every\n"
                    "HE site of a token of Qwen2.5-1.5B and Qwen3-30B-A3B (sealed modes); `serve`:\n"
@@ -155,7 +162,8 @@ int cmd_bench(int argc, char **argv)
                    "device against the CPU on all threads). --backend: where\n"
                    "the HE-LoRA and MoE servers' ring work runs (default cpu); `bench lora`\n"
                    "also times one site's call on the CPU backend alone. --protocol: `serve`\n"
-                   "runs that protocol only. TSAFE_CUDA_PROFILE=1: `serve` adds where the\n"
+                   "runs that protocol only; --threads: the device's host threads in `serve`\n"
+                   "(default one per core). TSAFE_CUDA_PROFILE=1: `serve` adds where the\n"
                    "CUDA backends' callers spent their time.\n");
             return 0;
         } else if (argv[i][0] != '-')

@@ -14,6 +14,9 @@ extern const struct tsafe_backend_factory *bench_backend;
 /* --protocol of `tensafe bench serve`: "sealed" or "sealed-private" alone
  * (NULL: both). */
 extern const char *bench_protocol;
+/* --threads of `tensafe bench serve --backend cuda`: the device's pool
+ * threads (0: one per core, as the CPU's). */
+extern unsigned bench_device_threads;
 
 /* Function under test: called repeatedly with its argument. */
 typedef void (*bench_fn)(void *arg);

@@ -481,11 +481,18 @@ static int serve_device(bench_report *r, int quick, const tsafe_backend_factory 
     int rc = pool_all("cpu", &all, label, sizeof label);
     if (rc)
         return rc;
-    snprintf(dlabel, sizeof dlabel, "%s, %u threads", dev->name, tsafe_cpu_pool_threads(all));
+    tsafe_cpu_pool *dpool = all; /* --threads: the device's own pool */
+    if (bench_device_threads && tsafe_cpu_pool_create(bench_device_threads, &dpool) != TSAFE_OK) {
+        tsafe_cpu_pool_free(all);
+        return tool_fail("bench serve: pool", TSAFE_E_NOMEM);
+    }
+    snprintf(dlabel, sizeof dlabel, "%s, %u threads", dev->name, tsafe_cpu_pool_threads(dpool));
     const tsafe_backend_factory *f[2] = {NULL, dev};
-    tsafe_cpu_pool *pool[2] = {all, all};
+    tsafe_cpu_pool *pool[2] = {all, dpool};
     const char *labels[2] = {label, dlabel};
     rc = serve_modes(r, f, pool, labels, 2, quick);
+    if (dpool != all)
+        tsafe_cpu_pool_free(dpool);
     tsafe_cpu_pool_free(all);
     return rc;
 }
