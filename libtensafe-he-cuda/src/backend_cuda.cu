@@ -332,6 +332,9 @@ static void destroy_state(tsafe_cuda_backend *cb)
         tsafe_cuda_ignore(cudaStreamSynchronize(cb->stream));
     if (cb->graph_exec)
         tsafe_cuda_ignore(cudaGraphExecDestroy(cb->graph_exec));
+    for (int k = 0; k < TSAFE_CUDA_SEAL_GRAPHS; k++)
+        if (cb->seal_graph[k].exec)
+            tsafe_cuda_ignore(cudaGraphExecDestroy(cb->seal_graph[k].exec));
     if (cb->seal_ws)
         (void)tsafe_cuda_pool_free(&cb->pool, cb->seal_ws);
     if (cb->seal_host) /* its secret part is wiped after every call */

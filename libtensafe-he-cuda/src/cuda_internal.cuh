@@ -17,6 +17,8 @@
 #define TSAFE_CUDA_STAGING_WORDS (1u << 19) /* 4 MiB per half */
 /* Pool: reserved at creation, then grown geometrically. */
 #define TSAFE_CUDA_POOL_INITIAL (64u << 20)
+/* seal_batch's graphs kept per backend (seal.cu) */
+#define TSAFE_CUDA_SEAL_GRAPHS 4
 /* ct_read's pinned host areas (a ring) */
 #define TSAFE_CUDA_READ_AREAS 4
 
@@ -41,6 +43,17 @@ typedef struct tsafe_cuda_backend {
      * demand (seal.cu) */
     uint64_t *seal_ws, *seal_host;
     uint64_t seal_ws_words, seal_host_words;
+    /* with TSAFE_CUDA_SEAL_GRAPH=1: a seal chunk's copies and launches as
+     * one graph per shape (J, R) and areas, replayed by one launch; LRU */
+    struct {
+        size_t J;
+        uint64_t R;
+        const uint64_t *pk, *ws, *host;
+        cudaGraphExec_t exec;
+        uint64_t used;
+    } seal_graph[TSAFE_CUDA_SEAL_GRAPHS];
+    uint64_t seal_graph_clock;
+    int seal_graph_off; /* a capture failed: direct launches from then on */
     /* ct_read's c0 words (expand.cu; public bytes: never wiped): a ring of
      * pinned host areas, each with the event of its last upload, so that a
      * call waits only on the upload TSAFE_CUDA_READ_AREAS calls back (the

@@ -91,6 +91,100 @@ static tsafe_status host_area(tsafe_cuda_backend *cb, uint64_t words)
     return TSAFE_OK;
 }
 
+/* One chunk's device work on the stream: the upload out of the pinned
+ * area, the stages, the draws zeroed, the download into the out area. */
+static tsafe_status seal_enqueue(tsafe_cuda_backend *cb, const tsafe_seal_layout &y,
+                                 const tsafe_seal_args &g, uint64_t *host, uint64_t *out)
+{
+    tsafe_status st = TSAFE_OK;
+    cudaError_t e = cudaMemcpyAsync(cb->seal_ws, host, y.upload_words * sizeof *host,
+                                    cudaMemcpyHostToDevice, cb->stream);
+    if (e != cudaSuccess)
+        return tsafe_cuda_fail(e, "seal batch upload");
+    cuda_exec x = {cb};
+    if ((st = tsafe_seal_stages(x, g, y, cb->seal_ws)) != TSAFE_OK)
+        return st;
+    if ((e = cudaMemsetAsync(cb->seal_ws, 0, y.w_off * sizeof(uint64_t), cb->stream)) !=
+        cudaSuccess)
+        return tsafe_cuda_fail(e, "seal batch: zero the draws");
+    if ((e = cudaMemcpyAsync(out, cb->seal_ws + y.out_off, y.out_words * sizeof *out,
+                             cudaMemcpyDeviceToHost, cb->stream)) != cudaSuccess)
+        return tsafe_cuda_fail(e, "seal batch download");
+    return TSAFE_OK;
+}
+
+/* TSAFE_CUDA_SEAL_GRAPH=1 (read once): seal chunks as graph replays. */
+static int graphs_wanted(void)
+{
+    static int on = -1;
+    int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *e = getenv("TSAFE_CUDA_SEAL_GRAPH");
+        v = e && *e && strcmp(e, "0") != 0;
+        __atomic_store_n(&on, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+/* The chunk's work as a replay of the graph of its shape (J, R) and areas,
+ * captured on first use (seal_enqueue under a stream capture: the copies,
+ * the memset and every launch become nodes; the per-job data travels in
+ * the uploaded area, so one graph serves every call of that shape). 1 when
+ * launched; 0 when no graph is available (the caller launches directly);
+ * a capture that fails turns graphs off for this backend. */
+static int seal_graph_launch(tsafe_cuda_backend *cb, const tsafe_seal_layout &y,
+                             const tsafe_seal_args &g, uint64_t *host, uint64_t *out,
+                             size_t J, uint64_t R, const uint64_t *pk)
+{
+    if (cb->seal_graph_off || !graphs_wanted())
+        return 0;
+    int hit = -1, victim = 0;
+    for (int k = 0; k < TSAFE_CUDA_SEAL_GRAPHS; k++) {
+        if (cb->seal_graph[k].exec && cb->seal_graph[k].J == J && cb->seal_graph[k].R == R &&
+            cb->seal_graph[k].pk == pk && cb->seal_graph[k].ws == cb->seal_ws &&
+            cb->seal_graph[k].host == host)
+            hit = k;
+        if (cb->seal_graph[k].used < cb->seal_graph[victim].used)
+            victim = k;
+    }
+    if (hit < 0) {
+        cudaGraph_t graph = NULL;
+        cudaGraphExec_t exec = NULL;
+        cudaError_t e = cudaStreamBeginCapture(cb->stream, cudaStreamCaptureModeRelaxed);
+        tsafe_status st = e == cudaSuccess ? seal_enqueue(cb, y, g, host, out) : TSAFE_E_DEVICE;
+        if (e == cudaSuccess) {
+            e = cudaStreamEndCapture(cb->stream, &graph);
+            if (e == cudaSuccess && st == TSAFE_OK)
+                e = cudaGraphInstantiate(&exec, graph, 0);
+            if (graph)
+                tsafe_cuda_ignore(cudaGraphDestroy(graph));
+        }
+        if (e != cudaSuccess || st != TSAFE_OK || !exec) {
+            tsafe_cuda_ignore(e);
+            (void)cudaGetLastError();
+            cb->seal_graph_off = 1;
+            return 0;
+        }
+        if (cb->seal_graph[victim].exec)
+            tsafe_cuda_ignore(cudaGraphExecDestroy(cb->seal_graph[victim].exec));
+        cb->seal_graph[victim].J = J;
+        cb->seal_graph[victim].R = R;
+        cb->seal_graph[victim].pk = pk;
+        cb->seal_graph[victim].ws = cb->seal_ws;
+        cb->seal_graph[victim].host = host;
+        cb->seal_graph[victim].exec = exec;
+        hit = victim;
+    }
+    cb->seal_graph[hit].used = ++cb->seal_graph_clock;
+    cudaError_t e = cudaGraphLaunch(cb->seal_graph[hit].exec, cb->stream);
+    if (e != cudaSuccess) {
+        tsafe_cuda_ignore(e);
+        cb->seal_graph_off = 1;
+        return 0;
+    }
+    return 1;
+}
+
 /* Jobs [0, J) of one chunk: pack, upload, run, zero the secrets, download;
  * returns after the stream is done with the host area, whose secret part
  * (r, the stream keys, the masked additions) is then wiped. */
@@ -111,23 +205,12 @@ static tsafe_status seal_chunk(tsafe_cuda_backend *cb, const uint64_t *pk,
         tsafe_seal_pack(jobs, J, L, log_n, y, host);
     }
     tsafe_cuda_prof_scope pq(TSAFE_PROF_SEAL_QUEUE, J);
-    cudaError_t e = cudaMemcpyAsync(cb->seal_ws, host, y.upload_words * sizeof *host,
-                                    cudaMemcpyHostToDevice, cb->stream);
-    if (e != cudaSuccess)
-        st = tsafe_cuda_fail(e, "seal batch upload");
     tsafe_seal_args g = tsafe_seal_args_make(y, cb->seal_ws, cb->d_primes, L, log_n, J, R, pk);
-    cuda_exec x = {cb};
-    if (st == TSAFE_OK)
-        st = tsafe_seal_stages(x, g, y, cb->seal_ws);
-    if (st == TSAFE_OK &&
-        (e = cudaMemsetAsync(cb->seal_ws, 0, y.w_off * sizeof(uint64_t), cb->stream)) != cudaSuccess)
-        st = tsafe_cuda_fail(e, "seal batch: zero the draws");
-    if (st == TSAFE_OK &&
-        (e = cudaMemcpyAsync(out, cb->seal_ws + y.out_off, y.out_words * sizeof *out,
-                             cudaMemcpyDeviceToHost, cb->stream)) != cudaSuccess)
-        st = tsafe_cuda_fail(e, "seal batch download");
+    if (!seal_graph_launch(cb, y, g, host, out, J, R, pk))
+        st = seal_enqueue(cb, y, g, host, out);
     pq.stop();
     /* always: the upload may be in flight when a later step failed */
+    cudaError_t e;
     {
         tsafe_cuda_prof_scope pw(TSAFE_PROF_SEAL_WAIT, J);
         e = cudaStreamSynchronize(cb->stream);
