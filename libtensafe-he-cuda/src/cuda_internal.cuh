@@ -20,7 +20,7 @@
 /* seal_batch's graphs kept per backend (seal.cu) */
 #define TSAFE_CUDA_SEAL_GRAPHS 4
 /* ct_read's pinned host areas (a ring) */
-#define TSAFE_CUDA_READ_AREAS 4
+#define TSAFE_CUDA_READ_AREAS 2
 
 typedef struct tsafe_cuda_backend {
     int device;

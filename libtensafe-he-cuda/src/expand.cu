@@ -1,8 +1,8 @@
 /* The ct_read slot on the device (expand.cuh has the phases): the c0 of
  * every ciphertext of a call packed into a pinned host area (a ring of
- * TSAFE_CUDA_READ_AREAS: a call never waits on the previous call's
- * upload, which queues behind the kernels before it) and uploaded in one
- * copy (up to TSAFE_READ_CHUNK_WORDS a copy), then one block per
+ * TSAFE_CUDA_READ_AREAS, grown together: a call never waits on the
+ * previous call's upload, which queues behind the kernels before it) and
+ * uploaded in one copy (up to TSAFE_READ_CHUNK_WORDS a copy), then one block per
  * (ciphertext, limb) copies its c0 limb into poly 0 of the ciphertext's
  * buffer and expands c1 from the seed into poly 1, TSAFE_EXPAND_MAX_JOBS
  * ciphertexts a launch (their pointers and keys are the arguments). The
@@ -59,6 +59,33 @@ __global__ void __launch_bounds__(TSAFE_EXPAND_THREADS) tsafe_expand_kernel(expa
     }
 }
 
+/* Every area of the ring grown to words at once (cudaHostAlloc is slow
+ * and serialises the device's callers: growing one area a call put an
+ * allocation into each of the first TSAFE_CUDA_READ_AREAS calls of a
+ * shape, and a server making one call per token paid it in its first
+ * tokens -- 47 ms a call on an H200 under 16 threads). */
+static tsafe_status read_grow(tsafe_cuda_backend *cb, uint64_t words)
+{
+    for (int a = 0; a < TSAFE_CUDA_READ_AREAS; a++) {
+        if (cb->read[a].words >= words)
+            continue;
+        cudaError_t e;
+        if (cb->read[a].ev && (e = cudaEventSynchronize(cb->read[a].ev)) != cudaSuccess)
+            return tsafe_cuda_fail(e, "ct read (queued work failed)");
+        if (cb->read[a].host)
+            tsafe_cuda_ignore(cudaFreeHost(cb->read[a].host));
+        cb->read[a].words = 0;
+        e = cudaHostAlloc((void **)&cb->read[a].host, words * sizeof(uint64_t),
+                          cudaHostAllocDefault);
+        if (e != cudaSuccess) {
+            cb->read[a].host = NULL;
+            return tsafe_cuda_fail(e, "cudaHostAlloc(ct read host area)");
+        }
+        cb->read[a].words = words;
+    }
+    return TSAFE_OK;
+}
+
 /* The next pinned host area of the ring, once its last upload is done,
  * and the device copy, each of at least words, kept for later calls. */
 static tsafe_status read_area(tsafe_cuda_backend *cb, uint64_t words, uint64_t **host,
@@ -74,25 +101,16 @@ static tsafe_status read_area(tsafe_cuda_backend *cb, uint64_t words, uint64_t *
     }
     if ((e = cudaEventSynchronize(cb->read[k].ev)) != cudaSuccess)
         return tsafe_cuda_fail(e, "ct read (queued work failed)");
-    if (cb->read[k].words < words) {
-        if (cb->read[k].host)
-            tsafe_cuda_ignore(cudaFreeHost(cb->read[k].host));
-        cb->read[k].words = 0;
-        e = cudaHostAlloc((void **)&cb->read[k].host, words * sizeof(uint64_t),
-                          cudaHostAllocDefault);
-        if (e != cudaSuccess) {
-            cb->read[k].host = NULL;
-            return tsafe_cuda_fail(e, "cudaHostAlloc(ct read host area)");
-        }
-        cb->read[k].words = words;
-    }
+    tsafe_status st = read_grow(cb, words);
+    if (st != TSAFE_OK)
+        return st;
     if (cb->read_dev_words < words) {
         if (cb->read_dev) /* later work on this stream only: safe to reuse */
             (void)tsafe_cuda_pool_free(&cb->pool, cb->read_dev);
         cb->read_dev = NULL;
         cb->read_dev_words = 0;
-        tsafe_status st = tsafe_cuda_pool_alloc(&cb->pool, words * sizeof(uint64_t), 1,
-                                                (void **)&cb->read_dev);
+        st = tsafe_cuda_pool_alloc(&cb->pool, words * sizeof(uint64_t), 1,
+                                   (void **)&cb->read_dev);
         if (st != TSAFE_OK) {
             cb->read_dev = NULL;
             return st == TSAFE_E_NOMEM ? tsafe_cuda_fail_msg(st, "ct read area of %llu words",
