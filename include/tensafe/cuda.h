@@ -36,10 +36,11 @@
  * default, which spins while the process has fewer active contexts than
  * cores). Another value fails creation with TSAFE_E_ARG.
  *
- * Seal batches: with TSAFE_CUDA_SEAL_GRAPH=1 (read once) a seal batch's
- * copies and launches are captured as a CUDA graph per shape (sealings,
- * reads) and replayed by one launch (a few per backend, least recently
- * used dropped); a capture that fails falls back to direct launches.
+ * Seal batches: a seal batch's copies and launches are captured as a
+ * CUDA graph per shape (sealings, reads) and replayed by one launch (a few
+ * per backend, least recently used dropped); a capture that fails falls
+ * back to direct launches, and TSAFE_CUDA_SEAL_GRAPH=0 (read once) turns
+ * graphs off.
  *
  * Thread safety: the free functions here are thread-safe. A backend and its
  * buffers belong to one thread at a time (as every backend). The backend

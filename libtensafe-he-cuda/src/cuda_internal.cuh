@@ -43,8 +43,8 @@ typedef struct tsafe_cuda_backend {
      * demand (seal.cu) */
     uint64_t *seal_ws, *seal_host;
     uint64_t seal_ws_words, seal_host_words;
-    /* with TSAFE_CUDA_SEAL_GRAPH=1: a seal chunk's copies and launches as
-     * one graph per shape (J, R) and areas, replayed by one launch; LRU */
+    /* unless TSAFE_CUDA_SEAL_GRAPH=0: a seal chunk's copies and launches
+     * as one graph per shape (J, R) and areas, replayed by one launch; LRU */
     struct {
         size_t J;
         uint64_t R;

@@ -113,14 +113,14 @@ static tsafe_status seal_enqueue(tsafe_cuda_backend *cb, const tsafe_seal_layout
     return TSAFE_OK;
 }
 
-/* TSAFE_CUDA_SEAL_GRAPH=1 (read once): seal chunks as graph replays. */
+/* Seal chunks as graph replays unless TSAFE_CUDA_SEAL_GRAPH=0 (read once). */
 static int graphs_wanted(void)
 {
     static int on = -1;
     int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
     if (v < 0) {
         const char *e = getenv("TSAFE_CUDA_SEAL_GRAPH");
-        v = e && *e && strcmp(e, "0") != 0;
+        v = !(e && strcmp(e, "0") == 0);
         __atomic_store_n(&on, v, __ATOMIC_RELAXED);
     }
     return v;
