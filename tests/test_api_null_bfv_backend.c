@@ -22,14 +22,21 @@ CHECK_FN(tsafe_bfv_ct_read_buffer)
     tsafe_backend_free(b);
 }
 
-CHECK_FN(tsafe_bfv_ct_read_buffers)
+/* A CPU backend of the sealed world's ring and two ciphertext buffers. */
+static tsafe_backend *two_ct_buffers(tsafe_buffer *x[2])
 {
     sealed_world();
-    tsafe_buffer *x[2] = {NULL, NULL}, *mixed[2];
     tsafe_backend *b = NULL;
     OK(tsafe_backend_cpu_create_bfv(S.c, &b));
     OK(tsafe_buffer_alloc(b, 2, tsafe_bfv_context_limbs(S.c), &x[0]));
     OK(tsafe_buffer_alloc(b, 2, tsafe_bfv_context_limbs(S.c), &x[1]));
+    return b;
+}
+
+CHECK_FN(tsafe_bfv_ct_read_buffers)
+{
+    tsafe_buffer *x[2] = {NULL, NULL}, *mixed[2];
+    tsafe_backend *b = two_ct_buffers(x);
     uint8_t bytes[16] = {0};
     OK(tsafe_bfv_ct_read_buffers(S.c, NULL, 8, 0, NULL)); /* nothing to read */
     IS(TSAFE_E_NULL, tsafe_bfv_ct_read_buffers(NULL, bytes, 8, 2, x));
@@ -51,12 +58,8 @@ CHECK_FN(tsafe_bfv_ct_read_buffers)
 
 CHECK_FN(tsafe_bfv_ct_read_buffers_at)
 {
-    sealed_world();
     tsafe_buffer *x[2] = {NULL, NULL}, *mixed[2];
-    tsafe_backend *b = NULL;
-    OK(tsafe_backend_cpu_create_bfv(S.c, &b));
-    OK(tsafe_buffer_alloc(b, 2, tsafe_bfv_context_limbs(S.c), &x[0]));
-    OK(tsafe_buffer_alloc(b, 2, tsafe_bfv_context_limbs(S.c), &x[1]));
+    tsafe_backend *b = two_ct_buffers(x);
     uint8_t b0[8] = {0}, b1[8] = {0};
     const uint8_t *at[2] = {b0, b1}, *half[2] = {b0, NULL};
     OK(tsafe_bfv_ct_read_buffers_at(S.c, NULL, 8, 0, NULL)); /* nothing to read */
