@@ -130,6 +130,11 @@ struct tsafe_backend {
     const tsafe_context *he;   /* borrowed CKKS context, or NULL */
     const tsafe_bfv_context *bfv; /* borrowed BFV context, or NULL */
     const struct tsafe_ring_view *ring; /* the one of he or bfv */
+    /* the core's, not the implementation's: where tsafe_bfv_ct_read_buffers
+     * parses c0 before a ct_read call, kept between calls (a token's shares
+     * are megabytes: a fresh allocation each call faulted its pages in) */
+    uint64_t *read_scratch;
+    size_t read_scratch_words;
 };
 
 struct tsafe_buffer {

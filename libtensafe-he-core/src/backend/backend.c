@@ -55,6 +55,7 @@ void tsafe_backend_free(tsafe_backend *b)
     if (!b)
         return;
     b->iface->destroy(b);
+    free(b->read_scratch); /* public ciphertext words: nothing to wipe */
     free(b);
 }
 

@@ -29,10 +29,20 @@ static tsafe_status read_by_slot(const tsafe_bfv_context *c, const uint8_t *buf,
                                  tsafe_buffer *const *dst)
 {
     size_t words = (size_t)c->L * c->n;
-    uint64_t *c0 = malloc((n ? n : 1) * words * sizeof *c0);
+    tsafe_backend *b = dst[0]->backend;
+    if (n > SIZE_MAX / sizeof(uint64_t) / words)
+        return TSAFE_E_SIZE_OVERFLOW;
+    if (b->read_scratch_words < n * words) { /* kept by the backend (one thread's) */
+        uint64_t *p = realloc(b->read_scratch, n * words * sizeof *p);
+        if (!p)
+            return TSAFE_E_NOMEM;
+        b->read_scratch = p;
+        b->read_scratch_words = n * words;
+    }
+    uint64_t *c0 = b->read_scratch;
     uint8_t *seed = malloc((n ? n : 1) * TSAFE_BFV_SEED_BYTES);
     tsafe_backend_ct_job *job = malloc((n ? n : 1) * sizeof *job);
-    tsafe_status st = c0 && seed && job ? TSAFE_OK : TSAFE_E_NOMEM;
+    tsafe_status st = seed && job ? TSAFE_OK : TSAFE_E_NOMEM;
     for (size_t j = 0; j < n && st == TSAFE_OK; j++) {
         st = tsafe_bfv_ct_parse(c, ct_at(buf, at, ct_len, j), ct_len,
                                 seed + j * TSAFE_BFV_SEED_BYTES, c0 + j * words);
@@ -40,8 +50,7 @@ static tsafe_status read_by_slot(const tsafe_bfv_context *c, const uint8_t *buf,
                                         seed + j * TSAFE_BFV_SEED_BYTES};
     }
     if (st == TSAFE_OK && n)
-        st = dst[0]->backend->iface->ct_read(dst[0]->backend, job, n, TSAFE_BFV_STREAM_A);
-    free(c0);
+        st = b->iface->ct_read(b, job, n, TSAFE_BFV_STREAM_A);
     free(seed);
     free(job);
     return st;
