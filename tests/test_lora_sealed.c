@@ -508,9 +508,11 @@ static void discrete_gaussian_matches_pmf(void **state)
             p = exp(-(double)(b - K) * (b - K) / (2 * sigma * sigma)) / z;
         chi += (counts[b] - N * p) * (counts[b] - N * p) / (N * p);
     }
-    printf("# discrete Gaussian sigma 1.5: chi2 %.1f over %d bins (12 dof, 99.99%%: 39.1)\n",
+    /* 12 dof: 53.0 is passed by a correct sampler with probability 4e-7
+     * (the 99.99 % point, 39.1, would fail one CI run in a few thousand) */
+    printf("# discrete Gaussian sigma 1.5: chi2 %.1f over %d bins (12 dof, 1 - 4e-7: 53.0)\n",
            chi, 2 * K + 1);
-    assert_true(chi < 39.1);
+    assert_true(chi < 53.0);
     double s1 = 0, s2 = 0, big = 1000.3;
     for (int i = 0; i < 4000; i++) {
         int64_t y;

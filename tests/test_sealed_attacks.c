@@ -364,8 +364,8 @@ static void attack_a_sealed_response_reveals_nothing(void **state)
 
 /* ------------------------------------------------------------------ (b) */
 
-/* chi-square over 16 equal bins; 15 degrees of freedom: 99.99% at 44.3
- * (two statistics per run: a false alarm in 5000 runs) */
+/* chi-square over 16 equal bins; 15 degrees of freedom (the test below
+ * bounds it at 58.0: a false alarm with probability 5.5e-7) */
 static double chi2_16(const double *u01, size_t n)
 {
     double bins[16] = {0};
@@ -427,11 +427,16 @@ static void attack_b_uniform_and_indistinguishable(void **state)
     }
     double acc = right / (double)TOKENS;
     double chi_s = chi2_16(shares, TOKENS * RANK), chi_c = chi2_16(c1s, (size_t)TOKENS * 64);
-    printf("# sealed: chi2(shares) %.1f, chi2(c1) %.1f (99.99%%: 44.3), distinguisher %.2f\n",
+    /* 15 degrees of freedom: 58.0 is exceeded by uniform data with
+     * probability 5.5e-7 (the 99.99 % point, 44.3, failed a CI run once in
+     * the hundreds: two statistics, twice a run); a bias worth the name
+     * over 3 072 samples lands in the hundreds */
+    printf("# sealed: chi2(shares) %.1f, chi2(c1) %.1f (1 - 5.5e-7: 58.0), distinguisher %.2f\n",
            chi_s, chi_c, acc);
-    assert_true(chi_s < 44.3 && chi_c < 44.3);
-    /* chance is 0.5; 48 trials: 4 sigma is 0.29 either way */
-    assert_true(acc > 0.21 && acc < 0.79);
+    assert_true(chi_s < 58.0 && chi_c < 58.0);
+    /* chance is 0.5; 48 trials: 5 sigma is 0.36 either way (a false alarm
+     * with probability 6e-7; a working distinguisher scores near 1) */
+    assert_true(acc > 0.14 && acc < 0.86);
     free(shares);
     free(c1s);
     free(c1);
