@@ -12,7 +12,7 @@
 # (+1 ms for the timer's grain), over rows 2..20 (row 1 also makes the
 # client's keys: its p99 is printed, not gated); the drip, the killed client and the garbage
 # each end their own session with the expected error; the server's open fds
-# back to their value after the unloaded run and its RSS within 10% (+2 MiB)
+# back to their value after the unloaded run and its RSS within 10% (+12 MiB)
 # of it; SIGTERM while 4 clients are mid-run closes each between two
 # tokens (the client reads "server is shutting down") and the server exits 0. Prints the p50/p99 and one
 # PASS/FAIL line. Uses $TENSAFE if set, else `tensafe` from PATH; LOAD_KEEP=1
@@ -226,7 +226,12 @@ grep -Eq "connection closed by peer|send failed|receive failed" "$tmp/serve.err"
 [ -s "$tmp/garbage.reply" ] || fail "the garbage sender got no ERROR frame"
 [ "$fds_end" -eq "$fds_start" ] || fail "server fds $fds_end after the run, $fds_start before"
 if [ "${LOAD_TIMING:-1}" != 0 ]; then
-    awk -v s="$rss_start" -v e="$rss_end" 'BEGIN { exit !(e <= s * 1.10 + 2048) }' ||
+    # +12 MiB: what glibc keeps of the loaded run's heap (66 sessions'
+    # buffers freed between live ones; malloc_trim returns whole free pages
+    # only) measured 2.2-10.8 MB on 2026-11-27, at 7cb3b38 as at HEAD; a
+    # leak of 200 KB a session still fails it, and the SAN suites' leak
+    # checks see smaller ones
+    awk -v s="$rss_start" -v e="$rss_end" 'BEGIN { exit !(e <= s * 1.10 + 12288) }' ||
         fail "server RSS $rss_end kB after the run, $rss_start kB before"
     awk -v u="$p99_u" -v l="$p99_l" 'BEGIN { exit !(l <= 2 * u + 1) }' ||
         fail "loaded p99 $p99_l ms above 2x the unloaded $p99_u ms"
