@@ -58,9 +58,9 @@ uint32_t tsafe_sealed_round2_masks(const tsafe_sealed_plan *p, const tsafe_seale
 /* The same masks with their output noise in one pass over the block's
  * rows of B_q: mask[k] = (B_q C + round(B_q z)) mod t2, the bits of
  * tsafe_sealed_out_noise then tsafe_sealed_round2_masks (B_q is read once,
- * not twice; eight rows a step with AVX-512 when vector != 0 and the CPU
- * has it -- test_sealed_properties compares the paths). Returns the
- * block's reads. */
+ * not twice; eight entries of a row a step with AVX-512 when vector != 0
+ * and the CPU has it -- test_sealed_properties compares the paths).
+ * Returns the block's reads. */
 uint32_t tsafe_sealed_round2_noise_masks(const tsafe_sealed_plan *p,
                                          const tsafe_sealed_site *site, uint32_t b,
                                          const int64_t *C, const double *z, uint64_t *mask,
