@@ -5,6 +5,8 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "tensafe/backend_impl.h"
 #include "tensafe/cuda.h"
@@ -118,6 +120,19 @@ struct tsafe_cuda_device_guard {
             tsafe_cuda_ignore(cudaSetDevice(prev));
     }
 };
+
+/* A switch from the environment, read once into *cache (-1: not read
+ * yet): unset or empty gives dflt, "0" gives 0, anything else 1. */
+static inline int tsafe_cuda_env_flag(int *cache, const char *name, int dflt)
+{
+    int v = __atomic_load_n(cache, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *e = getenv(name);
+        v = !e || !*e ? dflt : strcmp(e, "0") != 0;
+        __atomic_store_n(cache, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
 
 /* ------------------------------------------------------------ launches */
 /* Each returns TSAFE_OK or the launch error (message recorded). Work is

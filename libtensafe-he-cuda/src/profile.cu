@@ -18,10 +18,7 @@ static const char *const k_names[TSAFE_PROF_ROWS] = {
 
 int tsafe_cuda_prof_enabled_slow(void)
 {
-    const char *v = getenv("TSAFE_CUDA_PROFILE");
-    int on = v && *v && strcmp(v, "0") != 0;
-    __atomic_store_n(&tsafe_cuda_prof_on, on, __ATOMIC_RELAXED);
-    return on;
+    return tsafe_cuda_env_flag(&tsafe_cuda_prof_on, "TSAFE_CUDA_PROFILE", 0);
 }
 
 void tsafe_cuda_prof_add(int row, uint64_t ns, uint64_t items)

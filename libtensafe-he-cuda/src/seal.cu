@@ -117,13 +117,7 @@ static tsafe_status seal_enqueue(tsafe_cuda_backend *cb, const tsafe_seal_layout
 static int graphs_wanted(void)
 {
     static int on = -1;
-    int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
-    if (v < 0) {
-        const char *e = getenv("TSAFE_CUDA_SEAL_GRAPH");
-        v = !(e && strcmp(e, "0") == 0);
-        __atomic_store_n(&on, v, __ATOMIC_RELAXED);
-    }
-    return v;
+    return tsafe_cuda_env_flag(&on, "TSAFE_CUDA_SEAL_GRAPH", 1);
 }
 
 /* The chunk's work as a replay of the graph of its shape (J, R) and areas,
