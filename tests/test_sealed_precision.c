@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "tensafe/lora_sealed.h"
+#include "support/tsafe_test_lora.h"
 #include "support/tsafe_test_rng.h"
 #include "../libtensafe-lora/src/sealed/sealed_internal.h"
 
@@ -98,24 +99,6 @@ static void check_site_bounds(const tsafe_sealed_plan *p, const tsafe_sealed_sit
                 s->trunc_bits >= tsafe_sealed_k_min(p));
 }
 
-/* ||s B A||_F in doubles. */
-static double frobenius(const float *A, const float *B, uint32_t rank, uint32_t d_in,
-                        uint32_t d_out, float scale)
-{
-    double *row = malloc(d_in * sizeof *row), acc = 0;
-    assert_non_null(row);
-    for (uint32_t o = 0; o < d_out; o++) {
-        memset(row, 0, d_in * sizeof *row);
-        for (uint32_t i = 0; i < rank; i++)
-            for (uint32_t j = 0; j < d_in; j++)
-                row[j] += (double)B[(size_t)o * rank + i] * A[(size_t)i * d_in + j];
-        for (uint32_t j = 0; j < d_in; j++)
-            acc += row[j] * row[j];
-    }
-    free(row);
-    return fabs((double)scale) * sqrt(acc);
-}
-
 /* One site through two tokens; returns the larger relative L2 error, or
  * -1 when the reference is exactly zero and so was every delta. *excess:
  * the largest error beyond the token's bound, 1e-3, or where x is nearly
@@ -149,7 +132,7 @@ static double run(uint32_t d_in, uint32_t rank, uint32_t d_out, weights wa, weig
     assert_int_equal(tsafe_sealed_server_accept(s, m[0], l[0]), TSAFE_OK);
     tsafe_lora_bytes_free(m[0]);
     const tsafe_sealed_site *ss = site;
-    double p_fro = frobenius(A, B, rank, d_in, d_out, scale), worst = -1;
+    double p_fro = tsafe_test_frobenius(A, B, rank, d_in, d_out, scale), worst = -1;
     *excess = -INFINITY;
     for (int tok = 0; tok < 2; tok++) {
         fill_x(x, d_in, xi);

@@ -69,6 +69,18 @@ static double ref_err(const fixture *f, size_t k, const float *x, const float *d
     return tsafe_test_rel_l2(delta, want, m->d_out);
 }
 
+/* delta k within tol of the reference, tol loosened where x reaches the
+ * module little (tsafe_test_delta_tol); says which when not. */
+static int near_ref(const fixture *f, size_t k, const float *x, const float *delta, double tol)
+{
+    const tsafe_session_module *m = &f->m[k];
+    double e = ref_err(f, k, x, delta),
+           bound = tsafe_test_delta_tol(m->A, m->B, x, m->rank, m->d_in, m->d_out, m->scale, tol);
+    if (!(e < bound))
+        print_message("module %zu: rel err %.3g over its bound %.3g\n", k, e, bound);
+    return e < bound;
+}
+
 /* ------------------------------------------------------------- pumps */
 
 /* Moves up to chunk bytes at a time both ways and runs the server's work
@@ -217,8 +229,8 @@ static void modes_case(tsafe_session_protocol p, double tol)
             double e1 = ref_err(&f, k, x, out[k]), e2 = ref_err(&f, k, x, eng[k]);
             print_message("%s token %d module %zu: session rel err %.2e, engine %.2e\n",
                           tsafe_session_protocol_name(p), t, k, e1, e2);
-            assert_true(e1 < tol);
-            assert_true(e2 < tol);
+            assert_true(near_ref(&f, k, x, out[k], tol));
+            assert_true(near_ref(&f, k, x, eng[k], tol));
         }
     }
     tsafe_session_stats st;
@@ -253,9 +265,9 @@ static void test_per_query(void **state)
     uint32_t qv[2] = {1, 0}, down[1] = {2};
     float *o2[2] = {d1, d0}, *o1[1] = {d0};
     token(&l, qv, 2, x, o2, SIZE_MAX);
-    assert_true(ref_err(&f, 1, x, d1) < 1e-3 && ref_err(&f, 0, x, d0) < 1e-3);
+    assert_true(near_ref(&f, 1, x, d1, 1e-3) && near_ref(&f, 0, x, d0, 1e-3));
     token(&l, down, 1, x, o1, SIZE_MAX);
-    assert_true(ref_err(&f, 2, x, d0) < 1e-3);
+    assert_true(near_ref(&f, 2, x, d0, 1e-3));
     /* modules of two widths in one query, a repeat, none: refused locally */
     uint32_t mixed[2] = {0, 2}, rep[2] = {0, 0};
     assert_int_equal(tsafe_session_client_submit(l.c, mixed, 2, x, o2), TSAFE_E_ARG);
@@ -288,11 +300,9 @@ static void test_byte_by_byte(void **state)
             x[j] = tsafe_test_uniform_float(-1, 1);
         uint32_t mods[2] = {0, 1};
         token(&l, cases[i].per_query ? mods : NULL, cases[i].per_query ? 2 : 0, x, out, 1);
-        /* transport, not precision (test_sealed_precision): the toy shapes
-         * (d_out 32, rank 4) spread the relative error of sealed-private
-         * more than real ones; 1.39e-3 was seen once in 30+ seeds
-         * (TSAFE_TEST_SEED=0x47572c61fe2b3e75) */
-        assert_true(ref_err(&f, 0, x, d[0]) < 3e-3 && ref_err(&f, 1, x, d[1]) < 3e-3);
+        /* 1.39e-3 under a flat 1e-3 once (TSAFE_TEST_SEED=0x47572c61fe2b3e75):
+         * a rank-4 module and an x it barely reads */
+        assert_true(near_ref(&f, 0, x, d[0], 1e-3) && near_ref(&f, 1, x, d[1], 1e-3));
         link_close(&l, 1);
         fixture_free(&f);
     }
@@ -517,7 +527,7 @@ static void test_interleaved(void **state)
         }
         for (int i = 0; i < 2; i++)
             for (size_t k = 0; k < 2; k++)
-                assert_true(ref_err(&g_fix, k, x[i], d[i][k]) < 1e-3);
+                assert_true(near_ref(&g_fix, k, x[i], d[i][k], 1e-3));
     }
     /* client 0's next query into server 1: another session id */
     float *out[2] = {d[0][0], d[0][1]};
@@ -545,7 +555,7 @@ static void test_limit_and_rotation(void **state)
         for (int j = 0; j < D; j++)
             x[j] = tsafe_test_uniform_float(-1, 1);
         token(&l, NULL, 0, x, out, SIZE_MAX);
-        assert_true(ref_err(&f, 0, x, d) < 1e-3);
+        assert_true(near_ref(&f, 0, x, d, 1e-3));
     }
     tsafe_session_stats cs, ss;
     tsafe_session_client_stats(l.c, &cs);
@@ -612,7 +622,7 @@ static void test_blocking(void **state)
         for (int j = 0; j < D; j++)
             x[j] = tsafe_test_uniform_float(-1, 1);
         assert_int_equal(tsafe_session_client_delta(c, &t, NULL, 0, x, out), TSAFE_OK);
-        assert_true(ref_err(&g_fix, 0, x, d[0]) < 1e-3 && ref_err(&g_fix, 1, x, d[1]) < 1e-3);
+        assert_true(near_ref(&g_fix, 0, x, d[0], 1e-3) && near_ref(&g_fix, 1, x, d[1], 1e-3));
     }
     assert_int_equal(tsafe_session_client_bye(c, &t), TSAFE_OK);
     void *rv;
@@ -734,7 +744,7 @@ static void select_token(const fixture *f, const fixture *other, const char *id,
     double e = ref_err(f, 0, x, d0), e1 = ref_err(f, 1, x, d1), wrong = ref_err(other, 0, x, d0);
     print_message("adapter '%s': rel_l2 %.2e %.2e, against the other adapter %.2e\n", id, e, e1,
                   wrong);
-    assert_true(e < 1e-3 && e1 < 1e-3 && wrong > 0.1);
+    assert_true(near_ref(f, 0, x, d0, 1e-3) && near_ref(f, 1, x, d1, 1e-3) && wrong > 0.1);
     assert_int_equal(tsafe_session_client_close(c), TSAFE_OK);
     pump(s, c, 64);
     assert_true(tsafe_session_server_wants(s) & TSAFE_SESSION_DONE);

@@ -38,3 +38,38 @@ double tsafe_test_rel_l2(const float *got, const double *want, size_t n)
     }
     return sqrt(num / den);
 }
+
+double tsafe_test_frobenius(const float *A, const float *B, uint32_t r, uint32_t d,
+                            uint32_t dout, double s)
+{
+    double *row = malloc(d * sizeof *row), acc = 0;
+    if (!row)
+        return NAN;
+    for (uint32_t o = 0; o < dout; o++) {
+        for (uint32_t j = 0; j < d; j++)
+            row[j] = 0;
+        for (uint32_t i = 0; i < r; i++)
+            for (uint32_t j = 0; j < d; j++)
+                row[j] += (double)B[(size_t)o * r + i] * A[(size_t)i * d + j];
+        for (uint32_t j = 0; j < d; j++)
+            acc += row[j] * row[j];
+    }
+    free(row);
+    return fabs(s) * sqrt(acc);
+}
+
+double tsafe_test_delta_tol(const float *A, const float *B, const float *x, uint32_t r,
+                            uint32_t d, uint32_t dout, double s, double tol)
+{
+    double *want = malloc(dout * sizeof *want), px = 0, x2 = 0;
+    if (!want)
+        return NAN;
+    tsafe_test_ref_delta(A, B, x, r, d, dout, s, want);
+    for (uint32_t o = 0; o < dout; o++)
+        px += want[o] * want[o];
+    free(want);
+    for (uint32_t j = 0; j < d; j++)
+        x2 += (double)x[j] * x[j];
+    double ratio = sqrt(px) / (tsafe_test_frobenius(A, B, r, d, dout, s) * sqrt(x2 / d));
+    return ratio > 0 ? tol * fmax(1, 0.5 / ratio) : INFINITY;
+}
