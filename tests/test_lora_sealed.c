@@ -729,16 +729,30 @@ static tsafe_status count_seal_batch(tsafe_backend *b, const void *pk,
     return ref_seal_batch(b, pk, jobs, n);
 }
 
+/* A backend just made (st, *out) given *iface: a copy of base that tweak
+ * edits (the test backends below are the counting one plus slots). */
+static tsafe_status retarget(tsafe_status st, tsafe_backend **out, struct tsafe_backend_i *iface,
+                             const struct tsafe_backend_i *base,
+                             void (*tweak)(struct tsafe_backend_i *))
+{
+    if (st == TSAFE_OK) {
+        *iface = *base;
+        tweak(iface);
+        (*out)->iface = iface;
+    }
+    return st;
+}
+
+static void add_seal_batch(struct tsafe_backend_i *i)
+{
+    i->seal_batch = count_seal_batch;
+}
+
 static tsafe_status batch_create(void *user, const tsafe_context *ckks,
                                  const tsafe_bfv_context *bfv, tsafe_backend **out)
 {
-    tsafe_status st = count_create(user, ckks, bfv, out);
-    if (st == TSAFE_OK) {
-        g_batch_iface = g_count_iface;
-        g_batch_iface.seal_batch = count_seal_batch;
-        (*out)->iface = &g_batch_iface;
-    }
-    return st;
+    return retarget(count_create(user, ckks, bfv, out), out, &g_batch_iface, &g_count_iface,
+                    add_seal_batch);
 }
 
 static const tsafe_backend_factory k_batching = {"batching-cpu", batch_create, NULL};
@@ -794,17 +808,17 @@ static tsafe_status count_ct_read(tsafe_backend *b, const tsafe_backend_ct_job *
 /* A device-like backend: the batching one with its host words hidden (the
  * server then takes its device paths: uploads, downloads, the ct_read
  * slot for the query and the shares). */
+static void hide_host_words(struct tsafe_backend_i *i)
+{
+    i->host_words = NULL;
+    i->ct_read = count_ct_read;
+}
+
 static tsafe_status device_create(void *user, const tsafe_context *ckks,
                                   const tsafe_bfv_context *bfv, tsafe_backend **out)
 {
-    tsafe_status st = batch_create(user, ckks, bfv, out);
-    if (st == TSAFE_OK) {
-        g_device_iface = g_batch_iface;
-        g_device_iface.host_words = NULL;
-        g_device_iface.ct_read = count_ct_read;
-        (*out)->iface = &g_device_iface;
-    }
-    return st;
+    return retarget(batch_create(user, ckks, bfv, out), out, &g_device_iface, &g_batch_iface,
+                    hide_host_words);
 }
 
 static const tsafe_backend_factory k_device = {"device-like-cpu", device_create, NULL};
