@@ -397,6 +397,67 @@ static void test_switch_and_mul_add(void **state)
     check_switch(random_prime(60), random_prime(40), 9);
 }
 
+/* tsafe_vec_mac2_shoup (IFMA where the prime allows, scalar otherwise)
+ * against GMP: out_p = [out_p +] sum_k a_p[k] w[k] mod q for both
+ * polynomials, 1..5 terms, accumulating and assigning; values at 0 and
+ * q - 1 included. */
+static void check_mac2(uint64_t q, size_t n, size_t terms, int assign)
+{
+    enum { MAXT = 5 };
+    uint64_t *buf[4 * MAXT], *out[2], *init[2];
+    for (size_t i = 0; i < 4 * terms; i++)
+        assert_non_null(buf[i] = malloc(n * 8));
+    for (int p = 0; p < 2; p++) {
+        assert_non_null(out[p] = malloc(n * 8));
+        assert_non_null(init[p] = malloc(n * 8));
+    }
+    const uint64_t *a0[MAXT], *a1[MAXT], *w[MAXT], *wp[MAXT];
+    for (size_t k = 0; k < terms; k++) {
+        uint64_t *x0 = buf[4 * k], *x1 = buf[4 * k + 1], *y = buf[4 * k + 2], *yp = buf[4 * k + 3];
+        for (size_t j = 0; j < n; j++) {
+            x0[j] = j % 7 == 0 ? q - 1 : rnd() % q;
+            x1[j] = j % 11 == 0 ? 0 : rnd() % q;
+            y[j] = j % 5 == 0 ? q - 1 : rnd() % q;
+        }
+        tsafe_vec_shoup_precompute(yp, y, n, q);
+        a0[k] = x0, a1[k] = x1, w[k] = y, wp[k] = yp;
+    }
+    for (int p = 0; p < 2; p++)
+        for (size_t j = 0; j < n; j++)
+            out[p][j] = init[p][j] = rnd() % q;
+    tsafe_vec_mac2_shoup(out[0], out[1], a0, a1, w, wp, terms, n, q, assign);
+    mpz_t acc, t, m;
+    mpz_inits(acc, t, m, NULL);
+    mpz_set_u64(m, q);
+    for (int p = 0; p < 2; p++)
+        for (size_t j = 0; j < n; j++) {
+            mpz_set_u64(acc, assign ? 0 : init[p][j]);
+            for (size_t k = 0; k < terms; k++) {
+                mpz_set_u64(t, (p ? a1 : a0)[k][j]);
+                mpz_mul_ui(t, t, (unsigned long)w[k][j]);
+                mpz_add(acc, acc, t);
+            }
+            mpz_mod(acc, acc, m);
+            assert_true(out[p][j] == mpz_get_u64(acc));
+        }
+    mpz_clears(acc, t, m, NULL);
+    for (size_t i = 0; i < 4 * terms; i++)
+        free(buf[i]);
+    for (int p = 0; p < 2; p++)
+        free(out[p]), free(init[p]);
+}
+
+static void test_mac2(void **state)
+{
+    (void)state;
+    check_mac2(random_prime(49), 4096, 4, 0); /* IFMA: the sealed rounds' shape */
+    check_mac2(random_prime(49), 4096, 4, 1);
+    check_mac2(random_prime(30), 1001, 1, 0); /* vector tail */
+    check_mac2(random_prime(45), 77, 5, 1);
+    check_mac2(random_prime(60), 513, 3, 0); /* scalar path */
+    check_mac2(random_prime(60), 9, 2, 1);
+}
+
 /* tsafe_vec_from_i64_small (IFMA where the prime allows, scalar otherwise)
  * against GMP's v mod q: values on both sides of zero and up to q - 1 in
  * magnitude; a value of magnitude >= q anywhere (start, middle, tail) makes
@@ -447,6 +508,7 @@ int main(void)
         cmocka_unit_test(test_primes_errors),
         cmocka_unit_test(test_primitive_root),
         cmocka_unit_test(test_switch_and_mul_add),
+        cmocka_unit_test(test_mac2),
         cmocka_unit_test(test_from_i64_small),
     };
     return cmocka_run_group_tests_name("ring_arith", tests, NULL, NULL);

@@ -248,6 +248,42 @@ static void mac_limb(uint64_t *const *acc, size_t P, const uint64_t *a,
             tsafe_vec_mul_shoup_add(acc[p], a + p * a_step, w + p * w_step, wp + p * w_step, n, q);
 }
 
+/* Terms of a ciphertext-times-plaintexts job taken at once by
+ * mac_ct_plain (more go in further passes). */
+#define MAC_FUSED_TERMS 32
+
+/* Job m's limb i when it is a ciphertext accumulator and every term a
+ * two-polynomial ciphertext times a one-polynomial operand (the sealed
+ * rounds' products): the terms' sums in one pass over the accumulator
+ * (tsafe_vec_mac2_shoup). 0 when the job has another shape. */
+static int mac_ct_plain(const struct tsafe_ring_view *r, const tsafe_backend_mac *m,
+                        uint64_t *row0, uint64_t *row1, uint32_t i)
+{
+    size_t n = r->n, K = m->n_terms, o = (size_t)i * n;
+    uint32_t L = m->acc->n_limbs;
+    if (m->acc->n_polys != 2 || K == 0)
+        return 0;
+    for (size_t k = 0; k < K; k++)
+        if (!m->w[k]->operand || m->w[k]->n_polys != 1 || m->a[k]->n_polys != 2)
+            return 0;
+    const uint64_t *a0[MAC_FUSED_TERMS], *a1[MAC_FUSED_TERMS], *w[MAC_FUSED_TERMS],
+        *wp[MAC_FUSED_TERMS];
+    for (size_t k0 = 0; k0 < K; k0 += MAC_FUSED_TERMS) {
+        size_t t = K - k0 < MAC_FUSED_TERMS ? K - k0 : MAC_FUSED_TERMS;
+        for (size_t k = 0; k < t; k++) {
+            const uint64_t *a = m->a[k0 + k]->mem;
+            const cpu_operand *op = m->w[k0 + k]->mem;
+            a0[k] = a + o;
+            a1[k] = a + (size_t)L * n + o;
+            w[k] = op->w + o;
+            wp[k] = op->wp + o;
+        }
+        tsafe_vec_mac2_shoup(row0, row1, a0, a1, w, wp, t, n, r->mod[i].q,
+                             m->assign && k0 == 0);
+    }
+    return 1;
+}
+
 /* Limb i of job m: acc[.][i] (+)= sum_k a[k] (*) w[k]. Limbs of a job and
  * jobs are independent unless a job reads another's accumulator. */
 static void mac_job_limb(const struct tsafe_ring_view *r, const tsafe_backend_mac *m,
@@ -259,6 +295,8 @@ static void mac_job_limb(const struct tsafe_ring_view *r, const tsafe_backend_ma
     uint64_t *rows[16];
     for (size_t p = 0; p < P; p++)
         rows[p] = acc + (p * L + i) * n;
+    if (P == 2 && mac_ct_plain(r, m, rows[0], rows[1], i))
+        return;
     if (m->assign && m->n_terms == 0)
         for (size_t p = 0; p < P; p++)
             memset(rows[p], 0, n * sizeof *acc);

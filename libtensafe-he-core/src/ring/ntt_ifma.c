@@ -287,6 +287,37 @@ void tsafe_ifma_vec_mul_shoup_add(uint64_t *out, const uint64_t *a,
         out[k] = tsafe_add_mod(out[k], tsafe_mul_shoup(a[k], w[k], wp[k], q), q);
 }
 
+void tsafe_ifma_vec_mac2_shoup(uint64_t *out0, uint64_t *out1, const uint64_t *const *a0,
+                               const uint64_t *const *a1, const uint64_t *const *w,
+                               const uint64_t *const *wp, size_t terms, size_t n,
+                               uint64_t q, int assign)
+{
+    const vconst c = make_const(q);
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m512i s0 = assign ? _mm512_setzero_si512() : LD(out0 + j);
+        __m512i s1 = assign ? _mm512_setzero_si512() : LD(out1 + j);
+        for (size_t k = 0; k < terms; k++) {
+            __m512i vw = LD(w[k] + j), vwp = _mm512_srli_epi64(LD(wp[k] + j), 12);
+            __m512i p0 = csub(mul_shoup52(LD(a0[k] + j), vw, vwp, &c), c.q);
+            __m512i p1 = csub(mul_shoup52(LD(a1[k] + j), vw, vwp, &c), c.q);
+            s0 = csub(_mm512_add_epi64(s0, p0), c.q);
+            s1 = csub(_mm512_add_epi64(s1, p1), c.q);
+        }
+        ST(out0 + j, s0);
+        ST(out1 + j, s1);
+    }
+    for (; j < n; j++) {
+        uint64_t s0 = assign ? 0 : out0[j], s1 = assign ? 0 : out1[j];
+        for (size_t k = 0; k < terms; k++) {
+            s0 = tsafe_add_mod(s0, tsafe_mul_shoup(a0[k][j], w[k][j], wp[k][j], q), q);
+            s1 = tsafe_add_mod(s1, tsafe_mul_shoup(a1[k][j], w[k][j], wp[k][j], q), q);
+        }
+        out0[j] = s0;
+        out1[j] = s1;
+    }
+}
+
 /* The scalar formula of tsafe_vec_mod_switch lane by lane: every value
  * below 2^50, so 52-bit Shoup products are exact. */
 void tsafe_ifma_vec_mod_switch(uint64_t *out, const uint64_t *xi,

@@ -177,6 +177,16 @@ void tsafe_vec_mul_shoup_add2(uint64_t *out0, uint64_t *out1, const uint64_t *a0
                               const uint64_t *a1, const uint64_t *w, const uint64_t *wp,
                               size_t n, uint64_t q);
 
+/* out0 (+)= sum_k a0[k] * w[k], out1 (+)= sum_k a1[k] * w[k] mod q (each
+ * w[k] a fixed operand with Shoup quotients wp[k]): a ciphertext's two
+ * polynomials times several plaintexts, each coefficient's sums kept in
+ * registers, so out is read and written once instead of once per term.
+ * assign: out = the sums. Results are canonical, as term by term. */
+void tsafe_vec_mac2_shoup(uint64_t *out0, uint64_t *out1, const uint64_t *const *a0,
+                          const uint64_t *const *a1, const uint64_t *const *w,
+                          const uint64_t *const *wp, size_t terms, size_t n, uint64_t q,
+                          int assign);
+
 /* 1 when every a[k] < q (any q: a reader's range check, AVX-512 where the
  * IFMA kernels run). */
 int tsafe_vec_all_below(const uint64_t *a, size_t n, uint64_t q);
