@@ -45,10 +45,7 @@ TARGET size_t tsafe_uniform_tight_avx512(const uint8_t *src, size_t avail, uint6
         __m512i raw = _mm512_maskz_loadu_epi8(load, src + pos);
         __m512i v = _mm512_and_si512(_mm512_maskz_permutexvar_epi8(keep, idx, raw), vmask);
         __mmask8 ok = _mm512_cmplt_epu64_mask(v, vq);
-        /* compress in a register, then a plain store: the memory form of
-         * vpcompressq is microcoded and slow on some cores (AMD Zen 4);
-         * the loop's bound leaves room for all eight lanes */
-        _mm512_storeu_si512((void *)(out + got), _mm512_maskz_compress_epi64(ok, v));
+        _mm512_mask_compressstoreu_epi64(out + got, ok, v);
         got += (size_t)__builtin_popcount(ok);
         pos += 8 * (size_t)nb;
     }
