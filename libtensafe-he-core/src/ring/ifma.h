@@ -26,10 +26,10 @@ void tsafe_ifma_vec_mul_shoup(uint64_t *out, const uint64_t *a,
 void tsafe_ifma_vec_mul_shoup_add(uint64_t *out, const uint64_t *a,
                                   const uint64_t *w, const uint64_t *wp,
                                   size_t n, uint64_t q);
-void tsafe_ifma_vec_mac2_shoup(uint64_t *out0, uint64_t *out1, const uint64_t *const *a0,
-                               const uint64_t *const *a1, const uint64_t *const *w,
-                               const uint64_t *const *wp, size_t terms, size_t n,
-                               uint64_t q, int assign);
+size_t tsafe_ifma_vec_mac2_shoup(uint64_t *out0, uint64_t *out1, const uint64_t *const *a0,
+                                 const uint64_t *const *a1, const uint64_t *const *w,
+                                 const uint64_t *const *wp, size_t terms, size_t n,
+                                 uint64_t q, int assign);
 void tsafe_ifma_vec_mod_switch(uint64_t *out, const uint64_t *xi,
                                const uint64_t *xl, size_t n,
                                const tsafe_switch_consts *k);

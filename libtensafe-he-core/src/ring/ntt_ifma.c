@@ -287,10 +287,12 @@ void tsafe_ifma_vec_mul_shoup_add(uint64_t *out, const uint64_t *a,
         out[k] = tsafe_add_mod(out[k], tsafe_mul_shoup(a[k], w[k], wp[k], q), q);
 }
 
-void tsafe_ifma_vec_mac2_shoup(uint64_t *out0, uint64_t *out1, const uint64_t *const *a0,
-                               const uint64_t *const *a1, const uint64_t *const *w,
-                               const uint64_t *const *wp, size_t terms, size_t n,
-                               uint64_t q, int assign)
+/* Coefficients [0, n rounded down to 8) of tsafe_vec_mac2_shoup; returns
+ * where it stopped (the caller's scalar loop does the rest). */
+size_t tsafe_ifma_vec_mac2_shoup(uint64_t *out0, uint64_t *out1, const uint64_t *const *a0,
+                                 const uint64_t *const *a1, const uint64_t *const *w,
+                                 const uint64_t *const *wp, size_t terms, size_t n,
+                                 uint64_t q, int assign)
 {
     const vconst c = make_const(q);
     size_t j = 0;
@@ -307,15 +309,7 @@ void tsafe_ifma_vec_mac2_shoup(uint64_t *out0, uint64_t *out1, const uint64_t *c
         ST(out0 + j, s0);
         ST(out1 + j, s1);
     }
-    for (; j < n; j++) {
-        uint64_t s0 = assign ? 0 : out0[j], s1 = assign ? 0 : out1[j];
-        for (size_t k = 0; k < terms; k++) {
-            s0 = tsafe_add_mod(s0, tsafe_mul_shoup(a0[k][j], w[k][j], wp[k][j], q), q);
-            s1 = tsafe_add_mod(s1, tsafe_mul_shoup(a1[k][j], w[k][j], wp[k][j], q), q);
-        }
-        out0[j] = s0;
-        out1[j] = s1;
-    }
+    return j;
 }
 
 /* The scalar formula of tsafe_vec_mod_switch lane by lane: every value

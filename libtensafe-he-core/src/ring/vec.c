@@ -122,11 +122,10 @@ void tsafe_vec_mac2_shoup(uint64_t *out0, uint64_t *out1, const uint64_t *const 
                           const uint64_t *const *wp, size_t terms, size_t n, uint64_t q,
                           int assign)
 {
-    if (ifma_ok(q, n)) {
-        tsafe_ifma_vec_mac2_shoup(out0, out1, a0, a1, w, wp, terms, n, q, assign);
-        return;
-    }
-    for (size_t j = 0; j < n; j++) {
+    size_t j = ifma_ok(q, n) ? tsafe_ifma_vec_mac2_shoup(out0, out1, a0, a1, w, wp, terms, n,
+                                                         q, assign)
+                             : 0;
+    for (; j < n; j++) { /* the scalar path, or the vector path's tail */
         uint64_t s0 = assign ? 0 : out0[j], s1 = assign ? 0 : out1[j];
         for (size_t k = 0; k < terms; k++) {
             s0 = tsafe_add_mod(s0, tsafe_mul_shoup(a0[k][j], w[k][j], wp[k][j], q), q);
