@@ -165,10 +165,8 @@ static double run(uint32_t d_in, uint32_t rank, uint32_t d_out, weights wa, weig
             assert_true(num == 0); /* zero in, exactly zero out */
             continue;
         }
-        double e = sqrt(num / den), x2 = 0;
-        for (uint32_t j = 0; j < d_in; j++)
-            x2 += (double)x[j] * x[j];
-        double ratio = sqrt(den) / (p_fro * sqrt(x2 / d_in)), bound = 1e-3 * fmax(1, 0.5 / ratio);
+        double e = sqrt(num / den), ratio = tsafe_test_reach(sqrt(den), p_fro, x, d_in),
+               bound = tsafe_test_tol_at(ratio, 1e-3);
         if (ratio < 0.5 || wa == ONE_ENTRY)
             printf("#   ||P x|| / (||P||_F rms(x)) %.3f: rel L2 %.2e, bound %.2e\n", ratio, e, bound);
         worst = fmax(worst, e);

@@ -58,18 +58,30 @@ double tsafe_test_frobenius(const float *A, const float *B, uint32_t r, uint32_t
     return fabs(s) * sqrt(acc);
 }
 
+double tsafe_test_reach(double px, double p_fro, const float *x, uint32_t d)
+{
+    double x2 = 0;
+    for (uint32_t j = 0; j < d; j++)
+        x2 += (double)x[j] * x[j];
+    return px / (p_fro * sqrt(x2 / d));
+}
+
+double tsafe_test_tol_at(double reach, double tol)
+{
+    return reach > 0 ? tol * fmax(1, 0.5 / reach) : INFINITY;
+}
+
 double tsafe_test_delta_tol(const float *A, const float *B, const float *x, uint32_t r,
                             uint32_t d, uint32_t dout, double s, double tol)
 {
-    double *want = malloc(dout * sizeof *want), px = 0, x2 = 0;
+    double *want = malloc(dout * sizeof *want), px = 0;
     if (!want)
         return NAN;
     tsafe_test_ref_delta(A, B, x, r, d, dout, s, want);
     for (uint32_t o = 0; o < dout; o++)
         px += want[o] * want[o];
     free(want);
-    for (uint32_t j = 0; j < d; j++)
-        x2 += (double)x[j] * x[j];
-    double ratio = sqrt(px) / (tsafe_test_frobenius(A, B, r, d, dout, s) * sqrt(x2 / d));
-    return ratio > 0 ? tol * fmax(1, 0.5 / ratio) : INFINITY;
+    return tsafe_test_tol_at(tsafe_test_reach(sqrt(px), tsafe_test_frobenius(A, B, r, d, dout, s),
+                                              x, d),
+                             tol);
 }
