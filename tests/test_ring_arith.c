@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "../libtensafe-he-core/src/ring/ring.h"
+#include "../libtensafe-he-core/src/ring/avx2.h"
 #include "support/tsafe_test_rng.h"
 
 /* ------------------------------------------------------------ helpers */
@@ -397,11 +398,13 @@ static void test_switch_and_mul_add(void **state)
     check_switch(random_prime(60), random_prime(40), 9);
 }
 
-/* tsafe_vec_mac2_shoup (IFMA where the prime allows, scalar otherwise)
- * against GMP: out_p = [out_p +] sum_k a_p[k] w[k] mod q for both
- * polynomials, 1..5 terms, accumulating and assigning; values at 0 and
- * q - 1 included. */
-static void check_mac2(uint64_t q, size_t n, size_t terms, int assign)
+/* tsafe_vec_mac2_shoup (IFMA where the prime allows, AVX2 below 2^30
+ * without IFMA, scalar otherwise) against GMP: out_p = [out_p +] sum_k
+ * a_p[k] w[k] mod q for both polynomials, 1..5 terms, accumulating and
+ * assigning; values at 0 and q - 1 included. avx2 = 1 calls the AVX2
+ * kernel itself (whatever the CPU would dispatch to) and checks the
+ * coefficients it did: a multiple of 4, the rest left to the caller. */
+static void check_mac2_path(uint64_t q, size_t n, size_t terms, int assign, int avx2)
 {
     enum { MAXT = 5 };
     uint64_t *buf[4 * MAXT], *out[2], *init[2];
@@ -425,12 +428,18 @@ static void check_mac2(uint64_t q, size_t n, size_t terms, int assign)
     for (int p = 0; p < 2; p++)
         for (size_t j = 0; j < n; j++)
             out[p][j] = init[p][j] = rnd() % q;
-    tsafe_vec_mac2_shoup(out[0], out[1], a0, a1, w, wp, terms, n, q, assign);
+    size_t done = n;
+    if (avx2) {
+        done = tsafe_avx2_vec_mac2_shoup(out[0], out[1], a0, a1, w, wp, terms, n, q, assign);
+        assert_int_equal(done, n & ~(size_t)3);
+    } else {
+        tsafe_vec_mac2_shoup(out[0], out[1], a0, a1, w, wp, terms, n, q, assign);
+    }
     mpz_t acc, t, m;
     mpz_inits(acc, t, m, NULL);
     mpz_set_u64(m, q);
     for (int p = 0; p < 2; p++)
-        for (size_t j = 0; j < n; j++) {
+        for (size_t j = 0; j < done; j++) {
             mpz_set_u64(acc, assign ? 0 : init[p][j]);
             for (size_t k = 0; k < terms; k++) {
                 mpz_set_u64(t, (p ? a1 : a0)[k][j]);
@@ -447,6 +456,11 @@ static void check_mac2(uint64_t q, size_t n, size_t terms, int assign)
         free(out[p]), free(init[p]);
 }
 
+static void check_mac2(uint64_t q, size_t n, size_t terms, int assign)
+{
+    check_mac2_path(q, n, terms, assign, 0);
+}
+
 static void test_mac2(void **state)
 {
     (void)state;
@@ -456,6 +470,27 @@ static void test_mac2(void **state)
     check_mac2(random_prime(45), 77, 5, 1);
     check_mac2(random_prime(60), 513, 3, 0); /* scalar path */
     check_mac2(random_prime(60), 9, 2, 1);
+    check_mac2(random_prime(30), 4096, 4, 0); /* AVX2 without IFMA: the gap limbs */
+    check_mac2(random_prime(30), 4096, 4, 1);
+}
+
+/* The AVX2 kernel itself, on machines that would dispatch to IFMA too. */
+static void test_mac2_avx2(void **state)
+{
+    (void)state;
+    if (!tsafe_cpu_has_avx2()) {
+        print_message("AVX2 not available (CPU or TSAFE_DISABLE_AVX2=1): skipping\n");
+        skip();
+    }
+    const unsigned bits[] = {8, 17, 29, 30};
+    for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++) {
+        uint64_t q = random_prime(bits[i]);
+        assert_true(q < TSAFE_AVX2_MAX_Q);
+        check_mac2_path(q, 4096, 4, 0, 1);
+        check_mac2_path(q, 4096, 4, 1, 1);
+        check_mac2_path(q, 1003, 5, 0, 1);
+        check_mac2_path(q, 3, 1, 1, 1); /* nothing for the kernel */
+    }
 }
 
 /* tsafe_vec_from_i64_small (IFMA where the prime allows, scalar otherwise)
@@ -509,6 +544,7 @@ int main(void)
         cmocka_unit_test(test_primitive_root),
         cmocka_unit_test(test_switch_and_mul_add),
         cmocka_unit_test(test_mac2),
+        cmocka_unit_test(test_mac2_avx2),
         cmocka_unit_test(test_from_i64_small),
     };
     return cmocka_run_group_tests_name("ring_arith", tests, NULL, NULL);

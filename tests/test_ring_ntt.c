@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../libtensafe-he-core/src/ring/ring.h"
+#include "../libtensafe-he-core/src/ring/avx2.h"
 #include "support/tsafe_test_rng.h"
 
 /* ------------------------------------------------------------ helpers */
@@ -425,6 +426,86 @@ static void test_ifma_matches_scalar(void **state)
     }
 }
 
+/* Scalar and AVX2 paths (primes below 2^30), bit for bit; the AVX2 kernels
+ * are called directly, so machines that dispatch to IFMA test them too. */
+static void test_avx2_matches_scalar(void **state)
+{
+    (void)state;
+    if (!tsafe_cpu_has_avx2()) {
+        print_message("AVX2 not available (CPU or TSAFE_DISABLE_AVX2=1): "
+                      "skipping scalar-vs-AVX2 comparison\n");
+        skip();
+    }
+    const uint32_t bits[] = {14, 17, 20, 25, 29, 30};
+    for (uint32_t log_n = 4; log_n <= 16; log_n++) {
+        const size_t n = (size_t)1 << log_n;
+        uint64_t *a = alloc_vec(n), *s = alloc_vec(n), *v = alloc_vec(n);
+        uint64_t *w = alloc_vec(n), *wp = alloc_vec(n);
+        for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++) {
+            uint64_t q;
+            if (tsafe_primes_generate(log_n, 1, &bits[i], &q) != TSAFE_OK)
+                continue; /* no such small prime for this N */
+            assert_true(q < TSAFE_AVX2_MAX_Q);
+            tsafe_ntt_table t;
+            assert_int_equal(tsafe_ntt_table_init(&t, log_n, q, 1), TSAFE_OK);
+            /* dispatch: IFMA where the CPU has it, else AVX2 */
+            assert_int_equal(t.use_avx2, !t.use_ifma);
+            for (int rep = 0; rep < (log_n <= 12 ? 3 : 1); rep++) {
+                fill(a, n, q);
+                if (rep == 1) /* the largest input everywhere */
+                    for (size_t k = 0; k < n; k++)
+                        a[k] = q - 1;
+                memcpy(s, a, n * sizeof *a);
+                memcpy(v, a, n * sizeof *a);
+                tsafe_ntt_forward_scalar(&t, s);
+                tsafe_ntt_forward_avx2(&t, v);
+                assert_memory_equal(s, v, n * sizeof *s);
+                tsafe_ntt_inverse_scalar(&t, s);
+                tsafe_ntt_inverse_avx2(&t, v);
+                assert_memory_equal(s, v, n * sizeof *s);
+                assert_memory_equal(s, a, n * sizeof *s);
+                memcpy(s, a, n * sizeof *a); /* inverse of non-NTT data */
+                memcpy(v, a, n * sizeof *a);
+                tsafe_ntt_inverse_scalar(&t, s);
+                tsafe_ntt_inverse_avx2(&t, v);
+                assert_memory_equal(s, v, n * sizeof *s);
+
+                fill(w, n, q);
+                tsafe_vec_shoup_precompute(wp, w, n, q);
+                for (size_t k = 0; k < n; k++)
+                    s[k] = tsafe_mul_shoup(a[k], w[k], wp[k], q);
+                assert_int_equal(tsafe_avx2_vec_mul_shoup(v, a, w, wp, n, q), n);
+                assert_memory_equal(s, v, n * sizeof *s);
+                /* out += a w, then out = b - a w in place (b = out) */
+                fill(s, n, q);
+                memcpy(v, s, n * sizeof *s);
+                for (size_t k = 0; k < n; k++)
+                    s[k] = tsafe_add_mod(s[k], tsafe_mul_shoup(a[k], w[k], wp[k], q), q);
+                assert_int_equal(tsafe_avx2_vec_mul_shoup_add(v, a, w, wp, n, q), n);
+                assert_memory_equal(s, v, n * sizeof *s);
+                for (size_t k = 0; k < n; k++)
+                    s[k] = tsafe_sub_mod(s[k], tsafe_mul_shoup(a[k], w[k], wp[k], q), q);
+                assert_int_equal(tsafe_avx2_vec_sub_mul_shoup(v, v, a, w, wp, n, q), n);
+                assert_memory_equal(s, v, n * sizeof *s);
+            }
+            tsafe_ntt_table_free(&t);
+        }
+        free(a);
+        free(s);
+        free(v);
+        free(w);
+        free(wp);
+    }
+    /* above 2^30 the table never takes the AVX2 path */
+    uint64_t q;
+    const uint32_t b31 = 31;
+    assert_int_equal(tsafe_primes_generate(12, 1, &b31, &q), TSAFE_OK);
+    tsafe_ntt_table t;
+    assert_int_equal(tsafe_ntt_table_init(&t, 12, q, 1), TSAFE_OK);
+    assert_int_equal(t.use_avx2, 0);
+    tsafe_ntt_table_free(&t);
+}
+
 /* ------------------------------------------------------- coset reads */
 
 /* Coset reads of the forward NTT of a known polynomial must give back its
@@ -537,8 +618,9 @@ static void test_coset_cache_full(void **state)
 int main(void)
 {
     tsafe_test_rng_init("ring_ntt");
-    printf("[ info     ] IFMA %s\n",
-           tsafe_cpu_has_ifma() ? "available" : "not available");
+    printf("[ info     ] IFMA %s, AVX2 %s\n",
+           tsafe_cpu_has_ifma() ? "available" : "not available",
+           tsafe_cpu_has_avx2() ? "available" : "not available");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ntt_small_n_full),
         cmocka_unit_test(test_ntt_product_sizes),
@@ -547,6 +629,7 @@ int main(void)
         cmocka_unit_test(test_ntt_table_errors),
         cmocka_unit_test(test_vec_ops),
         cmocka_unit_test(test_ifma_matches_scalar),
+        cmocka_unit_test(test_avx2_matches_scalar),
         cmocka_unit_test(test_coset_reads),
         cmocka_unit_test(test_coset_cache_full),
     };

@@ -104,7 +104,7 @@ TSAFE_API const tsafe_params *tsafe_context_params(const tsafe_context *ctx);
 /* 32-byte BLAKE2b fingerprint of the validated parameters. */
 TSAFE_API void tsafe_context_fingerprint(const tsafe_context *ctx,
                                          uint8_t out[TSAFE_FINGERPRINT_BYTES]);
-/* Name of the arithmetic path in use ("ifma" or "scalar"). */
+/* Name of the arithmetic path in use ("ifma", "avx2" or "scalar"). */
 TSAFE_API const char *tsafe_context_arith_path(const tsafe_context *ctx);
 /* 1 when this CPU runs the AVX-512 IFMA path (for primes below 2^50). */
 TSAFE_API int tsafe_ifma_available(void);

@@ -57,6 +57,8 @@ static void f_ntt_fwd_scalar(void *a) { bench_state *s = a; tsafe_ntt_forward_sc
 static void f_ntt_inv_scalar(void *a) { bench_state *s = a; tsafe_ntt_inverse_scalar(s->t, s->limb); }
 static void f_ntt_fwd_ifma(void *a) { bench_state *s = a; tsafe_ntt_forward_ifma(s->t, s->limb); }
 static void f_ntt_inv_ifma(void *a) { bench_state *s = a; tsafe_ntt_inverse_ifma(s->t, s->limb); }
+static void f_ntt_fwd_avx2(void *a) { bench_state *s = a; tsafe_ntt_forward_avx2(s->t, s->limb); }
+static void f_ntt_inv_avx2(void *a) { bench_state *s = a; tsafe_ntt_inverse_avx2(s->t, s->limb); }
 
 static void f_encode(void *a)
 {
@@ -230,6 +232,42 @@ static void ntt_section(const row_ctx *x, bench_state *s)
                                           : "skipped: CPU lacks AVX-512 IFMA");
 }
 
+/* The AVX2 kernels (ring/avx2.h) on a 30-bit prime at this N, the size of
+ * the sealed modes' gap limbs, beside the scalar path on the same table.
+ * Timed on any AVX2 CPU, also where the dispatch would take IFMA. */
+static void ntt_avx2_section(const row_ctx *x, bench_state *s)
+{
+    char prm[96];
+    snprintf(prm, sizeof prm, "%s N=%zu", x->preset, x->n);
+    if (!tsafe_cpu_has_avx2()) {
+        bench_report_add(x->r, GROUP, "ntt avx2 path", prm, 0.0, "skipped: CPU lacks AVX2");
+        return;
+    }
+    const uint32_t bits = 30;
+    uint32_t log_n = 0;
+    while (((size_t)1 << log_n) < x->n)
+        log_n++;
+    uint64_t q;
+    tsafe_ntt_table t;
+    if (tsafe_primes_generate(log_n, 1, &bits, &q) != TSAFE_OK ||
+        tsafe_ntt_table_init(&t, log_n, q, 1) != TSAFE_OK) {
+        bench_report_add(x->r, GROUP, "ntt avx2 path", prm, 0.0, "skipped: no 30-bit prime");
+        return;
+    }
+    s->t = &t;
+    for (int avx2 = 1; avx2 >= 0; avx2--) {
+        for (size_t k = 0; k < x->n; k++)
+            s->limb[k] = rand_below(q);
+        snprintf(prm, sizeof prm, "%s N=%zu 30b gap prime %s", x->preset, x->n,
+                 avx2 ? "avx2" : "scalar");
+        op_row(x, "ntt forward (1 limb)", prm, avx2 ? f_ntt_fwd_avx2 : f_ntt_fwd_scalar, s,
+               REF_NONE);
+        op_row(x, "ntt inverse (1 limb)", prm, avx2 ? f_ntt_inv_avx2 : f_ntt_inv_scalar, s,
+               REF_NONE);
+    }
+    tsafe_ntt_table_free(&t);
+}
+
 /* Keys, plaintexts and ciphertexts the timed operations read. */
 static tsafe_status make_objects(bench_state *s)
 {
@@ -349,6 +387,7 @@ static int bench_preset(bench_report *r, const char *preset, int quick)
     for (size_t i = 0; i < s.slots; i++)
         s.values[i] = (double)randombytes_uniform(2000001) / 1e6 - 1.0;
     ntt_section(&x, &s);
+    ntt_avx2_section(&x, &s);
     if ((st = make_objects(&s)) != TSAFE_OK) {
         tool_fail(preset, st);
         goto done;

@@ -204,15 +204,17 @@ tsafe_status tsafe_context_create(const tsafe_params *params,
     c->slots = c->n / 2;
     c->n_primes = c->params.n_primes;
     c->n_data = c->n_primes - c->params.n_special;
-    int ifma = 1;
+    int ifma = 1, vector = 1;
     for (uint32_t i = 0; i < c->n_primes; i++) {
         tsafe_modulus_init(&c->mod[i], c->params.primes[i]);
         TSAFE_TRY(tsafe_ntt_table_init(&c->ntt[i], c->log_n,
                                        c->params.primes[i], 1));
         if (i < c->n_data && !c->ntt[i].use_ifma)
             ifma = 0;
+        if (i < c->n_data && !c->ntt[i].use_ifma && !c->ntt[i].use_avx2)
+            vector = 0;
     }
-    c->arith_path = ifma ? "ifma" : "scalar";
+    c->arith_path = ifma ? "ifma" : vector ? "avx2" : "scalar";
     c->ring = (struct tsafe_ring_view){c->n, c->log_n, c->n_data, c->mod, c->ntt};
     rescale_tables(c);
     TSAFE_TRY(crt_tables(c));

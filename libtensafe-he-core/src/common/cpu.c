@@ -51,6 +51,18 @@ static int detect_f(void)
 {
     return (leaf7_ebx_os() & (1u << 16)) != 0; /* AVX512F */
 }
+
+/* AVX2 (leaf 7 EBX bit 5) with the OS saving XMM and YMM state. */
+static int detect_avx2(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) /* OSXSAVE */
+        return 0;
+    if ((read_xcr0() & 0x6) != 0x6 || __get_cpuid_max(0, NULL) < 7)
+        return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    return (b & (1u << 5)) != 0;
+}
 /* VBMI (byte permutes) and VPOPCNTDQ on top of the IFMA set: the AVX-512
  * samplers (common/prng_avx512.c). */
 static int detect_sampling(void)
@@ -68,6 +80,11 @@ static int detect(void)
 }
 
 static int detect_f(void)
+{
+    return 0;
+}
+
+static int detect_avx2(void)
 {
     return 0;
 }
@@ -102,7 +119,18 @@ static int probe_sampling(void)
     return tsafe_cpu_has_ifma() ? detect_sampling() : 0;
 }
 
-static atomic_int g_has_ifma = -1, g_has_sampling = -1, g_has_f = -1;
+static int probe_avx2(void)
+{
+    const char *env = getenv("TSAFE_DISABLE_AVX2");
+    return env && strcmp(env, "1") == 0 ? 0 : detect_avx2();
+}
+
+static atomic_int g_has_ifma = -1, g_has_sampling = -1, g_has_f = -1, g_has_avx2 = -1;
+
+int tsafe_cpu_has_avx2(void)
+{
+    return cached(&g_has_avx2, probe_avx2);
+}
 
 int tsafe_cpu_has_ifma(void)
 {

@@ -18,6 +18,11 @@ int tsafe_cpu_has_ifma(void);
  * TSAFE_DISABLE_IFMA=1): the AVX-512 samplers and bit packing. */
 int tsafe_cpu_has_avx512_sampling(void);
 
+/* AVX2 with OS support (YMM state saved): the AVX2 kernels of the ring
+ * layer for primes below 2^30 (ring/avx2.h), used where IFMA is not.
+ * TSAFE_DISABLE_AVX2=1 in the environment forces 0. */
+int tsafe_cpu_has_avx2(void);
+
 /* AVX-512F with OS support, nothing more (for code that needs only the
  * foundation instructions). */
 int tsafe_cpu_has_avx512f(void);

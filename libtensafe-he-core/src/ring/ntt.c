@@ -13,6 +13,7 @@
 
 #include "tsafe_check.h"
 #include "ifma.h"
+#include "avx2.h"
 
 static uint32_t bitrev(uint32_t x, uint32_t bits)
 {
@@ -129,6 +130,8 @@ tsafe_status tsafe_ntt_table_init(tsafe_ntt_table *t, uint32_t log_n,
         tsafe_cpu_has_ifma()) {
         TSAFE_TRY(build_ifma(t));
         t->use_ifma = 1;
+    } else if (allow_ifma && q < TSAFE_AVX2_MAX_Q && log_n >= 4 && tsafe_cpu_has_avx2()) {
+        t->use_avx2 = 1;
     }
     return TSAFE_OK;
 fail:
@@ -284,6 +287,8 @@ void tsafe_ntt_forward(const tsafe_ntt_table *t, uint64_t *a)
 {
     if (t->use_ifma)
         tsafe_ntt_forward_ifma(t, a);
+    else if (t->use_avx2)
+        tsafe_ntt_forward_avx2(t, a);
     else
         tsafe_ntt_forward_scalar(t, a);
 }
@@ -292,6 +297,8 @@ void tsafe_ntt_inverse(const tsafe_ntt_table *t, uint64_t *a)
 {
     if (t->use_ifma)
         tsafe_ntt_inverse_ifma(t, a);
+    else if (t->use_avx2)
+        tsafe_ntt_inverse_avx2(t, a);
     else
         tsafe_ntt_inverse_scalar(t, a);
 }

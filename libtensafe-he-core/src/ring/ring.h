@@ -108,13 +108,15 @@ typedef struct tsafe_ntt_table {
     uint64_t n_inv;        /* N^-1 mod q and its Shoup quotient */
     uint64_t n_inv_shoup;
     int use_ifma;          /* IFMA path selected (CPU has it and q < 2^50) */
+    int use_avx2;          /* else AVX2 path (CPU has it and q < 2^30) */
     void *ifma;            /* IFMA-specific tables (52-bit Shoup), or NULL */
 } tsafe_ntt_table;
 
 /* Build tables for prime q (q = 1 mod 2N, q < 2^62), log_n in 1..17.
  * TSAFE_E_ARG for a bad q (composite, too large, not 1 mod 2N) or log_n,
  * TSAFE_E_NOMEM on allocation failure (t is then zeroed). allow_ifma = 0
- * forces scalar; otherwise use_ifma = CPU has IFMA && q < 2^50 && N >= 16.
+ * forces scalar; otherwise use_ifma = CPU has IFMA && q < 2^50 && N >= 16,
+ * and where that is 0, use_avx2 = CPU has AVX2 && q < 2^30 && N >= 16.
  * t is caller-owned storage; release with tsafe_ntt_table_free (which
  * zeroes it, so a second free is harmless). */
 tsafe_status tsafe_ntt_table_init(tsafe_ntt_table *t, uint32_t log_n,
@@ -123,7 +125,8 @@ void tsafe_ntt_table_free(tsafe_ntt_table *t);
 
 /* In place. Forward: natural-order coefficients in [0, q) -> evaluations at
  * psi^(2*bitrev(k)+1) in slot k, in [0, q). Inverse: the exact inverse.
- * Dispatch to the IFMA path when t->use_ifma. */
+ * Dispatch to the IFMA path when t->use_ifma, the AVX2 one when
+ * t->use_avx2 (ring/avx2.h), else scalar. */
 void tsafe_ntt_forward(const tsafe_ntt_table *t, uint64_t *a);
 void tsafe_ntt_inverse(const tsafe_ntt_table *t, uint64_t *a);
 
@@ -134,6 +137,10 @@ void tsafe_ntt_forward_scalar(const tsafe_ntt_table *t, uint64_t *a);
 void tsafe_ntt_inverse_scalar(const tsafe_ntt_table *t, uint64_t *a);
 void tsafe_ntt_forward_ifma(const tsafe_ntt_table *t, uint64_t *a);
 void tsafe_ntt_inverse_ifma(const tsafe_ntt_table *t, uint64_t *a);
+/* The AVX2 ones (ntt_avx2.c, ring/avx2.h) require tsafe_cpu_has_avx2(),
+ * q < 2^30 and N >= 16; bit-identical outputs too. */
+void tsafe_ntt_forward_avx2(const tsafe_ntt_table *t, uint64_t *a);
+void tsafe_ntt_inverse_avx2(const tsafe_ntt_table *t, uint64_t *a);
 
 /* tsafe_cpu_has_ifma(): common/cpu.h. */
 

@@ -1,6 +1,8 @@
-/* Element-wise vector operations mod q (scalar, IFMA where it pays). */
+/* Element-wise vector operations mod q (scalar, IFMA where it pays, AVX2
+ * for primes below 2^30 where IFMA is missing). */
 #include "ring.h"
 
+#include "avx2.h"
 #include "ifma.h"
 
 /* Inputs are reduced (< q) as everywhere in this layer; the IFMA kernels
@@ -10,6 +12,12 @@ static inline int ifma_ok(uint64_t q, size_t n)
     return n >= 8 && q < TSAFE_IFMA_MAX_Q && q >= 8 && tsafe_cpu_has_ifma();
 }
 
+/* The AVX2 kernels where IFMA is not taken (avx2.h). */
+static inline int avx2_ok(uint64_t q, size_t n)
+{
+    return n >= 4 && q < TSAFE_AVX2_MAX_Q && !ifma_ok(q, n) && tsafe_cpu_has_avx2();
+}
+
 void tsafe_vec_mul_shoup(uint64_t *out, const uint64_t *a, const uint64_t *w,
                          const uint64_t *wp, size_t n, uint64_t q)
 {
@@ -17,7 +25,8 @@ void tsafe_vec_mul_shoup(uint64_t *out, const uint64_t *a, const uint64_t *w,
         tsafe_ifma_vec_mul_shoup(out, a, w, wp, n, q);
         return;
     }
-    for (size_t k = 0; k < n; k++)
+    size_t k = avx2_ok(q, n) ? tsafe_avx2_vec_mul_shoup(out, a, w, wp, n, q) : 0;
+    for (; k < n; k++)
         out[k] = tsafe_mul_shoup(a[k], w[k], wp[k], q);
 }
 
@@ -87,7 +96,8 @@ void tsafe_vec_sub_mul_shoup(uint64_t *out, const uint64_t *b, const uint64_t *a
         tsafe_ifma_vec_sub_mul_shoup(out, b, a, w, wp, n, q);
         return;
     }
-    for (size_t k = 0; k < n; k++)
+    size_t k = avx2_ok(q, n) ? tsafe_avx2_vec_sub_mul_shoup(out, b, a, w, wp, n, q) : 0;
+    for (; k < n; k++)
         out[k] = tsafe_sub_mod(b[k], tsafe_mul_shoup(a[k], w[k], wp[k], q), q);
 }
 
@@ -98,7 +108,8 @@ void tsafe_vec_mul_shoup_add(uint64_t *out, const uint64_t *a, const uint64_t *w
         tsafe_ifma_vec_mul_shoup_add(out, a, w, wp, n, q);
         return;
     }
-    for (size_t k = 0; k < n; k++)
+    size_t k = avx2_ok(q, n) ? tsafe_avx2_vec_mul_shoup_add(out, a, w, wp, n, q) : 0;
+    for (; k < n; k++)
         out[k] = tsafe_add_mod(out[k], tsafe_mul_shoup(a[k], w[k], wp[k], q), q);
 }
 
@@ -111,7 +122,13 @@ void tsafe_vec_mul_shoup_add2(uint64_t *out0, uint64_t *out1, const uint64_t *a0
         tsafe_ifma_vec_mul_shoup_add(out1, a1, w, wp, n, q);
         return;
     }
-    for (size_t k = 0; k < n; k++) {
+    size_t k0 = 0;
+    if (avx2_ok(q, n)) {
+        const uint64_t *const ta0[1] = {a0}, *const ta1[1] = {a1}, *const tw[1] = {w};
+        const uint64_t *const twp[1] = {wp};
+        k0 = tsafe_avx2_vec_mac2_shoup(out0, out1, ta0, ta1, tw, twp, 1, n, q, 0);
+    }
+    for (size_t k = k0; k < n; k++) {
         out0[k] = tsafe_add_mod(out0[k], tsafe_mul_shoup(a0[k], w[k], wp[k], q), q);
         out1[k] = tsafe_add_mod(out1[k], tsafe_mul_shoup(a1[k], w[k], wp[k], q), q);
     }
@@ -122,9 +139,11 @@ void tsafe_vec_mac2_shoup(uint64_t *out0, uint64_t *out1, const uint64_t *const 
                           const uint64_t *const *wp, size_t terms, size_t n, uint64_t q,
                           int assign)
 {
-    size_t j = ifma_ok(q, n) ? tsafe_ifma_vec_mac2_shoup(out0, out1, a0, a1, w, wp, terms, n,
-                                                         q, assign)
-                             : 0;
+    size_t j = ifma_ok(q, n)   ? tsafe_ifma_vec_mac2_shoup(out0, out1, a0, a1, w, wp, terms, n,
+                                                           q, assign)
+               : avx2_ok(q, n) ? tsafe_avx2_vec_mac2_shoup(out0, out1, a0, a1, w, wp, terms, n,
+                                                           q, assign)
+                               : 0;
     for (; j < n; j++) { /* the scalar path, or the vector path's tail */
         uint64_t s0 = assign ? 0 : out0[j], s1 = assign ? 0 : out1[j];
         for (size_t k = 0; k < terms; k++) {

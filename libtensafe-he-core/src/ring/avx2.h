@@ -1,0 +1,45 @@
+/* Internal: AVX2 kernels of the ring layer for primes below 2^30
+ * (ntt_avx2.c, compiled with -mavx2). Callers must check
+ * tsafe_cpu_has_avx2() first.
+ *
+ * Why only q < 2^30: AVX2 has no 64 x 64-bit multiply, but vpmuludq
+ * multiplies the low 32 bits of each 64-bit lane into a full 64-bit
+ * product. With q < 2^30 every lazy value (< 4q) fits in 32 bits, so
+ * Harvey's butterfly runs four lanes at a time with the 32-bit Shoup
+ * quotient floor(w * 2^32 / q), which is the 64-bit quotient >> 32 that
+ * the tables and operands already hold. The sealed modes' gap primes
+ * (two of every ciphertext's three limbs) are of this size; machines
+ * with AVX-512 IFMA take the IFMA kernels instead (ifma.h). Outputs are
+ * the same canonical residues as the scalar paths, bit for bit. */
+#ifndef TSAFE_RING_AVX2_H
+#define TSAFE_RING_AVX2_H
+
+#include "ring.h"
+
+/* Largest modulus (exclusive) the AVX2 kernels accept. */
+#define TSAFE_AVX2_MAX_Q ((uint64_t)1 << 30)
+
+/* The NTT kernels tsafe_ntt_forward_avx2 / tsafe_ntt_inverse_avx2 are
+ * declared in ring.h beside the IFMA ones (t->use_avx2). */
+
+/* tsafe_vec_mac2_shoup's body over the first (n / 4) * 4 coefficients;
+ * returns how many it did (the caller finishes the tail). Inputs < q. */
+size_t tsafe_avx2_vec_mac2_shoup(uint64_t *out0, uint64_t *out1, const uint64_t *const *a0,
+                                 const uint64_t *const *a1, const uint64_t *const *w,
+                                 const uint64_t *const *wp, size_t terms, size_t n,
+                                 uint64_t q, int assign);
+
+/* out[k] = a[k] * w[k] mod q in [0, q) (tsafe_vec_mul_shoup), the first
+ * (n / 4) * 4 coefficients; returns how many. a[k] < 2^32. */
+size_t tsafe_avx2_vec_mul_shoup(uint64_t *out, const uint64_t *a, const uint64_t *w,
+                                const uint64_t *wp, size_t n, uint64_t q);
+
+/* out[k] += a[k] * w[k] mod q (tsafe_vec_mul_shoup_add) and out[k] = b[k] -
+ * a[k] * w[k] mod q (tsafe_vec_sub_mul_shoup; out may alias b), the first
+ * (n / 4) * 4 coefficients; return how many. Inputs < q. */
+size_t tsafe_avx2_vec_mul_shoup_add(uint64_t *out, const uint64_t *a, const uint64_t *w,
+                                    const uint64_t *wp, size_t n, uint64_t q);
+size_t tsafe_avx2_vec_sub_mul_shoup(uint64_t *out, const uint64_t *b, const uint64_t *a,
+                                    const uint64_t *w, const uint64_t *wp, size_t n, uint64_t q);
+
+#endif
