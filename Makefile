@@ -159,7 +159,7 @@ deps:
 # ------------------------------------------------------------- compile
 $(BUILD)/obj/libtensafe-%.o: libtensafe-%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) $(LIB_CFLAGS) -MMD -MP $(if $(findstring _ifma,$<),-mavx512f -mavx512vl -mavx512ifma -mavx512dq -mavx512bw)$(if $(findstring _avx2,$<), -mavx2) -c $< -o $@
+	$(CC) $(CFLAGS_ALL) $(LIB_CFLAGS) -MMD -MP $(if $(findstring _ifma,$<),-mavx512f -mavx512vl -mavx512ifma -mavx512dq -mavx512bw)$(if $(findstring _avx2,$<), -mavx2 -mfma) -c $< -o $@
 
 $(BUILD)/obj/libtensafe-he-cuda/%.o: libtensafe-he-cuda/%.cu
 	@mkdir -p $(@D)

@@ -402,8 +402,9 @@ static void test_switch_and_mul_add(void **state)
  * without IFMA, scalar otherwise) against GMP: out_p = [out_p +] sum_k
  * a_p[k] w[k] mod q for both polynomials, 1..5 terms, accumulating and
  * assigning; values at 0 and q - 1 included. avx2 = 1 calls the AVX2
- * kernel itself (whatever the CPU would dispatch to) and checks the
- * coefficients it did: a multiple of 4, the rest left to the caller. */
+ * kernel itself (whatever the CPU would dispatch to), 2 the AVX2 + FMA
+ * one in doubles, and checks the coefficients it did: a multiple of 4,
+ * the rest left to the caller. */
 static void check_mac2_path(uint64_t q, size_t n, size_t terms, int assign, int avx2)
 {
     enum { MAXT = 5 };
@@ -429,8 +430,11 @@ static void check_mac2_path(uint64_t q, size_t n, size_t terms, int assign, int 
         for (size_t j = 0; j < n; j++)
             out[p][j] = init[p][j] = rnd() % q;
     size_t done = n;
-    if (avx2) {
+    if (avx2 == 1) {
         done = tsafe_avx2_vec_mac2_shoup(out[0], out[1], a0, a1, w, wp, terms, n, q, assign);
+        assert_int_equal(done, n & ~(size_t)3);
+    } else if (avx2 == 2) {
+        done = tsafe_avx2_fp_vec_mac2(out[0], out[1], a0, a1, w, terms, n, q, assign);
         assert_int_equal(done, n & ~(size_t)3);
     } else {
         tsafe_vec_mac2_shoup(out[0], out[1], a0, a1, w, wp, terms, n, q, assign);
@@ -490,6 +494,16 @@ static void test_mac2_avx2(void **state)
         check_mac2_path(q, 4096, 4, 1, 1);
         check_mac2_path(q, 1003, 5, 0, 1);
         check_mac2_path(q, 3, 1, 1, 1); /* nothing for the kernel */
+    }
+    if (!tsafe_cpu_has_avx2_fma())
+        return;
+    const unsigned fbits[] = {31, 40, 49, 50};
+    for (size_t i = 0; i < sizeof fbits / sizeof fbits[0]; i++) {
+        uint64_t q = random_prime(fbits[i]);
+        assert_true(q >= TSAFE_AVX2_MAX_Q && q < TSAFE_AVX2_FP_MAX_Q);
+        check_mac2_path(q, 4096, 4, 0, 2);
+        check_mac2_path(q, 4096, 4, 1, 2);
+        check_mac2_path(q, 1003, 5, 0, 2);
     }
 }
 

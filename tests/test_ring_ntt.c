@@ -506,6 +506,56 @@ static void test_avx2_matches_scalar(void **state)
     tsafe_ntt_table_free(&t);
 }
 
+/* Scalar and the double-precision AVX2 + FMA path (primes 2^30..2^50), bit
+ * for bit; its tables are built here where the dispatch took IFMA. */
+static void test_avx2_fp_matches_scalar(void **state)
+{
+    (void)state;
+    if (!tsafe_cpu_has_avx2_fma()) {
+        print_message("AVX2 + FMA not available (CPU or TSAFE_DISABLE_AVX2=1): skipping\n");
+        skip();
+    }
+    const uint32_t bits[] = {31, 36, 40, 45, 49, 50};
+    for (uint32_t log_n = 4; log_n <= 16; log_n++) {
+        const size_t n = (size_t)1 << log_n;
+        uint64_t *a = alloc_vec(n), *s = alloc_vec(n), *v = alloc_vec(n);
+        for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++) {
+            uint64_t q;
+            assert_int_equal(tsafe_primes_generate(log_n, 1, &bits[i], &q), TSAFE_OK);
+            assert_true(q >= TSAFE_AVX2_MAX_Q && q < TSAFE_AVX2_FP_MAX_Q);
+            tsafe_ntt_table t;
+            assert_int_equal(tsafe_ntt_table_init(&t, log_n, q, 1), TSAFE_OK);
+            assert_int_equal(t.use_avx2_fp, !t.use_ifma);
+            if (!t.fp)
+                assert_non_null(t.fp = tsafe_ntt_fp_build(&t));
+            for (int rep = 0; rep < (log_n <= 12 ? 3 : 1); rep++) {
+                fill(a, n, q);
+                if (rep == 1)
+                    for (size_t k = 0; k < n; k++)
+                        a[k] = q - 1;
+                memcpy(s, a, n * sizeof *a);
+                memcpy(v, a, n * sizeof *a);
+                tsafe_ntt_forward_scalar(&t, s);
+                tsafe_ntt_forward_avx2_fp(&t, v);
+                assert_memory_equal(s, v, n * sizeof *s);
+                tsafe_ntt_inverse_scalar(&t, s);
+                tsafe_ntt_inverse_avx2_fp(&t, v);
+                assert_memory_equal(s, v, n * sizeof *s);
+                assert_memory_equal(s, a, n * sizeof *s);
+                memcpy(s, a, n * sizeof *a);
+                memcpy(v, a, n * sizeof *a);
+                tsafe_ntt_inverse_scalar(&t, s);
+                tsafe_ntt_inverse_avx2_fp(&t, v);
+                assert_memory_equal(s, v, n * sizeof *s);
+            }
+            tsafe_ntt_table_free(&t);
+        }
+        free(a);
+        free(s);
+        free(v);
+    }
+}
+
 /* ------------------------------------------------------- coset reads */
 
 /* Coset reads of the forward NTT of a known polynomial must give back its
@@ -630,6 +680,7 @@ int main(void)
         cmocka_unit_test(test_vec_ops),
         cmocka_unit_test(test_ifma_matches_scalar),
         cmocka_unit_test(test_avx2_matches_scalar),
+        cmocka_unit_test(test_avx2_fp_matches_scalar),
         cmocka_unit_test(test_coset_reads),
         cmocka_unit_test(test_coset_cache_full),
     };

@@ -59,6 +59,8 @@ static void f_ntt_fwd_ifma(void *a) { bench_state *s = a; tsafe_ntt_forward_ifma
 static void f_ntt_inv_ifma(void *a) { bench_state *s = a; tsafe_ntt_inverse_ifma(s->t, s->limb); }
 static void f_ntt_fwd_avx2(void *a) { bench_state *s = a; tsafe_ntt_forward_avx2(s->t, s->limb); }
 static void f_ntt_inv_avx2(void *a) { bench_state *s = a; tsafe_ntt_inverse_avx2(s->t, s->limb); }
+static void f_ntt_fwd_fp(void *a) { bench_state *s = a; tsafe_ntt_forward_avx2_fp(s->t, s->limb); }
+static void f_ntt_inv_fp(void *a) { bench_state *s = a; tsafe_ntt_inverse_avx2_fp(s->t, s->limb); }
 
 static void f_encode(void *a)
 {
@@ -232,18 +234,20 @@ static void ntt_section(const row_ctx *x, bench_state *s)
                                           : "skipped: CPU lacks AVX-512 IFMA");
 }
 
-/* The AVX2 kernels (ring/avx2.h) on a 30-bit prime at this N, the size of
- * the sealed modes' gap limbs, beside the scalar path on the same table.
- * Timed on any AVX2 CPU, also where the dispatch would take IFMA. */
-static void ntt_avx2_section(const row_ctx *x, bench_state *s)
+/* The AVX2 NTTs beside the scalar one on the same table, at this N: the
+ * 32-bit lanes on a 30-bit prime (the sealed modes' gap limbs) and the
+ * double-precision one (AVX2 + FMA) on a 49-bit prime (their q0). Timed
+ * on any CPU that has them, also where the dispatch would take IFMA. */
+static void ntt_avx2_rows(const row_ctx *x, bench_state *s, uint32_t bits, int fp)
 {
     char prm[96];
-    snprintf(prm, sizeof prm, "%s N=%zu", x->preset, x->n);
-    if (!tsafe_cpu_has_avx2()) {
-        bench_report_add(x->r, GROUP, "ntt avx2 path", prm, 0.0, "skipped: CPU lacks AVX2");
+    snprintf(prm, sizeof prm, "%s N=%zu %ub", x->preset, x->n, bits);
+    const char *name = fp ? "ntt avx2 fp path" : "ntt avx2 path";
+    if (!(fp ? tsafe_cpu_has_avx2_fma() : tsafe_cpu_has_avx2())) {
+        bench_report_add(x->r, GROUP, name, prm, 0.0,
+                         fp ? "skipped: CPU lacks AVX2 or FMA" : "skipped: CPU lacks AVX2");
         return;
     }
-    const uint32_t bits = 30;
     uint32_t log_n = 0;
     while (((size_t)1 << log_n) < x->n)
         log_n++;
@@ -251,21 +255,32 @@ static void ntt_avx2_section(const row_ctx *x, bench_state *s)
     tsafe_ntt_table t;
     if (tsafe_primes_generate(log_n, 1, &bits, &q) != TSAFE_OK ||
         tsafe_ntt_table_init(&t, log_n, q, 1) != TSAFE_OK) {
-        bench_report_add(x->r, GROUP, "ntt avx2 path", prm, 0.0, "skipped: no 30-bit prime");
+        bench_report_add(x->r, GROUP, name, prm, 0.0, "skipped: no such prime");
+        return;
+    }
+    if (fp && !t.fp && !(t.fp = tsafe_ntt_fp_build(&t))) {
+        tsafe_ntt_table_free(&t);
+        bench_report_add(x->r, GROUP, name, prm, 0.0, "skipped: out of memory");
         return;
     }
     s->t = &t;
-    for (int avx2 = 1; avx2 >= 0; avx2--) {
+    for (int vec = 1; vec >= 0; vec--) {
         for (size_t k = 0; k < x->n; k++)
             s->limb[k] = rand_below(q);
-        snprintf(prm, sizeof prm, "%s N=%zu 30b gap prime %s", x->preset, x->n,
-                 avx2 ? "avx2" : "scalar");
-        op_row(x, "ntt forward (1 limb)", prm, avx2 ? f_ntt_fwd_avx2 : f_ntt_fwd_scalar, s,
-               REF_NONE);
-        op_row(x, "ntt inverse (1 limb)", prm, avx2 ? f_ntt_inv_avx2 : f_ntt_inv_scalar, s,
-               REF_NONE);
+        snprintf(prm, sizeof prm, "%s N=%zu %ub %s", x->preset, x->n, bits,
+                 !vec ? "scalar" : fp ? "avx2-fp" : "avx2");
+        op_row(x, "ntt forward (1 limb)", prm,
+               !vec ? f_ntt_fwd_scalar : fp ? f_ntt_fwd_fp : f_ntt_fwd_avx2, s, REF_NONE);
+        op_row(x, "ntt inverse (1 limb)", prm,
+               !vec ? f_ntt_inv_scalar : fp ? f_ntt_inv_fp : f_ntt_inv_avx2, s, REF_NONE);
     }
     tsafe_ntt_table_free(&t);
+}
+
+static void ntt_avx2_section(const row_ctx *x, bench_state *s)
+{
+    ntt_avx2_rows(x, s, 30, 0);
+    ntt_avx2_rows(x, s, 49, 1);
 }
 
 /* Keys, plaintexts and ciphertexts the timed operations read. */

@@ -211,7 +211,8 @@ tsafe_status tsafe_context_create(const tsafe_params *params,
                                        c->params.primes[i], 1));
         if (i < c->n_data && !c->ntt[i].use_ifma)
             ifma = 0;
-        if (i < c->n_data && !c->ntt[i].use_ifma && !c->ntt[i].use_avx2)
+        if (i < c->n_data && !c->ntt[i].use_ifma && !c->ntt[i].use_avx2 &&
+            !c->ntt[i].use_avx2_fp)
             vector = 0;
     }
     c->arith_path = ifma ? "ifma" : vector ? "avx2" : "scalar";

@@ -63,6 +63,13 @@ static int detect_avx2(void)
     __cpuid_count(7, 0, a, b, c, d);
     return (b & (1u << 5)) != 0;
 }
+
+/* FMA3 (leaf 1 ECX bit 12); the YMM state was checked with AVX2. */
+static int detect_fma(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 12));
+}
 /* VBMI (byte permutes) and VPOPCNTDQ on top of the IFMA set: the AVX-512
  * samplers (common/prng_avx512.c). */
 static int detect_sampling(void)
@@ -85,6 +92,11 @@ static int detect_f(void)
 }
 
 static int detect_avx2(void)
+{
+    return 0;
+}
+
+static int detect_fma(void)
 {
     return 0;
 }
@@ -130,6 +142,18 @@ static atomic_int g_has_ifma = -1, g_has_sampling = -1, g_has_f = -1, g_has_avx2
 int tsafe_cpu_has_avx2(void)
 {
     return cached(&g_has_avx2, probe_avx2);
+}
+
+static int probe_avx2_fma(void)
+{
+    return tsafe_cpu_has_avx2() ? detect_fma() : 0;
+}
+
+static atomic_int g_has_avx2_fma = -1;
+
+int tsafe_cpu_has_avx2_fma(void)
+{
+    return cached(&g_has_avx2_fma, probe_avx2_fma);
 }
 
 int tsafe_cpu_has_ifma(void)

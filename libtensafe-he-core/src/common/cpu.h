@@ -23,6 +23,10 @@ int tsafe_cpu_has_avx512_sampling(void);
  * TSAFE_DISABLE_AVX2=1 in the environment forces 0. */
 int tsafe_cpu_has_avx2(void);
 
+/* tsafe_cpu_has_avx2() and FMA3: the double-precision NTT for primes up
+ * to 2^50 (ring/avx2.h). Off with TSAFE_DISABLE_AVX2=1 too. */
+int tsafe_cpu_has_avx2_fma(void);
+
 /* AVX-512F with OS support, nothing more (for code that needs only the
  * foundation instructions). */
 int tsafe_cpu_has_avx512f(void);

@@ -20,7 +20,28 @@
 #define TSAFE_AVX2_MAX_Q ((uint64_t)1 << 30)
 
 /* The NTT kernels tsafe_ntt_forward_avx2 / tsafe_ntt_inverse_avx2 are
- * declared in ring.h beside the IFMA ones (t->use_avx2). */
+ * declared in ring.h beside the IFMA ones (t->use_avx2).
+ *
+ * Primes from 2^30 to 2^50 (the sealed modes' q0, the IFMA presets) take
+ * a double-precision NTT instead (ntt_avx2_fp.c, AVX2 + FMA: values below
+ * 2^52 are exact doubles), tsafe_ntt_forward_avx2_fp / _inverse_avx2_fp
+ * in ring.h (t->use_avx2_fp), reading these tables off t->fp. */
+struct tsafe_ntt_fp {
+    double *fwd, *fwd_q;  /* fwd twiddles as doubles, and each w / q */
+    double *inv, *inv_q;  /* the same for the inverse twiddles */
+    double n_inv, n_inv_q;  /* N^-1 and N^-1 / q */
+    double last, last_q;    /* inv[1] * N^-1 mod q (last inverse stage) */
+};
+
+/* tsafe_vec_mac2_shoup's body in doubles for 2^30 <= q < 2^50 (reads no
+ * Shoup quotients), the first (n / 4) * 4 coefficients; returns how many.
+ * Inputs < q. After tsafe_cpu_has_avx2_fma(). */
+size_t tsafe_avx2_fp_vec_mac2(uint64_t *out0, uint64_t *out1, const uint64_t *const *a0,
+                              const uint64_t *const *a1, const uint64_t *const *w,
+                              size_t terms, size_t n, uint64_t q, int assign);
+
+/* Largest modulus (exclusive) of the double-precision kernels. */
+#define TSAFE_AVX2_FP_MAX_Q ((uint64_t)1 << 50)
 
 /* tsafe_vec_mac2_shoup's body over the first (n / 4) * 4 coefficients;
  * returns how many it did (the caller finishes the tail). Inputs < q. */

@@ -50,6 +50,7 @@ void tsafe_ntt_table_free(tsafe_ntt_table *t)
     free(t->inv);
     free(t->inv_shoup);
     free_ifma((tsafe_ntt_ifma *)t->ifma);
+    tsafe_ntt_fp_free((tsafe_ntt_fp *)t->fp);
     memset(t, 0, sizeof *t);
 }
 
@@ -132,6 +133,10 @@ tsafe_status tsafe_ntt_table_init(tsafe_ntt_table *t, uint32_t log_n,
         t->use_ifma = 1;
     } else if (allow_ifma && q < TSAFE_AVX2_MAX_Q && log_n >= 4 && tsafe_cpu_has_avx2()) {
         t->use_avx2 = 1;
+    } else if (allow_ifma && q < TSAFE_AVX2_FP_MAX_Q && log_n >= 4 && tsafe_cpu_has_avx2_fma()) {
+        t->fp = tsafe_ntt_fp_build(t);
+        TSAFE_CHECK(t->fp != NULL, TSAFE_E_NOMEM);
+        t->use_avx2_fp = 1;
     }
     return TSAFE_OK;
 fail:
@@ -289,6 +294,8 @@ void tsafe_ntt_forward(const tsafe_ntt_table *t, uint64_t *a)
         tsafe_ntt_forward_ifma(t, a);
     else if (t->use_avx2)
         tsafe_ntt_forward_avx2(t, a);
+    else if (t->use_avx2_fp)
+        tsafe_ntt_forward_avx2_fp(t, a);
     else
         tsafe_ntt_forward_scalar(t, a);
 }
@@ -299,6 +306,8 @@ void tsafe_ntt_inverse(const tsafe_ntt_table *t, uint64_t *a)
         tsafe_ntt_inverse_ifma(t, a);
     else if (t->use_avx2)
         tsafe_ntt_inverse_avx2(t, a);
+    else if (t->use_avx2_fp)
+        tsafe_ntt_inverse_avx2_fp(t, a);
     else
         tsafe_ntt_inverse_scalar(t, a);
 }

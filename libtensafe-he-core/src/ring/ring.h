@@ -109,6 +109,8 @@ typedef struct tsafe_ntt_table {
     uint64_t n_inv_shoup;
     int use_ifma;          /* IFMA path selected (CPU has it and q < 2^50) */
     int use_avx2;          /* else AVX2 path (CPU has it and q < 2^30) */
+    int use_avx2_fp;       /* else AVX2 + FMA doubles (q < 2^50) */
+    void *fp;              /* their tables (ring/avx2.h), or NULL */
     void *ifma;            /* IFMA-specific tables (52-bit Shoup), or NULL */
 } tsafe_ntt_table;
 
@@ -116,7 +118,8 @@ typedef struct tsafe_ntt_table {
  * TSAFE_E_ARG for a bad q (composite, too large, not 1 mod 2N) or log_n,
  * TSAFE_E_NOMEM on allocation failure (t is then zeroed). allow_ifma = 0
  * forces scalar; otherwise use_ifma = CPU has IFMA && q < 2^50 && N >= 16,
- * and where that is 0, use_avx2 = CPU has AVX2 && q < 2^30 && N >= 16.
+ * and where that is 0, use_avx2 = CPU has AVX2 && q < 2^30 && N >= 16,
+ * else use_avx2_fp = CPU has AVX2 and FMA && q < 2^50 && N >= 16.
  * t is caller-owned storage; release with tsafe_ntt_table_free (which
  * zeroes it, so a second free is harmless). */
 tsafe_status tsafe_ntt_table_init(tsafe_ntt_table *t, uint32_t log_n,
@@ -141,6 +144,15 @@ void tsafe_ntt_inverse_ifma(const tsafe_ntt_table *t, uint64_t *a);
  * q < 2^30 and N >= 16; bit-identical outputs too. */
 void tsafe_ntt_forward_avx2(const tsafe_ntt_table *t, uint64_t *a);
 void tsafe_ntt_inverse_avx2(const tsafe_ntt_table *t, uint64_t *a);
+/* AVX2 + FMA in doubles: tsafe_cpu_has_avx2_fma(), q < 2^50, N >= 16 and
+ * t->fp != NULL (init builds it with use_avx2_fp). */
+void tsafe_ntt_forward_avx2_fp(const tsafe_ntt_table *t, uint64_t *a);
+void tsafe_ntt_inverse_avx2_fp(const tsafe_ntt_table *t, uint64_t *a);
+/* Their tables for t (twiddles filled; ring/avx2.h): NULL on allocation
+ * failure. Only after tsafe_cpu_has_avx2_fma() (built for AVX2). */
+typedef struct tsafe_ntt_fp tsafe_ntt_fp;
+tsafe_ntt_fp *tsafe_ntt_fp_build(const tsafe_ntt_table *t);
+void tsafe_ntt_fp_free(tsafe_ntt_fp *f);
 
 /* tsafe_cpu_has_ifma(): common/cpu.h. */
 

@@ -12,10 +12,17 @@ static inline int ifma_ok(uint64_t q, size_t n)
     return n >= 8 && q < TSAFE_IFMA_MAX_Q && q >= 8 && tsafe_cpu_has_ifma();
 }
 
-/* The AVX2 kernels where IFMA is not taken (avx2.h). */
+/* The AVX2 kernels where IFMA is not taken (avx2.h): 32-bit lanes below
+ * 2^30, doubles (AVX2 + FMA) from there to 2^50. */
 static inline int avx2_ok(uint64_t q, size_t n)
 {
     return n >= 4 && q < TSAFE_AVX2_MAX_Q && !ifma_ok(q, n) && tsafe_cpu_has_avx2();
+}
+
+static inline int avx2_fp_ok(uint64_t q, size_t n)
+{
+    return n >= 4 && q >= TSAFE_AVX2_MAX_Q && q < TSAFE_AVX2_FP_MAX_Q && !ifma_ok(q, n) &&
+           tsafe_cpu_has_avx2_fma();
 }
 
 void tsafe_vec_mul_shoup(uint64_t *out, const uint64_t *a, const uint64_t *w,
@@ -143,6 +150,8 @@ void tsafe_vec_mac2_shoup(uint64_t *out0, uint64_t *out1, const uint64_t *const 
                                                            q, assign)
                : avx2_ok(q, n) ? tsafe_avx2_vec_mac2_shoup(out0, out1, a0, a1, w, wp, terms, n,
                                                            q, assign)
+               : avx2_fp_ok(q, n) ? tsafe_avx2_fp_vec_mac2(out0, out1, a0, a1, w, terms, n, q,
+                                                           assign)
                                : 0;
     for (; j < n; j++) { /* the scalar path, or the vector path's tail */
         uint64_t s0 = assign ? 0 : out0[j], s1 = assign ? 0 : out1[j];

@@ -95,7 +95,8 @@ static int check_bounds(double max_abs_x, double max_abs_a)
 /* The plan at ring degree 2^log_n on one modulus chain (prime bits
  * chain[0], and chain[1] when two primes), its cost on this CPU (the
  * vector paths cost about a fifth: IFMA measured ~5x per element, AVX2 on
- * 30-bit primes ~6x on the NTT, docs/PERFORMANCE.md §1); 0 when
+ * 30-bit primes ~5x and AVX2 + FMA doubles ~3x on the NTT, PERFORMANCE.md
+ * §1 and §9); 0 when
  * the shape or the scales do not fit or the error model misses target. */
 static int plan_candidate(uint32_t log_n, uint32_t maxq, const uint32_t chain[2], uint32_t d_in,
                           uint32_t rank, double max_abs_x, double max_abs_a,
@@ -120,10 +121,12 @@ static int plan_candidate(uint32_t log_n, uint32_t maxq, const uint32_t chain[2]
     p->expected_error = model_error(p, n);
     if (p->expected_error > target_error)
         return 0;
-    /* a vector path for every limb: IFMA below 2^50, or AVX2 below 2^30
-     * (primes sit just below 2^bits) */
-    int ifma = (ifma_cpu && chain[0] <= 50 && (limbs == 1 || chain[1] <= 50)) ||
-               (tsafe_cpu_has_avx2() && chain[0] <= 30 && (limbs == 1 || chain[1] <= 30));
+    /* a vector path for every limb: IFMA or AVX2 + FMA (doubles) below
+     * 2^50, AVX2 alone below 2^30 (primes sit just below 2^bits) */
+    int below50 = chain[0] <= 50 && (limbs == 1 || chain[1] <= 50);
+    int below30 = chain[0] <= 30 && (limbs == 1 || chain[1] <= 30);
+    int ifma = ((ifma_cpu || tsafe_cpu_has_avx2_fma()) && below50) ||
+               (tsafe_cpu_has_avx2() && below30);
     p->cost = plan_cost(p, n, limbs, ifma);
     p->params.log_n = log_n;
     p->params.n_primes = limbs;
