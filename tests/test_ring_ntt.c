@@ -365,6 +365,31 @@ static void test_vec_ops(void **state)
     free(acc);
 }
 
+/* One vector NTT path against the scalar loops on input a, bit for bit:
+ * forward, inverse back to a, and the inverse of non-NTT data. s and v
+ * are scratch of t->n words. */
+typedef void (*ntt_fn)(const tsafe_ntt_table *t, uint64_t *a);
+
+static void check_path(const tsafe_ntt_table *t, ntt_fn fwd, ntt_fn inv, const uint64_t *a,
+                       uint64_t *s, uint64_t *v)
+{
+    const size_t n = t->n;
+    memcpy(s, a, n * sizeof *a);
+    memcpy(v, a, n * sizeof *a);
+    tsafe_ntt_forward_scalar(t, s);
+    fwd(t, v);
+    assert_memory_equal(s, v, n * sizeof *s);
+    tsafe_ntt_inverse_scalar(t, s);
+    inv(t, v);
+    assert_memory_equal(s, v, n * sizeof *s);
+    assert_memory_equal(s, a, n * sizeof *s);
+    memcpy(s, a, n * sizeof *a);
+    memcpy(v, a, n * sizeof *a);
+    tsafe_ntt_inverse_scalar(t, s);
+    inv(t, v);
+    assert_memory_equal(s, v, n * sizeof *s);
+}
+
 /* Scalar and IFMA paths, bit for bit. */
 static void test_ifma_matches_scalar(void **state)
 {
@@ -389,21 +414,7 @@ static void test_ifma_matches_scalar(void **state)
             assert_non_null(t.ifma);
             for (int rep = 0; rep < (log_n <= 12 ? 3 : 1); rep++) {
                 fill(a, n, q);
-                memcpy(s, a, n * sizeof *a);
-                memcpy(v, a, n * sizeof *a);
-                tsafe_ntt_forward_scalar(&t, s);
-                tsafe_ntt_forward_ifma(&t, v);
-                assert_memory_equal(s, v, n * sizeof *s);
-                tsafe_ntt_inverse_scalar(&t, s);
-                tsafe_ntt_inverse_ifma(&t, v);
-                assert_memory_equal(s, v, n * sizeof *s);
-                assert_memory_equal(s, a, n * sizeof *s);
-                /* Inverse on fresh (non-NTT) data too. */
-                memcpy(s, a, n * sizeof *a);
-                memcpy(v, a, n * sizeof *a);
-                tsafe_ntt_inverse_scalar(&t, s);
-                tsafe_ntt_inverse_ifma(&t, v);
-                assert_memory_equal(s, v, n * sizeof *s);
+                check_path(&t, tsafe_ntt_forward_ifma, tsafe_ntt_inverse_ifma, a, s, v);
 
                 fill(w, n, q);
                 tsafe_vec_shoup_precompute(wp, w, n, q);
@@ -455,20 +466,7 @@ static void test_avx2_matches_scalar(void **state)
                 if (rep == 1) /* the largest input everywhere */
                     for (size_t k = 0; k < n; k++)
                         a[k] = q - 1;
-                memcpy(s, a, n * sizeof *a);
-                memcpy(v, a, n * sizeof *a);
-                tsafe_ntt_forward_scalar(&t, s);
-                tsafe_ntt_forward_avx2(&t, v);
-                assert_memory_equal(s, v, n * sizeof *s);
-                tsafe_ntt_inverse_scalar(&t, s);
-                tsafe_ntt_inverse_avx2(&t, v);
-                assert_memory_equal(s, v, n * sizeof *s);
-                assert_memory_equal(s, a, n * sizeof *s);
-                memcpy(s, a, n * sizeof *a); /* inverse of non-NTT data */
-                memcpy(v, a, n * sizeof *a);
-                tsafe_ntt_inverse_scalar(&t, s);
-                tsafe_ntt_inverse_avx2(&t, v);
-                assert_memory_equal(s, v, n * sizeof *s);
+                check_path(&t, tsafe_ntt_forward_avx2, tsafe_ntt_inverse_avx2, a, s, v);
 
                 fill(w, n, q);
                 tsafe_vec_shoup_precompute(wp, w, n, q);
@@ -533,20 +531,7 @@ static void test_avx2_fp_matches_scalar(void **state)
                 if (rep == 1)
                     for (size_t k = 0; k < n; k++)
                         a[k] = q - 1;
-                memcpy(s, a, n * sizeof *a);
-                memcpy(v, a, n * sizeof *a);
-                tsafe_ntt_forward_scalar(&t, s);
-                tsafe_ntt_forward_avx2_fp(&t, v);
-                assert_memory_equal(s, v, n * sizeof *s);
-                tsafe_ntt_inverse_scalar(&t, s);
-                tsafe_ntt_inverse_avx2_fp(&t, v);
-                assert_memory_equal(s, v, n * sizeof *s);
-                assert_memory_equal(s, a, n * sizeof *s);
-                memcpy(s, a, n * sizeof *a);
-                memcpy(v, a, n * sizeof *a);
-                tsafe_ntt_inverse_scalar(&t, s);
-                tsafe_ntt_inverse_avx2_fp(&t, v);
-                assert_memory_equal(s, v, n * sizeof *s);
+                check_path(&t, tsafe_ntt_forward_avx2_fp, tsafe_ntt_inverse_avx2_fp, a, s, v);
             }
             tsafe_ntt_table_free(&t);
         }
