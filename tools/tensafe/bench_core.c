@@ -248,9 +248,7 @@ static void ntt_avx2_rows(const row_ctx *x, bench_state *s, uint32_t bits, int f
                          fp ? "skipped: CPU lacks AVX2 or FMA" : "skipped: CPU lacks AVX2");
         return;
     }
-    uint32_t log_n = 0;
-    while (((size_t)1 << log_n) < x->n)
-        log_n++;
+    const uint32_t log_n = s->c->log_n;
     uint64_t q;
     tsafe_ntt_table t;
     if (tsafe_primes_generate(log_n, 1, &bits, &q) != TSAFE_OK ||

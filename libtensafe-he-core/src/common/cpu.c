@@ -19,17 +19,20 @@ static uint64_t read_xcr0(void)
     return ((uint64_t)hi << 32) | lo;
 }
 
-/* Leaf 7's EBX when the OS saves the AVX-512 state, else 0. */
-static unsigned leaf7_ebx_os(void)
+/* XCR0 bits the OS must save: XMM (1) and YMM (2) for AVX2; for AVX-512
+ * also opmask (5), ZMM_Hi256 (6) and Hi16_ZMM (7). */
+#define STATE_YMM 0x06u
+#define STATE_ZMM 0xE6u
+
+/* Leaf 7's EBX when the OS saves the register state `state`, else 0. */
+static unsigned leaf7_ebx_os(uint64_t state)
 {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d))
         return 0;
     if (!(c & (1u << 27))) /* OSXSAVE: XGETBV usable */
         return 0;
-    /* The OS must save XMM (1), YMM (2), opmask (5), ZMM_Hi256 (6) and
-     * Hi16_ZMM (7) state. */
-    if ((read_xcr0() & 0xE6) != 0xE6)
+    if ((read_xcr0() & state) != state)
         return 0;
     if (__get_cpuid_max(0, NULL) < 7)
         return 0;
@@ -44,24 +47,17 @@ static int detect(void)
                         | (1u << 21)   /* AVX512_IFMA */
                         | (1u << 30)   /* AVX512BW */
                         | (1u << 31);  /* AVX512VL */
-    return (leaf7_ebx_os() & need) == need;
+    return (leaf7_ebx_os(STATE_ZMM) & need) == need;
 }
 
 static int detect_f(void)
 {
-    return (leaf7_ebx_os() & (1u << 16)) != 0; /* AVX512F */
+    return (leaf7_ebx_os(STATE_ZMM) & (1u << 16)) != 0; /* AVX512F */
 }
 
-/* AVX2 (leaf 7 EBX bit 5) with the OS saving XMM and YMM state. */
 static int detect_avx2(void)
 {
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) /* OSXSAVE */
-        return 0;
-    if ((read_xcr0() & 0x6) != 0x6 || __get_cpuid_max(0, NULL) < 7)
-        return 0;
-    __cpuid_count(7, 0, a, b, c, d);
-    return (b & (1u << 5)) != 0;
+    return (leaf7_ebx_os(STATE_YMM) & (1u << 5)) != 0; /* AVX2 */
 }
 
 /* FMA3 (leaf 1 ECX bit 12); the YMM state was checked with AVX2. */
@@ -70,6 +66,7 @@ static int detect_fma(void)
     unsigned a, b, c, d;
     return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 12));
 }
+
 /* VBMI (byte permutes) and VPOPCNTDQ on top of the IFMA set: the AVX-512
  * samplers (common/prng_avx512.c). */
 static int detect_sampling(void)

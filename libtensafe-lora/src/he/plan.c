@@ -77,13 +77,13 @@ static int choose_scales(tsafe_lora_plan *p, double q_bits)
 }
 
 static double plan_cost(const tsafe_lora_plan *p, double n, uint32_t limbs,
-                        int ifma)
+                        int vector)
 {
-    double arith = ifma ? 0.2 : 1.0; /* measured: IFMA ~5x per element */
+    double arith = vector ? 0.2 : 1.0; /* measured: IFMA ~5x per element */
     double lg = log2(n);
     double products = (double)p->n_batches * n * limbs * 3.0; /* server 2 + client 1 */
     double encrypt = limbs * n * lg * 0.5 + n * lg;           /* NTTs + FFT */
-    return products * arith + encrypt * (ifma ? 0.5 : 1.0);
+    return products * arith + encrypt * (vector ? 0.5 : 1.0);
 }
 
 static int check_bounds(double max_abs_x, double max_abs_a)
@@ -96,11 +96,11 @@ static int check_bounds(double max_abs_x, double max_abs_a)
  * chain[0], and chain[1] when two primes), its cost on this CPU (the
  * vector paths cost about a fifth: IFMA measured ~5x per element, AVX2 on
  * 30-bit primes ~5x and AVX2 + FMA doubles ~3x on the NTT, PERFORMANCE.md
- * §1 and §9); 0 when
+ * §1 and §9: every limb of at most vector_bits bits runs one); 0 when
  * the shape or the scales do not fit or the error model misses target. */
 static int plan_candidate(uint32_t log_n, uint32_t maxq, const uint32_t chain[2], uint32_t d_in,
                           uint32_t rank, double max_abs_x, double max_abs_a,
-                          double target_error, int ifma_cpu, tsafe_lora_plan *p)
+                          double target_error, uint32_t vector_bits, tsafe_lora_plan *p)
 {
     memset(p, 0, sizeof *p);
     uint32_t limbs = chain[1] ? 2 : 1;
@@ -121,13 +121,8 @@ static int plan_candidate(uint32_t log_n, uint32_t maxq, const uint32_t chain[2]
     p->expected_error = model_error(p, n);
     if (p->expected_error > target_error)
         return 0;
-    /* a vector path for every limb: IFMA or AVX2 + FMA (doubles) below
-     * 2^50, AVX2 alone below 2^30 (primes sit just below 2^bits) */
-    int below50 = chain[0] <= 50 && (limbs == 1 || chain[1] <= 50);
-    int below30 = chain[0] <= 30 && (limbs == 1 || chain[1] <= 30);
-    int ifma = ((ifma_cpu || tsafe_cpu_has_avx2_fma()) && below50) ||
-               (tsafe_cpu_has_avx2() && below30);
-    p->cost = plan_cost(p, n, limbs, ifma);
+    int vector = chain[0] <= vector_bits && (limbs == 1 || chain[1] <= vector_bits);
+    p->cost = plan_cost(p, n, limbs, vector);
     p->params.log_n = log_n;
     p->params.n_primes = limbs;
     p->params.prime_bits[0] = chain[0];
@@ -164,7 +159,11 @@ tsafe_status tsafe_lora_plan_auto(uint32_t d_in, uint32_t rank,
     if (d_in == 0 || rank == 0 || d_in > (1u << 24) || rank > 65536 ||
         !check_bounds(max_abs_x, max_abs_a) || !(target_error > 0))
         return TSAFE_E_ARG;
-    int ifma_cpu = tsafe_ifma_available();
+    /* the primes (just below 2^bits) a vector path takes on this CPU:
+     * IFMA or AVX2 + FMA doubles below 2^50, AVX2 alone below 2^30 */
+    uint32_t vector_bits = tsafe_ifma_available() || tsafe_cpu_has_avx2_fma() ? 50
+                           : tsafe_cpu_has_avx2()                            ? 30
+                                                                             : 0;
     tsafe_lora_plan best;
     int found = 0;
     for (uint32_t log_n = 11; log_n <= 15; log_n++) {
@@ -176,7 +175,7 @@ tsafe_status tsafe_lora_plan_auto(uint32_t d_in, uint32_t rank,
         for (int ci = 0; ci < 3; ci++) {
             tsafe_lora_plan p;
             if (!plan_candidate(log_n, maxq, chains[ci], d_in, rank, max_abs_x, max_abs_a,
-                                target_error, ifma_cpu, &p))
+                                target_error, vector_bits, &p))
                 continue;
             if (!found || p.cost < best.cost) {
                 best = p;
@@ -254,7 +253,7 @@ tsafe_status tsafe_lora_plan_preset(const char *preset, uint32_t d_in,
     p.log2_q = tsafe_context_log2_q(ctx);
     p.max_log2_q = tsafe_params_max_log_q(p.params.log_n);
     p.cost = plan_cost(&p, (double)tsafe_context_n(ctx), p.level + 1,
-                       !strcmp(tsafe_context_arith_path(ctx), "ifma"));
+                       strcmp(tsafe_context_arith_path(ctx), "scalar") != 0);
     snprintf(p.name, sizeof p.name, "%s", preset);
     tsafe_context_free(ctx);
     *out = p;
