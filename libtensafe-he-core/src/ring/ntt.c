@@ -77,8 +77,7 @@ static tsafe_status build_ifma(tsafe_ntt_table *t)
         x->inv52[i] = shoup52(t->inv[i], q);
     }
     x->n_inv52 = shoup52(t->n_inv, q);
-    x->inv_last = n > 1 ? tsafe_mul_mod(t->inv[1], t->n_inv, &t->mod)
-                        : t->n_inv;
+    x->inv_last = t->inv_last;
     x->inv_last52 = shoup52(x->inv_last, q);
     t->ifma = x;
     return TSAFE_OK;
@@ -126,6 +125,8 @@ tsafe_status tsafe_ntt_table_init(tsafe_ntt_table *t, uint32_t log_n,
     }
     t->n_inv = tsafe_inv_mod((uint64_t)n % q, &t->mod);
     t->n_inv_shoup = tsafe_shoup_precompute(t->n_inv, q);
+    t->inv_last = n > 1 ? tsafe_mul_mod(t->inv[1], t->n_inv, &t->mod) : t->n_inv;
+    t->inv_last_shoup = tsafe_shoup_precompute(t->inv_last, q);
 
     if (allow_ifma && q < TSAFE_IFMA_MAX_Q && log_n >= 4 &&
         tsafe_cpu_has_ifma()) {
@@ -277,8 +278,7 @@ last:;
     /* Last stage: (u + v) / N and (u - v) * psi^-bitrev(1) / N. */
     const size_t h = n >> 1;
     const uint64_t ni = t->n_inv, nip = t->n_inv_shoup;
-    const uint64_t wl = tsafe_mul_mod(iw[1], ni, &t->mod);
-    const uint64_t wlp = tsafe_shoup_precompute(wl, q);
+    const uint64_t wl = t->inv_last, wlp = t->inv_last_shoup;
     for (size_t j = 0; j < h; j++) {
         uint64_t u = a[j], v = a[j + h];
         a[j] = tsafe_mul_shoup(u + v, ni, nip, q);

@@ -129,8 +129,7 @@ static void inv_first_two(uint64_t *a, size_t n, const uint64_t *iw, const uint6
 void tsafe_ntt_inverse_avx2(const tsafe_ntt_table *t, uint64_t *a)
 {
     const size_t n = t->n;
-    const uint64_t qs = t->mod.q;
-    const v4 q = _mm256_set1_epi64x((long long)qs);
+    const v4 q = _mm256_set1_epi64x((long long)t->mod.q);
     const v4 two_q = _mm256_add_epi64(q, q);
     const uint64_t *iw = t->inv, *iwp = t->inv_shoup;
 
@@ -148,10 +147,9 @@ void tsafe_ntt_inverse_avx2(const tsafe_ntt_table *t, uint64_t *a)
         }
     /* Last stage: (u + v) / N and (u - v) * psi^-bitrev(1) / N. */
     const size_t h = n >> 1;
-    const uint64_t wl = tsafe_mul_mod(iw[1], t->n_inv, &t->mod);
     const v4 ni = _mm256_set1_epi64x((long long)t->n_inv), niq = bcast_q32(t->n_inv_shoup);
-    const v4 wlv = _mm256_set1_epi64x((long long)wl);
-    const v4 wlq = bcast_q32(tsafe_shoup_precompute(wl, qs));
+    const v4 wlv = _mm256_set1_epi64x((long long)t->inv_last);
+    const v4 wlq = bcast_q32(t->inv_last_shoup);
     for (size_t j = 0; j < h; j += 4) {
         v4 u = ld(a + j), v = ld(a + j + h);
         st(a + j, csub(shoup_lazy(_mm256_add_epi64(u, v), ni, niq, q), q));

@@ -22,31 +22,36 @@ typedef __m256d vd;
 
 static const double k_magic = 4503599627370496.0; /* 2^52 */
 
-/* Words below 2^52 <-> exact doubles, in place, four at a time. */
+/* Words below 2^52 as exact doubles, and back (2^52's exponent bits). */
+static inline vd w2d(__m256i x)
+{
+    return _mm256_sub_pd(
+        _mm256_castsi256_pd(_mm256_or_si256(x, _mm256_set1_epi64x(0x4330000000000000ll))),
+        _mm256_set1_pd(k_magic));
+}
+
+static inline __m256i d2w(vd x)
+{
+    return _mm256_xor_si256(_mm256_castpd_si256(_mm256_add_pd(x, _mm256_set1_pd(k_magic))),
+                            _mm256_set1_epi64x(0x4330000000000000ll));
+}
+
+static inline __m256i ldw(const uint64_t *p) { return _mm256_loadu_si256((const __m256i *)(const void *)p); }
+static inline vd ldd(const uint64_t *p) { return _mm256_loadu_pd((const double *)(const void *)p); }
+static inline void std_(uint64_t *p, vd x) { _mm256_storeu_pd((double *)(void *)p, x); }
+
+/* A polynomial's words as doubles in place, and back, four at a time. */
 static void to_double(uint64_t *a, size_t n)
 {
-    const __m256i bits = _mm256_set1_epi64x(0x4330000000000000ll);
-    const vd m = _mm256_set1_pd(k_magic);
-    for (size_t j = 0; j < n; j += 4) {
-        __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)(a + j));
-        _mm256_storeu_pd((double *)(void *)(a + j),
-                         _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(x, bits)), m));
-    }
+    for (size_t j = 0; j < n; j += 4)
+        std_(a + j, w2d(ldw(a + j)));
 }
 
 static void to_words(uint64_t *a, size_t n)
 {
-    const __m256i bits = _mm256_set1_epi64x(0x4330000000000000ll);
-    const vd m = _mm256_set1_pd(k_magic);
-    for (size_t j = 0; j < n; j += 4) {
-        vd x = _mm256_loadu_pd((const double *)(const void *)(a + j));
-        _mm256_storeu_si256((__m256i *)(void *)(a + j),
-                            _mm256_xor_si256(_mm256_castpd_si256(_mm256_add_pd(x, m)), bits));
-    }
+    for (size_t j = 0; j < n; j += 4)
+        _mm256_storeu_si256((__m256i *)(void *)(a + j), d2w(ldd(a + j)));
 }
-
-static inline vd ldd(const uint64_t *p) { return _mm256_loadu_pd((const double *)(const void *)p); }
-static inline void std_(uint64_t *p, vd x) { _mm256_storeu_pd((double *)(void *)p, x); }
 
 /* x >= c ? x - c : x */
 static inline vd csub(vd x, vd c)
@@ -54,14 +59,21 @@ static inline vd csub(vd x, vd c)
     return _mm256_sub_pd(x, _mm256_and_pd(_mm256_cmp_pd(x, c, _CMP_GE_OQ), c));
 }
 
-/* x * w mod q in [0, 2q) for integer-valued x < 2^52 (see the top). */
+/* x w - floor(e) q in [0, 2q), for x w = h + l held exactly and an
+ * estimate e within 1 of x w / q (see the top): t = h - qt q and t + l are
+ * exact integers in (-q, 2q), and one +q fixes a negative one. */
+static inline vd rem_lazy(vd h, vd l, vd e, vd q)
+{
+    vd qt = _mm256_round_pd(e, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    vd r = _mm256_add_pd(_mm256_fnmadd_pd(qt, q, h), l);
+    return _mm256_add_pd(r, _mm256_and_pd(_mm256_cmp_pd(r, _mm256_setzero_pd(), _CMP_LT_OQ), q));
+}
+
+/* x * w mod q in [0, 2q) for integer-valued x < 2^52, wq = w / q. */
 static inline vd mul_lazy(vd x, vd w, vd wq, vd q)
 {
     vd h = _mm256_mul_pd(x, w);
-    vd l = _mm256_fmsub_pd(x, w, h);
-    vd qt = _mm256_round_pd(_mm256_mul_pd(x, wq), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-    vd r = _mm256_add_pd(_mm256_fnmadd_pd(qt, q, h), l);
-    return _mm256_add_pd(r, _mm256_and_pd(_mm256_cmp_pd(r, _mm256_setzero_pd(), _CMP_LT_OQ), q));
+    return rem_lazy(h, _mm256_fmsub_pd(x, w, h), _mm256_mul_pd(x, wq), q);
 }
 
 static inline void fwd_bfly(vd *x, vd *y, vd w, vd wq, vd q, vd two_q)
@@ -162,35 +174,14 @@ void tsafe_ntt_inverse_avx2_fp(const tsafe_ntt_table *t, uint64_t *a)
     to_words(a, n);
 }
 
-/* Words below 2^52 as exact doubles, and back. */
-static inline vd w2d(__m256i x)
-{
-    return _mm256_sub_pd(
-        _mm256_castsi256_pd(_mm256_or_si256(x, _mm256_set1_epi64x(0x4330000000000000ll))),
-        _mm256_set1_pd(k_magic));
-}
-
-static inline __m256i d2w(vd x)
-{
-    return _mm256_xor_si256(_mm256_castpd_si256(_mm256_add_pd(x, _mm256_set1_pd(k_magic))),
-                            _mm256_set1_epi64x(0x4330000000000000ll));
-}
-
 /* x * w mod q in [0, q) for x, w < q < 2^50, with 1/q: h = fl(x w) and
- * 1/q each err by half an ulp, so h / q is within 0.4 of x w / q < 2^50
- * and floor leaves r in (-q, 2q); t = h - qt q and r = t + l are exact
- * integers below 2^52 (as in mul_lazy). */
+ * 1/q each err by half an ulp, so h / q is within 0.4 of x w / q < 2^50,
+ * an estimate rem_lazy takes. */
 static inline vd mul_full(vd x, vd w, vd qinv, vd q)
 {
     vd h = _mm256_mul_pd(x, w);
-    vd l = _mm256_fmsub_pd(x, w, h);
-    vd qt = _mm256_round_pd(_mm256_mul_pd(h, qinv), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-    vd r = _mm256_add_pd(_mm256_fnmadd_pd(qt, q, h), l);
-    r = _mm256_add_pd(r, _mm256_and_pd(_mm256_cmp_pd(r, _mm256_setzero_pd(), _CMP_LT_OQ), q));
-    return csub(r, q);
+    return csub(rem_lazy(h, _mm256_fmsub_pd(x, w, h), _mm256_mul_pd(h, qinv), q), q);
 }
-
-static inline __m256i ldw(const uint64_t *p) { return _mm256_loadu_si256((const __m256i *)(const void *)p); }
 
 size_t tsafe_avx2_fp_vec_mac2(uint64_t *out0, uint64_t *out1, const uint64_t *const *a0,
                               const uint64_t *const *a1, const uint64_t *const *w,
@@ -279,10 +270,9 @@ tsafe_ntt_fp *tsafe_ntt_fp_build(const tsafe_ntt_table *t)
         tsafe_ntt_fp_free(f);
         return NULL;
     }
-    const uint64_t last = tsafe_mul_mod(t->inv[1], t->n_inv, &t->mod);
     f->n_inv = (double)t->n_inv;
     f->n_inv_q = (double)t->n_inv / (double)q;
-    f->last = (double)last;
-    f->last_q = (double)last / (double)q;
+    f->last = (double)t->inv_last;
+    f->last_q = (double)t->inv_last / (double)q;
     return f;
 }

@@ -107,6 +107,8 @@ typedef struct tsafe_ntt_table {
     uint64_t *inv_shoup;
     uint64_t n_inv;        /* N^-1 mod q and its Shoup quotient */
     uint64_t n_inv_shoup;
+    uint64_t inv_last;     /* inv[1] * N^-1 mod q (the last inverse stage) */
+    uint64_t inv_last_shoup;
     int use_ifma;          /* IFMA path selected (CPU has it and q < 2^50) */
     int use_avx2;          /* else AVX2 path (CPU has it and q < 2^30) */
     int use_avx2_fp;       /* else AVX2 + FMA doubles (q < 2^50) */
@@ -190,8 +192,8 @@ void tsafe_vec_sub_mul_shoup(uint64_t *out, const uint64_t *b, const uint64_t *a
                              uint64_t q);
 
 /* out0 += a0 * w and out1 += a1 * w mod q: both polynomials of a
- * ciphertext times one fixed operand (Shoup), which the scalar path reads
- * once for both. */
+ * ciphertext times one fixed operand (Shoup), read once for both; inputs
+ * < q. tsafe_vec_mac2_shoup with one term. */
 void tsafe_vec_mul_shoup_add2(uint64_t *out0, uint64_t *out1, const uint64_t *a0,
                               const uint64_t *a1, const uint64_t *w, const uint64_t *wp,
                               size_t n, uint64_t q);

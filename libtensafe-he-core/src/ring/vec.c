@@ -1,5 +1,6 @@
-/* Element-wise vector operations mod q (scalar, IFMA where it pays, AVX2
- * for primes below 2^30 where IFMA is missing). */
+/* Element-wise vector operations mod q (scalar, IFMA where it pays; where
+ * IFMA is missing, AVX2 below 2^30 and, for mac2, AVX2 + FMA doubles below
+ * 2^50). */
 #include "ring.h"
 
 #include "avx2.h"
@@ -124,21 +125,10 @@ void tsafe_vec_mul_shoup_add2(uint64_t *out0, uint64_t *out1, const uint64_t *a0
                               const uint64_t *a1, const uint64_t *w, const uint64_t *wp,
                               size_t n, uint64_t q)
 {
-    if (ifma_ok(q, n)) {
-        tsafe_ifma_vec_mul_shoup_add(out0, a0, w, wp, n, q);
-        tsafe_ifma_vec_mul_shoup_add(out1, a1, w, wp, n, q);
-        return;
-    }
-    size_t k0 = 0;
-    if (avx2_ok(q, n)) {
-        const uint64_t *const ta0[1] = {a0}, *const ta1[1] = {a1}, *const tw[1] = {w};
-        const uint64_t *const twp[1] = {wp};
-        k0 = tsafe_avx2_vec_mac2_shoup(out0, out1, ta0, ta1, tw, twp, 1, n, q, 0);
-    }
-    for (size_t k = k0; k < n; k++) {
-        out0[k] = tsafe_add_mod(out0[k], tsafe_mul_shoup(a0[k], w[k], wp[k], q), q);
-        out1[k] = tsafe_add_mod(out1[k], tsafe_mul_shoup(a1[k], w[k], wp[k], q), q);
-    }
+    /* one term of the fused product: the same residues on every path */
+    const uint64_t *const ta0[1] = {a0}, *const ta1[1] = {a1}, *const tw[1] = {w};
+    const uint64_t *const twp[1] = {wp};
+    tsafe_vec_mac2_shoup(out0, out1, ta0, ta1, tw, twp, 1, n, q, 0);
 }
 
 void tsafe_vec_mac2_shoup(uint64_t *out0, uint64_t *out1, const uint64_t *const *a0,
