@@ -129,7 +129,7 @@ static void round2(const model *m, const int64_t *ut, const int64_t *ue, int64_t
     for (int k = 0; k < RANK; k++)
         z[k] = Z_SD * gauss();
     __int128 chk[CHECKS];
-    for (int c = 0; c < CHECKS; c++) {
+    for (int c = 0; m->fold && c < CHECKS; c++) {
         chk[c] = ue[c];
         for (int k = 0; k < RANK; k++)
             chk[c] -= (__int128)m->K[c][k] * ut[k];
@@ -395,6 +395,79 @@ static void linear_fold_leaks_parities(void **state)
     model_free(&pr);
 }
 
+/* GF(2) vectors of D_OUT bits and a reduced basis of their span. */
+#define GF2_WORDS (D_OUT / 64)
+typedef struct {
+    uint64_t v[RANK + 8][GF2_WORDS];
+    int lead[RANK + 8];
+    int n;
+} gf2_basis;
+
+/* Reduces x against the basis; returns the index of its leading bit or
+ * -1 when it lies in the span. */
+static int gf2_reduce(const gf2_basis *g, uint64_t *x)
+{
+    for (int i = 0; i < g->n; i++)
+        if (x[g->lead[i] / 64] >> (g->lead[i] % 64) & 1)
+            for (int w = 0; w < GF2_WORDS; w++)
+                x[w] ^= g->v[i][w];
+    for (int b = 0; b < D_OUT; b++)
+        if (x[b / 64] >> (b % 64) & 1)
+            return b;
+    return -1;
+}
+
+static void gf2_add(gf2_basis *g, const uint64_t *x0)
+{
+    uint64_t x[GF2_WORDS];
+    memcpy(x, x0, sizeof x);
+    int lead = gf2_reduce(g, x);
+    if (lead < 0 || g->n == RANK + 8)
+        return;
+    memcpy(g->v[g->n], x, sizeof x);
+    g->lead[g->n++] = lead;
+}
+
+/* The one-round design of MALICIOUS_CLIENT.md under forged Galois keys:
+ * a key switching key whose digit i carries an extra P round(Q/t) 2^32
+ * adds 2^32 ([sigma(c1)]_(q_i) mod 2) to every coefficient -- bits the
+ * client does not know once the server re-randomises c1, but the output
+ * is then B_q (u + 2^32 beta) + B_q z: its top bits are B_q beta mod 2, a
+ * fresh vector of the GF(2) span of B_q's columns each token. */
+static void forged_galois_keys_leak_span_mod_2(void **state)
+{
+    (void)state;
+    model m;
+    model_init(&m, 1ull << 33, 0);
+    gf2_basis *g = calloc(1, sizeof *g);
+    assert_non_null(g);
+    int64_t ut[RANK], y[D_OUT];
+    const int T = RANK + 8;
+    for (int t = 0; t < T; t++) {
+        for (int k = 0; k < RANK; k++) /* u = 0 (x = 0); beta unknown */
+            ut[k] = (int64_t)tsafe_test_below(2) << 32;
+        round2(&m, ut, NULL, y);
+        uint64_t x[GF2_WORDS] = {0};
+        for (int o = 0; o < D_OUT; o++)
+            x[o / 64] |= (uint64_t)((uint64_t)llabs(y[o]) > m.M / 4) << (o % 64);
+        gf2_add(g, x);
+    }
+    int in_span = 0;
+    for (int j = 0; j < RANK; j++) {
+        uint64_t x[GF2_WORDS] = {0};
+        for (int o = 0; o < D_OUT; o++)
+            x[o / 64] |= (uint64_t)(m.B[(size_t)o * RANK + j] & 1) << (o % 64);
+        in_span += gf2_reduce(g, x) < 0;
+    }
+    printf("# forged Galois keys (one-round design), %d tokens: the top bits span %d "
+           "dimensions of GF(2)^%d; %d/%d columns of B_q mod 2 lie in that span\n",
+           T, g->n, D_OUT, in_span, RANK);
+    assert_true(g->n <= RANK);
+    assert_int_equal(in_span, RANK);
+    free(g);
+    model_free(&m);
+}
+
 int main(void)
 {
     tsafe_test_rng_init("sealed_fold_model");
@@ -404,6 +477,7 @@ int main(void)
         cmocka_unit_test(folded_digit_attack_reads_one_column_of_h),
         cmocka_unit_test(fold_precision_cost),
         cmocka_unit_test(linear_fold_leaks_parities),
+        cmocka_unit_test(forged_galois_keys_leak_span_mod_2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
