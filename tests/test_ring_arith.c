@@ -507,6 +507,63 @@ static void test_mac2_avx2(void **state)
     }
 }
 
+/* tsafe_vec_mul and tsafe_vec_mul_add (IFMA, AVX2 + FMA doubles below
+ * 2^50, scalar) against GMP, values at 0 and q - 1 included; kernel = 1
+ * calls the doubles' kernel itself and checks what it did. */
+static void check_mul_path(uint64_t q, size_t n, int add, int kernel)
+{
+    uint64_t *a = malloc(n * 8), *b = malloc(n * 8), *out = malloc(n * 8), *init = malloc(n * 8);
+    assert_true(a && b && out && init);
+    tsafe_modulus m;
+    tsafe_modulus_init(&m, q);
+    for (size_t j = 0; j < n; j++) {
+        a[j] = j % 7 == 0 ? q - 1 : rnd() % q;
+        b[j] = j % 5 == 0 ? q - 1 : j % 13 == 0 ? 0 : rnd() % q;
+        out[j] = init[j] = rnd() % q;
+    }
+    size_t done = n;
+    if (kernel) {
+        done = tsafe_avx2_fp_vec_mul(out, a, b, n, q, add);
+        assert_int_equal(done, n & ~(size_t)3);
+    } else if (add) {
+        tsafe_vec_mul_add(out, a, b, n, &m);
+    } else {
+        tsafe_vec_mul(out, a, b, n, &m);
+    }
+    mpz_t acc, t, mq;
+    mpz_inits(acc, t, mq, NULL);
+    mpz_set_u64(mq, q);
+    for (size_t j = 0; j < done; j++) {
+        mpz_set_u64(acc, a[j]);
+        mpz_set_u64(t, b[j]);
+        mpz_mul(acc, acc, t);
+        if (add) {
+            mpz_set_u64(t, init[j]);
+            mpz_add(acc, acc, t);
+        }
+        mpz_mod(acc, acc, mq);
+        assert_true(out[j] == mpz_get_u64(acc));
+    }
+    mpz_clears(acc, t, mq, NULL);
+    free(a), free(b), free(out), free(init);
+}
+
+static void test_mul_plain(void **state)
+{
+    (void)state;
+    const unsigned bits[] = {8, 17, 30, 31, 45, 49, 50, 60};
+    for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++) {
+        uint64_t q = random_prime(bits[i]);
+        check_mul_path(q, 4096, 0, 0);
+        check_mul_path(q, 4096, 1, 0);
+        check_mul_path(q, 1003, 1, 0); /* a tail after the vectors */
+        if (q < TSAFE_AVX2_FP_MAX_Q && tsafe_cpu_has_avx2_fma()) {
+            check_mul_path(q, 4096, 0, 1);
+            check_mul_path(q, 1003, 1, 1);
+        }
+    }
+}
+
 /* tsafe_vec_from_i64_small (IFMA where the prime allows, scalar otherwise)
  * against GMP's v mod q: values on both sides of zero and up to q - 1 in
  * magnitude; a value of magnitude >= q anywhere (start, middle, tail) makes
@@ -559,6 +616,7 @@ int main(void)
         cmocka_unit_test(test_switch_and_mul_add),
         cmocka_unit_test(test_mac2),
         cmocka_unit_test(test_mac2_avx2),
+        cmocka_unit_test(test_mul_plain),
         cmocka_unit_test(test_from_i64_small),
     };
     return cmocka_run_group_tests_name("ring_arith", tests, NULL, NULL);

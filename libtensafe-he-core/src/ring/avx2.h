@@ -40,6 +40,14 @@ size_t tsafe_avx2_fp_vec_mac2(uint64_t *out0, uint64_t *out1, const uint64_t *co
                               const uint64_t *const *a1, const uint64_t *const *w,
                               size_t terms, size_t n, uint64_t q, int assign);
 
+/* out = a b mod q (add: out + a b mod q) for q < 2^50 -- any such q, the
+ * 30-bit ones included: the product of two canonical values in doubles,
+ * its quotient estimated from fl(a b) / q (within 1 of the true one below
+ * 2^50, see ntt_avx2_fp.c), the first (n / 4) * 4 coefficients; returns
+ * how many. Inputs < q. After tsafe_cpu_has_avx2_fma(). */
+size_t tsafe_avx2_fp_vec_mul(uint64_t *out, const uint64_t *a, const uint64_t *b, size_t n,
+                             uint64_t q, int add);
+
 /* Largest modulus (exclusive) of the double-precision kernels. */
 #define TSAFE_AVX2_FP_MAX_Q ((uint64_t)1 << 50)
 

@@ -203,7 +203,28 @@ size_t tsafe_avx2_fp_vec_mac2(uint64_t *out0, uint64_t *out1, const uint64_t *co
     return j;
 }
 
+size_t tsafe_avx2_fp_vec_mul(uint64_t *out, const uint64_t *a, const uint64_t *b, size_t n,
+                             uint64_t q, int add)
+{
+    const vd vq = _mm256_set1_pd((double)q), qinv = _mm256_set1_pd(1.0 / (double)q);
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        vd r = mul_full(w2d(ldw(a + j)), w2d(ldw(b + j)), qinv, vq);
+        if (add)
+            r = csub(_mm256_add_pd(r, w2d(ldw(out + j))), vq);
+        _mm256_storeu_si256((__m256i *)(void *)(out + j), d2w(r));
+    }
+    return j;
+}
+
 #else /* never selected: tsafe_cpu_has_avx2_fma() is 0 without these */
+
+size_t tsafe_avx2_fp_vec_mul(uint64_t *out, const uint64_t *a, const uint64_t *b, size_t n,
+                             uint64_t q, int add)
+{
+    (void)out; (void)a; (void)b; (void)n; (void)q; (void)add;
+    return 0;
+}
 
 size_t tsafe_avx2_fp_vec_mac2(uint64_t *out0, uint64_t *out1, const uint64_t *const *a0,
                               const uint64_t *const *a1, const uint64_t *const *w,

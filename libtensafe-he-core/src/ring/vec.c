@@ -1,6 +1,6 @@
 /* Element-wise vector operations mod q (scalar, IFMA where it pays; where
- * IFMA is missing, AVX2 below 2^30 and, for mac2, AVX2 + FMA doubles below
- * 2^50). */
+ * IFMA is missing, AVX2 below 2^30 and, for mac2 and the plain products,
+ * AVX2 + FMA doubles below 2^50). */
 #include "ring.h"
 
 #include "avx2.h"
@@ -38,6 +38,13 @@ void tsafe_vec_mul_shoup(uint64_t *out, const uint64_t *a, const uint64_t *w,
         out[k] = tsafe_mul_shoup(a[k], w[k], wp[k], q);
 }
 
+/* Products of two arbitrary residues (no Shoup quotient) in doubles,
+ * where IFMA is not taken: any q below 2^50. */
+static inline int fp_plain_ok(uint64_t q, size_t n)
+{
+    return n >= 4 && q < TSAFE_AVX2_FP_MAX_Q && !ifma_ok(q, n) && tsafe_cpu_has_avx2_fma();
+}
+
 void tsafe_vec_mul(uint64_t *out, const uint64_t *a, const uint64_t *b,
                    size_t n, const tsafe_modulus *m)
 {
@@ -45,7 +52,8 @@ void tsafe_vec_mul(uint64_t *out, const uint64_t *a, const uint64_t *b,
         tsafe_ifma_vec_mul(out, a, b, n, m, 0);
         return;
     }
-    for (size_t k = 0; k < n; k++)
+    size_t k = fp_plain_ok(m->q, n) ? tsafe_avx2_fp_vec_mul(out, a, b, n, m->q, 0) : 0;
+    for (; k < n; k++)
         out[k] = tsafe_mul_mod(a[k], b[k], m);
 }
 
@@ -57,7 +65,8 @@ void tsafe_vec_mul_add(uint64_t *out, const uint64_t *a, const uint64_t *b,
         return;
     }
     const uint64_t q = m->q;
-    for (size_t k = 0; k < n; k++)
+    size_t k = fp_plain_ok(q, n) ? tsafe_avx2_fp_vec_mul(out, a, b, n, q, 1) : 0;
+    for (; k < n; k++)
         out[k] = tsafe_add_mod(out[k], tsafe_mul_mod(a[k], b[k], m), q);
 }
 
