@@ -106,6 +106,9 @@ static void check_site_bounds(const tsafe_sealed_plan *p, const tsafe_sealed_sit
  * A: one entry of A and a small x_j, a rank-4 adapter and an unlucky x)
  * 1e-3 times half the typical ||P x|| over the token's: every grid of the
  * protocol is set by x's norm (PROTOCOL.md, "Precision"). */
+/* 1: the plans take opts.checked_shares (checked_shares below) */
+static int g_checked;
+
 static double run(uint32_t d_in, uint32_t rank, uint32_t d_out, weights wa, weights wb,
                   inputs xi, float scale, double *excess)
 {
@@ -117,8 +120,11 @@ static double run(uint32_t d_in, uint32_t rank, uint32_t d_out, weights wa, weig
     fill(A, (size_t)rank * d_in, wa, 0.02);
     fill(B, (size_t)d_out * rank, wb, 0.01);
     tsafe_sealed_plan p;
-    assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED_PRIVATE, d_in, rank, d_out, NULL, &p),
+    tsafe_sealed_opts opts = {0};
+    opts.checked_shares = (uint32_t)g_checked;
+    assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED_PRIVATE, d_in, rank, d_out, &opts, &p),
                      TSAFE_OK);
+    assert_int_equal(p.checks, g_checked ? TSAFE_SEALED_CHECKS : 0);
     tsafe_sealed_site *site;
     assert_int_equal(tsafe_sealed_site_create(&p, A, B, rank, d_out, scale, &site), TSAFE_OK);
     check_site_bounds(&p, site);
@@ -381,6 +387,21 @@ static void canonical_sites_depend_on_product_only(void **state)
     tsafe_sealed_site_free(s4);
 }
 
+/* Checked shares (opts.checked_shares): the fold adds H (u~_e - K u~) to
+ * every output; the same classes within 1e-3, zero B still exactly 0. */
+static void checked_shares(void **state)
+{
+    (void)state;
+    g_checked = 1;
+    const weights w[] = {UNIFORM, GAUSSIAN, HEAVY};
+    for (int i = 0; i < 3; i++)
+        check(1024, 16, 1024, w[i], w[i], X_GAUSSIAN, 1.0f, "checked shares");
+    check(2048, 32, 2048, GAUSSIAN, GAUSSIAN, X_GAUSSIAN, 1.0f, "checked shares");
+    check(2048, 32, 2048, GAUSSIAN, HEAVY, X_ONE_HOT, 1.0f, "checked shares");
+    check(1024, 8, 512, GAUSSIAN, ZERO, X_GAUSSIAN, 1.0f, "checked shares");
+    g_checked = 0;
+}
+
 int main(void)
 {
     tsafe_test_rng_init("sealed_precision");
@@ -391,6 +412,7 @@ int main(void)
         cmocka_unit_test(zero_and_sparse),
         cmocka_unit_test(canonical_sites_depend_on_product_only),
         cmocka_unit_test(planner_ring_choice),
+        cmocka_unit_test(checked_shares),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -632,7 +632,7 @@ static void gen_bfv(void)
 
 /* ------------------------------------------------------- sealed protocol */
 
-/* The mode byte (0 sealed, 1 sealed-private), then len bytes of msg, with
+/* The mode byte (0 sealed, 1 sealed-private, 3 checked shares), then len bytes of msg, with
  * the bytes [at, at + k) set to value when k > 0. */
 static void put_sealed(const char *target, fuzz_fn fn, const char *name, int priv,
                        const uint8_t *msg, size_t len, size_t at, size_t k, uint8_t value)
@@ -656,6 +656,17 @@ static void gen_sealed(void)
 {
     const fz_sealed_fixture *s = fz_sealed(0), *p = fz_sealed(1);
     const size_t tag = 8, seq = 8 + 16 + 4, pre = FZ_SEALED_PREFIX;
+
+    /* sealed-private with checked shares (mode byte 3): every message of
+     * its reference token, and a share one ciphertext short (its checks) */
+    const fz_sealed_fixture *k = fz_sealed(2);
+    PUTM(sealed_hello, "ok-checked", 3, k->hello.b, k->hello.n);
+    PUTM(sealed_query, "ok-checked", 3, k->query.b, k->query.n);
+    PUTM(sealed_response1, "ok-checked", 3, k->r1.b, k->r1.n);
+    PUTM(sealed_response1, "bad-checked-without-checks", 3, p->r1.b, p->r1.n);
+    PUTM(sealed_share, "ok-checked", 3, k->share.b, k->share.n);
+    PUTM(sealed_share, "bad-checked-unchecked-share", 3, p->share.b, p->share.n);
+    PUTM(sealed_final, "ok-checked", 3, k->final.b, k->final.n);
 
     /* hello: fingerprint at 8, session at 40, epoch at 56, keys from 60 */
     PUTM(sealed_hello, "ok-sealed", 0, s->hello.b, s->hello.n);

@@ -1123,7 +1123,8 @@ typedef struct {
     tsafe_sealed_client *c_final;  /* share sent */
 } fz_sealed_fixture;
 
-static fz_sealed_fixture g_fz_sealed[2]; /* [0] sealed, [1] sealed-private */
+/* [0] sealed, [1] sealed-private, [2] sealed-private with checked shares */
+static fz_sealed_fixture g_fz_sealed[3];
 
 /* A client from the fixture's seed that has sent its hello. */
 static tsafe_sealed_client *fz_sealed_client(const fz_sealed_fixture *f)
@@ -1184,9 +1185,10 @@ static fz_sealed_fixture *fz_sealed(int priv)
         f->x[i] = (float)(1.7 * sin(1.1 * (double)i));
     tsafe_sealed_mode mode = priv ? TSAFE_SEALED_PRIVATE : TSAFE_SEALED;
     uint8_t other[32];
-    fz_fill32(f->seed, priv ? 0x92 : 0x91); /* the session id is the seed's start */
-    fz_fill32(other, 0x93);
-    const tsafe_sealed_opts opts = {.semi_honest = 1}; /* sealed's opt-in; private ignores it */
+    fz_fill32(f->seed, (uint8_t)(0x91 + priv)); /* the session id is the seed's start */
+    fz_fill32(other, priv == 2 ? 0x96 : 0x93);
+    /* sealed's opt-in (private ignores it); fixture 2 checks its shares */
+    const tsafe_sealed_opts opts = {.semi_honest = 1, .checked_shares = priv == 2};
     FZ_CHECK(tsafe_sealed_plan_derive(mode, FZ_SEALED_D, FZ_SEALED_R, FZ_SEALED_OUT, &opts,
                                       &f->plan) == TSAFE_OK);
     FZ_CHECK(tsafe_sealed_plan_sizes(&f->plan, FZ_SEALED_R, FZ_SEALED_OUT, &f->sizes) ==
@@ -1234,7 +1236,7 @@ static fz_sealed_fixture *fz_sealed(int priv)
 
 static void fz_sealed_free(void)
 {
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         fz_sealed_fixture *f = &g_fz_sealed[i];
         tsafe_sealed_client_free(f->c_final);
         tsafe_sealed_server_free(f->s_share);
@@ -1249,13 +1251,14 @@ static void fz_sealed_free(void)
     }
 }
 
-/* The first input byte picks the plan (low bit: 0 sealed, 1 sealed-private);
- * the rest is the message. NULL for an empty input. */
+/* The first input byte picks the plan (low bit: 0 sealed, 1 sealed-private;
+ * 3: sealed-private with checked shares); the rest is the message. NULL
+ * for an empty input. */
 static fz_sealed_fixture *fz_sealed_split(const uint8_t **data, size_t *size)
 {
     if (*size == 0)
         return NULL;
-    int priv = (*data)[0] & 1;
+    int priv = (*data)[0] & 1 ? ((*data)[0] & 2 ? 2 : 1) : 0;
     (*data)++;
     (*size)--;
     return fz_sealed(priv);

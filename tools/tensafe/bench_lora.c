@@ -138,14 +138,16 @@ static int sealed_measure(sealed_case *c, int reps, sealed_medians *out)
 
 /* The plan, client, server (on the bench's backend) and site of one sealed
  * mode for c's rank and d_out; c->delta allocated. */
-static tsafe_status sealed_setup(sealed_case *c, tsafe_sealed_mode mode, const float *A,
-                                 const float *B, uint32_t d, tsafe_sealed_plan *plan)
+static tsafe_status sealed_setup(sealed_case *c, tsafe_sealed_mode mode, int checked,
+                                 const float *A, const float *B, uint32_t d,
+                                 tsafe_sealed_plan *plan)
 {
     c->delta = malloc(c->d_out * sizeof *c->delta);
     tsafe_status st = c->delta ? TSAFE_OK : TSAFE_E_NOMEM;
     /* sealed mode runs here for its figures only: the opt-in is ours, and
      * its rows say so (semi-honest) */
-    tsafe_sealed_opts so = {.semi_honest = mode == TSAFE_SEALED};
+    tsafe_sealed_opts so = {.semi_honest = mode == TSAFE_SEALED,
+                            .checked_shares = (uint32_t)checked};
     if (st == TSAFE_OK)
         st = tsafe_sealed_plan_derive(mode, d, c->rank, c->d_out, &so, plan);
     if (st == TSAFE_OK)
@@ -162,12 +164,19 @@ static tsafe_status sealed_setup(sealed_case *c, tsafe_sealed_mode mode, const f
 /* The rows of one sealed mode's times: the token (with its ratios), each
  * party's share, and (mz: the server refilled between tokens) the
  * server's online time and the time moved out of it. */
+static const char *sealed_name(tsafe_sealed_mode mode, int checked)
+{
+    return mode == TSAFE_SEALED ? "sealed"
+           : checked            ? "sealed-private checked"
+                                : "sealed-private";
+}
+
 static void sealed_report_times(bench_report *r, const char *group, const char *params,
-                                tsafe_sealed_mode mode, const sealed_medians *m,
+                                tsafe_sealed_mode mode, int checked, const sealed_medians *m,
                                 const sealed_medians *mz, double plain, double local,
                                 double two)
 {
-    const char *name = mode == TSAFE_SEALED ? "sealed" : "sealed-private";
+    const char *name = sealed_name(mode, checked);
     double t = m->token;
     char label[96], note[160];
     snprintf(label, sizeof label, "HE-LoRA %s (bytes)", name);
@@ -212,7 +221,7 @@ static void sealed_report_sizes(bench_report *r, const char *group, const char *
 /* sealed and sealed-private at the plan's shape: median per token, the
  * client's and the server's share, bytes per message, ratios. */
 static int bench_sealed(bench_report *r, const char *group, const char *params,
-                        tsafe_sealed_mode mode, const float *A, const float *B,
+                        tsafe_sealed_mode mode, int checked, const float *A, const float *B,
                         const float *x, uint32_t d, uint32_t rank, uint32_t dout, int reps,
                         double plain, double local, double two)
 {
@@ -222,7 +231,7 @@ static int bench_sealed(bench_report *r, const char *group, const char *params,
     c.d_out = dout;
     c.x = x;
     tsafe_sealed_plan plan;
-    tsafe_status st = sealed_setup(&c, mode, A, B, d, &plan);
+    tsafe_status st = sealed_setup(&c, mode, checked, A, B, d, &plan);
     int rc = 0;
     if (st != TSAFE_OK) {
         rc = tool_fail("bench lora: sealed setup", st);
@@ -237,9 +246,8 @@ static int bench_sealed(bench_report *r, const char *group, const char *params,
         goto out;
     }
     c.refill = 0;
-    sealed_report_times(r, group, params, mode, &m, &mz, plain, local, two);
-    sealed_report_sizes(r, group, params, mode == TSAFE_SEALED ? "sealed" : "sealed-private",
-                        &plan, rank, dout);
+    sealed_report_times(r, group, params, mode, checked, &m, &mz, plain, local, two);
+    sealed_report_sizes(r, group, params, sealed_name(mode, checked), &plan, rank, dout);
     if (c.failed)
         rc = tool_fail("bench lora: sealed run", TSAFE_E_STATE);
 out:
@@ -417,11 +425,14 @@ static int bench_one(bench_report *r, const tsafe_lora_plan *plan, int quick)
     /* the sealed modes derive their own parameters: run them once per shape */
     if (!rc && strncmp(plan->name, "auto", 4) == 0) {
         snprintf(params, sizeof params, "sealed d=%u r=%u", d, rank);
-        rc = bench_sealed(r, group, params, TSAFE_SEALED, A, B, c.x, d, rank, dout, reps, plain,
-                          local, two);
+        rc = bench_sealed(r, group, params, TSAFE_SEALED, 0, A, B, c.x, d, rank, dout, reps,
+                          plain, local, two);
         if (!rc)
-            rc = bench_sealed(r, group, params, TSAFE_SEALED_PRIVATE, A, B, c.x, d, rank, dout,
+            rc = bench_sealed(r, group, params, TSAFE_SEALED_PRIVATE, 0, A, B, c.x, d, rank, dout,
                               reps, plain, local, two);
+        if (!rc) /* opts.checked_shares: the price of the fold (MALICIOUS_CLIENT.md) */
+            rc = bench_sealed(r, group, params, TSAFE_SEALED_PRIVATE, 1, A, B, c.x, d, rank,
+                              dout, reps, plain, local, two);
     }
 out:
     tsafe_lora_site_free(c.site);

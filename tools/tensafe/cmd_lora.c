@@ -20,7 +20,7 @@ static const char k_help[] =
     "                           plain-zero-moai | --plain]\n"
     "                          [--params PRESET|auto] [--max-abs X] [--precision P]\n"
     "                          [--backend cpu|cuda] [--x-bits N] [--a-bits N] [--b-bits N]\n"
-    "                          [--json]\n"
+    "                          [--checked-shares] [--json]\n"
     "       tensafe lora compare D.f32 REF.f32 [--tol T] [--json]\n"
     "       tensafe lora make-input --dim D [--rows K] [--max-abs X] --out X.f32\n"
     "\n"
@@ -50,6 +50,10 @@ static const char k_help[] =
     "         for sealed-private, A 12..13 for sealed). Wider is finer but must fit\n"
     "         the ring: a width with no room is refused (exit 1); the summary\n"
     "         names the widths used.\n"
+    "         --checked-shares (sealed-private): round 1 adds checked reads that round\n"
+    "         2 folds into the output, so that a client that tampers with its share\n"
+    "         reads noise, not the adapter (docs/MALICIOUS_CLIENT.md); 2-3x the\n"
+    "         server's time.\n"
     "         A delta that is not finite in float32 is refused (exit 1).\n"
     "         --json: the summary as one JSON object.\n"
     "compare  relative L2 error ||D - REF|| / ||REF|| of two float32 files; with --tol,\n"
@@ -65,6 +69,7 @@ typedef struct {
     double max_abs, precision;
     int max_abs_seen, plain, json;
     int semi_honest; /* --semi-honest: the opt-in sealed mode needs */
+    int checked;     /* --checked-shares */
     uint32_t bits[3];              /* --x-bits, --a-bits, --b-bits */
     tsafe_sealed_opts sealed_opts; /* their widths (0: the plan's choice) */
     io_mode mode;
@@ -230,6 +235,7 @@ static int make_engine(const apply_opts *a, apply_run *r)
      * ourselves, so sealed runs exact here (allow_no_dp) */
     tsafe_sealed_opts so = a->sealed_opts;     /* --x-bits, --a-bits, --b-bits */
     so.semi_honest = (uint32_t)a->semi_honest; /* --semi-honest */
+    so.checked_shares = (uint32_t)a->checked;  /* --checked-shares */
     if (sealed_widths(a, m, r->n_sites, &so, &r->sealed_plan) != TSAFE_OK)
         return 1;
     if ((st = tsafe_sealed_pair_create(a->mode == IO_MODE_SEALED ? TSAFE_SEALED
@@ -462,7 +468,8 @@ static int make_input(const char *out, uint32_t dim, uint32_t rows, double max_a
 
 /* `lora apply`'s options; the enum names their slots. */
 enum { A_ADAPTER, A_KEY, A_MODULE, A_INPUT, A_OUTPUT, A_MODE, A_PARAMS, A_MAX_ABS, A_PRECISION,
-       A_PLAIN, A_BACKEND, A_JSON, A_SEMI_HONEST, A_X_BITS, A_A_BITS, A_B_BITS, A_COUNT };
+       A_PLAIN, A_BACKEND, A_JSON, A_SEMI_HONEST, A_X_BITS, A_A_BITS, A_B_BITS, A_CHECKED,
+       A_COUNT };
 
 /* The combinations `lora apply` refuses, and the backend by name. */
 static int check_apply_opts(apply_opts *a, const tool_opt *o)
@@ -486,6 +493,8 @@ static int check_apply_opts(apply_opts *a, const tool_opt *o)
     int rc = io_mode_consent("lora apply", a->mode, a->semi_honest);
     if (rc != 0)
         return rc;
+    if (a->checked && a->mode != IO_MODE_SEALED_PRIVATE)
+        return tool_usage("lora apply: --checked-shares is for --mode sealed-private");
     /* the three width options, consecutive in the table */
     if ((rc = io_sealed_widths("lora apply", a->mode, &o[A_X_BITS], &a->sealed_opts)) != 0)
         return rc;
@@ -528,7 +537,8 @@ static int cmd_lora_apply(int argc, char **argv)
                            [A_SEMI_HONEST] = {"--semi-honest", OPT_FLAG, &a.semi_honest, 0},
                            [A_X_BITS] = {"--x-bits", OPT_U32, &a.bits[0], 0},
                            [A_A_BITS] = {"--a-bits", OPT_U32, &a.bits[1], 0},
-                           [A_B_BITS] = {"--b-bits", OPT_U32, &a.bits[2], 0}};
+                           [A_B_BITS] = {"--b-bits", OPT_U32, &a.bits[2], 0},
+                           [A_CHECKED] = {"--checked-shares", OPT_FLAG, &a.checked, 0}};
     int rc = opts_parse("lora apply", argc, argv, 2, o, A_COUNT, NULL, 0, NULL);
     if (rc == OPTS_HELP) {
         fputs(k_help, stdout);

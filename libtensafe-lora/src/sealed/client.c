@@ -230,15 +230,26 @@ static tsafe_status read_block(const tsafe_bfv_context *ctx, const tsafe_bfv_sec
     return st == TSAFE_OK ? tsafe_bfv_decrypt_reads(ctx, sk, res, pos, reads, m) : st;
 }
 
-/* Decrypt one site's round-1 blocks into c->m[0..rank) (values mod t). */
+/* Decrypt one site's round-1 blocks into c->m[0..rank) (values mod t),
+ * then a checked plan's checked reads into c->m[rank..rank + m): per
+ * block one more result, read at rows 0..checks-1. */
 static tsafe_status decrypt_site(tsafe_sealed_client *c, tsafe_rbuf *r, uint32_t rank)
 {
-    tsafe_sealed_layout l;
-    tsafe_sealed_layout1(&c->plan, rank, &l);
+    const tsafe_sealed_plan *p = &c->plan;
+    tsafe_sealed_layout l, lc;
+    tsafe_sealed_layout1(p, rank, &l);
+    tsafe_sealed_layout_make(1u << p->r1.log_n, p->d_in, p->chunk1, p->checks, &lc);
     for (uint32_t b = 0; b < l.n_blocks; b++) {
         uint32_t reads = tsafe_sealed_block_reads(&l, b, c->pos);
         tsafe_status st = read_block(c->c1, c->sk1, c->res1, r, c->pos, reads,
                                      c->m + (size_t)b * l.rows);
+        if (st != TSAFE_OK)
+            return st;
+    }
+    for (uint32_t b = 0; p->checks && b < l.n_blocks; b++) {
+        uint32_t reads = tsafe_sealed_block_reads(&lc, 0, c->pos);
+        tsafe_status st = read_block(c->c1, c->sk1, c->res1, r, c->pos, reads,
+                                     c->m + rank + (size_t)b * p->checks);
         if (st != TSAFE_OK)
             return st;
     }
@@ -264,9 +275,10 @@ static tsafe_status share_ct(tsafe_sealed_client *c, uint32_t rank, uint32_t d_o
     tsafe_wbuf_u32(w, rank);
     tsafe_wbuf_u32(w, l.n_chunks);
     tsafe_status st = TSAFE_OK;
+    uint32_t len = rank + tsafe_sealed_site_checks(p, rank); /* f, then f_e */
     for (uint32_t ch = 0; ch < l.n_chunks && st == TSAFE_OK; ch++) {
         uint32_t from = ch * l.chunk;
-        uint32_t cnt = from + l.chunk <= rank ? l.chunk : rank - from;
+        uint32_t cnt = from + l.chunk <= len ? l.chunk : len - from;
         for (uint32_t k = 0; k < cnt; k++)
             c->z[k] = centred(c->m[from + k], t);
         st = tsafe_bfv_encrypt(c->c2, c->sk2, c->z, cnt, NULL, c->ct2);

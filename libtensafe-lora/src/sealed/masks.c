@@ -19,7 +19,7 @@ void tsafe_sealed_round2_c(const tsafe_sealed_plan *p, const tsafe_sealed_site *
                            const uint64_t *R, int64_t *C)
 {
     uint64_t t = 1ull << p->r1.t_bits, half = t >> 1;
-    for (uint32_t k = 0; k < site->rank; k++)
+    for (uint32_t k = 0; k < tsafe_sealed_site_reads1(p, site); k++)
         C[k] = (int64_t)((R[k] - half) & (t - 1));
 }
 

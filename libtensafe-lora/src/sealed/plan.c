@@ -91,19 +91,30 @@ static double switched_noise(uint32_t log_n, double gap, uint32_t flood, double 
 
 /* The cheapest split (input bytes + 2 * readers * output bytes: an input
  * of round 1 is shared by the sites that read it) of a product with input
- * len and outs outputs. */
-static uint32_t best_chunk(uint32_t log_n, uint32_t len, uint32_t outs, uint32_t readers)
+ * len and outs outputs. checks > 0 (round 1 of a checked plan): only
+ * chunks that divide N and leave at least `checks` rows a block. */
+static uint32_t best_chunk(uint32_t log_n, uint32_t len, uint32_t outs, uint32_t readers,
+                           uint32_t checks)
 {
     uint32_t n = 1u << log_n, best = 0;
     double best_cost = INFINITY;
     for (uint32_t nc = 1; nc <= 256 && nc <= len; nc++) {
         uint32_t chunk = (len + nc - 1) / nc;
+        if (checks) /* the power of two at or above it */
+            chunk = 1u << ceil_log2(chunk);
         if (chunk > n || (nc > 1 && (len + chunk - 1) / chunk != nc))
+            continue;
+        if (checks && n / chunk < checks)
             continue;
         tsafe_sealed_layout l;
         tsafe_sealed_layout_make(n, len, chunk, outs, &l);
         double up = (double)l.n_chunks * ct_bytes(log_n, RESP_BITS, 60);
         double down = (double)l.n_blocks * sealed_bytes(log_n, RESP_BITS, l.rows);
+        if (checks) { /* per block a checked result, and its checks go
+                         back in round 2 (about a ciphertext per 8) */
+            down += (double)l.n_blocks * sealed_bytes(log_n, RESP_BITS, checks);
+            up += (double)readers * l.n_blocks * checks / 8.0 * ct_bytes(log_n, RESP_BITS, 60);
+        }
         double cost = up + 2.0 * readers * down;
         if (cost < best_cost) {
             best_cost = cost;
@@ -126,14 +137,74 @@ void tsafe_sealed_layout1(const tsafe_sealed_plan *p, uint32_t rank,
  * shapes; round2_noise bounds every chunk it can return. */
 static uint32_t site_chunk2(const tsafe_sealed_plan *p, uint32_t d_out)
 {
-    uint32_t c = best_chunk(p->r2.log_n, p->rank, d_out, 1);
+    uint32_t len = p->rank + tsafe_sealed_site_checks(p, p->rank);
+    uint32_t c = best_chunk(p->r2.log_n, len, d_out, 1, 0);
     return c > p->chunk2 ? c : p->chunk2;
 }
 
+uint32_t tsafe_sealed_site_checks(const tsafe_sealed_plan *p, uint32_t rank)
+{
+    if (!p->checks)
+        return 0;
+    tsafe_sealed_layout l1;
+    tsafe_sealed_layout1(p, rank, &l1);
+    return p->checks * l1.n_blocks;
+}
+
+/* Round 2's inputs: f, then (checked plans) the checked reads. */
 void tsafe_sealed_layout2(const tsafe_sealed_plan *p, uint32_t rank,
                           uint32_t d_out, tsafe_sealed_layout *l)
 {
-    tsafe_sealed_layout_make(1u << p->r2.log_n, rank, site_chunk2(p, d_out), d_out, l);
+    tsafe_sealed_layout_make(1u << p->r2.log_n, rank + tsafe_sealed_site_checks(p, rank),
+                             site_chunk2(p, d_out), d_out, l);
+}
+
+static double w_var(void)
+{
+    /* E[w^2] for w uniform in [-G, G): (2 sum_1^(G-1) i^2 + G^2) / 2G */
+    double g = TSAFE_SEALED_CHECK_G;
+    return ((g - 1) * g * (2 * g - 1) / 3 + g * g) / (2 * g);
+}
+
+uint32_t tsafe_sealed_check_h_bits(const tsafe_sealed_plan *p)
+{
+    /* checks E[H^2] E[w^2] = rho^2 (b_max / RMS_RATIO)^2, E[H^2] ~ 4^h / 3 */
+    double b_rms = (double)tsafe_sealed_qmax(p->b_bits) / TSAFE_SEALED_RMS_RATIO;
+    double h = sqrt(3.0 / (p->checks ? p->checks : 1) / w_var()) *
+               TSAFE_SEALED_CHECK_RHO * b_rms;
+    long e = lround(log2(h));
+    return e < 1 ? 1 : (uint32_t)e;
+}
+
+void tsafe_sealed_check_matrix(const tsafe_sealed_plan *p, uint32_t rank, const int8_t *w,
+                               int32_t *K)
+{
+    uint32_t m = tsafe_sealed_site_checks(p, rank), rows = p->rows1;
+    memset(K, 0, (size_t)m * rank * sizeof *K);
+    for (uint32_t e = 0; e < m; e++) {
+        uint32_t b = e / p->checks, c = e % p->checks;
+        const int8_t *wb = w + (size_t)b * rows;
+        for (uint32_t o = 0; o < rows && b * rows + o < rank; o++)
+            K[(size_t)e * rank + b * rows + o] = o <= c ? wb[c - o] : -wb[c + rows - o];
+    }
+}
+
+double tsafe_sealed_check_hk_rms(const tsafe_sealed_plan *p)
+{
+    double h = ldexp(1.0, (int)tsafe_sealed_check_h_bits(p));
+    return sqrt(p->checks * (h * h / 3) * w_var());
+}
+
+/* The fold's noise on an output of round 2, H (u~_e - K u~) for an honest
+ * client: its variance for reads rounded with variance e2 each. */
+static double fold_var(const tsafe_sealed_plan *p, double e2)
+{
+    if (!p->checks)
+        return 0;
+    double m = tsafe_sealed_site_checks(p, p->rank);
+    double h = ldexp(1.0, (int)tsafe_sealed_check_h_bits(p));
+    uint32_t per_row = p->rank < p->rows1 ? p->rank : p->rows1;
+    return m * (h * h / 3) * e2 * (1 + per_row * w_var());
 }
 
 static double b_max(const tsafe_sealed_plan *p)
@@ -146,12 +217,20 @@ static double b_max(const tsafe_sealed_plan *p)
  * number of chunks, so the plan's rank bounds every smaller one. */
 static double round2_noise(const tsafe_sealed_plan *p)
 {
-    double worst = 0;
-    for (uint32_t c = p->chunk2; c <= p->rank; c++) {
+    double worst = 0, pmax = b_max(p), prms = b_max(p) / TSAFE_SEALED_RMS_RATIO;
+    uint32_t len = p->rank + tsafe_sealed_site_checks(p, p->rank);
+    if (p->checks) {
+        /* [B_q - H K | H]: the largest entry grows by checks h G at most;
+         * the rms that the error term takes by the server's bound on H K
+         * (tsafe_sealed_check_fro_bound, per block) and H's largest entry */
+        double h = ldexp(1.0, (int)tsafe_sealed_check_h_bits(p));
+        pmax += p->checks * h * TSAFE_SEALED_CHECK_G;
+        prms += TSAFE_SEALED_CHECK_FRO * tsafe_sealed_check_hk_rms(p) + h;
+    }
+    for (uint32_t c = p->chunk2; c <= len; c++) {
         tsafe_sealed_layout l;
-        tsafe_sealed_layout_make(1u << p->r2.log_n, p->rank, c, p->d_out_max, &l);
-        double b = product_noise(l.n_chunks, l.chunk, l.rows, b_max(p),
-                                 b_max(p) / TSAFE_SEALED_RMS_RATIO);
+        tsafe_sealed_layout_make(1u << p->r2.log_n, len, c, p->d_out_max, &l);
+        double b = product_noise(l.n_chunks, l.chunk, l.rows, pmax, prms);
         worst = b > worst ? b : worst;
     }
     return worst;
@@ -198,7 +277,7 @@ static tsafe_status derive_round1(tsafe_sealed_plan *p, uint32_t log_n, uint32_t
     if (t_bits < 8)
         t_bits = 8;
     p->r1 = (tsafe_bfv_params){log_n, RESP_BITS, gap, t_bits, 0};
-    p->chunk1 = best_chunk(log_n, p->d_in, p->rank, p->sites_per_query);
+    p->chunk1 = best_chunk(log_n, p->d_in, p->rank, p->sites_per_query, p->checks);
     if (!p->chunk1)
         return TSAFE_E_VALUE_RANGE;
     tsafe_sealed_layout l1;
@@ -236,6 +315,8 @@ static tsafe_status check_round1_private(const tsafe_sealed_plan *p, double q0, 
     double b1 = product_noise(l1.n_chunks, l1.chunk, l1.rows, a_max,
                               a_max / TSAFE_SEALED_RMS_RATIO);
     double rounding = (0.5 + 4 * sqrt(ldexp(1.0, (int)p->r1.log_n))) * (1 + ldexp(1.0, -20));
+    if (p->checks) /* the checked product: the block's noise times W (L1 <= rows G) */
+        b1 *= (double)l1.rows * TSAFE_SEALED_CHECK_G;
     return b1 / q1 + rounding < q0 / (2 * ldexp(1.0, (int)p->r1.t_bits)) ? TSAFE_OK
                                                                         : TSAFE_E_VALUE_RANGE;
 }
@@ -253,8 +334,9 @@ static tsafe_status derive_truncation(tsafe_sealed_plan *p, double U, double roo
          * ||B_q,j||_2 <= b_max sqrt(r) / RMS_RATIO, ||u||_2 <= U sqrt(r)
          * (site.c) */
         double dmax = b_max(p) / TSAFE_SEALED_RMS_RATIO * p->rank *
-                      (ldexp(U, -(int)k) + 3 +
-                       TSAFE_SEALED_OUT_NOISE_TAIL * TSAFE_SEALED_OUT_NOISE_SD);
+                          (ldexp(U, -(int)k) + 3 +
+                           TSAFE_SEALED_OUT_NOISE_TAIL * TSAFE_SEALED_OUT_NOISE_SD) +
+                      10 * sqrt(fold_var(p, 1.0)); /* checked plans' fold */
         uint32_t t2 = ceil_log2(2 * dmax + 1);
         if (t2 < 8)
             t2 = 8;
@@ -295,7 +377,9 @@ static double round2_error2(const tsafe_sealed_plan *p, double x_max, double a_m
     double sd = tsafe_sealed_out_noise_sd(rank);
     double eu = ldexp(1.0, (int)ks) / ut * sqrt(1 / 6.0 + sd * sd);
     double eb = 1.47 * TSAFE_SEALED_RMS_RATIO / sqrt(6.0) / bb;
-    return eu * eu + eb * eb;
+    /* a checked plan's fold, against ||B_q,j||_2 u~'s typical size */
+    double ef2 = fold_var(p, 1 / 6.0) / (row2 * row2) * ldexp(1.0, 2 * (int)ks) / (ut * ut);
+    return eu * eu + eb * eb + ef2;
 }
 
 /* Round 2 of sealed-private (u~ times B): chunk split, flood, truncation
@@ -304,7 +388,8 @@ static tsafe_status derive_round2(tsafe_sealed_plan *p, uint32_t log_n, uint32_t
                                   double q0, double q1)
 {
     p->r2 = (tsafe_bfv_params){log_n, RESP_BITS, gap, 8, 0};
-    p->chunk2 = best_chunk(log_n, p->rank, p->d_out_max, 1);
+    p->chunk2 = best_chunk(log_n, p->rank + tsafe_sealed_site_checks(p, p->rank),
+                           p->d_out_max, 1, 0);
     if (!p->chunk2)
         return TSAFE_E_VALUE_RANGE;
     double noise2 = round2_noise(p);
@@ -334,6 +419,7 @@ static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
     p->rotate_after = o->rotate_after;
     p->semi_honest = mode == TSAFE_SEALED ? 1 : 0;
     p->sites_per_query = o->sites_per_query;
+    p->checks = mode == TSAFE_SEALED_PRIVATE && o->checked_shares ? TSAFE_SEALED_CHECKS : 0;
     uint32_t max_q = tsafe_params_max_log_q(log_n);
     uint32_t gap = max_q - RESP_BITS > 61 ? 61 : max_q - RESP_BITS;
     double U, q0, q1;
@@ -395,7 +481,7 @@ tsafe_status tsafe_sealed_plan_derive(tsafe_sealed_mode mode, uint32_t d_in,
     if (o.x_bits < TSAFE_SEALED_WIDTH_MIN || o.x_bits > TSAFE_SEALED_WIDTH_MAX ||
         o.a_bits < TSAFE_SEALED_WIDTH_MIN || o.a_bits > TSAFE_SEALED_WIDTH_MAX ||
         o.b_bits < TSAFE_SEALED_WIDTH_MIN || o.b_bits > TSAFE_SEALED_WIDTH_MAX || o.rotate_after > (1u << 24) ||
-        o.sites_per_query > 4096)
+        o.sites_per_query > 4096 || o.checked_shares > 1)
         return TSAFE_E_RANGE;
     /* Default widths: the plan takes, on the smallest ring that has room
      * (N = 8192 costs about twice as much per token as 4096) for a plan
@@ -457,7 +543,7 @@ tsafe_status tsafe_sealed_plan_check(const tsafe_sealed_plan *plan)
         return TSAFE_E_INSECURE;
     tsafe_sealed_opts o = {plan->x_bits, plan->a_bits,
                            plan->b_bits ? plan->b_bits : 13, plan->rotate_after,
-                           plan->sites_per_query, plan->semi_honest};
+                           plan->sites_per_query, plan->semi_honest, plan->checks != 0};
     tsafe_sealed_plan mine;
     tsafe_status st = tsafe_sealed_plan_derive((tsafe_sealed_mode)plan->mode, plan->d_in,
                                                plan->rank, plan->d_out_max, &o, &mine);
@@ -502,6 +588,8 @@ void tsafe_sealed_plan_fingerprint(const tsafe_sealed_plan *p, uint8_t out[32])
     put_f64(&h, p->log2_sd2);
     put_f64(&h, p->log2_fail);
     put_f64(&h, p->expected_rel_error);
+    if (p->checks) /* absent from unchecked plans: their fingerprints stay */
+        tsafe_sealed_hash_u32(&h, p->checks);
     crypto_generichash_final(&h, out, 32);
 }
 
@@ -519,7 +607,8 @@ tsafe_status tsafe_sealed_plan_sizes(const tsafe_sealed_plan *p, uint32_t rank,
     out->query = l1.n_chunks * ct_bytes(b1->log_n, b1->resp_bits, b1->gap_bits);
     for (uint32_t b = 0; b < l1.n_blocks; b++)
         out->response1 += sealed_bytes(b1->log_n, b1->resp_bits,
-                                       tsafe_sealed_block_reads(&l1, b, NULL));
+                                       tsafe_sealed_block_reads(&l1, b, NULL)) +
+                          (p->checks ? sealed_bytes(b1->log_n, b1->resp_bits, p->checks) : 0);
     if (p->mode == TSAFE_SEALED_PRIVATE) {
         tsafe_sealed_layout l2;
         tsafe_sealed_layout2(p, rank, d_out, &l2);

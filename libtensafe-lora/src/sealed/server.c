@@ -32,6 +32,10 @@ static void backend_teardown(tsafe_sealed_server *s)
     pool_free(s->zb, s->n_zb);
     s->zb = NULL;
     s->n_zb = 0;
+    pool_free(s->wb, s->n_wb);
+    pool_free(s->ptb, s->n_ptb);
+    s->wb = s->ptb = NULL;
+    s->n_wb = s->n_ptb = 0;
     memset(s->xb, 0, sizeof s->xb);
     tsafe_buffer_free(s->pkb1);
     tsafe_buffer_free(s->pkb2);
@@ -163,6 +167,8 @@ void tsafe_sealed_server_wipe_masks(tsafe_sealed_server *s)
         sodium_memzero(s->R, s->R_cap * sizeof *s->R);
     if (s->C)
         sodium_memzero(s->C, s->R_cap * sizeof *s->C);
+    if (s->W)
+        sodium_memzero(s->W, s->W_cap);
     /* the last block's sealing masks (t/2 - R, then B_q C): derived from R */
     size_t n = (size_t)1 << s->plan.r1.log_n; /* not c1's: freed before this at free */
     if (s->mask)
@@ -185,6 +191,7 @@ void tsafe_sealed_server_free(tsafe_sealed_server *s)
     tsafe_bfv_context_free(s->c2);
     free(s->R);
     free(s->C);
+    free(s->W);
     free(s->last_u);
     free(s->off);
     free(s->pos);
@@ -302,7 +309,8 @@ tsafe_status tsafe_sealed_server_check_pending(const tsafe_sealed_server *s,
     TSAFE_REQUIRE(s->have_session && s->await_round2, TSAFE_E_STATE);
     TSAFE_REQUIRE(n == s->n_sites, TSAFE_E_RANGE);
     for (size_t i = 0; i < n; i++)
-        TSAFE_REQUIRE(sites[i]->rank == s->off[i + 1] - s->off[i], TSAFE_E_RANGE);
+        TSAFE_REQUIRE(tsafe_sealed_site_reads1(&s->plan, sites[i]) == s->off[i + 1] - s->off[i],
+                      TSAFE_E_RANGE);
     return TSAFE_OK;
 }
 
@@ -342,6 +350,7 @@ size_t tsafe_sealed_server_secrets_(const tsafe_sealed_server *s, tsafe_sealed_s
     const tsafe_sealed_secret all[] = {
         {"R", s->R, s->R_cap * sizeof *s->R},
         {"C", s->C, s->C ? s->R_cap * sizeof *s->C : 0},
+        {"W", s->W, s->W_cap},
         {"mask", s->mask, n * sizeof *s->mask},
         {"sealq.mask", s->sealq.mask, s->sealq.wcap * sizeof *s->sealq.mask},
     };

@@ -47,7 +47,7 @@ uint32_t tsafe_sealed_round1_masks(const tsafe_sealed_plan *p, const tsafe_seale
                                    uint32_t b, const uint64_t *R, uint64_t *mask);
 /* sealed-private: the constants C of u~ = f + C mod t2 (f the client's
  * read of round 1, t/2 - R + u / 2^k), from a site's masks R (rank
- * entries): C = R - t/2 mod t. */
+ * entries, then a checked plan's checks): C = R - t/2 mod t. */
 void tsafe_sealed_round2_c(const tsafe_sealed_plan *p, const tsafe_sealed_site *site,
                            const uint64_t *R, int64_t *C);
 /* Round 2, block b: mask[k] = (B_q C + noise) mod t2 for the block's
@@ -68,6 +68,29 @@ uint32_t tsafe_sealed_round2_noise_masks(const tsafe_sealed_plan *p,
 /* sealed round 2: share v (< t, checked by the caller) and mask R -> the
  * signed u + n. */
 int64_t tsafe_sealed_unmask(const tsafe_sealed_plan *p, uint64_t v, uint64_t R);
+
+/* ------------------------------------------------------------ checks.c */
+
+/* Round 1 of a checked plan: a site's w (its round-1 blocks x rows1
+ * entries), each block's redrawn until sum K^2 <= KAPPA times its mean. */
+#define TSAFE_SEALED_CHECK_KAPPA 1.6
+void tsafe_sealed_draw_checks_w(tsafe_sealed_draws *d, const tsafe_sealed_plan *p,
+                                uint32_t rank, int8_t *w);
+/* W(X) of one block (its rows1 entries wb) as n coefficients. */
+void tsafe_sealed_check_poly(const tsafe_sealed_plan *p, const int8_t *wb, int64_t *coeff,
+                             size_t n);
+/* Round 2: H (d_out x m) drawn from seed, each round-2 block's redrawn
+ * until its H K is within the plan's bound, and M = [B_q - H K | H]
+ * (d_out x (rank + m)). TSAFE_E_CRYPTO if no draw of 4096 fits. */
+tsafe_status tsafe_sealed_fold_matrix(const tsafe_sealed_plan *p, const tsafe_sealed_site *site,
+                                      const uint8_t seed[32], const int32_t *K, int16_t *H,
+                                      int64_t *M);
+/* v = C_e - K C mod t2 (m entries): the fold's part of the masks. */
+void tsafe_sealed_fold_constants(const tsafe_sealed_plan *p, uint32_t rank, const int32_t *K,
+                                 const int64_t *C, uint64_t *v);
+/* mask[k] += H_o v (mod t2) for block b's reads (o = b rows + k). */
+void tsafe_sealed_fold_masks(const tsafe_sealed_plan *p, const tsafe_sealed_site *site,
+                             uint32_t b, const int16_t *H, const uint64_t *v, uint64_t *mask);
 
 /* ------------------------------------------------------------- codec.c */
 
@@ -194,7 +217,21 @@ struct tsafe_sealed_server {
     uint64_t key_gen;                     /* +1 at every new key operand */
     int64_t *C;                           /* sealed-private: round 2's
                                              constants (flat like R, as secret) */
+    /* checked plans: the pending token's w (per site its round-1 blocks
+     * x rows1, flat; secret like R), W(X) per block on be1, and round 2's
+     * per-token plaintexts of [B_q - H K | H] on be2 */
+    int8_t *W;
+    size_t W_cap;
+    tsafe_buffer **wb, **ptb;
+    size_t n_wb, n_ptb;
 };
+
+/* Masks a site takes in round 1: its rank, then its checked reads. */
+static inline uint32_t tsafe_sealed_site_reads1(const tsafe_sealed_plan *p,
+                                                const tsafe_sealed_site *site)
+{
+    return site->rank + tsafe_sealed_site_checks(p, site->rank);
+}
 
 /* At least n buffers of polys x (every limb of b's ring) in *pool. */
 tsafe_status tsafe_sealed_pool_reserve(tsafe_backend *b, tsafe_buffer ***pool, size_t *have,

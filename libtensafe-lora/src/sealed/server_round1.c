@@ -2,6 +2,8 @@
  * on the backend, masked by fresh R, flooded and sealed (response 1). */
 #include <stdlib.h>
 
+#include <sodium.h>
+
 #include "clock.h"
 #include "server_internal.h"
 #include "tsafe_check.h"
@@ -16,23 +18,53 @@ static uint32_t round1_flood(const tsafe_sealed_plan *p)
     return p->mode == TSAFE_SEALED_PRIVATE ? TSAFE_BFV_FLOOD_STEP : p->flood1;
 }
 
+/* A checked plan's W(X) of every block of the group's sites, encoded
+ * into s->wb[acc0 + j] (block j in site-major order). */
+static tsafe_status encode_checks(tsafe_sealed_server *s, const tsafe_sealed_site *const *sites,
+                                  size_t n_sites, size_t acc0, size_t jobs, size_t w0)
+{
+    tsafe_status st = tsafe_sealed_pool_reserve(s->be1, &s->wb, &s->n_wb, acc0 + jobs, 1);
+    size_t n = tsafe_bfv_context_n(s->c1), j = acc0;
+    int64_t *coeff = st == TSAFE_OK ? malloc(n * sizeof *coeff) : NULL;
+    if (st == TSAFE_OK && !coeff)
+        st = TSAFE_E_NOMEM;
+    const int8_t *w = s->W + w0;
+    for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++)
+        for (uint32_t b = 0; b < sites[i]->l1.n_blocks && st == TSAFE_OK; b++, j++) {
+            tsafe_sealed_check_poly(&s->plan, w, coeff, n);
+            w += s->plan.rows1;
+            st = tsafe_bfv_plain_encode_buffer(s->c1, coeff, n, s->wb[j]);
+        }
+    if (coeff)
+        sodium_memzero(coeff, n * sizeof *coeff);
+    free(coeff);
+    return st;
+}
+
 /* Every block of every site is one job of one tsafe_backend_mul_acc call
  * (the batched entry point); accs[acc0 + j] is block j in site-major
- * order. */
+ * order. A checked plan appends one job per block: its product times
+ * W(X), into accs[chk0 + acc0 + j] (after the block's own job: jobs run
+ * in order). */
 static tsafe_status round1_products(tsafe_sealed_server *s,
                                     const tsafe_sealed_site *const *sites,
                                     size_t n_sites, const tsafe_sealed_operands **ops,
-                                    size_t acc0)
+                                    size_t acc0, size_t chk0, size_t w0)
 {
     size_t jobs = 0;
     for (size_t i = 0; i < n_sites; i++)
         jobs += sites[i]->l1.n_blocks;
-    tsafe_status st = tsafe_sealed_pool_reserve(s->be1, &s->accs, &s->n_accs, acc0 + jobs, 2);
+    int chk = s->plan.checks != 0;
+    size_t need = chk ? chk0 + acc0 + jobs : acc0 + jobs;
+    tsafe_status st = tsafe_sealed_pool_reserve(s->be1, &s->accs, &s->n_accs, need, 2);
+    if (st == TSAFE_OK && chk)
+        st = encode_checks(s, sites, n_sites, acc0, jobs, w0);
     if (st != TSAFE_OK)
         return st;
     uint32_t nc = s->plan.n_chunks1;
-    tsafe_backend_mac *job = malloc(jobs * sizeof *job);
-    const tsafe_buffer **terms = malloc(2 * jobs * nc * sizeof *terms);
+    size_t all = chk ? 2 * jobs : jobs;
+    tsafe_backend_mac *job = malloc(all * sizeof *job);
+    const tsafe_buffer **terms = malloc((2 * jobs * nc + 2 * jobs) * sizeof *terms);
     if (!job || !terms) {
         free(job);
         free(terms);
@@ -50,7 +82,13 @@ static tsafe_status round1_products(tsafe_sealed_server *s,
             job[j] = (tsafe_backend_mac){s->accs[acc0 + j], l->n_chunks, a, w, 1};
         }
     }
-    st = tsafe_backend_mul_acc(s->be1, job, jobs);
+    for (size_t k = 0; chk && k < jobs; k++) {
+        const tsafe_buffer **a = terms + 2 * jobs * nc + 2 * k, **w = a + 1;
+        a[0] = s->accs[acc0 + k];
+        w[0] = s->wb[acc0 + k];
+        job[jobs + k] = (tsafe_backend_mac){s->accs[chk0 + acc0 + k], 1, a, w, 1};
+    }
+    st = tsafe_backend_mul_acc(s->be1, job, all);
     free(job);
     free(terms);
     return st;
@@ -64,16 +102,20 @@ static tsafe_status round1_groups(tsafe_sealed_server *s,
 {
     const tsafe_sealed_operands *ops[TSAFE_SEALED_OPERAND_CACHE];
     tsafe_status st = TSAFE_OK;
-    size_t acc0 = 0;
+    size_t acc0 = 0, chk0 = 0, w0 = 0;
+    for (size_t i = 0; i < n_sites; i++) /* the checked products after the blocks */
+        chk0 += sites[i]->l1.n_blocks;
     for (size_t g = 0; g < n_sites && st == TSAFE_OK; g += TSAFE_SEALED_OPERAND_CACHE) {
         size_t m = n_sites - g < TSAFE_SEALED_OPERAND_CACHE ? n_sites - g
                                                              : TSAFE_SEALED_OPERAND_CACHE;
         for (size_t i = 0; i < m && st == TSAFE_OK; i++)
             st = tsafe_sealed_opcache_get(&s->cache, s->be1, s->be2, sites[g + i], &ops[i]);
         if (st == TSAFE_OK)
-            st = round1_products(s, sites + g, m, ops, acc0);
-        for (size_t i = 0; i < m; i++)
+            st = round1_products(s, sites + g, m, ops, acc0, chk0, w0);
+        for (size_t i = 0; i < m; i++) {
             acc0 += sites[g + i]->l1.n_blocks;
+            w0 += (size_t)sites[g + i]->l1.n_blocks * s->plan.rows1;
+        }
     }
     return st;
 }
@@ -100,14 +142,39 @@ static tsafe_status read_query(tsafe_sealed_server *s, const uint8_t *query, siz
     return TSAFE_OK;
 }
 
-/* Fresh masks R (mod t) for the sites' ranks, laid out by s->off. */
+/* A checked plan's w for every site's blocks (s->W, site-major). */
+static tsafe_status draw_checks(tsafe_sealed_server *s, const tsafe_sealed_site *const *sites,
+                                size_t n_sites)
+{
+    size_t need = 0;
+    for (size_t i = 0; i < n_sites; i++)
+        need += (size_t)sites[i]->l1.n_blocks * s->plan.rows1;
+    if (need > s->W_cap) {
+        if (s->W)
+            sodium_memzero(s->W, s->W_cap);
+        free(s->W);
+        s->W = malloc(need);
+        s->W_cap = s->W ? need : 0;
+        if (!s->W)
+            return TSAFE_E_NOMEM;
+    }
+    int8_t *w = s->W;
+    for (size_t i = 0; i < n_sites; i++) {
+        tsafe_sealed_draw_checks_w(&s->draws, &s->plan, sites[i]->rank, w);
+        w += (size_t)sites[i]->l1.n_blocks * s->plan.rows1;
+    }
+    return TSAFE_OK;
+}
+
+/* Fresh masks R (mod t) for the sites' reads (rank, then a checked
+ * plan's checks), laid out by s->off. */
 static tsafe_status draw_round_masks(tsafe_sealed_server *s,
                                      const tsafe_sealed_site *const *sites, size_t n_sites)
 {
     size_t total = 0;
     for (size_t i = 0; i < n_sites; i++) {
         s->off[i] = total;
-        total += sites[i]->rank;
+        total += tsafe_sealed_site_reads1(&s->plan, sites[i]);
     }
     s->off[n_sites] = total;
     tsafe_status st = tsafe_sealed_server_reserve_R(s, total);
@@ -117,7 +184,28 @@ static tsafe_status draw_round_masks(tsafe_sealed_server *s,
     tsafe_sealed_draw_masks(&s->draws, s->R, total);
     for (size_t i = 0; i < total; i++)
         s->R[i] &= t - 1;
-    return TSAFE_OK;
+    return s->plan.checks ? draw_checks(s, sites, n_sites) : TSAFE_OK;
+}
+
+/* A checked plan's sealings of site i's checked products (block j0.. of
+ * the round in accs[chk0 + j0 ..]): reads at rows 0..checks-1, masks
+ * t/2 - R_e (R_e after the site's rank masks). */
+static tsafe_status seal_checks(tsafe_sealed_server *s, const tsafe_sealed_site *site,
+                                const uint64_t *R, size_t chk0, size_t j0, tsafe_wbuf *w)
+{
+    const tsafe_sealed_plan *p = &s->plan;
+    uint64_t t = 1ull << p->r1.t_bits, half = t >> 1;
+    tsafe_sealed_layout lc;
+    tsafe_sealed_layout_make(1u << p->r1.log_n, p->d_in, p->chunk1, p->checks, &lc);
+    const uint64_t *Re = R + site->rank;
+    tsafe_status st = TSAFE_OK;
+    for (uint32_t b = 0; b < site->l1.n_blocks && st == TSAFE_OK; b++) {
+        for (uint32_t k = 0; k < p->checks; k++)
+            s->mask[k] = (half - Re[(size_t)b * p->checks + k]) & (t - 1);
+        st = tsafe_sealed_server_seal(s, s->c1, s->sealer1, s->accs[chk0 + j0 + b], s->pkb1,
+                                      s->res, &lc, 0, TSAFE_BFV_FLOOD_STEP, w);
+    }
+    return st;
 }
 
 /* Response 1 from the products in s->accs: per block the masks, then the
@@ -133,18 +221,23 @@ static tsafe_status write_response1(tsafe_sealed_server *s,
     tsafe_sealed_put_tag(w, &s->tag);
     tsafe_wbuf_u32(w, (uint32_t)n_sites);
     const uint64_t *R = s->R;
-    size_t j = 0; /* backend accumulator of the block */
+    size_t j = 0, chk0 = 0; /* backend accumulator of the block; the checked ones */
+    for (size_t i = 0; i < n_sites; i++)
+        chk0 += sites[i]->l1.n_blocks;
     for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
         const tsafe_sealed_layout *l = &sites[i]->l1;
+        size_t j0 = j;
         tsafe_sealed_put_site1(w, &s->plan, sites[i]);
         for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++, j++) {
             tsafe_sealed_round1_masks(&s->plan, l, b, R, s->mask);
             st = tsafe_sealed_server_seal(s, s->c1, s->sealer1, s->accs[j], s->pkb1, s->res,
                                           l, b, round1_flood(&s->plan), w);
         }
-        R += sites[i]->rank;
+        if (st == TSAFE_OK && s->plan.checks)
+            st = seal_checks(s, sites[i], R, chk0, j0, w);
+        R += tsafe_sealed_site_reads1(&s->plan, sites[i]);
     }
-    *seals = j;
+    *seals = s->plan.checks ? 2 * j : j;
     if (st != TSAFE_OK) { /* nothing of it is sent */
         tsafe_sealed_sealq_discard(&s->sealq);
         return st;

@@ -125,11 +125,17 @@ typedef struct {
                            message), decoded by round2_fill */
     const int64_t *C;   /* its constants (s->C + off) */
     double *z;          /* its output noise's Gaussians (rank, secret) */
+    /* checked plans: its round-1 w, the seed of its H, and its per-token
+     * plaintexts of [B_q - H K | H] at s->ptb[pt0 ..] (chunk-major) */
+    const int8_t *w;
+    uint8_t hseed[32];
+    size_t pt0;
 } round2_part;
 
 typedef struct {
     round2_part part[TSAFE_SEALED_ROUND2_QUEUE_BATCHED];
-    size_t n, zused;
+    size_t n, zused, ptused;
+    size_t w_next; /* the next site's w in s->W (all of the round's sites) */
     double *z; /* the parts' Gaussians, plan.rank each (wiped by the flush) */
     tsafe_sealed_server *s;
     size_t threads;
@@ -163,7 +169,8 @@ static tsafe_status round2_products(tsafe_sealed_server *s, const round2_group *
             t += 2 * nc;
             for (uint32_t c = 0; c < nc; c++) {
                 a[c] = s->zb[q->z0 + c];
-                w[c] = q->ops->o2[(size_t)c * nb + b];
+                w[c] = s->plan.checks ? s->ptb[q->pt0 + (size_t)c * nb + b]
+                                      : q->ops->o2[(size_t)c * nb + b];
             }
             job[j] = (tsafe_backend_mac){s->accs2[q->acc0 + b], nc, a, w, 1};
         }
@@ -202,12 +209,71 @@ static tsafe_status take_shares(tsafe_sealed_server *s, const tsafe_sealed_site 
 }
 
 /* Part p's masks into its queued sealings: per block B_q C + round(B_q z)
- * (mod t2), its output noise with it. */
-static void part_masks(tsafe_sealed_server *s, const round2_part *q)
+ * (mod t2), its output noise with it; a checked plan's fold adds
+ * H (C_e - K C). */
+static void part_masks(tsafe_sealed_server *s, const round2_part *q, const int32_t *K,
+                       const int16_t *H)
 {
-    for (uint32_t b = 0; b < q->site->l2.n_blocks; b++)
-        tsafe_sealed_round2_noise_masks(&s->plan, q->site, b, q->C, q->z,
-                                        tsafe_sealed_sealq_masks(&s->sealq, q->acc0 + b), 1);
+    uint64_t v[TSAFE_SEALED_CHECKS * 64 + 1];
+    if (s->plan.checks)
+        tsafe_sealed_fold_constants(&s->plan, q->site->rank, K, q->C, v);
+    for (uint32_t b = 0; b < q->site->l2.n_blocks; b++) {
+        uint64_t *mask = tsafe_sealed_sealq_masks(&s->sealq, q->acc0 + b);
+        tsafe_sealed_round2_noise_masks(&s->plan, q->site, b, q->C, q->z, mask, 1);
+        if (s->plan.checks)
+            tsafe_sealed_fold_masks(&s->plan, q->site, b, H, v, mask);
+    }
+    sodium_memzero(v, sizeof v);
+}
+
+/* A checked part's fold: K from its w, H drawn, [B_q - H K | H] encoded
+ * into its plaintexts, then its masks (H and K are gone after). */
+static tsafe_status part_fold(tsafe_sealed_server *s, const round2_part *q)
+{
+    const tsafe_sealed_site *site = q->site;
+    const tsafe_sealed_layout *l = &site->l2;
+    uint32_t rank = site->rank, m = tsafe_sealed_site_checks(&s->plan, rank);
+    size_t width = (size_t)rank + m, n = tsafe_bfv_context_n(s->c2);
+    size_t kb = (size_t)m * rank * sizeof(int32_t), hb = (size_t)site->d_out * m * sizeof(int16_t);
+    size_t mb = (size_t)site->d_out * width * sizeof(int64_t);
+    int32_t *K = malloc(kb);
+    int16_t *H = malloc(hb);
+    int64_t *M = malloc(mb), *coeff = malloc(n * sizeof *coeff);
+    tsafe_status st = K && H && M && coeff ? TSAFE_OK : TSAFE_E_NOMEM;
+    if (st == TSAFE_OK) {
+        tsafe_sealed_check_matrix(&s->plan, rank, q->w, K);
+        st = tsafe_sealed_fold_matrix(&s->plan, site, q->hseed, K, H, M);
+    }
+    for (uint32_t c = 0; c < l->n_chunks && st == TSAFE_OK; c++)
+        for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++) {
+            tsafe_sealed_encode_block(l, M, (uint32_t)width, c, b, coeff, n);
+            st = tsafe_bfv_plain_encode_buffer(s->c2, coeff, n,
+                                               s->ptb[q->pt0 + (size_t)c * l->n_blocks + b]);
+        }
+    if (st == TSAFE_OK)
+        part_masks(s, q, K, H);
+    if (K)
+        sodium_memzero(K, kb);
+    if (H)
+        sodium_memzero(H, hb);
+    if (M)
+        sodium_memzero(M, mb);
+    if (coeff)
+        sodium_memzero(coeff, n * sizeof *coeff);
+    free(K);
+    free(H);
+    free(M);
+    free(coeff);
+    return st;
+}
+
+/* Part p's masks (and a checked plan's fold, which writes them). */
+static tsafe_status part_finish(tsafe_sealed_server *s, const round2_part *q)
+{
+    if (s->plan.checks)
+        return part_fold(s, q);
+    part_masks(s, q, NULL, NULL);
+    return TSAFE_OK;
 }
 
 /* Task t of round2_fill: parts t, t + T, ... of the group decoded (their
@@ -222,7 +288,7 @@ static void fill_task(void *arg, size_t t)
         const round2_part *q = &g->part[p];
         st = tsafe_bfv_ct_read_buffers(s->c2, q->ct0, ctl, q->site->l2.n_chunks, s->zb + q->z0);
         if (st == TSAFE_OK)
-            part_masks(s, q);
+            st = part_finish(s, q);
     }
     g->st[t] = st;
 }
@@ -242,7 +308,7 @@ static tsafe_status fill_device(tsafe_sealed_server *s, round2_group *g)
     tsafe_status st = tsafe_bfv_ct_read_buffers_at(s->c2, at, ctl, g->zused, s->zb);
     free(at);
     for (size_t p = 0; p < g->n && st == TSAFE_OK; p++)
-        part_masks(s, &g->part[p]);
+        st = part_finish(s, &g->part[p]);
     return st;
 }
 
@@ -288,6 +354,14 @@ static tsafe_status round2_site(tsafe_sealed_server *s, const tsafe_sealed_site 
     q->acc0 = s->sealq.n; /* one accumulator per queued sealing */
     if (st == TSAFE_OK)
         st = tsafe_sealed_pool_reserve(s->be2, &s->accs2, &s->n_accs2, q->acc0 + l->n_blocks, 2);
+    if (st == TSAFE_OK && s->plan.checks) { /* its H's seed, in the draws' order */
+        q->w = s->W + g->w_next;
+        g->w_next += (size_t)site->l1.n_blocks * s->plan.rows1;
+        tsafe_sealed_draw_masks(&s->draws, (uint64_t *)(void *)q->hseed, 4);
+        q->pt0 = g->ptused;
+        g->ptused += (size_t)l->n_chunks * l->n_blocks;
+        st = tsafe_sealed_pool_reserve(s->be2, &s->ptb, &s->n_ptb, g->ptused, 1);
+    }
     memset(s->mask, 0, (size_t)l->rows * sizeof *s->mask); /* written by round2_fill */
     for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++)
         st = tsafe_sealed_server_seal(s, s->c2, s->sealer2, s->accs2[q->acc0 + b], s->pkb2,
@@ -312,7 +386,9 @@ static tsafe_status round2_flush(tsafe_sealed_server *s, round2_group *g, tsafe_
     else /* a share that does not decode: nothing is sealed */
         tsafe_sealed_sealq_discard(&s->sealq);
     sodium_memzero(g->z, g->n * (size_t)s->plan.rank * sizeof *g->z);
-    g->n = g->zused = 0;
+    for (size_t p = 0; p < g->n; p++)
+        sodium_memzero(g->part[p].hseed, sizeof g->part[p].hseed);
+    g->n = g->zused = g->ptused = 0;
     return st != TSAFE_OK ? st : fs;
 }
 

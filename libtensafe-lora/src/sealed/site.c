@@ -448,7 +448,9 @@ tsafe_status tsafe_sealed_site_build(const tsafe_sealed_plan *plan,
     TSAFE_TRY(build_plains(s->ctx1, &s->l1, aq, plan->d_in, &s->p1));
     if (plan->mode == TSAFE_SEALED_PRIVATE) {
         tsafe_sealed_layout2(plan, rank, d_out, &s->l2);
-        TSAFE_TRY(build_plains(s->ctx2, &s->l2, s->bq, rank, &s->p2));
+        /* a checked plan encodes B_q - H K per token (server_round2.c) */
+        if (!plan->checks)
+            TSAFE_TRY(build_plains(s->ctx2, &s->l2, s->bq, rank, &s->p2));
     }
     free_scratch(aq, na * sizeof *aq);
     *out = s;
