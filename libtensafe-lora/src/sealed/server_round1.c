@@ -43,9 +43,8 @@ static tsafe_status encode_checks(tsafe_sealed_server *s, const tsafe_sealed_sit
 
 /* Every block of every site is one job of one tsafe_backend_mul_acc call
  * (the batched entry point); accs[acc0 + j] is block j in site-major
- * order. A checked plan appends one job per block: its product times
- * W(X), into accs[chk0 + acc0 + j] (after the block's own job: jobs run
- * in order). */
+ * order. A checked plan adds one job per block in a second call: its
+ * product times W(X), into accs[chk0 + acc0 + j]. */
 static tsafe_status round1_products(tsafe_sealed_server *s,
                                     const tsafe_sealed_site *const *sites,
                                     size_t n_sites, const tsafe_sealed_operands **ops,
@@ -88,7 +87,10 @@ static tsafe_status round1_products(tsafe_sealed_server *s,
         w[0] = s->wb[acc0 + k];
         job[jobs + k] = (tsafe_backend_mac){s->accs[chk0 + acc0 + k], 1, a, w, 1};
     }
-    st = tsafe_backend_mul_acc(s->be1, job, all);
+    st = tsafe_backend_mul_acc(s->be1, job, jobs);
+    if (st == TSAFE_OK && chk) /* their own call: they read the blocks' accumulators, and
+                                  jobs that depend on each other would run one by one */
+        st = tsafe_backend_mul_acc(s->be1, job + jobs, jobs);
     free(job);
     free(terms);
     return st;
