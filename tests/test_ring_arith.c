@@ -568,7 +568,32 @@ static void test_mul_plain(void **state)
  * against GMP's v mod q: values on both sides of zero and up to q - 1 in
  * magnitude; a value of magnitude >= q anywhere (start, middle, tail) makes
  * it return -1. */
+static void check_from_i64_with(uint64_t q, size_t n, int kernel);
 static void check_from_i64(uint64_t q, size_t n)
+{
+    check_from_i64_with(q, n, 0);
+}
+
+/* kernel = 1: the AVX2 kernel itself, on what it converts */
+static int from_i64(uint64_t *out, const int64_t *v, size_t n, uint64_t q, int kernel)
+{
+    if (!kernel)
+        return tsafe_vec_from_i64_small(out, v, n, q);
+    int bad;
+    size_t done = tsafe_avx2_vec_from_i64_small(out, v, n, q, &bad);
+    assert_int_equal(done, n & ~(size_t)3);
+    if (bad)
+        return -1;
+    for (size_t k = done; k < n; k++) { /* the tail, as the scalar loop does it */
+        uint64_t m = v[k] < 0 ? (uint64_t)0 - (uint64_t)v[k] : (uint64_t)v[k];
+        if (m >= q)
+            return -1;
+        out[k] = v[k] < 0 ? q - m : m;
+    }
+    return 0;
+}
+
+static void check_from_i64_with(uint64_t q, size_t n, int kernel)
 {
     int64_t *v = malloc(n * sizeof *v);
     uint64_t *out = malloc(n * sizeof *out);
@@ -579,7 +604,7 @@ static void check_from_i64(uint64_t q, size_t n)
         uint64_t mag = j % 5 == 0 ? q - 1 : rnd() % (j % 3 ? 2048 : q);
         v[j] = (rnd() & 1) ? -(int64_t)mag : (int64_t)mag;
     }
-    assert_int_equal(tsafe_vec_from_i64_small(out, v, n, q), 0);
+    assert_int_equal(from_i64(out, v, n, q, kernel), 0);
     for (size_t j = 0; j < n; j++) {
         mpz_set_si(x, (long)v[j]);
         mpz_mod(x, x, m);
@@ -589,7 +614,9 @@ static void check_from_i64(uint64_t q, size_t n)
     for (int i = 0; i < 3; i++) {
         int64_t keep = v[at[i]];
         v[at[i]] = (i & 1) ? -(int64_t)q : (int64_t)q;
-        assert_int_equal(tsafe_vec_from_i64_small(out, v, n, q), -1);
+        assert_int_equal(from_i64(out, v, n, q, kernel), -1);
+        v[at[i]] = INT64_MIN; /* |v| is 2^63: no lane may take it for small */
+        assert_int_equal(from_i64(out, v, n, q, kernel), -1);
         v[at[i]] = keep;
     }
     mpz_clears(x, m, NULL);
@@ -603,6 +630,68 @@ static void test_from_i64_small(void **state)
     check_from_i64(random_prime(49), 1001);
     check_from_i64(random_prime(30), 7);
     check_from_i64(random_prime(60), 513); /* scalar path */
+    if (tsafe_cpu_has_avx2()) { /* the AVX2 kernel, whatever the CPU would take */
+        check_from_i64_with(random_prime(30), 4096, 1);
+        check_from_i64_with(random_prime(49), 1001, 1);
+        check_from_i64_with(random_prime(60), 513, 1);
+        check_from_i64_with(random_prime(62), 9, 1);
+    }
+}
+
+/* tsafe_vec_from_i8 and tsafe_vec_add_i8 (IFMA, AVX2, scalar) and the
+ * AVX2 kernels themselves against GMP: bytes from -128 to 127, x at 0 and
+ * q - 1, tails. */
+static void check_i8(uint64_t q, size_t n, int kernel)
+{
+    int8_t *e = malloc(n);
+    uint64_t *x = malloc(n * 8), *x0 = malloc(n * 8), *out = malloc(n * 8);
+    assert_true(e && x && x0 && out);
+    for (size_t j = 0; j < n; j++) {
+        e[j] = (int8_t)(j < 256 ? (int)j - 128 : (int)(rnd() % 256) - 128);
+        x[j] = x0[j] = j % 7 == 0 ? q - 1 : j % 11 == 0 ? 0 : rnd() % q;
+    }
+    size_t d1 = n, d2 = n;
+    if (kernel) {
+        d1 = tsafe_avx2_vec_from_i8(out, e, n, q);
+        d2 = tsafe_avx2_vec_add_i8(x, e, n, q);
+        assert_int_equal(d1, n & ~(size_t)3);
+        assert_int_equal(d2, n & ~(size_t)3);
+    } else {
+        tsafe_vec_from_i8(out, e, n, q);
+        tsafe_vec_add_i8(x, e, n, q);
+    }
+    mpz_t a, m;
+    mpz_inits(a, m, NULL);
+    mpz_set_u64(m, q);
+    for (size_t j = 0; j < d1; j++) {
+        mpz_set_si(a, e[j]);
+        mpz_mod(a, a, m);
+        assert_true(out[j] == mpz_get_u64(a));
+        mpz_set_u64(a, x0[j]);
+        if (e[j] >= 0)
+            mpz_add_ui(a, a, (unsigned long)e[j]);
+        else
+            mpz_sub_ui(a, a, (unsigned long)-e[j]);
+        mpz_mod(a, a, m);
+        assert_true(x[j] == mpz_get_u64(a));
+    }
+    mpz_clears(a, m, NULL);
+    free(e), free(x), free(x0), free(out);
+}
+
+static void test_i8(void **state)
+{
+    (void)state;
+    const unsigned bits[] = {9, 30, 49, 60, 61};
+    for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++) {
+        uint64_t q = random_prime(bits[i]);
+        check_i8(q, 4096, 0);
+        check_i8(q, 1003, 0);
+        if (tsafe_cpu_has_avx2()) {
+            check_i8(q, 4096, 1);
+            check_i8(q, 1003, 1);
+        }
+    }
 }
 
 int main(void)
@@ -617,6 +706,7 @@ int main(void)
         cmocka_unit_test(test_mac2),
         cmocka_unit_test(test_mac2_avx2),
         cmocka_unit_test(test_mul_plain),
+        cmocka_unit_test(test_i8),
         cmocka_unit_test(test_from_i64_small),
     };
     return cmocka_run_group_tests_name("ring_arith", tests, NULL, NULL);

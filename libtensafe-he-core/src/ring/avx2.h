@@ -48,6 +48,19 @@ size_t tsafe_avx2_fp_vec_mac2(uint64_t *out0, uint64_t *out1, const uint64_t *co
 size_t tsafe_avx2_fp_vec_mul(uint64_t *out, const uint64_t *a, const uint64_t *b, size_t n,
                              uint64_t q, int add);
 
+/* tsafe_vec_from_i64_small's body (any q < 2^63) over the first
+ * (n / 4) * 4 values; returns how many, *bad = 1 when one of them has a
+ * magnitude of q or more (out is then unspecified). After
+ * tsafe_cpu_has_avx2(). */
+size_t tsafe_avx2_vec_from_i64_small(uint64_t *out, const int64_t *v, size_t n, uint64_t q,
+                                     int *bad);
+
+/* tsafe_vec_from_i8 and tsafe_vec_add_i8 (|e| < q, x < q; any q < 2^62)
+ * over the first (n / 4) * 4 coefficients; return how many. After
+ * tsafe_cpu_has_avx2(). */
+size_t tsafe_avx2_vec_from_i8(uint64_t *out, const int8_t *e, size_t n, uint64_t q);
+size_t tsafe_avx2_vec_add_i8(uint64_t *x, const int8_t *e, size_t n, uint64_t q);
+
 /* Largest modulus (exclusive) of the double-precision kernels. */
 #define TSAFE_AVX2_FP_MAX_Q ((uint64_t)1 << 50)
 

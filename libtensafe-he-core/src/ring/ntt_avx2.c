@@ -9,6 +9,8 @@
  * low halves (a value below c wraps above it), the high halves staying 0. */
 #include "avx2.h"
 
+#include <string.h>
+
 #if defined(__x86_64__) && defined(__AVX2__)
 #include <immintrin.h>
 
@@ -213,7 +215,87 @@ size_t tsafe_avx2_vec_sub_mul_shoup(uint64_t *out, const uint64_t *b, const uint
     return j;
 }
 
+size_t tsafe_avx2_vec_from_i64_small(uint64_t *out, const int64_t *v, size_t n, uint64_t q,
+                                     int *bad)
+{
+    const v4 vq = _mm256_set1_epi64x((long long)q), zero = _mm256_setzero_si256();
+    const v4 qm1 = _mm256_set1_epi64x((long long)(q - 1));
+    v4 over = zero;
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        v4 x = ld((const uint64_t *)(const void *)(v + j));
+        v4 neg = _mm256_cmpgt_epi64(zero, x);
+        v4 m = _mm256_sub_epi64(_mm256_xor_si256(x, neg), neg); /* |x|; INT64_MIN stays < 0 */
+        /* |x| > q - 1, or |x| >= 2^63 (negative as a signed lane) */
+        over = _mm256_or_si256(over, _mm256_or_si256(_mm256_cmpgt_epi64(m, qm1),
+                                                     _mm256_cmpgt_epi64(zero, m)));
+        st(out + j, _mm256_blendv_epi8(m, _mm256_sub_epi64(vq, m), neg));
+    }
+    *bad = !_mm256_testz_si256(over, over);
+    return j;
+}
+
+/* Four signed bytes as 64-bit lanes. */
+static inline v4 ld_i8(const int8_t *e)
+{
+    int32_t w;
+    memcpy(&w, e, 4);
+    return _mm256_cvtepi8_epi64(_mm_cvtsi32_si128(w));
+}
+
+/* e mod q in [0, q) for |e| < q: e, or q + e when negative. */
+static inline v4 i8_residue(v4 x, v4 vq)
+{
+    return _mm256_add_epi64(x, _mm256_and_si256(_mm256_cmpgt_epi64(_mm256_setzero_si256(), x),
+                                                vq));
+}
+
+size_t tsafe_avx2_vec_from_i8(uint64_t *out, const int8_t *e, size_t n, uint64_t q)
+{
+    const v4 vq = _mm256_set1_epi64x((long long)q);
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4)
+        st(out + j, i8_residue(ld_i8(e + j), vq));
+    return j;
+}
+
+/* x >= c ? x - c : x on whole 64-bit lanes below 2^63 (csub above works on
+ * the 32-bit ones) */
+static inline v4 csub64(v4 x, v4 c)
+{
+    return _mm256_sub_epi64(x, _mm256_andnot_si256(_mm256_cmpgt_epi64(c, x), c));
+}
+
+size_t tsafe_avx2_vec_add_i8(uint64_t *x, const int8_t *e, size_t n, uint64_t q)
+{
+    const v4 vq = _mm256_set1_epi64x((long long)q);
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4)
+        st(x + j, csub64(_mm256_add_epi64(ld(x + j), i8_residue(ld_i8(e + j), vq)), vq));
+    return j;
+}
+
 #else /* not x86-64 or no -mavx2: never selected (tsafe_cpu_has_avx2() is 0) */
+
+size_t tsafe_avx2_vec_from_i8(uint64_t *out, const int8_t *e, size_t n, uint64_t q)
+{
+    (void)out; (void)e; (void)n; (void)q;
+    return 0;
+}
+
+size_t tsafe_avx2_vec_add_i8(uint64_t *x, const int8_t *e, size_t n, uint64_t q)
+{
+    (void)x; (void)e; (void)n; (void)q;
+    return 0;
+}
+
+size_t tsafe_avx2_vec_from_i64_small(uint64_t *out, const int64_t *v, size_t n, uint64_t q,
+                                     int *bad)
+{
+    (void)out; (void)v; (void)n; (void)q;
+    *bad = 0;
+    return 0;
+}
 
 void tsafe_ntt_forward_avx2(const tsafe_ntt_table *t, uint64_t *a)
 {
