@@ -81,17 +81,18 @@ typedef struct tsafe_sealed_opts {
                               sealed plan (TSAFE_E_INSECURE without it);
                               ignored by sealed-private. */
     uint32_t checked_shares; /* sealed-private, 1: round 1 also returns
-                              TSAFE_SEALED_CHECKS checked reads per block
+                              TSAFE_SEALED_CHECKS checked reads per site
                               and round 2 folds them into the output with
                               fresh random matrices, so that a client that
                               offsets its share reads B_q only modulo small
                               numbers, at about 2^16 tokens a column for its
-                              parities (docs/MALICIOUS_CLIENT.md); costs one
-                              more round-1 product and sealing per block and
-                              round 2 on rank + 16 inputs. Default 0. */
+                              parities (docs/MALICIOUS_CLIENT.md); costs a
+                              round-1 product per block, a sealing per site
+                              and round 2 on rank + 16 inputs encoded per
+                              token (about 2x the server's time). Default 0. */
 } tsafe_sealed_opts;
 
-/* Checked reads per round-1 block of a checked_shares plan. */
+/* Checked reads per site of a checked_shares plan. */
 #define TSAFE_SEALED_CHECKS 16u
 
 /* Everything both sides must agree on, derived from the public shapes and
@@ -119,7 +120,7 @@ typedef struct tsafe_sealed_plan {
                                     response (log2), rounds 1 and 2 */
     double log2_fail;            /* decryption failure probability (log2) */
     double expected_rel_error;   /* model of |delta error| / |delta| */
-    uint32_t checks;             /* checked reads per round-1 block
+    uint32_t checks;             /* checked reads per site
                                     (opts.checked_shares), else 0 */
 } tsafe_sealed_plan;
 

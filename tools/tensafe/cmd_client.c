@@ -64,7 +64,7 @@ static const char k_client_help[] =
     "  --checked-shares  (sealed-private) the plan of a server started with it: round 1\n"
     "                 adds checked reads that round 2 folds into the output, so that a\n"
     "                 client that tampers with its share reads noise, not the adapter\n"
-    "                 (docs/MALICIOUS_CLIENT.md; about 2.6x the server's time)\n"
+    "                 (docs/MALICIOUS_CLIENT.md; about 2x the server's time)\n"
     "  --adapter-id ID  the adapter to be served, of a server started with\n"
     "                 --adapter ID=PKG (several adapters need it; docs/SERVING.md)\n"
     "  --timeout S    send/receive timeout (default 30 s)\n"

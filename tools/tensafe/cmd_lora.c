@@ -52,7 +52,7 @@ static const char k_help[] =
     "         names the widths used.\n"
     "         --checked-shares (sealed-private): round 1 adds checked reads that round\n"
     "         2 folds into the output, so that a client that tampers with its share\n"
-    "         reads noise, not the adapter (docs/MALICIOUS_CLIENT.md); about 2.6x the\n"
+    "         reads noise, not the adapter (docs/MALICIOUS_CLIENT.md); about 2x the\n"
     "         server's time.\n"
     "         A delta that is not finite in float32 is refused (exit 1).\n"
     "         --json: the summary as one JSON object.\n"

@@ -80,7 +80,7 @@ static const char k_serve_help[] =
     "  --checked-shares    sealed-private: round 1 adds checked reads that round 2\n"
     "                      folds into the output with fresh random matrices, so that a\n"
     "                      client that tampers with its share reads noise, not B\n"
-    "                      (docs/MALICIOUS_CLIENT.md; about 2.6x the server's time; clients\n"
+    "                      (docs/MALICIOUS_CLIENT.md; about 2x the server's time; clients\n"
     "                      need --checked-shares too)\n"
     "  --rounding-key FILE  sealed-private: the secret (32 bytes, raw or 64 hex digits)\n"
     "                      that keys the server's rounding of B; keep it across restarts\n"

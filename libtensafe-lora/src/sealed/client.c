@@ -231,8 +231,8 @@ static tsafe_status read_block(const tsafe_bfv_context *ctx, const tsafe_bfv_sec
 }
 
 /* Decrypt one site's round-1 blocks into c->m[0..rank) (values mod t),
- * then a checked plan's checked reads into c->m[rank..rank + m): per
- * block one more result, read at rows 0..checks-1. */
+ * then a checked plan's checked reads into c->m[rank..rank + checks):
+ * one more result, read at rows 0..checks-1. */
 static tsafe_status decrypt_site(tsafe_sealed_client *c, tsafe_rbuf *r, uint32_t rank)
 {
     const tsafe_sealed_plan *p = &c->plan;
@@ -246,14 +246,10 @@ static tsafe_status decrypt_site(tsafe_sealed_client *c, tsafe_rbuf *r, uint32_t
         if (st != TSAFE_OK)
             return st;
     }
-    for (uint32_t b = 0; p->checks && b < l.n_blocks; b++) {
-        uint32_t reads = tsafe_sealed_block_reads(&lc, 0, c->pos);
-        tsafe_status st = read_block(c->c1, c->sk1, c->res1, r, c->pos, reads,
-                                     c->m + rank + (size_t)b * p->checks);
-        if (st != TSAFE_OK)
-            return st;
-    }
-    return TSAFE_OK;
+    if (!p->checks)
+        return TSAFE_OK;
+    uint32_t reads = tsafe_sealed_block_reads(&lc, 0, c->pos);
+    return read_block(c->c1, c->sk1, c->res1, r, c->pos, reads, c->m + rank);
 }
 
 /* v mod t (v < t) as the representative in [-t/2, t/2). */

@@ -110,11 +110,8 @@ static uint32_t best_chunk(uint32_t log_n, uint32_t len, uint32_t outs, uint32_t
         tsafe_sealed_layout_make(n, len, chunk, outs, &l);
         double up = (double)l.n_chunks * ct_bytes(log_n, RESP_BITS, 60);
         double down = (double)l.n_blocks * sealed_bytes(log_n, RESP_BITS, l.rows);
-        if (checks) { /* per block a checked result, and its checks go
-                         back in round 2 (about a ciphertext per 8) */
-            down += (double)l.n_blocks * sealed_bytes(log_n, RESP_BITS, checks);
-            up += (double)readers * l.n_blocks * checks / 8.0 * ct_bytes(log_n, RESP_BITS, 60);
-        }
+        if (checks) /* a checked result a site */
+            down += sealed_bytes(log_n, RESP_BITS, checks);
         double cost = up + 2.0 * readers * down;
         if (cost < best_cost) {
             best_cost = cost;
@@ -144,11 +141,8 @@ static uint32_t site_chunk2(const tsafe_sealed_plan *p, uint32_t d_out)
 
 uint32_t tsafe_sealed_site_checks(const tsafe_sealed_plan *p, uint32_t rank)
 {
-    if (!p->checks)
-        return 0;
-    tsafe_sealed_layout l1;
-    tsafe_sealed_layout1(p, rank, &l1);
-    return p->checks * l1.n_blocks;
+    (void)rank; /* one checked result per site, whatever its blocks */
+    return p->checks;
 }
 
 /* Round 2's inputs: f, then (checked plans) the checked reads. */
@@ -180,13 +174,12 @@ void tsafe_sealed_check_matrix(const tsafe_sealed_plan *p, uint32_t rank, const 
                                int32_t *K)
 {
     uint32_t m = tsafe_sealed_site_checks(p, rank), rows = p->rows1;
-    memset(K, 0, (size_t)m * rank * sizeof *K);
-    for (uint32_t e = 0; e < m; e++) {
-        uint32_t b = e / p->checks, c = e % p->checks;
-        const int8_t *wb = w + (size_t)b * rows;
-        for (uint32_t o = 0; o < rows && b * rows + o < rank; o++)
-            K[(size_t)e * rank + b * rows + o] = o <= c ? wb[c - o] : -wb[c + rows - o];
-    }
+    for (uint32_t c = 0; c < m; c++) /* block b's rows from its own w */
+        for (uint32_t j = 0; j < rank; j++) {
+            const int8_t *wb = w + (size_t)(j / rows) * rows;
+            uint32_t o = j % rows;
+            K[(size_t)c * rank + j] = o <= c ? wb[c - o] : -wb[c + rows - o];
+        }
 }
 
 double tsafe_sealed_check_hk_rms(const tsafe_sealed_plan *p)
@@ -203,8 +196,7 @@ static double fold_var(const tsafe_sealed_plan *p, double e2)
         return 0;
     double m = tsafe_sealed_site_checks(p, p->rank);
     double h = ldexp(1.0, (int)tsafe_sealed_check_h_bits(p));
-    uint32_t per_row = p->rank < p->rows1 ? p->rank : p->rows1;
-    return m * (h * h / 3) * e2 * (1 + per_row * w_var());
+    return m * (h * h / 3) * e2 * (1 + p->rank * w_var());
 }
 
 static double b_max(const tsafe_sealed_plan *p)
@@ -315,8 +307,8 @@ static tsafe_status check_round1_private(const tsafe_sealed_plan *p, double q0, 
     double b1 = product_noise(l1.n_chunks, l1.chunk, l1.rows, a_max,
                               a_max / TSAFE_SEALED_RMS_RATIO);
     double rounding = (0.5 + 4 * sqrt(ldexp(1.0, (int)p->r1.log_n))) * (1 + ldexp(1.0, -20));
-    if (p->checks) /* the checked product: the block's noise times W (L1 <= rows G) */
-        b1 *= (double)l1.rows * TSAFE_SEALED_CHECK_G;
+    if (p->checks) /* the checked product: every block's noise times its W (L1 <= rows G) */
+        b1 *= (double)l1.n_blocks * l1.rows * TSAFE_SEALED_CHECK_G;
     return b1 / q1 + rounding < q0 / (2 * ldexp(1.0, (int)p->r1.t_bits)) ? TSAFE_OK
                                                                         : TSAFE_E_VALUE_RANGE;
 }
@@ -607,8 +599,9 @@ tsafe_status tsafe_sealed_plan_sizes(const tsafe_sealed_plan *p, uint32_t rank,
     out->query = l1.n_chunks * ct_bytes(b1->log_n, b1->resp_bits, b1->gap_bits);
     for (uint32_t b = 0; b < l1.n_blocks; b++)
         out->response1 += sealed_bytes(b1->log_n, b1->resp_bits,
-                                       tsafe_sealed_block_reads(&l1, b, NULL)) +
-                          (p->checks ? sealed_bytes(b1->log_n, b1->resp_bits, p->checks) : 0);
+                                       tsafe_sealed_block_reads(&l1, b, NULL));
+    if (p->checks) /* one checked result per site */
+        out->response1 += sealed_bytes(b1->log_n, b1->resp_bits, p->checks);
     if (p->mode == TSAFE_SEALED_PRIVATE) {
         tsafe_sealed_layout l2;
         tsafe_sealed_layout2(p, rank, d_out, &l2);

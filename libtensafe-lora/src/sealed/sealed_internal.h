@@ -96,13 +96,13 @@ static inline uint32_t tsafe_sealed_k_min(const tsafe_sealed_plan *p)
 }
 
 /* Checked reads (plan.checks, opts.checked_shares; docs/PROTOCOL.md,
- * "Checked shares"). Round 1 multiplies each block's product by a fresh
- * W(X) = sum_m w_m X^(m chunk1), w_m uniform in [-CHECK_G, CHECK_G), and
- * reads rows 0..checks-1 of it: check c of block b is sum_o K[c][o] u_o
- * over the block's rows, K[c][o] = w_(c-o), or -w_(c-o+rows1) when o > c
- * (negacyclic: chunk1 divides N in a checked plan, so a wrapped term
- * lands on a read). Round 2 takes [f; f_e] (rank + m inputs, m = checks
- * per block times the blocks) and applies [B_q - H K | H], H fresh with
+ * "Checked shares"). Round 1 multiplies each block's product by its own
+ * fresh W(X) = sum_m w_m X^(m chunk1), w_m uniform in [-CHECK_G, CHECK_G),
+ * sums them and reads rows 0..checks-1: check c is sum over the blocks of
+ * sum_o K[c][o] u_o over the block's rows, K[c][o] = w_(c-o), or
+ * -w_(c-o+rows1) when o > c (negacyclic: chunk1 divides N in a checked
+ * plan, so a wrapped term lands on a read). Round 2 takes [f; f_e] (rank
+ * + checks inputs) and applies [B_q - H K | H], H fresh with
  * entries uniform in [-2^h_bits, 2^h_bits): an honest client's checks
  * differ from K f by the reads' rounding only, an offset of the share
  * meets a fresh mask. Both ranges have an even number of values, so
@@ -118,11 +118,11 @@ static inline uint32_t tsafe_sealed_k_min(const tsafe_sealed_plan *p)
  * bound takes that, not the worst case (about 12 times larger). */
 #define TSAFE_SEALED_CHECK_FRO 1.5
 double tsafe_sealed_check_hk_rms(const tsafe_sealed_plan *p);
-/* Checked reads of a site of rank `rank` (0 for an unchecked plan). */
+/* Checked reads of a site (plan.checks: one checked result a site). */
 uint32_t tsafe_sealed_site_checks(const tsafe_sealed_plan *p, uint32_t rank);
 /* H's entries lie in [-2^h, 2^h): h for the plan's b_bits. */
 uint32_t tsafe_sealed_check_h_bits(const tsafe_sealed_plan *p);
-/* K (m x rank, row-major) of a site from its blocks' w (rows1 each). */
+/* K (checks x rank, row-major) of a site from its blocks' w (rows1 each). */
 void tsafe_sealed_check_matrix(const tsafe_sealed_plan *p, uint32_t rank, const int8_t *w,
                                int32_t *K);
 

@@ -43,25 +43,26 @@ static tsafe_status encode_checks(tsafe_sealed_server *s, const tsafe_sealed_sit
 
 /* Every block of every site is one job of one tsafe_backend_mul_acc call
  * (the batched entry point); accs[acc0 + j] is block j in site-major
- * order. A checked plan adds one job per block in a second call: its
- * product times W(X), into accs[chk0 + acc0 + j]. */
+ * order. A checked plan adds one job per site in a second call (its terms
+ * are the blocks' accumulators): the sum of its blocks' products times
+ * their W(X), into accs[chk0 + i] for the round's site i (sites from s0). */
 static tsafe_status round1_products(tsafe_sealed_server *s,
                                     const tsafe_sealed_site *const *sites,
                                     size_t n_sites, const tsafe_sealed_operands **ops,
-                                    size_t acc0, size_t chk0, size_t w0)
+                                    size_t acc0, size_t chk0, size_t s0, size_t w0)
 {
     size_t jobs = 0;
     for (size_t i = 0; i < n_sites; i++)
         jobs += sites[i]->l1.n_blocks;
     int chk = s->plan.checks != 0;
-    size_t need = chk ? chk0 + acc0 + jobs : acc0 + jobs;
+    size_t need = chk ? chk0 + s0 + n_sites : acc0 + jobs;
     tsafe_status st = tsafe_sealed_pool_reserve(s->be1, &s->accs, &s->n_accs, need, 2);
     if (st == TSAFE_OK && chk)
         st = encode_checks(s, sites, n_sites, acc0, jobs, w0);
     if (st != TSAFE_OK)
         return st;
     uint32_t nc = s->plan.n_chunks1;
-    size_t all = chk ? 2 * jobs : jobs;
+    size_t all = chk ? jobs + n_sites : jobs;
     tsafe_backend_mac *job = malloc(all * sizeof *job);
     const tsafe_buffer **terms = malloc((2 * jobs * nc + 2 * jobs) * sizeof *terms);
     if (!job || !terms) {
@@ -81,16 +82,20 @@ static tsafe_status round1_products(tsafe_sealed_server *s,
             job[j] = (tsafe_backend_mac){s->accs[acc0 + j], l->n_chunks, a, w, 1};
         }
     }
-    for (size_t k = 0; chk && k < jobs; k++) {
-        const tsafe_buffer **a = terms + 2 * jobs * nc + 2 * k, **w = a + 1;
-        a[0] = s->accs[acc0 + k];
-        w[0] = s->wb[acc0 + k];
-        job[jobs + k] = (tsafe_backend_mac){s->accs[chk0 + acc0 + k], 1, a, w, 1};
+    const tsafe_buffer **ca = terms + 2 * jobs * nc, **cw = ca + jobs;
+    for (size_t i = 0, k = 0; chk && i < n_sites; i++) {
+        uint32_t nb = sites[i]->l1.n_blocks;
+        for (uint32_t b = 0; b < nb; b++) {
+            ca[k + b] = s->accs[acc0 + k + b];
+            cw[k + b] = s->wb[acc0 + k + b];
+        }
+        job[jobs + i] = (tsafe_backend_mac){s->accs[chk0 + s0 + i], nb, ca + k, cw + k, 1};
+        k += nb;
     }
     st = tsafe_backend_mul_acc(s->be1, job, jobs);
     if (st == TSAFE_OK && chk) /* their own call: they read the blocks' accumulators, and
                                   jobs that depend on each other would run one by one */
-        st = tsafe_backend_mul_acc(s->be1, job + jobs, jobs);
+        st = tsafe_backend_mul_acc(s->be1, job + jobs, n_sites);
     free(job);
     free(terms);
     return st;
@@ -113,7 +118,7 @@ static tsafe_status round1_groups(tsafe_sealed_server *s,
         for (size_t i = 0; i < m && st == TSAFE_OK; i++)
             st = tsafe_sealed_opcache_get(&s->cache, s->be1, s->be2, sites[g + i], &ops[i]);
         if (st == TSAFE_OK)
-            st = round1_products(s, sites + g, m, ops, acc0, chk0, w0);
+            st = round1_products(s, sites + g, m, ops, acc0, chk0, g, w0);
         for (size_t i = 0; i < m; i++) {
             acc0 += sites[g + i]->l1.n_blocks;
             w0 += (size_t)sites[g + i]->l1.n_blocks * s->plan.rows1;
@@ -189,25 +194,20 @@ static tsafe_status draw_round_masks(tsafe_sealed_server *s,
     return s->plan.checks ? draw_checks(s, sites, n_sites) : TSAFE_OK;
 }
 
-/* A checked plan's sealings of site i's checked products (block j0.. of
- * the round in accs[chk0 + j0 ..]): reads at rows 0..checks-1, masks
- * t/2 - R_e (R_e after the site's rank masks). */
+/* A checked plan's sealing of a site's checked product (acc): reads at
+ * rows 0..checks-1, masks t/2 - R_e (R_e after the site's rank masks). */
 static tsafe_status seal_checks(tsafe_sealed_server *s, const tsafe_sealed_site *site,
-                                const uint64_t *R, size_t chk0, size_t j0, tsafe_wbuf *w)
+                                const uint64_t *R, tsafe_buffer *acc, tsafe_wbuf *w)
 {
     const tsafe_sealed_plan *p = &s->plan;
     uint64_t t = 1ull << p->r1.t_bits, half = t >> 1;
     tsafe_sealed_layout lc;
     tsafe_sealed_layout_make(1u << p->r1.log_n, p->d_in, p->chunk1, p->checks, &lc);
     const uint64_t *Re = R + site->rank;
-    tsafe_status st = TSAFE_OK;
-    for (uint32_t b = 0; b < site->l1.n_blocks && st == TSAFE_OK; b++) {
-        for (uint32_t k = 0; k < p->checks; k++)
-            s->mask[k] = (half - Re[(size_t)b * p->checks + k]) & (t - 1);
-        st = tsafe_sealed_server_seal(s, s->c1, s->sealer1, s->accs[chk0 + j0 + b], s->pkb1,
-                                      s->res, &lc, 0, TSAFE_BFV_FLOOD_STEP, w);
-    }
-    return st;
+    for (uint32_t k = 0; k < p->checks; k++)
+        s->mask[k] = (half - Re[k]) & (t - 1);
+    return tsafe_sealed_server_seal(s, s->c1, s->sealer1, acc, s->pkb1, s->res, &lc, 0,
+                                    TSAFE_BFV_FLOOD_STEP, w);
 }
 
 /* Response 1 from the products in s->accs: per block the masks, then the
@@ -228,7 +228,6 @@ static tsafe_status write_response1(tsafe_sealed_server *s,
         chk0 += sites[i]->l1.n_blocks;
     for (size_t i = 0; i < n_sites && st == TSAFE_OK; i++) {
         const tsafe_sealed_layout *l = &sites[i]->l1;
-        size_t j0 = j;
         tsafe_sealed_put_site1(w, &s->plan, sites[i]);
         for (uint32_t b = 0; b < l->n_blocks && st == TSAFE_OK; b++, j++) {
             tsafe_sealed_round1_masks(&s->plan, l, b, R, s->mask);
@@ -236,10 +235,10 @@ static tsafe_status write_response1(tsafe_sealed_server *s,
                                           l, b, round1_flood(&s->plan), w);
         }
         if (st == TSAFE_OK && s->plan.checks)
-            st = seal_checks(s, sites[i], R, chk0, j0, w);
+            st = seal_checks(s, sites[i], R, s->accs[chk0 + i], w);
         R += tsafe_sealed_site_reads1(&s->plan, sites[i]);
     }
-    *seals = s->plan.checks ? 2 * j : j;
+    *seals = s->plan.checks ? j + n_sites : j;
     if (st != TSAFE_OK) { /* nothing of it is sent */
         tsafe_sealed_sealq_discard(&s->sealq);
         return st;
