@@ -831,6 +831,29 @@ static void same_bytes(uint8_t *a, size_t al, uint8_t *b, size_t bl)
     tsafe_lora_bytes_free(b);
 }
 
+/* The reference response of round 1 or 2 for two sites: the host
+ * reference's, which the CPU server must match byte for byte, or for a
+ * checked plan (the reference has no fold) the CPU server's own. */
+static void reference_response(int round, int checked, tsafe_ref_sealed *ref,
+                               tsafe_sealed_server *cpu, const tsafe_sealed_site *const *sites,
+                               const uint8_t *m, size_t ml, uint8_t **r, size_t *rl)
+{
+    tsafe_status (*server)(tsafe_sealed_server *, const tsafe_sealed_site *const *, size_t,
+                           const uint8_t *, size_t, uint8_t **, size_t *, tsafe_lora_stats *) =
+        round == 1 ? tsafe_sealed_server_round1 : tsafe_sealed_server_round2;
+    if (checked) {
+        assert_int_equal(server(cpu, sites, 2, m, ml, r, rl, NULL), TSAFE_OK);
+        return;
+    }
+    uint8_t *o;
+    size_t ol;
+    assert_int_equal(round == 1 ? tsafe_ref_sealed_round1(ref, sites, 2, m, ml, r, rl)
+                                : tsafe_ref_sealed_round2(ref, sites, 2, m, ml, r, rl),
+                     TSAFE_OK);
+    assert_int_equal(server(cpu, sites, 2, m, ml, &o, &ol, NULL), TSAFE_OK);
+    same_bytes(*r, *rl, o, ol);
+}
+
 /* Issue 13 / 20: the server's responses through the backend vtable (the
  * default CPU backend and a counting one) are byte-identical to the host
  * reference's direct calls (tests/reference, same messages, same test
@@ -891,15 +914,7 @@ static void backend_path_byte_identical(tsafe_sealed_mode mode, int checked)
         uint8_t *q, *r1, *o, *sh, *r2;
         size_t ql, r1l, ol, shl, r2l;
         assert_int_equal(tsafe_sealed_client_query(c, a[0].x, &q, &ql, NULL), TSAFE_OK);
-        if (checked) {
-            assert_int_equal(tsafe_sealed_server_round1(cpu, sites, 2, q, ql, &r1, &r1l, NULL),
-                             TSAFE_OK);
-        } else {
-            assert_int_equal(tsafe_ref_sealed_round1(ref, sites, 2, q, ql, &r1, &r1l), TSAFE_OK);
-            assert_int_equal(tsafe_sealed_server_round1(cpu, sites, 2, q, ql, &o, &ol, NULL),
-                             TSAFE_OK);
-            same_bytes(r1, r1l, o, ol);
-        }
+        reference_response(1, checked, ref, cpu, sites, q, ql, &r1, &r1l);
         assert_int_equal(tsafe_sealed_server_round1(viavt, sites, 2, q, ql, &o, &ol, NULL),
                          TSAFE_OK);
         same_bytes(r1, r1l, o, ol);
@@ -914,15 +929,7 @@ static void backend_path_byte_identical(tsafe_sealed_mode mode, int checked)
         assert_int_equal(tsafe_sealed_client_respond(c, r1, r1l, 2, ranks, d_outs, NULL, 1,
                                                      &sh, &shl, NULL),
                          TSAFE_OK);
-        if (checked) {
-            assert_int_equal(tsafe_sealed_server_round2(cpu, sites, 2, sh, shl, &r2, &r2l, NULL),
-                             TSAFE_OK);
-        } else {
-            assert_int_equal(tsafe_ref_sealed_round2(ref, sites, 2, sh, shl, &r2, &r2l), TSAFE_OK);
-            assert_int_equal(tsafe_sealed_server_round2(cpu, sites, 2, sh, shl, &o, &ol, NULL),
-                             TSAFE_OK);
-            same_bytes(r2, r2l, o, ol);
-        }
+        reference_response(2, checked, ref, cpu, sites, sh, shl, &r2, &r2l);
         assert_int_equal(tsafe_sealed_server_round2(viavt, sites, 2, sh, shl, &o, &ol, NULL),
                          TSAFE_OK);
         same_bytes(r2, r2l, o, ol);
