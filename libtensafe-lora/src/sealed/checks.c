@@ -24,19 +24,13 @@ static void draw_w(tsafe_sealed_draws *d, int8_t *w, size_t n)
     sodium_memzero(u, sizeof u);
 }
 
-static double w_mean_square(void)
-{
-    double g = TSAFE_SEALED_CHECK_G;
-    return ((g - 1) * g * (2 * g - 1) / 3 + g * g) / (2 * g);
-}
-
 /* sum of K's squares over block b's checks and rows (rb of them) */
 static double k_norm2(const tsafe_sealed_plan *p, const int8_t *wb, uint32_t rb)
 {
     double s = 0;
     for (uint32_t c = 0; c < p->checks; c++)
         for (uint32_t o = 0; o < rb; o++) {
-            int v = o <= c ? wb[c - o] : wb[c + p->rows1 - o];
+            int v = tsafe_sealed_check_entry(wb, p->rows1, c, o);
             s += (double)v * v;
         }
     return s;
@@ -56,7 +50,7 @@ void tsafe_sealed_draw_checks_w(tsafe_sealed_draws *d, const tsafe_sealed_plan *
         do
             draw_w(d, wb, p->rows1);
         while (k_norm2(p, wb, rb) >
-               TSAFE_SEALED_CHECK_KAPPA * p->checks * rb * w_mean_square());
+               TSAFE_SEALED_CHECK_KAPPA * p->checks * rb * tsafe_sealed_check_w_mean_square());
     }
 }
 
@@ -118,7 +112,7 @@ tsafe_status tsafe_sealed_fold_matrix(const tsafe_sealed_plan *p, const tsafe_se
                                       int64_t *M)
 {
     const tsafe_sealed_layout *l = &site->l2;
-    uint32_t rank = site->rank, m = tsafe_sealed_site_checks(p, rank), width = rank + m;
+    uint32_t rank = site->rank, m = p->checks, width = rank + m;
     uint32_t hb = tsafe_sealed_check_h_bits(p);
     double rms = tsafe_sealed_check_hk_rms(p);
     for (uint32_t b = 0; b < l->n_blocks; b++) {
@@ -147,8 +141,7 @@ void tsafe_sealed_fold_constants(const tsafe_sealed_plan *p, uint32_t rank, cons
                                  const int64_t *C, uint64_t *v)
 {
     uint64_t t2 = 1ull << p->r2.t_bits;
-    uint32_t m = tsafe_sealed_site_checks(p, rank);
-    for (uint32_t e = 0; e < m; e++) {
+    for (uint32_t e = 0; e < p->checks; e++) {
         uint64_t acc = (uint64_t)C[rank + e];
         for (uint32_t j = 0; j < rank; j++)
             acc -= (uint64_t)(int64_t)K[(size_t)e * rank + j] * (uint64_t)C[j];
@@ -161,7 +154,7 @@ void tsafe_sealed_fold_masks(const tsafe_sealed_plan *p, const tsafe_sealed_site
 {
     const tsafe_sealed_layout *l = &site->l2;
     uint64_t t2 = 1ull << p->r2.t_bits;
-    uint32_t m = tsafe_sealed_site_checks(p, site->rank);
+    uint32_t m = p->checks;
     uint32_t reads = tsafe_sealed_block_reads(l, b, NULL);
     for (uint32_t k = 0; k < reads; k++) {
         const int16_t *ho = H + (size_t)(b * l->rows + k) * m;

@@ -238,7 +238,6 @@ static tsafe_status decrypt_site(tsafe_sealed_client *c, tsafe_rbuf *r, uint32_t
     const tsafe_sealed_plan *p = &c->plan;
     tsafe_sealed_layout l, lc;
     tsafe_sealed_layout1(p, rank, &l);
-    tsafe_sealed_layout_make(1u << p->r1.log_n, p->d_in, p->chunk1, p->checks, &lc);
     for (uint32_t b = 0; b < l.n_blocks; b++) {
         uint32_t reads = tsafe_sealed_block_reads(&l, b, c->pos);
         tsafe_status st = read_block(c->c1, c->sk1, c->res1, r, c->pos, reads,
@@ -248,6 +247,7 @@ static tsafe_status decrypt_site(tsafe_sealed_client *c, tsafe_rbuf *r, uint32_t
     }
     if (!p->checks)
         return TSAFE_OK;
+    tsafe_sealed_layout_checks(p, &lc);
     uint32_t reads = tsafe_sealed_block_reads(&lc, 0, c->pos);
     return read_block(c->c1, c->sk1, c->res1, r, c->pos, reads, c->m + rank);
 }
@@ -271,7 +271,7 @@ static tsafe_status share_ct(tsafe_sealed_client *c, uint32_t rank, uint32_t d_o
     tsafe_wbuf_u32(w, rank);
     tsafe_wbuf_u32(w, l.n_chunks);
     tsafe_status st = TSAFE_OK;
-    uint32_t len = rank + tsafe_sealed_site_checks(p, rank); /* f, then f_e */
+    uint32_t len = rank + p->checks; /* f, then f_e */
     for (uint32_t ch = 0; ch < l.n_chunks && st == TSAFE_OK; ch++) {
         uint32_t from = ch * l.chunk;
         uint32_t cnt = from + l.chunk <= len ? l.chunk : len - from;

@@ -134,26 +134,24 @@ void tsafe_sealed_layout1(const tsafe_sealed_plan *p, uint32_t rank,
  * shapes; round2_noise bounds every chunk it can return. */
 static uint32_t site_chunk2(const tsafe_sealed_plan *p, uint32_t d_out)
 {
-    uint32_t len = p->rank + tsafe_sealed_site_checks(p, p->rank);
-    uint32_t c = best_chunk(p->r2.log_n, len, d_out, 1, 0);
+    uint32_t c = best_chunk(p->r2.log_n, p->rank + p->checks, d_out, 1, 0);
     return c > p->chunk2 ? c : p->chunk2;
 }
 
-uint32_t tsafe_sealed_site_checks(const tsafe_sealed_plan *p, uint32_t rank)
+void tsafe_sealed_layout_checks(const tsafe_sealed_plan *p, tsafe_sealed_layout *l)
 {
-    (void)rank; /* one checked result per site, whatever its blocks */
-    return p->checks;
+    tsafe_sealed_layout_make(1u << p->r1.log_n, p->d_in, p->chunk1, p->checks, l);
 }
 
 /* Round 2's inputs: f, then (checked plans) the checked reads. */
 void tsafe_sealed_layout2(const tsafe_sealed_plan *p, uint32_t rank,
                           uint32_t d_out, tsafe_sealed_layout *l)
 {
-    tsafe_sealed_layout_make(1u << p->r2.log_n, rank + tsafe_sealed_site_checks(p, rank),
-                             site_chunk2(p, d_out), d_out, l);
+    tsafe_sealed_layout_make(1u << p->r2.log_n, rank + p->checks, site_chunk2(p, d_out), d_out,
+                             l);
 }
 
-static double w_var(void)
+double tsafe_sealed_check_w_mean_square(void)
 {
     /* E[w^2] for w uniform in [-G, G): (2 sum_1^(G-1) i^2 + G^2) / 2G */
     double g = TSAFE_SEALED_CHECK_G;
@@ -164,7 +162,7 @@ uint32_t tsafe_sealed_check_h_bits(const tsafe_sealed_plan *p)
 {
     /* checks E[H^2] E[w^2] = rho^2 (b_max / RMS_RATIO)^2, E[H^2] ~ 4^h / 3 */
     double b_rms = (double)tsafe_sealed_qmax(p->b_bits) / TSAFE_SEALED_RMS_RATIO;
-    double h = sqrt(3.0 / (p->checks ? p->checks : 1) / w_var()) *
+    double h = sqrt(3.0 / (p->checks ? p->checks : 1) / tsafe_sealed_check_w_mean_square()) *
                TSAFE_SEALED_CHECK_RHO * b_rms;
     long e = lround(log2(h));
     return e < 1 ? 1 : (uint32_t)e;
@@ -173,19 +171,17 @@ uint32_t tsafe_sealed_check_h_bits(const tsafe_sealed_plan *p)
 void tsafe_sealed_check_matrix(const tsafe_sealed_plan *p, uint32_t rank, const int8_t *w,
                                int32_t *K)
 {
-    uint32_t m = tsafe_sealed_site_checks(p, rank), rows = p->rows1;
-    for (uint32_t c = 0; c < m; c++) /* block b's rows from its own w */
-        for (uint32_t j = 0; j < rank; j++) {
-            const int8_t *wb = w + (size_t)(j / rows) * rows;
-            uint32_t o = j % rows;
-            K[(size_t)c * rank + j] = o <= c ? wb[c - o] : -wb[c + rows - o];
-        }
+    uint32_t rows = p->rows1;
+    for (uint32_t c = 0; c < p->checks; c++) /* block b's rows from its own w */
+        for (uint32_t j = 0; j < rank; j++)
+            K[(size_t)c * rank + j] =
+                tsafe_sealed_check_entry(w + (size_t)(j / rows) * rows, rows, c, j % rows);
 }
 
 double tsafe_sealed_check_hk_rms(const tsafe_sealed_plan *p)
 {
     double h = ldexp(1.0, (int)tsafe_sealed_check_h_bits(p));
-    return sqrt(p->checks * (h * h / 3) * w_var());
+    return sqrt(p->checks * (h * h / 3) * tsafe_sealed_check_w_mean_square());
 }
 
 /* The fold's noise on an output of round 2, H (u~_e - K u~) for an honest
@@ -194,9 +190,8 @@ static double fold_var(const tsafe_sealed_plan *p, double e2)
 {
     if (!p->checks)
         return 0;
-    double m = tsafe_sealed_site_checks(p, p->rank);
     double h = ldexp(1.0, (int)tsafe_sealed_check_h_bits(p));
-    return m * (h * h / 3) * e2 * (1 + p->rank * w_var());
+    return p->checks * (h * h / 3) * e2 * (1 + p->rank * tsafe_sealed_check_w_mean_square());
 }
 
 static double b_max(const tsafe_sealed_plan *p)
@@ -210,7 +205,7 @@ static double b_max(const tsafe_sealed_plan *p)
 static double round2_noise(const tsafe_sealed_plan *p)
 {
     double worst = 0, pmax = b_max(p), prms = b_max(p) / TSAFE_SEALED_RMS_RATIO;
-    uint32_t len = p->rank + tsafe_sealed_site_checks(p, p->rank);
+    uint32_t len = p->rank + p->checks;
     if (p->checks) {
         /* [B_q - H K | H]: the largest entry grows by checks h G at most;
          * the rms that the error term takes by the server's bound on H K
@@ -380,8 +375,7 @@ static tsafe_status derive_round2(tsafe_sealed_plan *p, uint32_t log_n, uint32_t
                                   double q0, double q1)
 {
     p->r2 = (tsafe_bfv_params){log_n, RESP_BITS, gap, 8, 0};
-    p->chunk2 = best_chunk(log_n, p->rank + tsafe_sealed_site_checks(p, p->rank),
-                           p->d_out_max, 1, 0);
+    p->chunk2 = best_chunk(log_n, p->rank + p->checks, p->d_out_max, 1, 0);
     if (!p->chunk2)
         return TSAFE_E_VALUE_RANGE;
     double noise2 = round2_noise(p);

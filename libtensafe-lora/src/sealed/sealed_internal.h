@@ -118,8 +118,18 @@ static inline uint32_t tsafe_sealed_k_min(const tsafe_sealed_plan *p)
  * bound takes that, not the worst case (about 12 times larger). */
 #define TSAFE_SEALED_CHECK_FRO 1.5
 double tsafe_sealed_check_hk_rms(const tsafe_sealed_plan *p);
-/* Checked reads of a site (plan.checks: one checked result a site). */
-uint32_t tsafe_sealed_site_checks(const tsafe_sealed_plan *p, uint32_t rank);
+/* E[w^2] of w uniform in [-CHECK_G, CHECK_G). */
+double tsafe_sealed_check_w_mean_square(void);
+/* K[c][o] of one block (its rows1 entries wb; the sign of the negacyclic
+ * wrap past its rows): w_(c-o), or -w_(c-o+rows1) when o > c. */
+static inline int32_t tsafe_sealed_check_entry(const int8_t *wb, uint32_t rows1, uint32_t c,
+                                               uint32_t o)
+{
+    return o <= c ? wb[c - o] : -wb[c + rows1 - o];
+}
+/* Layout of a site's checked result: the round-1 chunk, reads at rows
+ * 0..checks-1 (one result a site). */
+void tsafe_sealed_layout_checks(const tsafe_sealed_plan *p, tsafe_sealed_layout *l);
 /* H's entries lie in [-2^h, 2^h): h for the plan's b_bits. */
 uint32_t tsafe_sealed_check_h_bits(const tsafe_sealed_plan *p);
 /* K (checks x rank, row-major) of a site from its blocks' w (rows1 each). */

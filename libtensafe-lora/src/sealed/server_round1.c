@@ -202,7 +202,7 @@ static tsafe_status seal_checks(tsafe_sealed_server *s, const tsafe_sealed_site 
     const tsafe_sealed_plan *p = &s->plan;
     uint64_t t = 1ull << p->r1.t_bits, half = t >> 1;
     tsafe_sealed_layout lc;
-    tsafe_sealed_layout_make(1u << p->r1.log_n, p->d_in, p->chunk1, p->checks, &lc);
+    tsafe_sealed_layout_checks(p, &lc);
     const uint64_t *Re = R + site->rank;
     for (uint32_t k = 0; k < p->checks; k++)
         s->mask[k] = (half - Re[k]) & (t - 1);

@@ -214,7 +214,7 @@ static tsafe_status take_shares(tsafe_sealed_server *s, const tsafe_sealed_site 
 static void part_masks(tsafe_sealed_server *s, const round2_part *q, const int32_t *K,
                        const int16_t *H)
 {
-    uint64_t v[TSAFE_SEALED_CHECKS * 64 + 1];
+    uint64_t v[TSAFE_SEALED_CHECKS];
     if (s->plan.checks)
         tsafe_sealed_fold_constants(&s->plan, q->site->rank, K, q->C, v);
     for (uint32_t b = 0; b < q->site->l2.n_blocks; b++) {
@@ -232,7 +232,7 @@ static tsafe_status part_fold(tsafe_sealed_server *s, const round2_part *q)
 {
     const tsafe_sealed_site *site = q->site;
     const tsafe_sealed_layout *l = &site->l2;
-    uint32_t rank = site->rank, m = tsafe_sealed_site_checks(&s->plan, rank);
+    uint32_t rank = site->rank, m = s->plan.checks;
     size_t width = (size_t)rank + m, n = tsafe_bfv_context_n(s->c2);
     size_t kb = (size_t)m * rank * sizeof(int32_t), hb = (size_t)site->d_out * m * sizeof(int16_t);
     size_t mb = (size_t)site->d_out * width * sizeof(int64_t);
