@@ -184,8 +184,8 @@ static int client_check(client_opts *o)
         return rc;
     if (o->mode == IO_MODE_PLAIN_ZERO_MOAI && o->bits_seen)
         return tool_usage("client: --x-bits, --a-bits and --b-bits are for the sealed modes");
-    if (o->checked && o->mode != IO_MODE_SEALED_PRIVATE)
-        return tool_usage("client: --checked-shares is for --mode sealed-private");
+    if ((rc = io_checked_shares("client", o->mode, o->checked)) != 0)
+        return rc;
     if (!(o->timeout > 0))
         return tool_usage("client: --timeout must be positive");
     return 0;

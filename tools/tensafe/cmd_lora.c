@@ -493,8 +493,8 @@ static int check_apply_opts(apply_opts *a, const tool_opt *o)
     int rc = io_mode_consent("lora apply", a->mode, a->semi_honest);
     if (rc != 0)
         return rc;
-    if (a->checked && a->mode != IO_MODE_SEALED_PRIVATE)
-        return tool_usage("lora apply: --checked-shares is for --mode sealed-private");
+    if ((rc = io_checked_shares("lora apply", a->mode, a->checked)) != 0)
+        return rc;
     /* the three width options, consecutive in the table */
     if ((rc = io_sealed_widths("lora apply", a->mode, &o[A_X_BITS], &a->sealed_opts)) != 0)
         return rc;

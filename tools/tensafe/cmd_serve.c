@@ -237,9 +237,7 @@ static int serve_check(serve_opts *o)
     if (o->mode == IO_MODE_PLAIN_ZERO_MOAI && o->bits_seen)
         return tool_usage("serve: --x-bits, --a-bits and --b-bits set the sealed plan; "
                           "--mode plain-zero-moai plans with --precision");
-    if (o->checked && o->mode != IO_MODE_SEALED_PRIVATE)
-        return tool_usage("serve: --checked-shares is for --mode sealed-private");
-    return 0;
+    return io_checked_shares("serve", o->mode, o->checked);
 }
 
 static int serve_parse(int argc, char **argv, serve_opts *o)

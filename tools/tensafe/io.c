@@ -718,6 +718,13 @@ int io_mode_consent(const char *cmd, io_mode mode, int semi_honest)
     return 0;
 }
 
+int io_checked_shares(const char *cmd, io_mode mode, int checked)
+{
+    if (checked && mode != IO_MODE_SEALED_PRIVATE)
+        return tool_usage("%s: --checked-shares is for --mode sealed-private", cmd);
+    return 0;
+}
+
 int io_sealed_widths(const char *cmd, io_mode mode, const tool_opt w[3],
                      tsafe_sealed_opts *so)
 {

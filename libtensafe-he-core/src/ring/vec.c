@@ -38,9 +38,9 @@ void tsafe_vec_mul_shoup(uint64_t *out, const uint64_t *a, const uint64_t *w,
         out[k] = tsafe_mul_shoup(a[k], w[k], wp[k], q);
 }
 
-/* Small signed noise into residues where IFMA is not taken (any prime of
- * the library: q < 2^62, so x + e stays below 2^63). */
-static inline int i8_avx2_ok(uint64_t q, size_t n)
+/* Small signed values into residues where IFMA is not taken (any prime
+ * of the library: q < 2^62, so x + e stays below 2^63). */
+static inline int small_avx2_ok(uint64_t q, size_t n)
 {
     return n >= 4 && q < ((uint64_t)1 << 62) && tsafe_cpu_has_avx2();
 }
@@ -199,7 +199,7 @@ void tsafe_vec_add_i8(uint64_t *x, const int8_t *e, size_t n, uint64_t q)
         tsafe_ifma_vec_add_i8(x, e, n, q);
         return;
     }
-    size_t k = i8_avx2_ok(q, n) ? tsafe_avx2_vec_add_i8(x, e, n, q) : 0;
+    size_t k = small_avx2_ok(q, n) ? tsafe_avx2_vec_add_i8(x, e, n, q) : 0;
     for (; k < n; k++)
         x[k] = tsafe_add_mod(x[k], e[k] >= 0 ? (uint64_t)e[k] : q - (uint64_t)(-e[k]), q);
 }
@@ -220,7 +220,7 @@ void tsafe_vec_from_i8(uint64_t *out, const int8_t *e, size_t n, uint64_t q)
         tsafe_ifma_vec_from_i8(out, e, n, q);
         return;
     }
-    size_t k = i8_avx2_ok(q, n) ? tsafe_avx2_vec_from_i8(out, e, n, q) : 0;
+    size_t k = small_avx2_ok(q, n) ? tsafe_avx2_vec_from_i8(out, e, n, q) : 0;
     for (; k < n; k++)
         out[k] = e[k] < 0 ? q - (uint64_t)(-e[k]) : (uint64_t)e[k];
 }
@@ -230,7 +230,7 @@ int tsafe_vec_from_i64_small(uint64_t *out, const int64_t *v, size_t n, uint64_t
     if (ifma_ok(q, n))
         return tsafe_ifma_vec_from_i64_small(out, v, n, q);
     size_t k = 0;
-    if (n >= 4 && q < ((uint64_t)1 << 63) && tsafe_cpu_has_avx2()) {
+    if (small_avx2_ok(q, n)) {
         int bad;
         k = tsafe_avx2_vec_from_i64_small(out, v, n, q, &bad);
         if (bad)
