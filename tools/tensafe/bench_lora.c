@@ -161,9 +161,7 @@ static tsafe_status sealed_setup(sealed_case *c, tsafe_sealed_mode mode, int che
     return st;
 }
 
-/* The rows of one sealed mode's times: the token (with its ratios), each
- * party's share, and (mz: the server refilled between tokens) the
- * server's online time and the time moved out of it. */
+/* The rows' name of a sealed mode (checked: opts.checked_shares). */
 static const char *sealed_name(tsafe_sealed_mode mode, int checked)
 {
     return mode == TSAFE_SEALED ? "sealed"
@@ -171,6 +169,9 @@ static const char *sealed_name(tsafe_sealed_mode mode, int checked)
                                 : "sealed-private";
 }
 
+/* The rows of one sealed mode's times: the token (with its ratios), each
+ * party's share, and (mz: the server refilled between tokens) the
+ * server's online time and the time moved out of it. */
 static void sealed_report_times(bench_report *r, const char *group, const char *params,
                                 tsafe_sealed_mode mode, int checked, const sealed_medians *m,
                                 const sealed_medians *mz, double plain, double local,
