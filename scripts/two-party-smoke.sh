@@ -106,6 +106,8 @@ run_mode() {
 run_mode sealed-private uniform "" ""
 run_mode sealed-private gaussian "" ""
 run_mode sealed-private heavy "" ""
+# the opt-out of checked shares (docs/MALICIOUS_CLIENT.md): both sides
+run_mode sealed-private gaussian "--unchecked-shares" "--unchecked-shares"
 # sealed protects only against peers that follow the protocol: both sides
 # opt in (docs/THREAT_MODEL.md)
 run_mode sealed uniform "--mode sealed --semi-honest" "--mode sealed --semi-honest --no-dp"

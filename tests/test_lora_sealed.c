@@ -863,9 +863,10 @@ static void backend_path_byte_identical(tsafe_sealed_mode mode, int checked)
 {
     const uint32_t d_in = 1536, ranks[2] = {16, 8}, d_outs[2] = {1024, 256};
     tsafe_sealed_plan p;
-    /* checked shares (sealed-private's opt-in): the host reference has no
+    /* checked shares (sealed-private's default; checked = 0 runs the plan
+     * with opts.unchecked_shares): the host reference has no
      * fold, so the backends are compared with the CPU server instead */
-    tsafe_sealed_opts so = {.semi_honest = 1, .checked_shares = (uint32_t)checked};
+    tsafe_sealed_opts so = {.semi_honest = 1, .unchecked_shares = (uint32_t)!checked};
     assert_int_equal(tsafe_sealed_plan_derive(mode, d_in, 16, 1024, &so, &p), TSAFE_OK);
     adapter a[2];
     tsafe_sealed_site *site[2];
@@ -1007,6 +1008,8 @@ static void round2_work_independent_of_masks(void **state)
      * chunks; one term per sealing in both */
     unsigned long want = (unsigned long)l1.n_blocks * (l1.n_chunks + 1) +
                          (unsigned long)l2.n_blocks * (l2.n_chunks + 1);
+    if (p.checks) /* checked shares: each block's product times its W, the checked sealing */
+        want += l1.n_blocks + 1;
     float *delta = malloc(d_out * sizeof *delta);
     for (int tok = 0; tok < 24; tok++) {
         g_terms = 0;

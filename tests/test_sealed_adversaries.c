@@ -59,6 +59,7 @@
 
 #include "tensafe/lora_dp.h"
 #include "tensafe/lora_sealed.h"
+#include "support/tsafe_test_lora.h"
 #include "support/tsafe_test_rng.h"
 #include "adversaries/lll_fplll.h"
 #include "clock.h"
@@ -202,9 +203,9 @@ static int parse_msg(const ctx_pair *cx, const uint8_t *m, size_t len, const fie
         tsafe_sealed_layout l;
         size_t n_obj = 0, each = 0;
         switch (kind) {
-        case OBJ_SEALED1:
+        case OBJ_SEALED1: /* the blocks, then a checked plan's checked result */
             tsafe_sealed_layout1(cx->plan, ranks[i], &l);
-            n_obj = l.n_blocks;
+            n_obj = l.n_blocks + (cx->plan->checks != 0);
             break;
         case OBJ_SEALED2:
             tsafe_sealed_layout2(cx->plan, cx->plan->rank, d_outs[i], &l);
@@ -232,7 +233,8 @@ static int parse_msg(const ctx_pair *cx, const uint8_t *m, size_t len, const fie
         for (size_t b = 0; b < n_obj; b++) {
             size_t need = each;
             if (kind == OBJ_SEALED1 || kind == OBJ_SEALED2) {
-                sv->obj_reads[b] = tsafe_sealed_block_reads(&l, (uint32_t)b, NULL);
+                sv->obj_reads[b] = b < l.n_blocks ? tsafe_sealed_block_reads(&l, (uint32_t)b, NULL)
+                                                  : cx->plan->checks;
                 need = tsafe_bfv_sealed_bytes(kind == OBJ_SEALED1 ? cx->c1 : cx->c2,
                                               sv->obj_reads[b]);
             }
@@ -515,7 +517,9 @@ static int decrypt_site(const world *w, int round, const uint8_t *m, const site_
     tsafe_bfv_sealed *res;
     assert_int_equal(tsafe_bfv_sealed_create(ctx, n, &res), TSAFE_OK);
     int rc = 0;
-    for (size_t b = 0; b < sv->n_obj && !rc; b++) {
+    /* the blocks' reads only (a checked plan's checked result follows
+     * them in response 1) */
+    for (size_t b = 0; b < sv->n_obj && b < l.n_blocks && !rc; b++) {
         uint32_t reads = tsafe_sealed_block_reads(&l, (uint32_t)b, pos);
         rc = tsafe_bfv_sealed_read(ctx, m + sv->obj_off[b], sv->obj_len[b], reads, res) ||
              tsafe_bfv_decrypt_reads(ctx, sk, res, pos, reads, out + b * l.rows);
@@ -1029,48 +1033,51 @@ static size_t attack_share_offsets(int *applicable, double *rel)
     return found;
 }
 
-/* Not closed (issue 19 stays open on it): round 2 cannot check that the
- * client's encrypted share is the one it decrypted, so the attack still
- * reads every column of B_q. What it reads is now the quantized canonical
- * factor of the product s B A (site.c), the same for every factorization
- * (test_sealed_precision.c, canonical_sites_depend_on_product_only): a
- * function of the product the client learns from delta anyway, at b_bits
- * instead of delta's precision. The test pins that measured rate. */
-static void f2_share_offsets_reveal_only_the_product(void **state)
+/* F2 on the default plan, whose shares are checked: the offset meets the
+ * fold's fresh mask H K_k, so the read is the column plus a mask about
+ * rho times its size -- nothing exact, no column to 2^-10. (Its residual,
+ * B_q modulo small numbers at 2^16 tokens a column for the parities, is
+ * test_sealed_fold_model's.) On fc15160 (no fold) the same attack read
+ * 8/8 columns exactly. */
+static void f2_share_offsets_read_no_column(void **state)
 {
     (void)state;
     double t0 = tsafe_now_s();
     int app;
     double rel;
     size_t found = attack_share_offsets(&app, &rel);
-    printf("# F2 share offsets (known residual leak): columns of the canonical B_q read "
-           "exactly %zu/8 in 9 tokens%s (median relative error %.2g), %.1f s\n", found,
-           app ? "" : " (share layout not parsed: update SHARE_CT_FIELDS)", rel, tsafe_now_s() - t0);
+    printf("# F2 on the default (checked) plan: columns of B_q read exactly %zu/8, median "
+           "relative error of a read %.2f, %.1f s\n", found, rel, tsafe_now_s() - t0);
     assert_true(app);
-    assert_true(found <= 8);
+    assert_int_equal(found, 0);
+    assert_true(rel > 0.25);
 }
 
-/* The same attack on a checked-shares plan (opts.checked_shares): the
- * offset meets the fold's fresh mask H K_k, so the read is the column
- * plus a mask about rho times its size -- nothing exact, no column to
- * 2^-10. (Its residual, B_q modulo small numbers at 2^16 tokens a column
- * for the parities, is test_sealed_fold_model's.) */
-static void f2_checked_shares_read_no_column(void **state)
+/* The leak opts.unchecked_shares accepts: round 2 cannot check that the
+ * client's encrypted share is the one it decrypted, so the attack reads
+ * every column of B_q. What it reads is the quantized canonical factor of
+ * the product s B A (site.c), the same for every factorization
+ * (test_sealed_precision.c, canonical_sites_depend_on_product_only): a
+ * function of the product the client learns from delta anyway, at b_bits
+ * instead of delta's precision. The test pins that measured rate (all
+ * 8 columns), so that the option's documentation stays true. */
+static void f2_unchecked_shares_reveal_the_columns(void **state)
 {
     (void)state;
     double t0 = tsafe_now_s();
     tsafe_sealed_opts o = {0};
-    o.checked_shares = 1;
+    o.unchecked_shares = 1;
     g_opts = &o;
     int app;
     double rel;
     size_t found = attack_share_offsets(&app, &rel);
     g_opts = NULL;
-    printf("# F2 on checked shares: columns of B_q read exactly %zu/8, median relative "
-           "error of a read %.2f, %.1f s\n", found, rel, tsafe_now_s() - t0);
+    printf("# F2 with opts.unchecked_shares (the documented leak): columns of the canonical "
+           "B_q read exactly %zu/8 in 9 tokens%s (median relative error %.2g), %.1f s\n",
+           found, app ? "" : " (share layout not parsed: update SHARE_CT_FIELDS)", rel,
+           tsafe_now_s() - t0);
     assert_true(app);
-    assert_int_equal(found, 0);
-    assert_true(rel > 0.25);
+    assert_int_equal(found, 8);
 }
 
 /* ===================================================================== F3 */
@@ -1649,8 +1656,11 @@ static void f8_huge_scale_is_not_success(void **state)
 
 /* One token with adapter (A, B) at d_in; returns the status and the
  * relative L2 error against plain double loops (or, for a zero reference,
- * the largest |delta|). */
-static tsafe_status sparse_case(world *w, const float *A, const float *B, double *err, int *zero_ref)
+ * the largest |delta|); *tol: the error this x allows (1e-3 where x
+ * reaches the adapter typically, more where it reaches little of it:
+ * tsafe_test_delta_tol, PROTOCOL.md "Precision"). */
+static tsafe_status sparse_case(world *w, const float *A, const float *B, double *err, int *zero_ref,
+                                double *tol)
 {
     tsafe_status st = world_set_site(w, 0, A, B);
     if (st != TSAFE_OK)
@@ -1676,6 +1686,7 @@ static tsafe_status sparse_case(world *w, const float *A, const float *B, double
         }
     *zero_ref = st == TSAFE_OK && den == 0;
     *err = den > 0 ? sqrt(num / den) : mx;
+    *tol = den > 0 ? tsafe_test_delta_tol(A, B, x, r, di, dout, 1.0, 1e-3) : 0;
     token_free(&t);
     if (st != TSAFE_OK) /* the client may be mid-token: start over */
         world_restart(w);
@@ -1706,16 +1717,18 @@ static void f11_zero_and_sparse_adapters(void **state)
             memset(A, 0, sizeof(float) * R * DI);
         if (c == 2)
             A[3 * DI + 517] = 0.7f;
-        double err = 0;
+        double err = 0, tol = 0;
         int zref = 0;
-        tsafe_status st = sparse_case(&w, A, B, &err, &zref);
-        printf("# F11 %s (d_in %u, rank %u, d_out %u): %s, %s %.3g\n", names[c], DI, R, DO,
-               tsafe_status_name(st), st != TSAFE_OK ? "" : zref ? "max |delta|" : "relative error",
-               st != TSAFE_OK ? NAN : err);
+        tsafe_status st = sparse_case(&w, A, B, &err, &zref, &tol);
+        printf("# F11 %s (d_in %u, rank %u, d_out %u): %s, %s %.3g (allowed %.3g)\n", names[c], DI,
+               R, DO, tsafe_status_name(st),
+               st != TSAFE_OK ? "" : zref ? "max |delta|" : "relative error",
+               st != TSAFE_OK ? NAN : err, tol);
         /* a one-entry A: delta hangs on one x entry, quantized on x's L2
-         * grid (test_sealed_precision: up to 1.1e-3 measured), so the
-         * bound for that case is the precision test's 5e-3 */
-        bad += st != TSAFE_OK || (zref ? err != 0 : err > (c == 2 ? 5e-3 : 1e-3));
+         * grid, so its bound is the precision test's: 1e-3 where that
+         * entry is typical of x, more where it is small (mean 3.1e-4 on
+         * the default plan over 40 tokens, 1.5e-4 unchecked) */
+        bad += st != TSAFE_OK || (zref ? err != 0 : err > tol);
     }
     printf("# F11: %.1f s\n", tsafe_now_s() - t0);
     free(A);
@@ -1766,7 +1779,14 @@ static double attack_crafted_noise(int round, int tokens, size_t *n_est)
 {
     enum { DI = 256, R = 8, DO = 64 };
     world w;
+    /* round 2 on a plan without checked shares: a checked plan's round 2
+     * applies [B_q - H K | H], fresh every token, so the terms to average
+     * would move under the attack (harder for it); its flood is the same
+     * code. Round 1 runs the default plan. */
+    const tsafe_sealed_opts unchecked = {.unchecked_shares = 1};
+    g_opts = round == 2 ? &unchecked : NULL;
     world_open(&w, TSAFE_SEALED_PRIVATE, DI, R, DO, 1, 1);
+    g_opts = NULL;
     const struct tsafe_sealed_client *cv = w.c;
     const tsafe_sealed_site *ss = w.site[0];
     const tsafe_bfv_context *c = round == 1 ? cv->c1 : cv->c2;
@@ -1917,8 +1937,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(f1_lattice_recovers_no_column),
         cmocka_unit_test(f1_same_product_indistinguishable),
-        cmocka_unit_test(f2_share_offsets_reveal_only_the_product),
-        cmocka_unit_test(f2_checked_shares_read_no_column),
+        cmocka_unit_test(f2_share_offsets_read_no_column),
+        cmocka_unit_test(f2_unchecked_shares_reveal_the_columns),
         cmocka_unit_test(f3_own_noise_reveals_nothing),
         cmocka_unit_test(f4_no_decryption_oracle),
         cmocka_unit_test(f5_server_scale_does_not_drive_noise),

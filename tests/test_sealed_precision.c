@@ -106,8 +106,9 @@ static void check_site_bounds(const tsafe_sealed_plan *p, const tsafe_sealed_sit
  * A: one entry of A and a small x_j, a rank-4 adapter and an unlucky x)
  * 1e-3 times half the typical ||P x|| over the token's: every grid of the
  * protocol is set by x's norm (PROTOCOL.md, "Precision"). */
-/* 1: the plans take opts.checked_shares (checked_shares below) */
-static int g_checked;
+/* 1: the plans take opts.unchecked_shares (unchecked_shares below; the
+ * default plans check their shares) */
+static int g_unchecked;
 
 static double run(uint32_t d_in, uint32_t rank, uint32_t d_out, weights wa, weights wb,
                   inputs xi, float scale, double *excess)
@@ -121,10 +122,10 @@ static double run(uint32_t d_in, uint32_t rank, uint32_t d_out, weights wa, weig
     fill(B, (size_t)d_out * rank, wb, 0.01);
     tsafe_sealed_plan p;
     tsafe_sealed_opts opts = {0};
-    opts.checked_shares = (uint32_t)g_checked;
+    opts.unchecked_shares = (uint32_t)g_unchecked;
     assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED_PRIVATE, d_in, rank, d_out, &opts, &p),
                      TSAFE_OK);
-    assert_int_equal(p.checks, g_checked ? TSAFE_SEALED_CHECKS : 0);
+    assert_int_equal(p.checks, g_unchecked ? 0 : TSAFE_SEALED_CHECKS);
     tsafe_sealed_site *site;
     assert_int_equal(tsafe_sealed_site_create(&p, A, B, rank, d_out, scale, &site), TSAFE_OK);
     check_site_bounds(&p, site);
@@ -274,14 +275,28 @@ static void planner_ring_choice(void **state)
     (void)state;
     const uint32_t di[] = {64, 1024, 2048, 8192, 16384}, rk[] = {4, 32, 64, 256},
                    dout[] = {256, 4096, 8192, 16384};
-    size_t n = 0, large = 0, under = 0;
+    size_t n = 0, large = 0, under = 0, none = 0;
     for (size_t a = 0; a < 5; a++)
         for (size_t b = 0; b < 4; b++)
             for (size_t c = 0; c < 4; c++) {
                 tsafe_sealed_plan p;
-                assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED_PRIVATE, di[a], rk[b],
-                                                          dout[c], NULL, &p),
-                                 TSAFE_OK);
+                tsafe_status st =
+                    tsafe_sealed_plan_derive(TSAFE_SEALED_PRIVATE, di[a], rk[b], dout[c], NULL, &p);
+                if (st == TSAFE_E_VALUE_RANGE) {
+                    /* no checked plan fits either ring: only where the
+                     * unchecked one misses the precision target already
+                     * (the fold costs round 2 about a bit of room) */
+                    tsafe_sealed_opts u = {.unchecked_shares = 1};
+                    assert_int_equal(tsafe_sealed_plan_derive(TSAFE_SEALED_PRIVATE, di[a], rk[b],
+                                                              dout[c], &u, &p),
+                                     TSAFE_OK);
+                    printf("# planner: %u x %u x %u has no checked plan (unchecked models %.2g)\n",
+                           di[a], rk[b], dout[c], p.expected_rel_error);
+                    assert_true(p.expected_rel_error > 2e-3);
+                    none++;
+                    continue;
+                }
+                assert_int_equal(st, TSAFE_OK);
                 assert_int_equal(tsafe_sealed_plan_check(&p), TSAFE_OK);
                 n++;
                 under += p.expected_rel_error <= 1e-3;
@@ -302,8 +317,10 @@ static void planner_ring_choice(void **state)
                     }
                 assert_true(p.expected_rel_error == best);
             }
-    printf("# planner: %zu shapes, %zu on N = 8192, %zu model <= 1e-3\n", n, large, under);
+    printf("# planner: %zu shapes, %zu on N = 8192, %zu model <= 1e-3, %zu without a checked "
+           "plan\n", n, large, under, none);
     assert_true(large > 0 && large < n);
+    assert_true(none <= 2);
 }
 
 static void count_off(const tsafe_sealed_site *a, const tsafe_sealed_site *b, size_t n,
@@ -387,19 +404,20 @@ static void canonical_sites_depend_on_product_only(void **state)
     tsafe_sealed_site_free(s4);
 }
 
-/* Checked shares (opts.checked_shares): the fold adds H (u~_e - K u~) to
- * every output; the same classes within 1e-3, zero B still exactly 0. */
-static void checked_shares(void **state)
+/* Unchecked shares (opts.unchecked_shares; the other tests run the
+ * default, checked plans, whose fold adds H (u~_e - K u~) to every
+ * output): the same classes within 1e-3, zero B still exactly 0. */
+static void unchecked_shares(void **state)
 {
     (void)state;
-    g_checked = 1;
+    g_unchecked = 1;
     const weights w[] = {UNIFORM, GAUSSIAN, HEAVY};
     for (int i = 0; i < 3; i++)
-        check(1024, 16, 1024, w[i], w[i], X_GAUSSIAN, 1.0f, "checked shares");
-    check(2048, 32, 2048, GAUSSIAN, GAUSSIAN, X_GAUSSIAN, 1.0f, "checked shares");
-    check(2048, 32, 2048, GAUSSIAN, HEAVY, X_ONE_HOT, 1.0f, "checked shares");
-    check(1024, 8, 512, GAUSSIAN, ZERO, X_GAUSSIAN, 1.0f, "checked shares");
-    g_checked = 0;
+        check(1024, 16, 1024, w[i], w[i], X_GAUSSIAN, 1.0f, "unchecked shares");
+    check(2048, 32, 2048, GAUSSIAN, GAUSSIAN, X_GAUSSIAN, 1.0f, "unchecked shares");
+    check(2048, 32, 2048, GAUSSIAN, HEAVY, X_ONE_HOT, 1.0f, "unchecked shares");
+    check(1024, 8, 512, GAUSSIAN, ZERO, X_GAUSSIAN, 1.0f, "unchecked shares");
+    g_unchecked = 0;
 }
 
 int main(void)
@@ -412,7 +430,7 @@ int main(void)
         cmocka_unit_test(zero_and_sparse),
         cmocka_unit_test(canonical_sites_depend_on_product_only),
         cmocka_unit_test(planner_ring_choice),
-        cmocka_unit_test(checked_shares),
+        cmocka_unit_test(unchecked_shares),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -76,8 +76,9 @@ typedef struct {
     tsafe_sealed_site *site;
 } world;
 
-/* 1: sealed-private plans check their shares (opts.checked_shares) */
-static int g_checked;
+/* 1: sealed-private plans leave out their checked shares
+ * (opts.unchecked_shares; by default they check them) */
+static int g_unchecked;
 
 static void world_open(world *w, tsafe_sealed_mode mode)
 {
@@ -87,7 +88,7 @@ static void world_open(world *w, tsafe_sealed_mode mode)
     for (size_t i = 0; i < D_OUT * RANK; i++)
         B[i] = tsafe_test_uniform_float(-1, 1);
     /* the opt-in sealed mode needs (sealed-private ignores it) */
-    const tsafe_sealed_opts o = {.semi_honest = 1, .checked_shares = (uint32_t)g_checked};
+    const tsafe_sealed_opts o = {.semi_honest = 1, .unchecked_shares = (uint32_t)g_unchecked};
     assert_int_equal(tsafe_sealed_plan_derive(mode, D_IN, RANK, D_OUT, &o, &w->plan), TSAFE_OK);
     assert_int_equal(tsafe_sealed_site_create(&w->plan, A, B, RANK, D_OUT, 1.0f, &w->site),
                      TSAFE_OK);
@@ -135,7 +136,7 @@ static void tokens_leave_nothing(tsafe_sealed_mode mode, int prepare)
         assert_int_equal(tsafe_sealed_server_round1(w.s, &ss, 1, q, ql, &r1, &r1l, NULL),
                          TSAFE_OK);
         assert_true(server_secret_bytes(w.s, "R") > 0); /* the hook sees the masks */
-        if (g_checked) /* and a checked plan's W */
+        if (w.plan.checks) /* and a checked plan's W */
             assert_true(server_secret_bytes(w.s, "W") > 0);
         if (prepare)
             assert_int_equal(tsafe_sealed_server_prepare_round2(w.s, &ss, 1, NULL), TSAFE_OK);
@@ -199,12 +200,12 @@ static void private_backend(void **state)
     tokens_leave_nothing(TSAFE_SEALED_PRIVATE, 0);
 }
 
-static void private_checked(void **state)
+static void private_unchecked(void **state)
 {
     (void)state;
-    g_checked = 1;
+    g_unchecked = 1;
     tokens_leave_nothing(TSAFE_SEALED_PRIVATE, 0);
-    g_checked = 0;
+    g_unchecked = 0;
 }
 
 static void sealed_backend(void **state)
@@ -220,7 +221,7 @@ int main(void)
         cmocka_unit_test(private_backend_prepared),
         cmocka_unit_test(private_backend),
         cmocka_unit_test(sealed_backend),
-        cmocka_unit_test(private_checked),
+        cmocka_unit_test(private_unchecked),
     };
     return cmocka_run_group_tests_name("sealed_wipe", tests, NULL, NULL);
 }

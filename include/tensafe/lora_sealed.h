@@ -80,19 +80,24 @@ typedef struct tsafe_sealed_opts {
                               noise: THREAT_MODEL.md). Required to derive a
                               sealed plan (TSAFE_E_INSECURE without it);
                               ignored by sealed-private. */
-    uint32_t checked_shares; /* sealed-private, 1: round 1 also returns
+    uint32_t unchecked_shares; /* sealed-private, 1: leave out the checked
+                              shares (since 2026-11-28 the default is to
+                              check them: round 1 also returns
                               TSAFE_SEALED_CHECKS checked reads per site
                               and round 2 folds them into the output with
                               fresh random matrices, so that a client that
                               offsets its share reads B_q only modulo small
                               numbers, at about 2^16 tokens a column for its
-                              parities (docs/MALICIOUS_CLIENT.md); costs a
-                              round-1 product per block, a sealing per site
-                              and round 2 on rank + 16 inputs encoded per
-                              token (about 2x the server's time). Default 0. */
+                              parities; docs/MALICIOUS_CLIENT.md). An
+                              unchecked plan costs the server about 0.55x
+                              per site, but a client that offsets its share
+                              reads a column of B_q exactly per token (all
+                              of B_q in rank + 1 tokens a site): only for
+                              clients that follow the protocol. Default 0. */
 } tsafe_sealed_opts;
 
-/* Checked reads per site of a checked_shares plan. */
+/* Checked reads per site of a sealed-private plan (0 with
+ * opts.unchecked_shares). */
 #define TSAFE_SEALED_CHECKS 16u
 
 /* Everything both sides must agree on, derived from the public shapes and
@@ -120,8 +125,9 @@ typedef struct tsafe_sealed_plan {
                                     response (log2), rounds 1 and 2 */
     double log2_fail;            /* decryption failure probability (log2) */
     double expected_rel_error;   /* model of |delta error| / |delta| */
-    uint32_t checks;             /* checked reads per site
-                                    (opts.checked_shares), else 0 */
+    uint32_t checks;             /* checked reads per site: sealed-private
+                                    TSAFE_SEALED_CHECKS, 0 with
+                                    opts.unchecked_shares and in sealed */
 } tsafe_sealed_plan;
 
 /* Derive the plan for sites with input d_in, ranks <= rank and outputs

@@ -1123,7 +1123,9 @@ typedef struct {
     tsafe_sealed_client *c_final;  /* share sent */
 } fz_sealed_fixture;
 
-/* [0] sealed, [1] sealed-private, [2] sealed-private with checked shares */
+/* [0] sealed, [1] sealed-private with opts.unchecked_shares (the corpus'
+ * mode byte 1; before 2026-11-28 the default), [2] sealed-private (its
+ * default, checked shares; mode byte 3) */
 static fz_sealed_fixture g_fz_sealed[3];
 
 /* A client from the fixture's seed that has sent its hello. */
@@ -1188,7 +1190,7 @@ static fz_sealed_fixture *fz_sealed(int priv)
     fz_fill32(f->seed, (uint8_t)(0x91 + priv)); /* the session id is the seed's start */
     fz_fill32(other, priv == 2 ? 0x96 : 0x93);
     /* sealed's opt-in (private ignores it); fixture 2 checks its shares */
-    const tsafe_sealed_opts opts = {.semi_honest = 1, .checked_shares = priv == 2};
+    const tsafe_sealed_opts opts = {.semi_honest = 1, .unchecked_shares = priv == 1};
     FZ_CHECK(tsafe_sealed_plan_derive(mode, FZ_SEALED_D, FZ_SEALED_R, FZ_SEALED_OUT, &opts,
                                       &f->plan) == TSAFE_OK);
     FZ_CHECK(tsafe_sealed_plan_sizes(&f->plan, FZ_SEALED_R, FZ_SEALED_OUT, &f->sizes) ==
@@ -1251,8 +1253,8 @@ static void fz_sealed_free(void)
     }
 }
 
-/* The first input byte picks the plan (low bit: 0 sealed, 1 sealed-private;
- * 3: sealed-private with checked shares); the rest is the message. NULL
+/* The first input byte picks the plan (low bit: 0 sealed, 1 sealed-private
+ * with unchecked shares; 3: sealed-private, checked); the rest is the message. NULL
  * for an empty input. */
 static fz_sealed_fixture *fz_sealed_split(const uint8_t **data, size_t *size)
 {

@@ -138,7 +138,7 @@ static int sealed_measure(sealed_case *c, int reps, sealed_medians *out)
 
 /* The plan, client, server (on the bench's backend) and site of one sealed
  * mode for c's rank and d_out; c->delta allocated. */
-static tsafe_status sealed_setup(sealed_case *c, tsafe_sealed_mode mode, int checked,
+static tsafe_status sealed_setup(sealed_case *c, tsafe_sealed_mode mode, int unchecked,
                                  const float *A, const float *B, uint32_t d,
                                  tsafe_sealed_plan *plan)
 {
@@ -147,7 +147,7 @@ static tsafe_status sealed_setup(sealed_case *c, tsafe_sealed_mode mode, int che
     /* sealed mode runs here for its figures only: the opt-in is ours, and
      * its rows say so (semi-honest) */
     tsafe_sealed_opts so = {.semi_honest = mode == TSAFE_SEALED,
-                            .checked_shares = (uint32_t)checked};
+                            .unchecked_shares = (uint32_t)unchecked};
     if (st == TSAFE_OK)
         st = tsafe_sealed_plan_derive(mode, d, c->rank, c->d_out, &so, plan);
     if (st == TSAFE_OK)
@@ -161,11 +161,11 @@ static tsafe_status sealed_setup(sealed_case *c, tsafe_sealed_mode mode, int che
     return st;
 }
 
-/* The rows' name of a sealed mode (checked: opts.checked_shares). */
-static const char *sealed_name(tsafe_sealed_mode mode, int checked)
+/* The rows' name of a sealed mode (unchecked: opts.unchecked_shares). */
+static const char *sealed_name(tsafe_sealed_mode mode, int unchecked)
 {
     return mode == TSAFE_SEALED ? "sealed"
-           : checked            ? "sealed-private checked"
+           : unchecked          ? "sealed-private unchecked"
                                 : "sealed-private";
 }
 
@@ -173,11 +173,11 @@ static const char *sealed_name(tsafe_sealed_mode mode, int checked)
  * party's share, and (mz: the server refilled between tokens) the
  * server's online time and the time moved out of it. */
 static void sealed_report_times(bench_report *r, const char *group, const char *params,
-                                tsafe_sealed_mode mode, int checked, const sealed_medians *m,
+                                tsafe_sealed_mode mode, int unchecked, const sealed_medians *m,
                                 const sealed_medians *mz, double plain, double local,
                                 double two)
 {
-    const char *name = sealed_name(mode, checked);
+    const char *name = sealed_name(mode, unchecked);
     double t = m->token;
     char label[96], note[160];
     snprintf(label, sizeof label, "HE-LoRA %s (bytes)", name);
@@ -222,7 +222,7 @@ static void sealed_report_sizes(bench_report *r, const char *group, const char *
 /* sealed and sealed-private at the plan's shape: median per token, the
  * client's and the server's share, bytes per message, ratios. */
 static int bench_sealed(bench_report *r, const char *group, const char *params,
-                        tsafe_sealed_mode mode, int checked, const float *A, const float *B,
+                        tsafe_sealed_mode mode, int unchecked, const float *A, const float *B,
                         const float *x, uint32_t d, uint32_t rank, uint32_t dout, int reps,
                         double plain, double local, double two)
 {
@@ -232,7 +232,7 @@ static int bench_sealed(bench_report *r, const char *group, const char *params,
     c.d_out = dout;
     c.x = x;
     tsafe_sealed_plan plan;
-    tsafe_status st = sealed_setup(&c, mode, checked, A, B, d, &plan);
+    tsafe_status st = sealed_setup(&c, mode, unchecked, A, B, d, &plan);
     int rc = 0;
     if (st != TSAFE_OK) {
         rc = tool_fail("bench lora: sealed setup", st);
@@ -247,8 +247,8 @@ static int bench_sealed(bench_report *r, const char *group, const char *params,
         goto out;
     }
     c.refill = 0;
-    sealed_report_times(r, group, params, mode, checked, &m, &mz, plain, local, two);
-    sealed_report_sizes(r, group, params, sealed_name(mode, checked), &plan, rank, dout);
+    sealed_report_times(r, group, params, mode, unchecked, &m, &mz, plain, local, two);
+    sealed_report_sizes(r, group, params, sealed_name(mode, unchecked), &plan, rank, dout);
     if (c.failed)
         rc = tool_fail("bench lora: sealed run", TSAFE_E_STATE);
 out:
@@ -431,7 +431,7 @@ static int bench_one(bench_report *r, const tsafe_lora_plan *plan, int quick)
         if (!rc)
             rc = bench_sealed(r, group, params, TSAFE_SEALED_PRIVATE, 0, A, B, c.x, d, rank, dout,
                               reps, plain, local, two);
-        if (!rc) /* opts.checked_shares: the price of the fold (MALICIOUS_CLIENT.md) */
+        if (!rc) /* opts.unchecked_shares: what the fold costs (MALICIOUS_CLIENT.md) */
             rc = bench_sealed(r, group, params, TSAFE_SEALED_PRIVATE, 1, A, B, c.x, d, rank,
                               dout, reps, plain, local, two);
     }

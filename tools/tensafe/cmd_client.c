@@ -27,7 +27,7 @@ static const char k_client_help[] =
     "usage: tensafe client --port P --input X.f32 [--rows K] [--output D.f32]\n"
     "                      [--mode sealed-private|sealed --semi-honest|plain-zero-moai]\n"
     "                      [--dp-eps E --dp-clip C [--dp-delta D] [--dp-budget EPS] | --no-dp]\n"
-    "                      [--x-bits X --a-bits A --b-bits B] [--checked-shares]\n"
+    "                      [--x-bits X --a-bits A --b-bits B] [--unchecked-shares]\n"
     "                      [--timeout S] [--json] [--adapter-id ID]\n"
     "\n"
     "Two-party HE-LoRA client for 'tensafe serve' on 127.0.0.1:P. It makes fresh keys\n"
@@ -61,10 +61,12 @@ static const char k_client_help[] =
     "                 a server that follows the protocol (docs/THREAT_MODEL.md)\n"
     "  --x-bits X, --a-bits A, --b-bits B   (sealed modes) the server's widths, when it\n"
     "                 was started with them (the hello does not carry them)\n"
-    "  --checked-shares  (sealed-private) the plan of a server started with it: round 1\n"
-    "                 adds checked reads that round 2 folds into the output, so that a\n"
-    "                 client that tampers with its share reads noise, not the adapter\n"
-    "                 (docs/MALICIOUS_CLIENT.md; about 2x the server's time)\n"
+    "  --unchecked-shares  (sealed-private) the plan of a server started with it:\n"
+    "                 no checked reads (about 0.55x the server's time), but a client\n"
+    "                 that tampers with its share reads the adapter (B_q in rank + 1\n"
+    "                 tokens): only for clients that follow the protocol\n"
+    "                 (docs/MALICIOUS_CLIENT.md). --checked-shares, the default,\n"
+    "                 is accepted\n"
     "  --adapter-id ID  the adapter to be served, of a server started with\n"
     "                 --adapter ID=PKG (several adapters need it; docs/SERVING.md)\n"
     "  --timeout S    send/receive timeout (default 30 s)\n"
@@ -77,14 +79,14 @@ typedef struct {
     const char *input, *output, *mode_name, *adapter_id;
     double dp_eps, dp_clip, dp_delta, dp_budget, timeout;
     int port_seen, rows_seen, eps_seen, clip_seen, delta_seen, budget_seen, bits_seen;
-    int dp, no_dp, json, semi_honest, checked;
+    int dp, no_dp, json, semi_honest, checked, unchecked;
     io_mode mode;
 } client_opts;
 
 enum {
     O_PORT = 256, O_INPUT, O_ROWS, O_OUTPUT, O_DP_EPS, O_DP_CLIP, O_DP_DELTA, O_DP_BUDGET,
     O_TIMEOUT, O_MODE, O_NO_DP, O_JSON, O_SEMI_HONEST, O_X_BITS, O_A_BITS, O_B_BITS,
-    O_ADAPTER_ID, O_CHECKED
+    O_ADAPTER_ID, O_CHECKED, O_UNCHECKED
 };
 
 static const struct option k_client_long[] = {
@@ -106,6 +108,7 @@ static const struct option k_client_long[] = {
     {"b-bits", required_argument, NULL, O_B_BITS},
     {"adapter-id", required_argument, NULL, O_ADAPTER_ID},
     {"checked-shares", no_argument, NULL, O_CHECKED},
+    {"unchecked-shares", no_argument, NULL, O_UNCHECKED},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
 
@@ -138,6 +141,7 @@ static int client_opt(void *ctx, int c, const char *v)
     case O_B_BITS: o->bits_seen = 1; return opts_value(n, "--b-bits", OPT_U32, v, &o->b_bits);
     case O_ADAPTER_ID: o->adapter_id = v; return 0;
     case O_CHECKED: o->checked = 1; return 0;
+    case O_UNCHECKED: o->unchecked = 1; return 0;
     }
     return 2;
 }
@@ -184,7 +188,7 @@ static int client_check(client_opts *o)
         return rc;
     if (o->mode == IO_MODE_PLAIN_ZERO_MOAI && o->bits_seen)
         return tool_usage("client: --x-bits, --a-bits and --b-bits are for the sealed modes");
-    if ((rc = io_checked_shares("client", o->mode, o->checked)) != 0)
+    if ((rc = io_share_checks("client", o->mode, o->checked, o->unchecked)) != 0)
         return rc;
     if (!(o->timeout > 0))
         return tool_usage("client: --timeout must be positive");
@@ -321,7 +325,7 @@ static int client_open(client_run *R)
     co.sealed = (tsafe_sealed_opts){.x_bits = o->x_bits, .a_bits = o->a_bits,
                                     .b_bits = o->b_bits,
                                     .semi_honest = o->mode == IO_MODE_SEALED,
-                                    .checked_shares = (uint32_t)o->checked};
+                                    .unchecked_shares = (uint32_t)o->unchecked};
     tsafe_status st = tsafe_session_client_create(&co, NULL, &R->s);
     if (st == TSAFE_E_ARG && o->adapter_id)
         return tool_usage("client: --adapter-id '%s': 1-%u printable bytes, no space",

@@ -25,6 +25,7 @@ static const char k_generate_help[] =
     "usage: tensafe generate --model FILE --tokenizer FILE [--adapter DIR|PKG [--trusted-key K]]\n"
     "                        [--mode local|sealed|sealed-private | --plain]\n"
     "                        [--no-dp --semi-honest] [--x-bits N] [--a-bits N] [--b-bits N]\n"
+    "                        [--unchecked-shares]\n"
     "                        [--server [127.0.0.1:]PORT] [--prompt TEXT] [--tokens N]\n"
     "                        [--temperature T] [--max-abs X] [--json]\n"
     "\n"
@@ -49,6 +50,10 @@ static const char k_generate_help[] =
     "  --x-bits, --a-bits, --b-bits N  the in-process sealed modes' quantization\n"
     "                    widths of x, A and B (b: sealed-private), 4..20 bits; default\n"
     "                    x 13, A and B chosen by the plan (see tensafe lora --help)\n"
+    "  --unchecked-shares  sealed-private without its checked shares (faster; a\n"
+    "                    client that tampers with its share would read the adapter:\n"
+    "                    docs/MALICIOUS_CLIENT.md); with --server, for a server\n"
+    "                    started with it\n"
     "  --json            one JSON object: ids (generated, prompt excluded), text,\n"
     "                    prompt_ids, and the figures (ms per token: HE part and\n"
     "                    total; bytes per token each way; sites, queries, rounds)\n";
@@ -211,10 +216,10 @@ static tsafe_status open_in_process(gen_lora *g, const char *adapter, const char
     return st;
 }
 
-static tsafe_status open_remote(gen_lora *g, uint32_t port, int no_dp)
+static tsafe_status open_remote(gen_lora *g, uint32_t port, int no_dp, int unchecked)
 {
-    tsafe_status st = net_remote_open(port, 60, g->mode, NULL, no_dp, &g->remote, g->what,
-                                      sizeof g->what);
+    tsafe_status st = net_remote_open(port, 60, g->mode, NULL, no_dp, unchecked, &g->remote,
+                                      g->what, sizeof g->what);
     if (st != TSAFE_OK)
         return st;
     for (size_t i = 0; i < net_remote_count(g->remote); i++) {
@@ -308,6 +313,7 @@ typedef struct {
     double temperature, max_abs;
     int plain, json, no_dp;
     int semi_honest; /* --semi-honest: the opt-in sealed mode needs */
+    int checked, unchecked;        /* --checked-shares (the default), --unchecked-shares */
     uint32_t bits[3];              /* --x-bits, --a-bits, --b-bits */
     tsafe_sealed_opts sealed_opts; /* their widths (0: the plan's choice) */
 } gen_opts;
@@ -508,6 +514,13 @@ static int check_opts(gen_opts *o, tool_opt *t, gen_lora *g, uint32_t *port)
                           "server: give --no-dp to accept that (DP noise: tensafe client)");
     if (o->no_dp && !(g->mode == IO_MODE_SEALED && (g->kind == GEN_SEALED || g->kind == GEN_REMOTE)))
         return tool_usage("generate: --no-dp is for --mode sealed");
+    if ((o->checked || o->unchecked) && g->kind != GEN_SEALED && g->kind != GEN_REMOTE)
+        return tool_usage("generate: --%s-shares is for a sealed-private run (--adapter or "
+                          "--server)",
+                          o->checked ? "checked" : "unchecked");
+    if ((rc = io_share_checks("generate", g->mode, o->checked, o->unchecked)) != 0)
+        return rc;
+    o->sealed_opts.unchecked_shares = (uint32_t)o->unchecked;
     const tool_opt *w = &t[14]; /* --x-bits, --a-bits, --b-bits */
     if ((w[0].seen || w[1].seen || w[2].seen) && g->kind != GEN_SEALED)
         return tool_usage("generate: --x-bits, --a-bits and --b-bits set the widths of an "
@@ -570,7 +583,7 @@ static tsafe_status gen_lora_open(const gen_opts *o, const l2_config *c, gen_lor
     if (g->kind == GEN_BASE)
         return TSAFE_OK;
     if (g->kind == GEN_REMOTE)
-        return open_remote(g, port, o->no_dp);
+        return open_remote(g, port, o->no_dp, o->unchecked);
     return open_in_process(g, o->adapter, o->key, o->max_abs, o->no_dp, &o->sealed_opts);
 }
 
@@ -593,7 +606,9 @@ int cmd_generate(int argc, char **argv)
                     {"--semi-honest", OPT_FLAG, &o.semi_honest, 0},
                     {"--x-bits", OPT_U32, &o.bits[0], 0},
                     {"--a-bits", OPT_U32, &o.bits[1], 0},
-                    {"--b-bits", OPT_U32, &o.bits[2], 0}};
+                    {"--b-bits", OPT_U32, &o.bits[2], 0},
+                    {"--checked-shares", OPT_FLAG, &o.checked, 0},
+                    {"--unchecked-shares", OPT_FLAG, &o.unchecked, 0}};
     int rc = opts_parse("generate", argc, argv, 1, t, sizeof t / sizeof t[0], NULL, 0, NULL);
     if (rc == OPTS_HELP) {
         fputs(k_generate_help, stdout);

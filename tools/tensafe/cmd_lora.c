@@ -20,7 +20,7 @@ static const char k_help[] =
     "                           plain-zero-moai | --plain]\n"
     "                          [--params PRESET|auto] [--max-abs X] [--precision P]\n"
     "                          [--backend cpu|cuda] [--x-bits N] [--a-bits N] [--b-bits N]\n"
-    "                          [--checked-shares] [--json]\n"
+    "                          [--unchecked-shares] [--json]\n"
     "       tensafe lora compare D.f32 REF.f32 [--tol T] [--json]\n"
     "       tensafe lora make-input --dim D [--rows K] [--max-abs X] --out X.f32\n"
     "\n"
@@ -50,10 +50,10 @@ static const char k_help[] =
     "         for sealed-private, A 12..13 for sealed). Wider is finer but must fit\n"
     "         the ring: a width with no room is refused (exit 1); the summary\n"
     "         names the widths used.\n"
-    "         --checked-shares (sealed-private): round 1 adds checked reads that round\n"
-    "         2 folds into the output, so that a client that tampers with its share\n"
-    "         reads noise, not the adapter (docs/MALICIOUS_CLIENT.md); about 2x the\n"
-    "         server's time.\n"
+    "         --unchecked-shares (sealed-private): without its checked reads\n"
+    "         (about 0.55x the server's time; a client that tampers with its share\n"
+    "         would read the adapter: docs/MALICIOUS_CLIENT.md). --checked-shares,\n"
+    "         the default, is accepted.\n"
     "         A delta that is not finite in float32 is refused (exit 1).\n"
     "         --json: the summary as one JSON object.\n"
     "compare  relative L2 error ||D - REF|| / ||REF|| of two float32 files; with --tol,\n"
@@ -69,7 +69,8 @@ typedef struct {
     double max_abs, precision;
     int max_abs_seen, plain, json;
     int semi_honest; /* --semi-honest: the opt-in sealed mode needs */
-    int checked;     /* --checked-shares */
+    int checked;     /* --checked-shares (the default) */
+    int unchecked;   /* --unchecked-shares */
     uint32_t bits[3];              /* --x-bits, --a-bits, --b-bits */
     tsafe_sealed_opts sealed_opts; /* their widths (0: the plan's choice) */
     io_mode mode;
@@ -235,7 +236,7 @@ static int make_engine(const apply_opts *a, apply_run *r)
      * ourselves, so sealed runs exact here (allow_no_dp) */
     tsafe_sealed_opts so = a->sealed_opts;     /* --x-bits, --a-bits, --b-bits */
     so.semi_honest = (uint32_t)a->semi_honest; /* --semi-honest */
-    so.checked_shares = (uint32_t)a->checked;  /* --checked-shares */
+    so.unchecked_shares = (uint32_t)a->unchecked; /* --unchecked-shares */
     if (sealed_widths(a, m, r->n_sites, &so, &r->sealed_plan) != TSAFE_OK)
         return 1;
     if ((st = tsafe_sealed_pair_create(a->mode == IO_MODE_SEALED ? TSAFE_SEALED
@@ -469,7 +470,7 @@ static int make_input(const char *out, uint32_t dim, uint32_t rows, double max_a
 /* `lora apply`'s options; the enum names their slots. */
 enum { A_ADAPTER, A_KEY, A_MODULE, A_INPUT, A_OUTPUT, A_MODE, A_PARAMS, A_MAX_ABS, A_PRECISION,
        A_PLAIN, A_BACKEND, A_JSON, A_SEMI_HONEST, A_X_BITS, A_A_BITS, A_B_BITS, A_CHECKED,
-       A_COUNT };
+       A_UNCHECKED, A_COUNT };
 
 /* The combinations `lora apply` refuses, and the backend by name. */
 static int check_apply_opts(apply_opts *a, const tool_opt *o)
@@ -493,7 +494,7 @@ static int check_apply_opts(apply_opts *a, const tool_opt *o)
     int rc = io_mode_consent("lora apply", a->mode, a->semi_honest);
     if (rc != 0)
         return rc;
-    if ((rc = io_checked_shares("lora apply", a->mode, a->checked)) != 0)
+    if ((rc = io_share_checks("lora apply", a->mode, a->checked, a->unchecked)) != 0)
         return rc;
     /* the three width options, consecutive in the table */
     if ((rc = io_sealed_widths("lora apply", a->mode, &o[A_X_BITS], &a->sealed_opts)) != 0)
@@ -538,7 +539,8 @@ static int cmd_lora_apply(int argc, char **argv)
                            [A_X_BITS] = {"--x-bits", OPT_U32, &a.bits[0], 0},
                            [A_A_BITS] = {"--a-bits", OPT_U32, &a.bits[1], 0},
                            [A_B_BITS] = {"--b-bits", OPT_U32, &a.bits[2], 0},
-                           [A_CHECKED] = {"--checked-shares", OPT_FLAG, &a.checked, 0}};
+                           [A_CHECKED] = {"--checked-shares", OPT_FLAG, &a.checked, 0},
+                           [A_UNCHECKED] = {"--unchecked-shares", OPT_FLAG, &a.unchecked, 0}};
     int rc = opts_parse("lora apply", argc, argv, 2, o, A_COUNT, NULL, 0, NULL);
     if (rc == OPTS_HELP) {
         fputs(k_help, stdout);

@@ -28,7 +28,7 @@ static const char k_serve_help[] =
     "                     [--mode sealed-private|sealed --semi-honest|plain-zero-moai]\n"
     "                     [--port P] [--port-file F] [--once | --requests K] [--timeout S]\n"
     "                     [--accept-timeout S] [--allow-unsigned] [--backend cpu|cuda]\n"
-    "                     [--workers N] [--max-sessions N] [--max-message BYTES] [--checked-shares]\n"
+    "                     [--workers N] [--max-sessions N] [--max-message BYTES] [--unchecked-shares]\n"
     "                     [--idle-timeout S] [--message-timeout S] [--send-buffer BYTES]\n"
     "                     [--x-bits X --a-bits A --b-bits B]           (sealed modes)\n"
     "                     [--rounding-key FILE]                      (sealed-private)\n"
@@ -77,11 +77,14 @@ static const char k_serve_help[] =
     "  the same widths, the hello does not carry them):\n"
     "  --x-bits X, --a-bits A, --b-bits B   fixed-point widths of x, A and B\n"
     "                      (default 13, 14, 13: docs/PROTOCOL.md)\n"
-    "  --checked-shares    sealed-private: round 1 adds checked reads that round 2\n"
-    "                      folds into the output with fresh random matrices, so that a\n"
-    "                      client that tampers with its share reads noise, not B\n"
-    "                      (docs/MALICIOUS_CLIENT.md; about 2x the server's time; clients\n"
-    "                      need --checked-shares too)\n"
+    "  --unchecked-shares  sealed-private without its checked shares (by default\n"
+    "                      round 1 adds checked reads that round 2 folds into the\n"
+    "                      output with fresh random matrices, so that a client that\n"
+    "                      tampers with its share reads noise, not B): about 0.55x\n"
+    "                      the server's time, but such a client reads B_q in rank + 1\n"
+    "                      tokens; only for clients that follow the protocol\n"
+    "                      (docs/MALICIOUS_CLIENT.md; clients need --unchecked-shares\n"
+    "                      too). --checked-shares, the default, is accepted\n"
     "  --rounding-key FILE  sealed-private: the secret (32 bytes, raw or 64 hex digits)\n"
     "                      that keys the server's rounding of B; keep it across restarts\n"
     "                      so that every run rounds the adapter alike (default: a new\n"
@@ -99,7 +102,7 @@ typedef struct {
         send_buffer;
     double precision, max_abs, timeout, accept_timeout, idle_timeout, message_timeout;
     int once, allow_unsigned, json, semi_honest, requests_seen, precision_seen, plain_opts,
-        bits_seen, too_many_adapters, checked;
+        bits_seen, too_many_adapters, checked, unchecked;
     io_mode mode;
 } serve_opts;
 
@@ -107,7 +110,7 @@ enum {
     O_ADAPTER = 256, O_KEY, O_MODULE, O_PORT, O_PORT_FILE, O_PRESET, O_PRECISION, O_MAX_ABS,
     O_ONCE, O_REQUESTS, O_TIMEOUT, O_ACCEPT_TIMEOUT, O_UNSIGNED, O_MODE, O_BACKEND, O_JSON,
     O_SEMI_HONEST, O_X_BITS, O_A_BITS, O_B_BITS, O_ROUNDING_KEY, O_WORKERS, O_MAX_SESSIONS,
-    O_MAX_MESSAGE, O_IDLE_TIMEOUT, O_MESSAGE_TIMEOUT, O_SEND_BUFFER, O_CHECKED
+    O_MAX_MESSAGE, O_IDLE_TIMEOUT, O_MESSAGE_TIMEOUT, O_SEND_BUFFER, O_CHECKED, O_UNCHECKED
 };
 
 static const struct option k_serve_long[] = {
@@ -133,6 +136,7 @@ static const struct option k_serve_long[] = {
     {"b-bits", required_argument, NULL, O_B_BITS},
     {"rounding-key", required_argument, NULL, O_ROUNDING_KEY},
     {"checked-shares", no_argument, NULL, O_CHECKED},
+    {"unchecked-shares", no_argument, NULL, O_UNCHECKED},
     {"workers", required_argument, NULL, O_WORKERS},
     {"max-sessions", required_argument, NULL, O_MAX_SESSIONS},
     {"max-message", required_argument, NULL, O_MAX_MESSAGE},
@@ -182,6 +186,7 @@ static int serve_opt(void *ctx, int c, const char *v)
     case O_B_BITS: o->bits_seen = 1; return opts_value(n, "--b-bits", OPT_U32, v, &o->b_bits);
     case O_ROUNDING_KEY: o->rounding_key = v; return 0;
     case O_CHECKED: o->checked = 1; return 0;
+    case O_UNCHECKED: o->unchecked = 1; return 0;
     case O_WORKERS: return opts_value(n, "--workers", OPT_U32, v, &o->workers);
     case O_MAX_SESSIONS: return opts_value(n, "--max-sessions", OPT_U32, v, &o->max_sessions);
     case O_MAX_MESSAGE: return opts_value(n, "--max-message", OPT_U32, v, &o->max_message);
@@ -237,7 +242,7 @@ static int serve_check(serve_opts *o)
     if (o->mode == IO_MODE_PLAIN_ZERO_MOAI && o->bits_seen)
         return tool_usage("serve: --x-bits, --a-bits and --b-bits set the sealed plan; "
                           "--mode plain-zero-moai plans with --precision");
-    return io_checked_shares("serve", o->mode, o->checked);
+    return io_share_checks("serve", o->mode, o->checked, o->unchecked);
 }
 
 static int serve_parse(int argc, char **argv, serve_opts *o)
@@ -371,7 +376,7 @@ static tsafe_status serve_service(serve_state *S, serve_adapter *a,
     so.sealed = (tsafe_sealed_opts){.x_bits = o->x_bits, .a_bits = o->a_bits,
                                     .b_bits = o->b_bits,
                                     .semi_honest = o->mode == IO_MODE_SEALED,
-                                    .checked_shares = (uint32_t)o->checked};
+                                    .unchecked_shares = (uint32_t)o->unchecked};
     st = tsafe_session_service_create(&so, mods, a->m->n, &a->svc);
     if (st != TSAFE_OK)
         snprintf(S->what, sizeof S->what,

@@ -48,6 +48,8 @@ typedef struct {
     int compare;                          /* also run local and plain ZeRo-MOAI */
     int quiet;                            /* no report (a comparison run) */
     int semi_honest;                      /* --semi-honest: sealed mode's opt-in */
+    int checked;                          /* --checked-shares (the default) */
+    int unchecked;                        /* --unchecked-shares (sealed-private) */
 } demo_opts;
 
 /* What one run measured, for the comparison line. */
@@ -161,12 +163,14 @@ typedef struct {
     uint32_t experts_with_sites;
 } demo;
 
-static tsafe_status party_open(party *p, int mode, const tsafe_backend_factory *f)
+static tsafe_status party_open(party *p, int mode, int unchecked, const tsafe_backend_factory *f)
 {
     tsafe_status st;
     if (mode == MODE_SEALED || mode == MODE_SEALED_PRIVATE) {
-        /* cmd_demo let sealed through only with --semi-honest */
-        tsafe_sealed_opts so = {.semi_honest = mode == MODE_SEALED};
+        /* cmd_demo let sealed through only with --semi-honest, and
+         * --unchecked-shares only with sealed-private */
+        tsafe_sealed_opts so = {.semi_honest = mode == MODE_SEALED,
+                                .unchecked_shares = (uint32_t)unchecked};
         /* the demo checks exactness: sealed runs without DP noise here
          * (tensafe client adds it by default) */
         if ((st = tsafe_sealed_pair_create(mode == MODE_SEALED ? TSAFE_SEALED
@@ -511,7 +515,7 @@ static int compare_modes(const demo_opts *main_o, const demo_result *m)
 }
 
 static const char k_demo_help[] =
-    "usage: tensafe demo [--tokens N] [--mode MODE [--semi-honest]]\n"
+    "usage: tensafe demo [--tokens N] [--mode MODE [--semi-honest]] [--unchecked-shares]\n"
     "                    [--params auto|PRESET] [--seed S] [--backend cpu|cuda]\n"
     "                    [--compare] [--json]\n"
     "Runs HE-LoRA on q, k, v, o and the routed experts of one\n"
@@ -522,6 +526,8 @@ static const char k_demo_help[] =
     "--semi-honest: docs/THREAT_MODEL.md),\n"
     "local (one process holds the key: protects nothing), plain-zero-moai\n"
     "(the seeds' two-party algorithm: the client reads the adapter).\n"
+    "--unchecked-shares: sealed-private without its checked shares (faster;\n"
+    "only for clients that follow the protocol: docs/MALICIOUS_CLIENT.md).\n"
     "--params applies to local and plain-zero-moai (CKKS); the sealed\n"
     "modes derive their own parameters. --backend: where the servers' ring\n"
     "work runs (default cpu; cuda needs a CUDA build and a device).\n"
@@ -529,7 +535,7 @@ static const char k_demo_help[] =
     "mode and print the ratios (text output only; make demo does this).\n";
 
 enum {
-    D_TOKENS = 256, D_MODE, D_SEMI_HONEST, D_LOCAL, D_PARAMS, D_SEED, D_BACKEND, D_COMPARE,
+    D_TOKENS = 256, D_MODE, D_SEMI_HONEST, D_CHECKED, D_UNCHECKED, D_LOCAL, D_PARAMS, D_SEED, D_BACKEND, D_COMPARE,
     D_JSON
 };
 
@@ -537,6 +543,8 @@ static const struct option k_demo_long[] = {
     {"tokens", required_argument, NULL, D_TOKENS},
     {"mode", required_argument, NULL, D_MODE},
     {"semi-honest", no_argument, NULL, D_SEMI_HONEST},
+    {"checked-shares", no_argument, NULL, D_CHECKED},
+    {"unchecked-shares", no_argument, NULL, D_UNCHECKED},
     {"local", no_argument, NULL, D_LOCAL}, /* the old spelling of --mode local */
     {"params", required_argument, NULL, D_PARAMS},
     {"seed", required_argument, NULL, D_SEED},
@@ -570,6 +578,8 @@ static int demo_opt(void *ctx, int c, const char *v)
                           "plain-zero-moai, not '%s'",
                           v);
     case D_SEMI_HONEST: o->semi_honest = 1; return 0;
+    case D_CHECKED: o->checked = 1; return 0;
+    case D_UNCHECKED: o->unchecked = 1; return 0;
     case D_LOCAL: o->mode = MODE_LOCAL; return 0;
     case D_PARAMS: o->params = v; return 0;
     case D_SEED:
@@ -598,6 +608,11 @@ int cmd_demo(int argc, char **argv)
         return rc;
     rc = io_mode_consent("demo", o.mode == MODE_SEALED ? IO_MODE_SEALED : IO_MODE_SEALED_PRIVATE,
                          o.semi_honest);
+    if (!rc)
+        rc = io_share_checks("demo",
+                             o.mode == MODE_SEALED_PRIVATE ? IO_MODE_SEALED_PRIVATE
+                                                           : IO_MODE_SEALED,
+                             o.checked, o.unchecked);
     if (rc)
         return rc;
     char bwhat[256];
@@ -667,9 +682,9 @@ static int demo_run(const demo_opts *opts, demo_result *r)
         rc = tool_fail("demo: parameter planning", st);
         goto out;
     }
-    if ((st = party_open(&D.h, D.o.mode, D.o.factory)) != TSAFE_OK ||
-        (st = party_open(&D.o_in, D.o.mode, D.o.factory)) != TSAFE_OK ||
-        (st = party_open(&D.act, D.o.mode, D.o.factory)) != TSAFE_OK) {
+    if ((st = party_open(&D.h, D.o.mode, D.o.unchecked, D.o.factory)) != TSAFE_OK ||
+        (st = party_open(&D.o_in, D.o.mode, D.o.unchecked, D.o.factory)) != TSAFE_OK ||
+        (st = party_open(&D.act, D.o.mode, D.o.unchecked, D.o.factory)) != TSAFE_OK) {
         rc = tool_fail("demo: keys, contexts and backends", st);
         goto out;
     }

@@ -718,10 +718,15 @@ int io_mode_consent(const char *cmd, io_mode mode, int semi_honest)
     return 0;
 }
 
-int io_checked_shares(const char *cmd, io_mode mode, int checked)
+int io_share_checks(const char *cmd, io_mode mode, int checked, int unchecked)
 {
-    if (checked && mode != IO_MODE_SEALED_PRIVATE)
-        return tool_usage("%s: --checked-shares is for --mode sealed-private", cmd);
+    if (checked && unchecked)
+        return tool_usage("%s: --checked-shares (the default) and --unchecked-shares "
+                          "exclude each other",
+                          cmd);
+    if ((checked || unchecked) && mode != IO_MODE_SEALED_PRIVATE)
+        return tool_usage("%s: --%s-shares is for --mode sealed-private", cmd,
+                          checked ? "checked" : "unchecked");
     return 0;
 }
 

@@ -174,9 +174,11 @@ const char *io_mode_name(io_mode m);
  * usage line for cmd ("serve", "lora apply", ...) and returns 2. Also 2 for
  * --semi-honest with another mode (it would change nothing). */
 int io_mode_consent(const char *cmd, io_mode mode, int semi_honest);
-/* --checked-shares (checked != 0) is an option of sealed-private's plan:
- * 0 with that mode or without the flag, else cmd's usage line and 2. */
-int io_checked_shares(const char *cmd, io_mode mode, int checked);
+/* --checked-shares (checked != 0; sealed-private's default, accepted for
+ * scripts) and --unchecked-shares (unchecked != 0) are options of
+ * sealed-private's plan and exclude each other: 0 with that mode or
+ * without either flag, else cmd's usage line and 2. */
+int io_share_checks(const char *cmd, io_mode mode, int checked, int unchecked);
 /* --x-bits, --a-bits, --b-bits: w[0..2] are those three options (uint32_t
  * values; unseen ones leave the plan's default). Copies the given widths
  * into so; 0 when they are valid for mode, else prints the usage line for

@@ -15,7 +15,7 @@ struct net_remote {
 };
 
 tsafe_status net_remote_open(uint32_t port, double timeout, io_mode mode, tsafe_dp_session *dp,
-                             int no_dp, net_remote **out, char *what, size_t cap)
+                             int no_dp, int unchecked, net_remote **out, char *what, size_t cap)
 {
     *out = NULL;
     if (mode != IO_MODE_SEALED && mode != IO_MODE_SEALED_PRIVATE) {
@@ -33,6 +33,7 @@ tsafe_status net_remote_open(uint32_t port, double timeout, io_mode mode, tsafe_
         .dp = dp,
         .allow_no_dp = no_dp};
     co.sealed.semi_honest = mode == IO_MODE_SEALED;
+    co.sealed.unchecked_shares = (uint32_t)(unchecked && mode == IO_MODE_SEALED_PRIVATE);
     tsafe_status st = tsafe_session_client_create(&co, NULL, &r->s);
     if (st == TSAFE_OK)
         st = net_connect_local(port, timeout, &r->c.fd, what, cap);

@@ -19,9 +19,11 @@ typedef struct net_remote net_remote;
 
 /* Connects to 127.0.0.1:port, reads the server's hello (refused unless it
  * serves mode, a sealed one, in version 3) and derives one plan per width.
- * dp (borrowed, sealed only) or no_dp as for `tensafe client`. */
+ * dp (borrowed, sealed only) or no_dp as for `tensafe client`; unchecked:
+ * sealed-private plans without checked shares (a server started with
+ * --unchecked-shares). */
 tsafe_status net_remote_open(uint32_t port, double timeout, io_mode mode, tsafe_dp_session *dp,
-                             int no_dp, net_remote **out, char *what, size_t cap);
+                             int no_dp, int unchecked, net_remote **out, char *what, size_t cap);
 void net_remote_close(net_remote *r);
 size_t net_remote_count(const net_remote *r);
 /* Module i as announced: canonical name (borrowed), input width, rank and

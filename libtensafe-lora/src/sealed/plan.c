@@ -405,7 +405,7 @@ static tsafe_status derive_at(tsafe_sealed_mode mode, uint32_t log_n,
     p->rotate_after = o->rotate_after;
     p->semi_honest = mode == TSAFE_SEALED ? 1 : 0;
     p->sites_per_query = o->sites_per_query;
-    p->checks = mode == TSAFE_SEALED_PRIVATE && o->checked_shares ? TSAFE_SEALED_CHECKS : 0;
+    p->checks = mode == TSAFE_SEALED_PRIVATE && !o->unchecked_shares ? TSAFE_SEALED_CHECKS : 0;
     uint32_t max_q = tsafe_params_max_log_q(log_n);
     uint32_t gap = max_q - RESP_BITS > 61 ? 61 : max_q - RESP_BITS;
     double U, q0, q1;
@@ -467,7 +467,7 @@ tsafe_status tsafe_sealed_plan_derive(tsafe_sealed_mode mode, uint32_t d_in,
     if (o.x_bits < TSAFE_SEALED_WIDTH_MIN || o.x_bits > TSAFE_SEALED_WIDTH_MAX ||
         o.a_bits < TSAFE_SEALED_WIDTH_MIN || o.a_bits > TSAFE_SEALED_WIDTH_MAX ||
         o.b_bits < TSAFE_SEALED_WIDTH_MIN || o.b_bits > TSAFE_SEALED_WIDTH_MAX || o.rotate_after > (1u << 24) ||
-        o.sites_per_query > 4096 || o.checked_shares > 1)
+        o.sites_per_query > 4096 || o.unchecked_shares > 1)
         return TSAFE_E_RANGE;
     /* Default widths: the plan takes, on the smallest ring that has room
      * (N = 8192 costs about twice as much per token as 4096) for a plan
@@ -527,9 +527,13 @@ tsafe_status tsafe_sealed_plan_check(const tsafe_sealed_plan *plan)
         return TSAFE_E_VERSION;
     if (plan->r1.flags || plan->r2.flags)
         return TSAFE_E_INSECURE;
-    tsafe_sealed_opts o = {plan->x_bits, plan->a_bits,
-                           plan->b_bits ? plan->b_bits : 13, plan->rotate_after,
-                           plan->sites_per_query, plan->semi_honest, plan->checks != 0};
+    tsafe_sealed_opts o = {.x_bits = plan->x_bits,
+                           .a_bits = plan->a_bits,
+                           .b_bits = plan->b_bits ? plan->b_bits : 13,
+                           .rotate_after = plan->rotate_after,
+                           .sites_per_query = plan->sites_per_query,
+                           .semi_honest = plan->semi_honest,
+                           .unchecked_shares = plan->checks == 0};
     tsafe_sealed_plan mine;
     tsafe_status st = tsafe_sealed_plan_derive((tsafe_sealed_mode)plan->mode, plan->d_in,
                                                plan->rank, plan->d_out_max, &o, &mine);

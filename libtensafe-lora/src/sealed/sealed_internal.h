@@ -95,7 +95,8 @@ static inline uint32_t tsafe_sealed_k_min(const tsafe_sealed_plan *p)
     return p->trunc_bits > TSAFE_SEALED_LIFT_MAX ? p->trunc_bits - TSAFE_SEALED_LIFT_MAX : 0;
 }
 
-/* Checked reads (plan.checks, opts.checked_shares; docs/PROTOCOL.md,
+/* Checked reads (plan.checks; sealed-private's default, opts.unchecked_shares
+ * leaves them out; docs/PROTOCOL.md,
  * "Checked shares"). Round 1 multiplies each block's product by its own
  * fresh W(X) = sum_m w_m X^(m chunk1), w_m uniform in [-CHECK_G, CHECK_G),
  * sums them and reads rows 0..checks-1: check c is sum over the blocks of

@@ -112,6 +112,7 @@ tsafe_status tsafe_sess_session_client_open_plan(const tsafe_sealed_plan *plan, 
                                     .dp = dp,
                                     .allow_no_dp = allow_no_dp};
     co.sealed.semi_honest = plan->semi_honest;
+    co.sealed.unchecked_shares = plan->checks == 0;
     tsafe_status st = tsafe_session_client_create(&co, NULL, out);
     if (st != TSAFE_OK)
         return st;
