@@ -1931,6 +1931,172 @@ static void f12_crafted_noise_reads_no_weights(void **state)
     }
 }
 
+/* ==================================================================== F13 */
+
+/* The mean delta of T tokens of x on site 0, the query's chunk 0 carrying
+ * v (in units of x_q) at coefficient chunk1 + j as well when junk: a
+ * coefficient outside the chunk, where an honest query has zeros. */
+static void f13_mean_delta(world *w, const float *x, int junk, uint32_t j, long v, int T,
+                           double *mean)
+{
+    const struct tsafe_sealed_client *cv = w->c;
+    const tsafe_bfv_context *c = cv->c1;
+    const tsafe_sealed_site *ss = w->site[0];
+    float *delta = malloc(w->d_out * sizeof *delta);
+    tsafe_bfv_ct *ct;
+    assert_int_equal(tsafe_bfv_ct_create(c, &ct), TSAFE_OK);
+    memset(mean, 0, w->d_out * sizeof *mean);
+    for (int tk = 0; tk < T; tk++) {
+        token t;
+        memset(&t, 0, sizeof t);
+        if (tsafe_sealed_client_needs_hello(w->c))
+            world_hello(w);
+        assert_int_equal(tsafe_sealed_client_query(w->c, x, &t.q, &t.ql, NULL), TSAFE_OK);
+        if (junk) { /* round 1 reads at the fractional scale Q / (t 2^K) */
+            size_t off = HDR + TAG + 4, len = tsafe_bfv_ct_bytes(c);
+            tsafe_u128 e = (c->Q >> (c->p.t_bits + w->plan.trunc_bits)) * (tsafe_u128)v;
+            assert_int_equal(tsafe_bfv_ct_read(c, t.q + off, len, ct), TSAFE_OK);
+            ct_add_noise(c, ct, w->plan.chunk1 + j, e);
+            assert_int_equal(tsafe_bfv_ct_write(c, ct, t.q + off, len), TSAFE_OK);
+        }
+        assert_int_equal(tsafe_sealed_server_round1(w->s, &ss, 1, t.q, t.ql, &t.r1, &t.r1l, NULL),
+                         TSAFE_OK);
+        assert_int_equal(token_respond(w, 1, &t), TSAFE_OK);
+        token_round2(w, &ss, 1, &t);
+        assert_int_equal(token_finish(w, 1, &delta, &t), TSAFE_OK);
+        for (uint32_t o = 0; o < w->d_out; o++)
+            mean[o] += delta[o] / T;
+        token_free(&t);
+    }
+    tsafe_bfv_ct_free(ct);
+    free(delta);
+}
+
+/* What junk at input j of chunk 0's next row adds to delta (mean over T
+ * tokens with it minus T without), for the adapter (A, B) on site 0. */
+static void f13_leak(world *w, const float *A, const float *B, const float *x, uint32_t j,
+                     long v, int T, double *leak)
+{
+    double *honest = malloc(w->d_out * sizeof *honest);
+    assert_int_equal(world_set_site(w, 0, A, B), TSAFE_OK);
+    f13_mean_delta(w, x, 0, j, v, T, honest);
+    f13_mean_delta(w, x, 1, j, v, T, leak);
+    for (uint32_t o = 0; o < w->d_out; o++)
+        leak[o] -= honest[o];
+    free(honest);
+}
+
+static double l2_norm(const double *a, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += a[i] * a[i];
+    return sqrt(s);
+}
+
+static double rel_dist(const double *a, const double *b, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        num += (a[i] - b[i]) * (a[i] - b[i]);
+        den += b[i] * b[i];
+    }
+    return sqrt(num / den);
+}
+
+/* The junk attack at rank R (d_in 256: one block of 16 rows): how far
+ * the junk moves delta (relative), and how far its movement moves
+ * between the same adapter twice (f[0]), another factorization of the
+ * same product (f[1]: B H D, D^-1 H A with H a Householder reflection
+ * and D diagonal) and another product (f[2]: two rows of A swapped). */
+static double f13_attack(uint32_t R, long v, double f[3])
+{
+    enum { DI = 256, DO = 64, T = 4, RMAX = 16 };
+    const uint32_t j = 5;
+    world w;
+    world_open(&w, TSAFE_SEALED_PRIVATE, DI, R, DO, 1, 1);
+    assert_true(w.plan.checks > 0 && w.plan.rows1 == RMAX && R <= RMAX);
+    float *A = malloc(sizeof(float) * R * DI), *B = malloc(sizeof(float) * DO * R);
+    float *A2 = malloc(sizeof(float) * R * DI), *B2 = malloc(sizeof(float) * DO * R);
+    float *A3 = malloc(sizeof(float) * R * DI), x[DI];
+    memcpy(A, w.A[0], sizeof(float) * R * DI);
+    memcpy(B, w.B[0], sizeof(float) * DO * R);
+    rand_x(x, DI);
+    /* M = H D: H = I - 2 h h^T / |h|^2, D = diag(dd); M^-1 = D^-1 H */
+    double h[RMAX], hh = 0, dd[RMAX], Hm[RMAX][RMAX];
+    for (uint32_t i = 0; i < R; i++) {
+        h[i] = tsafe_test_uniform_float(-1, 1);
+        hh += h[i] * h[i];
+        dd[i] = 0.5 + tsafe_test_uniform_float(0, 1.5f);
+    }
+    for (uint32_t a = 0; a < R; a++)
+        for (uint32_t b = 0; b < R; b++)
+            Hm[a][b] = (a == b) - 2 * h[a] * h[b] / hh;
+    for (uint32_t o = 0; o < DO; o++)
+        for (uint32_t k = 0; k < R; k++) {
+            double acc = 0;
+            for (uint32_t i = 0; i < R; i++)
+                acc += B[o * R + i] * Hm[i][k];
+            B2[o * R + k] = (float)(acc * dd[k]);
+        }
+    for (uint32_t k = 0; k < R; k++)
+        for (uint32_t c = 0; c < DI; c++) {
+            double acc = 0;
+            for (uint32_t i = 0; i < R; i++)
+                acc += Hm[k][i] * A[i * DI + c];
+            A2[k * DI + c] = (float)(acc / dd[k]);
+        }
+    memcpy(A3, A, sizeof(float) * R * DI);
+    memcpy(A3, A + DI, sizeof(float) * DI); /* rows 0 and 1 swapped */
+    memcpy(A3 + DI, A, sizeof(float) * DI);
+    double l1[DO], l2[DO], l3[DO], honest[DO];
+    f13_leak(&w, A, B, x, j, v, T, l1);
+    f13_mean_delta(&w, x, 0, j, v, T, honest);
+    f13_leak(&w, A, B, x, j, v, T, l2);
+    f[0] = rel_dist(l2, l1, DO);
+    f13_leak(&w, A2, B2, x, j, v, T, l2);
+    f[1] = rel_dist(l2, l1, DO);
+    f13_leak(&w, A3, B, x, j, v, T, l3);
+    f[2] = rel_dist(l3, l1, DO);
+    free(A);
+    free(B);
+    free(A2);
+    free(B2);
+    free(A3);
+    world_close(&w);
+    return l2_norm(l1, DO) / l2_norm(honest, DO);
+}
+
+/* A malicious query's coefficients outside its chunk (THREAT_MODEL.md,
+ * "Coefficients outside a chunk"): v at coefficient chunk1 + j of chunk
+ * 0 meets row o - 1 of the block plaintext at read o, so the reads are
+ * u + v S A_q e_j (S a row shift) -- not delta of any x, but a function
+ * of the canonical factors, hence of the product s B A alone. Run on the
+ * default (checked) plan. A full block (rank 16 = its rows): the checked
+ * reads come from the same product, so they agree, the fold adds no mask
+ * and the junk moves delta reproducibly, the same for two factorizations
+ * of one product and not for another product. A padded block (rank 8):
+ * the shift moves a row into a padding read that K does not cover, the
+ * checks disagree and the fold masks the output with a fresh H -- the
+ * movement is noise. */
+static void f13_junk_coefficients_read_only_the_product(void **state)
+{
+    (void)state;
+    const long v = (long)env_long("TSAFE_ADV_F13_V", 2000);
+    double t0 = tsafe_now_s(), f[3];
+    double moved = f13_attack(16, v, f);
+    printf("# F13 junk v = %ld at coefficient chunk1 + 5, rank 16 (a full block): moves delta "
+           "by %.3f of its size; its movement again %.4f, other factors %.4f, another "
+           "product %.3f (relative)\n", v, moved, f[0], f[1], f[2]);
+    assert_true(moved > 0.005);               /* the junk reaches delta (the attack works) */
+    assert_true(f[0] < 0.02 && f[1] < 0.02); /* ... and reads the product only */
+    assert_true(f[2] > 0.3);                 /* ... which the test would see */
+    moved = f13_attack(8, v, f);
+    printf("# F13 rank 8 (a padded block): moves delta by %.3f; its movement again %.3f "
+           "(the fold's mask), %.1f s\n", moved, f[0], tsafe_now_s() - t0);
+    assert_true(f[0] > 0.2);
+}
+
 int main(void)
 {
     tsafe_test_rng_init("sealed_adversaries");
@@ -1947,6 +2113,7 @@ int main(void)
         cmocka_unit_test(f8_huge_scale_is_not_success),
         cmocka_unit_test(f11_zero_and_sparse_adapters),
         cmocka_unit_test(f12_crafted_noise_reads_no_weights),
+        cmocka_unit_test(f13_junk_coefficients_read_only_the_product),
     };
     return cmocka_run_group_tests_name("sealed_adversaries", tests, NULL, NULL);
 }
