@@ -2012,10 +2012,22 @@ static double rel_dist(const double *a, const double *b, size_t n)
 static double f13_attack(uint32_t R, long v, double f[3])
 {
     enum { DI = 256, DO = 64, T = 4, RMAX = 16 };
-    const uint32_t j = 5;
     world w;
     world_open(&w, TSAFE_SEALED_PRIVATE, DI, R, DO, 1, 1);
-    assert_true(w.plan.checks > 0 && w.plan.rows1 == RMAX && R <= RMAX);
+    assert_true(w.plan.checks > 0 && w.plan.rows1 == RMAX && R <= RMAX &&
+                w.plan.chunk1 == DI);
+    /* the junk's input: where the last canonical row of A_q is largest,
+     * so that what it shifts into read R (a padding read when R < 16) is
+     * not small by chance (that row is the product's weakest direction) */
+    uint32_t j = 0, ch = w.plan.chunk1;
+    int64_t best = -1;
+    for (uint32_t c = 0; c < 64; c++) {
+        int64_t a = llabs(plain_coeff(w.site[0]->p1[0], (R - 1) * ch + ch - 1 - c));
+        if (a > best) {
+            best = a;
+            j = c;
+        }
+    }
     float *A = malloc(sizeof(float) * R * DI), *B = malloc(sizeof(float) * DO * R);
     float *A2 = malloc(sizeof(float) * R * DI), *B2 = malloc(sizeof(float) * DO * R);
     float *A3 = malloc(sizeof(float) * R * DI), x[DI];
@@ -2085,7 +2097,7 @@ static void f13_junk_coefficients_read_only_the_product(void **state)
     const long v = (long)env_long("TSAFE_ADV_F13_V", 2000);
     double t0 = tsafe_now_s(), f[3];
     double moved = f13_attack(16, v, f);
-    printf("# F13 junk v = %ld at coefficient chunk1 + 5, rank 16 (a full block): moves delta "
+    printf("# F13 junk v = %ld at coefficient chunk1 + j, rank 16 (a full block): moves delta "
            "by %.3f of its size; its movement again %.4f, other factors %.4f, another "
            "product %.3f (relative)\n", v, moved, f[0], f[1], f[2]);
     assert_true(moved > 0.005);               /* the junk reaches delta (the attack works) */
@@ -2094,7 +2106,7 @@ static void f13_junk_coefficients_read_only_the_product(void **state)
     moved = f13_attack(8, v, f);
     printf("# F13 rank 8 (a padded block): moves delta by %.3f; its movement again %.3f "
            "(the fold's mask), %.1f s\n", moved, f[0], tsafe_now_s() - t0);
-    assert_true(f[0] > 0.2);
+    assert_true(f[0] > 0.3);
 }
 
 int main(void)
