@@ -385,6 +385,20 @@ static demo_result summarize(const demo *D, const totals *T)
     return r;
 }
 
+/* sealed-private's checked shares (--unchecked-shares leaves them out):
+ * the header's note, and the JSON value (NULL: no key, other modes). */
+static const char *checked_note(const demo *D)
+{
+    return D->o.mode != MODE_SEALED_PRIVATE ? ""
+           : D->o.unchecked                 ? " (unchecked shares: trusted clients only)"
+                                            : " (checked shares)";
+}
+
+static json_t *checked_json(const demo *D)
+{
+    return D->o.mode == MODE_SEALED_PRIVATE ? json_boolean(!D->o.unchecked) : NULL;
+}
+
 static void report(const demo *D, const totals *T, const demo_result *R, double setup_s)
 {
     int n = D->o.tokens;
@@ -399,7 +413,7 @@ static void report(const demo *D, const totals *T, const demo_result *R, double 
     if (D->o.json) {
         json_t *j = json_pack(
             "{s:s, s:i, s:f, s:f, s:f, s:f, s:f, s:{s:s, s:s, s:s}, s:s, s:I, s:I, s:I, s:I, s:I,"
-            " s:{s:f, s:f, s:f, s:f, s:f, s:f}, s:f, s:f, s:f}",
+            " s:{s:f, s:f, s:f, s:f, s:f, s:f}, s:f, s:f, s:f, s:o*}",
             "mode", mode, "tokens", n, "rel_error", rel, "per_token_ms", per_token_ms,
             "plaintext_ms", plain_ms, "tokens_per_s", 1000.0 / per_token_ms,
             "he_over_plain", per_token_ms / plain_ms, "params", "attention_and_gate_up",
@@ -411,7 +425,7 @@ static void report(const demo *D, const totals *T, const demo_result *R, double 
             all.products_us / n / 1000, "serialize", all.reduce_us / n / 1000, "decrypt",
             all.decrypt_us / n / 1000, "sums", all.sums_us / n / 1000, "B_u",
             all.bu_us / n / 1000, "setup_s", setup_s, "first_token_ms", first_ms,
-            "steady_per_token_ms", steady_ms);
+            "steady_per_token_ms", steady_ms, "checked_shares", checked_json(D));
         char *txt = json_dumps(j, JSON_INDENT(2));
         if (txt)
             puts(txt);
@@ -419,8 +433,8 @@ static void report(const demo *D, const totals *T, const demo_result *R, double 
         json_decref(j);
         return;
     }
-    printf("TenSafe-HE demo -- %s layer (hidden %u, %u experts, top-%u + shared), %s mode\n",
-           D->cfg.name, D->cfg.hidden_size, D->cfg.n_experts, D->cfg.top_k, mode);
+    printf("TenSafe-HE demo -- %s layer (hidden %u, %u experts, top-%u + shared), %s mode%s\n",
+           D->cfg.name, D->cfg.hidden_size, D->cfg.n_experts, D->cfg.top_k, mode, checked_note(D));
     printf("adapter: rank %d PEFT (BF16), q/k/v/o + gate/up/down of all %u experts, loaded "
            "from a temporary PEFT directory\n", RANK, D->cfg.n_experts);
     if (D->o.mode <= MODE_SEALED) /* the CKKS plans below are not used */
