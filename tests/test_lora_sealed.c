@@ -19,6 +19,7 @@
 #include "tensafe/backend_impl.h"
 #include "tensafe/lora_sealed.h"
 #include "../libtensafe-lora/src/sealed/sealed_internal.h"
+#include "support/tsafe_test_lora.h"
 #include "support/tsafe_test_rng.h"
 #include "reference/tsafe_ref.h"
 #include "../libtensafe-lora/src/dp/dp_internal.h"
@@ -104,16 +105,6 @@ static void reference_delta(const adapter *a, double *delta)
     free(u);
 }
 
-static double rel_l2(const float *got, const double *want, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        num += (got[i] - want[i]) * (got[i] - want[i]);
-        den += want[i] * want[i];
-    }
-    return sqrt(num / den);
-}
-
 /* One token through client and server, every message as bytes. */
 static void run_token(tsafe_sealed_client *c, tsafe_sealed_server *s,
                       const tsafe_sealed_site *site, const adapter *a, float *delta)
@@ -189,7 +180,7 @@ static void check_shape(tsafe_sealed_mode mode, uint32_t d_in, uint32_t rank, ui
             a.x[j] = tsafe_test_uniform_float(-3, 3);
         reference_delta(&a, want);
         run_token(c, s, site, &a, delta);
-        double err = rel_l2(delta, want, d_out);
+        double err = tsafe_test_rel_l2(delta, want, d_out);
         if (mode == TSAFE_SEALED) {
             int64_t *u = malloc(rank * sizeof *u), *ref = malloc(rank * sizeof *ref);
             assert_int_equal(tsafe_sealed_server_last_u(s, 0, u, rank), TSAFE_OK);
@@ -283,7 +274,7 @@ static void sealed_private_mixed_sites(void **state)
     assert_int_equal(tsafe_sealed_server_round2(s, ss, NS, sh, shl, &r2, &r2l, NULL), TSAFE_OK);
     assert_int_equal(tsafe_sealed_client_finish(c, r2, r2l, NS, d_out, delta, NULL), TSAFE_OK);
     for (int i = 0; i < NS; i++) {
-        double err = rel_l2(delta[i], want[i], d_out[i]);
+        double err = tsafe_test_rel_l2(delta[i], want[i], d_out[i]);
         printf("# mixed site %d (r=%u d_out=%u): rel L2 %.2e\n", i, rank[i], d_out[i], err);
         assert_true(err <= 1e-3);
         tsafe_sealed_site_free(site[i]);
@@ -348,7 +339,7 @@ static void same_within_rounding(const float *a, const float *b, uint32_t n,
     double *ad = malloc(n * sizeof *ad);
     for (uint32_t j = 0; j < n; j++)
         ad[j] = a[j];
-    double e = rel_l2(b, ad, n);
+    double e = tsafe_test_rel_l2(b, ad, n);
     free(ad);
     assert_true(e <= 2 * p->expected_rel_error);
 }
@@ -396,7 +387,7 @@ static void prepared_round2_same_deltas(void **state)
         for (int i = 0; i < NS; i++) {
             same_within_rounding(dA[i], dB[i], d_out[i], &p);
             reference_delta(&a[i], want[i]);
-            double err = rel_l2(dB[i], want[i], d_out[i]);
+            double err = tsafe_test_rel_l2(dB[i], want[i], d_out[i]);
             printf("# prepared round 2, token %d site %d: rel L2 %.2e\n",
                    tok, i, err);
             assert_true(err <= 1e-3);
@@ -478,7 +469,7 @@ static void sites_per_query_split(void **state)
     reference_u(&p16, &a, ref);
     for (int i = 0; i < 32; i++)
         assert_true(u[i] == ref[i]);
-    assert_true(rel_l2(delta, want, 512) <= 1e-3);
+    assert_true(tsafe_test_rel_l2(delta, want, 512) <= 1e-3);
     close_shape(c, s, site, &a, delta, want);
 }
 
@@ -944,7 +935,7 @@ static void backend_path_byte_identical(tsafe_sealed_mode mode, int checked)
                          TSAFE_OK);
         for (int i = 0; i < 2; i++) {
             reference_delta(&a[i], want);
-            assert_true(rel_l2(delta[i], want, d_outs[i]) <= 1e-3);
+            assert_true(tsafe_test_rel_l2(delta[i], want, d_outs[i]) <= 1e-3);
         }
         for (uint32_t j = 0; j < d_in; j++)
             a[0].x[j] = a[1].x[j] = tsafe_test_uniform_float(-3, 3);

@@ -25,6 +25,7 @@
 #include "tensafe/bfv_backend.h"
 #include "tensafe/lora_dp.h"
 #include "tensafe/lora_sealed.h"
+#include "support/tsafe_test_lora.h"
 #include "support/tsafe_test_rng.h"
 #include "../libtensafe-lora/src/sealed/sealed_internal.h"
 #include "../libtensafe-lora/src/sealed/server_internal.h"
@@ -122,16 +123,6 @@ static void plain_delta(const world *w, const float *x, float scale, double *out
             out[o] += (double)scale * w->B[(size_t)o * w->rank + k] * u[k];
     }
     free(u);
-}
-
-static double rel_err(const float *got, const double *want, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        num += (got[i] - want[i]) * (got[i] - want[i]);
-        den += want[i] * want[i];
-    }
-    return sqrt(num / den);
 }
 
 static double corr(const double *a, const double *b, size_t n)
@@ -395,7 +386,7 @@ static void key_rotation_pinned(void **state)
     assert_int_equal(tsafe_sealed_server_round2(w.s, &ss, 1, sh, shl, &r2, &r2l, NULL), TSAFE_OK);
     assert_int_equal(tsafe_sealed_client_finish(w.c, r2, r2l, 1, &w.d_out, &dp, NULL), TSAFE_OK);
     plain_delta(&w, x, 0.5f, ref);
-    assert_true(rel_err(d, ref, 16) < 1e-2);
+    assert_true(tsafe_test_rel_l2(d, ref, 16) < 1e-2);
     /* and the next rotation comes after rotate_after tokens again */
     for (int tok = 1; tok < ROT; tok++) {
         assert_int_equal(tsafe_sealed_client_needs_hello(w.c), 0);
@@ -470,7 +461,7 @@ static void inputs_at_u_bound(void **state)
         for (int tok = 0; tok < TOKENS; tok++) {
             float d[D_OUT];
             run_token(&w, x, NULL, d, NULL, NULL);
-            double e = rel_err(d, ref, D_OUT);
+            double e = tsafe_test_rel_l2(d, ref, D_OUT);
             if (e >= 1e-2)
                 printf("# bound: seed %zu token %d: relative error %.3g\n", si, tok, e);
             assert_true(e < 1e-2);
